@@ -1,0 +1,137 @@
+"""One chat turn: command or conversation, then save, reply, and post-turn hooks.
+
+    handle(msg)
+      command?  -> bot/commands.py answers; nothing is saved or sent to the LLM
+      else      -> prompt (bot/context.py) -> LLM <-> tools (bounded loop)
+                -> append the turn to the session (before replying: a reply the user has
+                   seen is always on disk) -> send the reply -> hooks in the background
+      LLM failed -> one clear sentence to the user; the session is left as it was
+
+The bus guarantees one turn at a time per chat, so a turn owns its session while it runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from bot import commands, logs
+from bot.context import ContextBuilder
+from bot.errors import LLMError
+from bot.events import ChatKey, InboundMessage, OutboundMessage
+from bot.llm import LLM
+from bot.tools import ToolBox, ToolContext
+from memory.paths import ChatFiles
+from memory.session import Message, Session, SessionStore
+
+logger = logging.getLogger(__name__)
+
+Send = Callable[[OutboundMessage], Awaitable[None]]
+PostTurnHook = Callable[[ChatKey], Awaitable[None]]
+
+CRASH_REPLY = "Something went wrong on my side and your message was not processed. Please try again."
+STEP_LIMIT_REPLY = "I stopped after {n} tool steps without finishing. Try asking for something smaller."
+EMPTY_REPLY = "The model sent an empty reply. Please try again or rephrase."
+
+
+@dataclass(frozen=True, slots=True)
+class AgentSettings:
+    home: Path
+    model: str
+    max_tool_iterations: int = 20
+    tool_result_max_chars: int = 16_000
+    max_message_chars: int = 32_000
+
+
+class ChatAgent:
+    def __init__(self, settings: AgentSettings, store: SessionStore, llm: LLM, tools: ToolBox,
+                 context: ContextBuilder, send: Send, chat_commands: commands.Commands | None = None) -> None:
+        self.settings = settings
+        self.store = store
+        self.llm = llm
+        self.tools = tools
+        self.context = context
+        self.send = send
+        self.commands = chat_commands or commands.Commands()
+        self.hooks: list[PostTurnHook] = []
+        self._background: set[asyncio.Task[None]] = set()
+
+    async def handle(self, msg: InboundMessage) -> None:
+        with logs.bound(msg.key, msg.id):
+            try:
+                text = await self._answer(msg)
+            except LLMError as exc:
+                logger.warning("turn abandoned, session unchanged: %s", exc)
+                text = exc.user_message
+            except Exception:  # turn boundary: the user hears of it, the log gets the traceback
+                logger.exception("turn crashed")
+                text = CRASH_REPLY
+            await self.send(OutboundMessage(msg.key, text, reply_to=msg.id))
+            if self.hooks:
+                self._spawn(self._run_hooks(msg.key), f"hooks {msg.key}")
+
+    async def _answer(self, msg: InboundMessage) -> str:
+        files = ChatFiles.locate(self.settings.home, msg.key.channel, msg.key.chat_id)
+        session = self.store.get(msg.key.channel, msg.key.chat_id)
+        if (command := commands.parse(msg.text)) is not None:
+            ctx = commands.CommandContext(msg.key, files, session, self.store, self.settings.model)
+            return await self.commands.run(*command, ctx)
+        limit = self.settings.max_message_chars
+        if len(msg.text) > limit:
+            return f"That message is {len(msg.text):,} characters long; I can read up to {limit:,}. Send it in parts."
+        if not msg.text.strip():
+            return "I can only read text, and that message had none."
+        new, reply = await self._converse(msg, files, session)
+        self.store.append(session, new)
+        return reply
+
+    async def _converse(self, msg: InboundMessage, files: ChatFiles, session: Session) -> tuple[list[Message], str]:
+        """Run the LLM/tool loop; returns the messages to save and the text for the user."""
+        prompt = self.context.build(files, session.unconsolidated, msg)
+        new = [Message(role="user", content=msg.text, ts=msg.ts)]
+        ctx = ToolContext(msg.key, files)
+        for _ in range(self.settings.max_tool_iterations):
+            reply = await self.llm.complete(prompt, self.tools.schemas)
+            if not reply.tool_calls:
+                text = (reply.content or "").strip()
+                if text:
+                    new.append(Message(role="assistant", content=text))
+                return new, text or EMPTY_REPLY
+            step = [Message(role="assistant", content=reply.content or None,
+                            tool_calls=tuple(c.to_wire() for c in reply.tool_calls))]
+            for call in reply.tool_calls:
+                result = await self.tools.run(call, ctx)
+                step.append(Message(role="tool", tool_call_id=call.id, name=call.name,
+                                    content=self._truncate(result.for_model())))
+            new.extend(step)
+            prompt.extend(m.to_llm() for m in step)
+        text = STEP_LIMIT_REPLY.format(n=self.settings.max_tool_iterations)
+        new.append(Message(role="assistant", content=text))
+        return new, text
+
+    def _truncate(self, text: str) -> str:
+        limit = self.settings.tool_result_max_chars
+        if len(text) <= limit:
+            return text
+        return text[:limit] + f"\n[... truncated: {len(text) - limit:,} more characters not shown]"
+
+    async def _run_hooks(self, key: ChatKey) -> None:
+        for hook in self.hooks:
+            try:
+                await hook(key)
+            except Exception:  # hook boundary: a failed hook is logged; the next turn retries it
+                logger.exception("post-turn hook %s failed", getattr(hook, "__name__", hook))
+
+    def _spawn(self, coro: Awaitable[None], name: str) -> None:
+        task = asyncio.ensure_future(coro)
+        task.set_name(name)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def aclose(self) -> None:
+        """Wait for background hooks (they are short: consolidation of one chat)."""
+        if self._background:
+            await asyncio.gather(*self._background, return_exceptions=True)

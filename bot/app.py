@@ -1,0 +1,74 @@
+"""Wiring: settings in, a running Tusk out. The only module that knows every part.
+
+    async with TuskApp(settings) as app:   # channels started
+        ...                                # serve until a signal, or run the terminal chat
+                                           # on exit: drain turns, wait hooks, stop channels
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TypeVar
+
+from bot.agent import ChatAgent
+from bot.bus import MessageBus
+from bot.config import Settings
+from bot.context import ContextBuilder
+from bot.events import InboundMessage
+from bot.llm import LLM
+from bot.tools import BUILTIN_TOOLS, ToolBox
+from channels.base import Channel
+from channels.http import HttpChannel, HttpSettings
+from memory.session import SessionStore
+
+logger = logging.getLogger(__name__)
+
+C = TypeVar("C", bound=Channel)
+
+
+class TuskApp:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        llm_settings = settings.llm_settings()  # fails here, before anything starts, if the LLM is not configured
+        self.store = SessionStore(settings.home)
+        self.tools = ToolBox(BUILTIN_TOOLS)
+        self.bus = MessageBus(self._handle)
+        self.agent = ChatAgent(settings.agent_settings(), self.store, LLM(llm_settings), self.tools,
+                               ContextBuilder(settings.home, settings.bot_name, self.tools.schemas), self.bus.send)
+        self.channels: list[Channel] = []
+
+    async def _handle(self, msg: InboundMessage) -> None:
+        await self.agent.handle(msg)
+
+    def add(self, channel: C) -> C:
+        self.bus.register(channel)
+        self.channels.append(channel)
+        return channel
+
+    def add_http(self) -> HttpChannel:
+        s = self.settings
+        token = s.http_token.get_secret_value() if s.http_token else None
+        return self.add(HttpChannel(HttpSettings(s.http_host, s.http_port, token), self.bus.publish))
+
+    async def __aenter__(self) -> TuskApp:
+        self.settings.home.mkdir(parents=True, exist_ok=True)
+        started: list[Channel] = []
+        try:
+            for channel in self.channels:
+                await channel.start()
+                started.append(channel)
+        except BaseException:
+            for channel in reversed(started):
+                await channel.stop()
+            raise
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        if not await self.bus.close(self.settings.shutdown_grace):
+            logger.warning("shutdown: turns still running after %.0fs were cancelled", self.settings.shutdown_grace)
+        await self.agent.aclose()
+        for channel in reversed(self.channels):
+            try:
+                await channel.stop()
+            except Exception:  # shutdown boundary: one channel failing to stop must not strand the others
+                logger.exception("channel %s did not stop cleanly", channel.name)

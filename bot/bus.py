@@ -1,0 +1,100 @@
+"""The message bus: per-chat order, cross-chat concurrency, replies routed to their channel.
+
+Each chat with pending messages has one queue and one worker task. The worker takes the
+chat's messages in arrival order, one turn at a time, and ends (removing the queue) the
+moment the queue is empty, so an idle chat costs nothing. Different chats have different
+workers, so a slow LLM call in one chat never delays another.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from collections.abc import Awaitable, Callable
+from typing import Protocol
+
+from bot.errors import BusClosed
+from bot.events import ChatKey, InboundMessage, OutboundMessage
+
+logger = logging.getLogger(__name__)
+
+Handler = Callable[[InboundMessage], Awaitable[None]]
+
+
+class Outlet(Protocol):
+    """What the bus needs of a channel to deliver replies."""
+
+    name: str
+
+    async def send(self, msg: OutboundMessage) -> None: ...
+
+
+class MessageBus:
+    def __init__(self, handler: Handler) -> None:
+        self._handler = handler
+        self._outlets: dict[str, Outlet] = {}
+        self._queues: dict[ChatKey, deque[tuple[InboundMessage, asyncio.Future[None]]]] = {}
+        self._workers: dict[ChatKey, asyncio.Task[None]] = {}
+        self._accepting = True
+
+    def register(self, outlet: Outlet) -> None:
+        self._outlets[outlet.name] = outlet
+
+    @property
+    def active_chats(self) -> int:
+        """Chats with a queued or running turn (idle chats hold no state here)."""
+        return len(self._workers)
+
+    def publish(self, msg: InboundMessage) -> asyncio.Future[None]:
+        """Queue `msg` behind its chat's earlier messages; the future resolves when its turn is done."""
+        if not self._accepting:
+            raise BusClosed("Tusk is shutting down and takes no new messages")
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._queues.setdefault(msg.key, deque()).append((msg, done))
+        if msg.key not in self._workers:
+            self._workers[msg.key] = asyncio.create_task(self._work(msg.key), name=f"chat {msg.key}")
+        return done
+
+    async def _work(self, key: ChatKey) -> None:
+        queue = self._queues[key]
+        try:
+            while queue:
+                msg, done = queue.popleft()
+                try:
+                    await self._handler(msg)
+                except asyncio.CancelledError:
+                    done.cancel()
+                    raise
+                except Exception:  # loop boundary: one broken turn must not stall the chat's queue
+                    logger.exception("turn failed in %s", key)
+                if not done.done():
+                    done.set_result(None)
+        finally:  # no await between the emptiness check and here: nothing can slip in
+            for _, done in queue:
+                done.cancel()
+            del self._queues[key]
+            del self._workers[key]
+
+    async def send(self, msg: OutboundMessage) -> None:
+        """Deliver `msg` through the channel that owns its chat; failures are logged, not raised."""
+        outlet = self._outlets.get(msg.key.channel)
+        if outlet is None:
+            logger.error("no channel %r to deliver a reply to %s", msg.key.channel, msg.key)
+            return
+        try:
+            await outlet.send(msg)
+        except Exception:  # a channel's delivery failure must not end the turn; the session keeps the reply
+            logger.exception("could not deliver a reply to %s", msg.key)
+
+    async def close(self, grace: float) -> bool:
+        """Stop taking messages, let running turns finish for up to `grace` seconds; True if all did."""
+        self._accepting = False
+        workers = list(self._workers.values())
+        if not workers:
+            return True
+        _, pending = await asyncio.wait(workers, timeout=grace)
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+        return not pending

@@ -1,0 +1,88 @@
+"""Settings: read once from the environment and `.env`, validated at start.
+
+Every variable is documented in `.env.example`. A wrong or missing value stops Tusk at
+start with a `ConfigError` that names the variable and the fix; components receive
+their own slice (`llm_settings()`, `agent_settings()`, ...), never the whole object.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from bot.agent import AgentSettings
+from bot.errors import ConfigError
+from bot.llm import LLMSettings
+
+MODEL_HINT = "set it to a litellm model string such as openai/gpt-4o-mini, anthropic/claude-3-5-haiku-latest or ollama/llama3.1"
+
+
+def _env(name: str, default, **kw):
+    return Field(default, validation_alias=name, **kw)
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_file=".env", env_file_encoding="utf-8", extra="ignore")
+
+    home: Path = _env("TUSK_HOME", Path("data"))
+    bot_name: str = _env("TUSK_BOT_NAME", "Tusk", min_length=1, max_length=64)
+    log_level: str = _env("TUSK_LOG_LEVEL", "INFO", pattern=r"(?i)^(debug|info|warning|error)$")
+
+    model: str | None = _env("TUSK_MODEL", None)
+    api_base: str | None = _env("TUSK_API_BASE", None)
+    api_key: SecretStr | None = _env("TUSK_API_KEY", None)
+    fallback_models: Annotated[tuple[str, ...], NoDecode] = _env("TUSK_FALLBACK_MODELS", ())
+    llm_timeout: float = _env("TUSK_LLM_TIMEOUT", 120.0, gt=0)
+    llm_retries: int = _env("TUSK_LLM_RETRIES", 3, ge=0, le=10)
+    llm_backoff: float = _env("TUSK_LLM_BACKOFF", 1.0, ge=0)
+    max_reply_tokens: int | None = _env("TUSK_MAX_REPLY_TOKENS", None, gt=0)
+
+    max_tool_iterations: int = _env("TUSK_MAX_TOOL_ITERATIONS", 20, ge=1, le=100)
+    tool_result_max_chars: int = _env("TUSK_TOOL_RESULT_MAX_CHARS", 16_000, ge=100)
+    max_message_chars: int = _env("TUSK_MAX_MESSAGE_CHARS", 32_000, ge=100)
+
+    http_host: str = _env("TUSK_HTTP_HOST", "127.0.0.1")
+    http_port: int = _env("TUSK_HTTP_PORT", 8765, ge=0, le=65535)
+    http_token: SecretStr | None = _env("TUSK_HTTP_TOKEN", None)
+    shutdown_grace: float = _env("TUSK_SHUTDOWN_GRACE", 30.0, ge=0)
+
+    @field_validator("fallback_models", mode="before")
+    @classmethod
+    def _split(cls, value: object) -> object:
+        return tuple(v.strip() for v in value.split(",") if v.strip()) if isinstance(value, str) else value
+
+    @field_validator("model", "api_base", "api_key", "http_token", "max_reply_tokens", mode="before")
+    @classmethod
+    def _blank_is_unset(cls, value: object) -> object:
+        return None if isinstance(value, str) and not value.strip() else value
+
+    def llm_settings(self) -> LLMSettings:
+        if not self.model:
+            raise ConfigError(f"TUSK_MODEL is not set: {MODEL_HINT}.")
+        return LLMSettings(
+            model=self.model, api_base=self.api_base,
+            api_key=self.api_key.get_secret_value() if self.api_key else None,
+            fallbacks=self.fallback_models, timeout=self.llm_timeout, retries=self.llm_retries,
+            backoff=self.llm_backoff, max_tokens=self.max_reply_tokens,
+        )
+
+    def agent_settings(self) -> AgentSettings:
+        return AgentSettings(home=self.home, model=self.model or "", max_tool_iterations=self.max_tool_iterations,
+                             tool_result_max_chars=self.tool_result_max_chars,
+                             max_message_chars=self.max_message_chars)
+
+    def secrets(self) -> list[str]:
+        """Values that must never appear in a log line."""
+        return [s.get_secret_value() for s in (self.api_key, self.http_token) if s is not None]
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Settings from the environment and `.env`; a bad value becomes a ConfigError naming its variable."""
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or '?'}: {e['msg']}" for e in exc.errors())
+        raise ConfigError(f"invalid configuration: {problems}") from exc

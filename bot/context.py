@@ -1,0 +1,72 @@
+"""What the LLM is sent for a turn.
+
+    system   identity + $TUSK_HOME/AGENTS.md and SOUL.md (if present) + this chat's MEMORY.md
+             + the tool list. It depends only on those files, so it is byte-identical from
+             turn to turn until memory changes, and provider prompt caches keep working.
+    history  the chat's unconsolidated messages, made legal (memory/history.py)
+    user     a one-line runtime context (time, channel, sender) + the new text; only the
+             text itself is saved.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from bot.events import InboundMessage
+from memory.history import legal_history
+from memory.paths import ChatFiles
+from memory.session import Message
+
+logger = logging.getLogger(__name__)
+
+WORKSPACE_FILES = ("AGENTS.md", "SOUL.md")
+
+IDENTITY = """You are {name}, an assistant that people talk to in their chat apps (Telegram, Discord, Slack, \
+a terminal or a web page). Each chat has its own memory, shown below; it never contains other chats.
+Answer in the language of the message. Be concise: this is a chat, not a document. Markdown is fine.
+If you don't know something about the person or this chat, say so rather than guess."""
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        return ""
+    except (OSError, UnicodeDecodeError):
+        logger.warning("cannot read %s; leaving it out of the prompt", path)
+        return ""
+
+
+class ContextBuilder:
+    def __init__(self, home: Path, bot_name: str, tool_schemas: list[dict[str, Any]]) -> None:
+        self.home = Path(home)
+        self.bot_name = bot_name
+        self.tool_schemas = tool_schemas
+
+    def system_prompt(self, files: ChatFiles) -> str:
+        parts = [IDENTITY.format(name=self.bot_name)]
+        for name in WORKSPACE_FILES:
+            if text := _read(self.home / name):
+                parts.append(f"## {name}\n\n{text}")
+        memory = _read(files.memory)
+        parts.append("## Memory of this chat (MEMORY.md)\n\n" + (memory or "(empty: nothing remembered yet)"))
+        if self.tool_schemas:
+            lines = [f"- {t['function']['name']}: {t['function']['description'].splitlines()[0]}"
+                     for t in self.tool_schemas]
+            parts.append("## Tools\n\n" + "\n".join(lines))
+        return "\n\n".join(parts)
+
+    @staticmethod
+    def runtime_block(msg: InboundMessage) -> str:
+        when = datetime.fromtimestamp(msg.ts, timezone.utc).strftime("%Y-%m-%d %H:%M UTC (%A)")
+        where = "group chat" if msg.is_group else "direct chat"
+        who = f"{msg.sender_name} (id {msg.sender_id})" if msg.sender_name else f"id {msg.sender_id}"
+        return f"[context: {when}; {msg.key.channel} {where}; from {who}]"
+
+    def build(self, files: ChatFiles, history: list[Message], msg: InboundMessage) -> list[dict[str, Any]]:
+        user = Message(role="user", content=f"{self.runtime_block(msg)}\n\n{msg.text}", ts=msg.ts)
+        convo = legal_history([*history, user])
+        return [{"role": "system", "content": self.system_prompt(files)}, *(m.to_llm() for m in convo)]

@@ -1,0 +1,39 @@
+"""Tusk's exceptions. Library errors are translated into these at the boundary that meets them.
+
+    TuskError
+    ├── ConfigError          settings missing or invalid; the message says what to set
+    ├── BusClosed            a message arrived while shutting down
+    └── LLMError             the model call failed after retries
+        ├── LLMUnavailable   5xx, timeouts, connection errors, rate limits that outlast retries
+        └── LLMRejected      the request itself was refused (auth, bad request, context too long)
+
+`LLMError.user_message` is the one sentence a chat user sees; details go to the log.
+"""
+
+from __future__ import annotations
+
+
+class TuskError(Exception):
+    """Base of every error Tusk raises on purpose."""
+
+
+class ConfigError(TuskError):
+    pass
+
+
+class BusClosed(TuskError):
+    pass
+
+
+class LLMError(TuskError):
+    user_message = "The model is unavailable right now, try again in a minute."
+
+
+class LLMUnavailable(LLMError):
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after  # seconds the provider asked us to wait, if it said
+
+
+class LLMRejected(LLMError):
+    user_message = "The model refused this request; the operator can find the reason in Tusk's log."

@@ -1,0 +1,125 @@
+"""Tools the model may call: plain typed async functions.
+
+A tool's name is its function's `__name__`, its description the docstring, its JSON
+schema the signature (via pydantic). A parameter annotated `ToolContext` is not shown to
+the model: it is how a tool learns which chat it runs for, and the only way it reaches
+files, so a tool can touch nothing outside its own chat. Arguments are validated before
+the call; a failure of any kind becomes an error result for the model, never a broken turn.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, get_type_hints
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import pydantic
+
+from bot.events import ChatKey
+from bot.llm import ToolCall
+from memory.paths import ChatFiles
+
+logger = logging.getLogger(__name__)
+
+ToolFn = Callable[..., Awaitable[str]]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolContext:
+    key: ChatKey
+    files: ChatFiles
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    call: ToolCall
+    output: str = ""
+    error: Exception | None = None
+
+    def for_model(self) -> str:
+        """The text the model sees for this call (the one place results are formatted)."""
+        if self.error is None:
+            return self.output
+        return f"Error: {type(self.error).__name__}: {self.error}"
+
+
+class ToolArgumentError(ValueError):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Tool:
+    name: str
+    description: str
+    fn: ToolFn
+    args: type[pydantic.BaseModel]
+    context_param: str | None
+
+    @classmethod
+    def from_function(cls, fn: ToolFn) -> Tool:
+        hints = get_type_hints(fn)
+        fields: dict[str, Any] = {}
+        context_param = None
+        for name, param in inspect.signature(fn).parameters.items():
+            if hints.get(name) is ToolContext:
+                context_param = name
+                continue
+            default = ... if param.default is inspect.Parameter.empty else param.default
+            fields[name] = (hints.get(name, str), default)
+        model = pydantic.create_model(f"{fn.__name__}_args", __config__=pydantic.ConfigDict(extra="forbid"),
+                                      **fields)
+        return cls(fn.__name__, inspect.cleandoc(fn.__doc__ or ""), fn, model, context_param)
+
+    def schema(self) -> dict[str, Any]:
+        params = self.args.model_json_schema()
+        params.pop("title", None)
+        for prop in params.get("properties", {}).values():
+            prop.pop("title", None)
+        return {"type": "function", "function": {"name": self.name, "description": self.description,
+                                                 "parameters": params}}
+
+    def parse(self, arguments: str) -> dict[str, Any]:
+        try:
+            raw = json.loads(arguments or "{}")
+            if isinstance(raw, str):  # some models double-encode
+                raw = json.loads(raw)
+            return dict(self.args.model_validate(raw))
+        except (ValueError, TypeError) as exc:  # pydantic.ValidationError is a ValueError
+            raise ToolArgumentError(f"invalid arguments for {self.name}: {exc}") from exc
+
+
+class ToolBox:
+    def __init__(self, fns: Iterable[ToolFn]) -> None:
+        self.tools = {tool.name: tool for tool in map(Tool.from_function, fns)}
+        self.schemas = [tool.schema() for tool in self.tools.values()]
+
+    async def run(self, call: ToolCall, ctx: ToolContext) -> ToolResult:
+        tool = self.tools.get(call.name)
+        try:
+            if tool is None:
+                raise ToolArgumentError(f"no tool named {call.name!r}; available: {', '.join(self.tools)}")
+            kwargs = tool.parse(call.arguments)
+            if tool.context_param:
+                kwargs[tool.context_param] = ctx
+            return ToolResult(call, output=str(await tool.fn(**kwargs)))
+        except Exception as exc:  # tool boundary: any failure is reported to the model, not raised
+            if not isinstance(exc, ToolArgumentError):
+                logger.exception("tool %s failed", call.name)
+            return ToolResult(call, error=exc)
+
+
+async def current_time(timezone: str = "UTC") -> str:
+    """The current date and time in an IANA time zone such as Europe/Paris or America/New_York."""
+    try:
+        zone = ZoneInfo(timezone)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise ValueError(f"unknown time zone {timezone!r}") from exc
+    return datetime.now(zone).strftime("%A %Y-%m-%d %H:%M:%S %Z (UTC%z)")
+
+
+BUILTIN_TOOLS: tuple[ToolFn, ...] = (current_time,)

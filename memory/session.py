@@ -1,0 +1,266 @@
+"""Append-only JSONL sessions: one chat's conversation, a line per message.
+
+File format (schema 1), one JSON object per line:
+
+    {"record": "meta", "schema": 1, "channel": "http", "chat_id": "alice", "created": 1733...}
+    {"role": "user", "content": "hi", "ts": 1733...}
+    {"role": "assistant", "content": "hello", "ts": 1733...}
+    {"record": "pointer", "last_consolidated": 2, "ts": 1733...}
+
+Messages carry the OpenAI chat keys (`role`, `content`, `tool_calls`, `tool_call_id`,
+`name`) at the top level plus `ts`. A `pointer` record says how many messages from the
+start are consolidated; the last one wins. Saving appends lines and fsyncs; nothing is
+ever rewritten. Loading skips lines it cannot decode (a torn last line after a crash, a
+bad hand edit) with a warning and keeps every other line.
+
+In memory a `Session` holds only the messages past the pointer, so a turn costs the
+same in a chat of ten messages as in one of ten thousand; `SessionStore` keeps recently
+used sessions (LRU) so a warm turn reads nothing from disk.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections import OrderedDict
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memory.paths import ChatFiles
+
+logger = logging.getLogger(__name__)
+
+SCHEMA = 1
+ROLES = frozenset({"system", "user", "assistant", "tool"})
+
+
+class NewerSchemaError(ValueError):
+    """The session file was written by a newer Tusk; it is left untouched."""
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One stored chat message. `tool_calls` are in OpenAI wire format."""
+
+    role: str
+    content: str | None = None
+    tool_calls: tuple[dict[str, Any], ...] = ()
+    tool_call_id: str | None = None
+    name: str | None = None
+    ts: float = field(default_factory=time.time)
+
+    def to_llm(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.tool_calls:
+            out["tool_calls"] = list(self.tool_calls)
+        if self.tool_call_id is not None:
+            out["tool_call_id"] = self.tool_call_id
+        if self.name is not None:
+            out["name"] = self.name
+        return out
+
+    def to_record(self) -> dict[str, Any]:
+        return {**self.to_llm(), "ts": self.ts}
+
+    @classmethod
+    def from_record(cls, rec: dict[str, Any]) -> Message:
+        """Parse a stored line; raises ValueError for anything that is not a message."""
+        role = rec.get("role")
+        if role not in ROLES:
+            raise ValueError(f"unknown role {role!r}")
+        calls = rec.get("tool_calls") or ()
+        if not isinstance(calls, list | tuple) or not all(_is_tool_call(c) for c in calls):
+            raise ValueError("malformed tool_calls")
+        return cls(
+            role=role,
+            content=_text(rec.get("content")),
+            tool_calls=tuple(calls),
+            tool_call_id=_opt_str(rec.get("tool_call_id")),
+            name=_opt_str(rec.get("name")),
+            ts=float(rec.get("ts") or 0.0),
+        )
+
+
+def _is_tool_call(call: Any) -> bool:
+    if not isinstance(call, dict):
+        return False
+    fn = call.get("function")
+    return isinstance(call.get("id"), str) and isinstance(fn, dict) and isinstance(fn.get("name"), str)
+
+
+def _text(content: Any) -> str | None:
+    """Content as text; a list of parts (older or hand-written files) keeps its text parts."""
+    if content is None or isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
+    raise ValueError("content is neither text nor a list of parts")
+
+
+def _opt_str(value: Any) -> str | None:
+    return value if value is None else str(value)
+
+
+@dataclass(slots=True)
+class Session:
+    """A chat's conversation past its consolidation pointer (earlier messages stay on disk only)."""
+
+    files: ChatFiles
+    channel: str
+    chat_id: str
+    last_consolidated: int = 0  # messages [0, last_consolidated) are summarised into memory
+    total: int = 0  # messages in the file
+    unconsolidated: list[Message] = field(default_factory=list)  # messages [last_consolidated, total)
+    created: float | None = None  # None until the file exists
+    needs_newline: bool = False  # the file ends in a torn line: start the next write on a new line
+
+
+class SessionStore:
+    """Loads, caches and appends to the sessions under one `$TUSK_HOME`."""
+
+    def __init__(self, home: Path, cache_size: int = 256) -> None:
+        self.home = Path(home)
+        self._cache: OrderedDict[Path, Session] = OrderedDict()
+        self._cache_size = cache_size
+
+    def get(self, channel: str, chat_id: str) -> Session:
+        files = ChatFiles.locate(self.home, channel, chat_id)
+        session = self._cache.get(files.dir)
+        if session is None:
+            session = load(files, channel, chat_id)
+            self._cache[files.dir] = session
+            if len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+        else:
+            self._cache.move_to_end(files.dir)
+        return session
+
+    def forget(self, files: ChatFiles) -> None:
+        """Drop a cached session (its files were deleted or replaced)."""
+        self._cache.pop(files.dir, None)
+
+    def append(self, session: Session, messages: Sequence[Message]) -> None:
+        """Append `messages` durably; the in-memory session changes only once they are on disk."""
+        if not messages:
+            return
+        lines = [_dump(m.to_record()) for m in messages]
+        if session.created is None:
+            created = time.time()
+            meta = {"record": "meta", "schema": SCHEMA, "channel": session.channel,
+                    "chat_id": session.chat_id, "created": created}
+            lines.insert(0, _dump(meta))
+        _append_lines(session, lines)
+        if session.created is None:
+            session.created = created
+        session.unconsolidated.extend(messages)
+        session.total += len(messages)
+
+    def set_pointer(self, session: Session, last_consolidated: int) -> None:
+        """Record that the first `last_consolidated` messages are consolidated."""
+        n = max(0, min(last_consolidated, session.total))
+        if session.created is None:
+            if n == 0:
+                return
+            raise ValueError("cannot move the pointer of a session with no file")
+        _append_lines(session, [_dump({"record": "pointer", "last_consolidated": n, "ts": time.time()})])
+        drop = n - session.last_consolidated
+        if drop >= 0:
+            del session.unconsolidated[:drop]
+        else:  # moving back (e.g. an undo) needs the older messages again
+            session.unconsolidated[:0] = list(iter_messages(session.files))[n:session.last_consolidated]
+        session.last_consolidated = n
+
+
+def _dump(record: dict[str, Any]) -> str:
+    return json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
+
+
+def _append_lines(session: Session, lines: list[str]) -> None:
+    path = session.files.session
+    new_file = not path.exists()
+    if new_file:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    data = ("\n" if session.needs_newline else "") + "".join(lines)
+    try:
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+    except BaseException:
+        session.needs_newline = True  # a partial write may have left a torn line
+        raise
+    session.needs_newline = False
+    if new_file:
+        _fsync_dir(path.parent)
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _records(path: Path) -> Iterator[tuple[int, dict[str, Any] | None, bool]]:
+    """(line number, decoded object or None, is last line without newline) for each non-blank line."""
+    with open(path, "rb") as fh:
+        for number, raw in enumerate(fh, 1):
+            torn = not raw.endswith(b"\n")
+            if not raw.strip():
+                continue
+            try:
+                obj = json.loads(raw)
+            except ValueError:
+                obj = None
+            yield number, obj if isinstance(obj, dict) else None, torn
+
+
+def load(files: ChatFiles, channel: str, chat_id: str) -> Session:
+    session = Session(files, channel, chat_id)
+    if not files.session.exists():
+        return session
+    messages: list[Message] = []
+    pointer = 0
+    session.created = files.session.stat().st_mtime
+    for number, rec, torn in _records(files.session):
+        session.needs_newline = torn
+        try:
+            if rec is None:
+                raise ValueError("not a JSON object")
+            kind = rec.get("record")
+            if kind == "meta":
+                if int(rec.get("schema", 0)) > SCHEMA:
+                    raise NewerSchemaError(f"{files.session} was written by a newer Tusk (schema {rec['schema']})")
+                session.created = float(rec.get("created") or session.created)
+            elif kind == "pointer":
+                pointer = int(rec["last_consolidated"])
+            elif kind is None:
+                messages.append(Message.from_record(rec))
+            else:
+                raise ValueError(f"unknown record {kind!r}")
+        except NewerSchemaError:
+            raise
+        except (ValueError, TypeError, KeyError) as exc:
+            what = "torn last line (interrupted write)" if torn else f"undecodable line ({exc})"
+            logger.warning("%s: skipping %s at line %d", files.session, what, number)
+    session.total = len(messages)
+    session.last_consolidated = max(0, min(pointer, session.total))
+    session.unconsolidated = messages[session.last_consolidated:]
+    return session
+
+
+def iter_messages(files: ChatFiles) -> Iterator[Message]:
+    """Every readable message of a chat's file, consolidated or not (for search and admin tools)."""
+    if not files.session.exists():
+        return
+    for _, rec, _ in _records(files.session):
+        if rec is not None and "record" not in rec:
+            try:
+                yield Message.from_record(rec)
+            except (ValueError, TypeError):
+                continue
