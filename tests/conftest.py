@@ -1,0 +1,52 @@
+"""Shared fixtures: a fake LLM server, settings pointing at it, a running Tusk with its HTTP channel."""
+
+import os
+
+os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"  # before anything imports litellm
+
+import aiohttp
+import pytest
+
+from bot.app import TuskApp
+from bot.config import load_settings
+from tests.fakes.fake_llm import FakeLLM
+
+
+@pytest.fixture
+async def fake_llm():
+    async with FakeLLM() as llm:
+        yield llm
+
+
+@pytest.fixture
+def make_settings(tmp_path, fake_llm, monkeypatch):
+    for name in list(os.environ):
+        if name.startswith(("TUSK_", "TELEGRAM_", "DISCORD_", "SLACK_")):
+            monkeypatch.delenv(name)
+    monkeypatch.chdir(tmp_path)  # no stray .env
+
+    def make(**env):
+        base = {"TUSK_HOME": str(tmp_path / "data"), "TUSK_MODEL": "openai/fake-model",
+                "TUSK_API_BASE": fake_llm.base_url, "TUSK_API_KEY": "sk-test-secret-key",
+                "TUSK_HTTP_PORT": "0", "TUSK_LLM_RETRIES": "0", "TUSK_LLM_BACKOFF": "0.01", "TUSK_SHUTDOWN_GRACE": "5"}
+        return load_settings(**{**base, **{k: str(v) for k, v in env.items()}})
+
+    return make
+
+
+@pytest.fixture
+async def tusk(make_settings):
+    """A running Tusk (HTTP channel only) and a helper to post a message and get the replies."""
+    app = TuskApp(make_settings())
+    http = app.add_http()
+    async with app, aiohttp.ClientSession() as client:
+        async def say(chat, text, **extra):
+            url = f"http://127.0.0.1:{http.port}/v1/chats/{chat}/messages"
+            async with client.post(url, json={"text": text, **extra}) as resp:
+                assert resp.status == 200, await resp.text()
+                return (await resp.json())["replies"]
+
+        app.say = say
+        app.url = f"http://127.0.0.1:{http.port}"
+        app.client = client
+        yield app

@@ -1,0 +1,70 @@
+"""The `tusk` command as a user runs it: a real process, real stdin/stdout."""
+
+import asyncio
+import os
+import sys
+
+import pytest
+
+
+def env_for(fake_llm, tmp_path, **extra):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TUSK_", "TELEGRAM_", "DISCORD_", "SLACK_"))}
+    env.update(TUSK_HOME=str(tmp_path / "data"), TUSK_MODEL="openai/fake-model", TUSK_API_BASE=fake_llm.base_url,
+               TUSK_API_KEY="sk-test", TUSK_LLM_RETRIES="0", LITELLM_LOCAL_MODEL_COST_MAP="True", **extra)
+    return env
+
+
+async def tusk(*args, env, stdin=b""):
+    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "bot.cli", *args, env=env,
+                                                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                                                stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(proc.communicate(stdin), timeout=60)
+    return proc.returncode, out.decode(), err.decode()
+
+
+async def test_terminal_chat_holds_a_conversation(fake_llm, tmp_path):
+    """`tusk chat` answers typed lines through the model, handles commands, and keeps the chat's memory on disk."""
+    code, out, err = await tusk("chat", "--chat", "work", env=env_for(fake_llm, tmp_path),
+                                stdin=b"hello\n/status\nsecond\n")
+    assert code == 0, err
+    assert "Tusk> echo: [context: " in out and "Messages in this chat: 2" in out
+    assert (tmp_path / "data/chats/terminal/work/session.jsonl").exists()
+    assert len(fake_llm.requests) == 2 and fake_llm.requests[1]["messages"][1]["content"] == "hello"
+
+
+async def test_missing_model_fails_at_start_naming_the_variable(fake_llm, tmp_path):
+    """No TUSK_MODEL: exit 2 with a message that says exactly what to set."""
+    env = env_for(fake_llm, tmp_path)
+    del env["TUSK_MODEL"]
+    code, out, err = await tusk("run", env=env)
+    assert code == 2 and "TUSK_MODEL is not set" in err and "openai/gpt-4o-mini" in err
+
+
+async def test_invalid_value_names_the_variable(fake_llm, tmp_path):
+    """A malformed setting stops Tusk at start with the variable's name."""
+    code, out, err = await tusk("run", env=env_for(fake_llm, tmp_path, TUSK_HTTP_PORT="eighty"))
+    assert code == 2 and "TUSK_HTTP_PORT" in err
+
+
+async def test_help_lists_commands(fake_llm, tmp_path):
+    """`tusk --help` lists the commands."""
+    code, out, _ = await tusk("--help", env=env_for(fake_llm, tmp_path))
+    assert code == 0 and "run" in out and "chat" in out
+
+
+async def test_run_serves_http_and_stops_cleanly_on_sigterm(fake_llm, tmp_path):
+    """`tusk run` with no platform credentials says it runs the HTTP channel alone, answers, exits 0 on SIGTERM."""
+    import aiohttp
+    import signal
+
+    env = env_for(fake_llm, tmp_path, TUSK_HTTP_PORT="0")
+    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "bot.cli", "run", env=env,
+                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    line = (await asyncio.wait_for(proc.stdout.readline(), timeout=60)).decode()
+    assert "only the HTTP channel" in line
+    url = line.split("http://", 1)[1].split()[0]
+    async with aiohttp.ClientSession() as client:
+        async with client.post(f"http://{url}/v1/chats/z/messages", json={"text": "ping"}) as resp:
+            assert resp.status == 200 and (await resp.json())["replies"][0].startswith("echo:")
+    proc.send_signal(signal.SIGTERM)
+    assert await asyncio.wait_for(proc.wait(), timeout=30) == 0
