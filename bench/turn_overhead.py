@@ -1,0 +1,90 @@
+"""Framework time per turn, without the LLM: bus + load + prompt build + save + reply.
+
+The LLM is replaced by an in-process object that answers at once, so the figure is
+Tusk's own cost. Chats hold 10, 1,000 and 10,000 messages of which only the last 50 are
+past the consolidation pointer. Reports the warm turn (session cached, the common case)
+and the cold first turn after a restart (the file is read once).
+
+    python bench/turn_overhead.py [--turns 300]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bot.agent import AgentSettings, ChatAgent  # noqa: E402
+from bot.bus import MessageBus  # noqa: E402
+from bot.context import ContextBuilder  # noqa: E402
+from bot.events import ChatKey, InboundMessage  # noqa: E402
+from bot.llm import LLMReply  # noqa: E402
+from bot.tools import BUILTIN_TOOLS, ToolBox  # noqa: E402
+from memory.session import Message, SessionStore  # noqa: E402
+
+
+class InstantLLM:
+    async def complete(self, messages, tools=None, **kw):
+        return LLMReply(content="fine, thanks", tool_calls=(), model="instant")
+
+
+class Sink:
+    name = "bench"
+
+    async def send(self, msg):
+        pass
+
+
+def seed(home: Path, chat: str, n: int) -> None:
+    store = SessionStore(home)
+    session = store.get("bench", chat)
+    text = "a message of ordinary length, about as long as people write in a chat " * 2
+    store.append(session, [Message("user" if i % 2 == 0 else "assistant", f"{i}: {text}") for i in range(n)])
+    store.set_pointer(session, n - 50)
+
+
+async def measure(home: Path, chat: str, turns: int) -> tuple[float, float]:
+    store = SessionStore(home)
+    tools = ToolBox(BUILTIN_TOOLS)
+    bus = MessageBus(lambda m: agent.handle(m))
+    agent = ChatAgent(AgentSettings(home=home, model="instant"), store, InstantLLM(), tools,
+                      ContextBuilder(home, "Tusk", tools.schemas), bus.send)
+    bus.register(Sink())
+    key = ChatKey("bench", chat)
+    start = time.perf_counter()
+    await bus.publish(InboundMessage(key, "hello", sender_id="u"))
+    cold = time.perf_counter() - start
+    times = []
+    for i in range(turns):
+        start = time.perf_counter()
+        await bus.publish(InboundMessage(key, f"how are you {i}", sender_id="u"))
+        times.append(time.perf_counter() - start)
+        store.set_pointer(store.get("bench", chat), store.get("bench", chat).total - 50)  # keep 50 unconsolidated
+    return cold, statistics.median(times)
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--turns", type=int, default=300)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        home = Path(tmp)
+        rows = []
+        for n in (10, 1_000, 10_000):
+            seed(home, f"c{n}", n)
+            cold, warm = await measure(home, f"c{n}", args.turns)
+            rows.append((n, cold, warm))
+    print(f"{'messages in file':>17} {'first turn (cold)':>18} {'turn (warm, median)':>20}")
+    for n, cold, warm in rows:
+        print(f"{n:>17,} {cold * 1000:>15.2f} ms {warm * 1000:>17.3f} ms")
+    print(f"warm 10,000 / warm 10 = {rows[2][2] / rows[0][2]:.2f}x")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
