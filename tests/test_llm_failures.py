@@ -79,3 +79,14 @@ def test_masking_formatter_hides_secrets_in_tracebacks():
         record = logging.LogRecord("t", logging.ERROR, __file__, 1, "key %s", ("sk-test-secret-key",), sys.exc_info())
     text = MaskingFormatter("%(message)s", ["sk-test-secret-key"]).format(record)
     assert "sk-test-secret-key" not in text and "***" in text and "RuntimeError" in text
+
+
+async def test_retry_after_is_honoured(make_settings, fake_llm):
+    """A 429 with Retry-After waits that long before the next attempt, not the shorter backoff."""
+    import time
+
+    fake_llm.script(Reply(status=429, headers={"Retry-After": "0.6"}), Reply(text="ok"))
+    llm = LLM(make_settings(TUSK_LLM_RETRIES=1, TUSK_LLM_BACKOFF=0.01).llm_settings())
+    start = time.monotonic()
+    await llm.complete([{"role": "user", "content": "hi"}])
+    assert time.monotonic() - start >= 0.6

@@ -120,3 +120,17 @@ async def test_oversize_message_gets_a_clear_answer(tusk, fake_llm):
     reply = (await tusk.say("big", "x" * 40_000))[0]
     assert "40,000 characters" in reply and fake_llm.requests == []
     assert tusk.store.get("http", "big").total == 0
+
+
+async def test_workspace_files_and_own_memory_in_system_prompt(tusk, fake_llm):
+    """AGENTS.md/SOUL.md reach every chat; a chat's MEMORY.md reaches only that chat."""
+    home = tusk.settings.home
+    (home / "AGENTS.md").write_text("Always answer in haiku.")
+    files_a = tusk.store.get("http", "a").files
+    files_a.dir.mkdir(parents=True)
+    files_a.memory.write_text("- Alice's cat is called Miso.")
+    await tusk.say("a", "hi")
+    await tusk.say("b", "hi")
+    sys_a, sys_b = (r["messages"][0]["content"] for r in fake_llm.requests)
+    assert "Always answer in haiku." in sys_a and "Always answer in haiku." in sys_b
+    assert "Miso" in sys_a and "Miso" not in json.dumps(fake_llm.requests[1])
