@@ -53,7 +53,7 @@ async def measure(home: Path, chat: str, turns: int) -> tuple[float, float]:
     store = SessionStore(home)
     tools = ToolBox(BUILTIN_TOOLS)
     bus = MessageBus(lambda m: agent.handle(m))
-    agent = ChatAgent(AgentSettings(home=home, model="instant"), store, InstantLLM(), tools,
+    agent = ChatAgent(AgentSettings(model="instant"), store, InstantLLM(), tools,
                       ContextBuilder(home, "Tusk", tools.schemas), bus.send)
     bus.register(Sink())
     key = ChatKey("bench", chat)

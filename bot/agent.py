@@ -16,7 +16,6 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 from bot import commands, logs
 from bot.context import ContextBuilder
@@ -24,7 +23,6 @@ from bot.errors import LLMError
 from bot.events import ChatKey, InboundMessage, OutboundMessage
 from bot.llm import LLM
 from bot.tools import ToolBox, ToolContext
-from memory.paths import ChatFiles
 from memory.session import Message, Session, SessionStore
 
 logger = logging.getLogger(__name__)
@@ -39,7 +37,6 @@ EMPTY_REPLY = "The model sent an empty reply. Please try again or rephrase."
 
 @dataclass(frozen=True, slots=True)
 class AgentSettings:
-    home: Path
     model: str
     max_tool_iterations: int = 20
     tool_result_max_chars: int = 16_000
@@ -74,25 +71,24 @@ class ChatAgent:
                 self._spawn(self._run_hooks(msg.key), f"hooks {msg.key}")
 
     async def _answer(self, msg: InboundMessage) -> str:
-        files = ChatFiles.locate(self.settings.home, msg.key.channel, msg.key.chat_id)
         session = self.store.get(msg.key.channel, msg.key.chat_id)
         if (command := commands.parse(msg.text)) is not None:
-            ctx = commands.CommandContext(msg.key, files, session, self.store, self.settings.model)
+            ctx = commands.CommandContext(msg.key, session.files, session, self.store, self.settings.model)
             return await self.commands.run(*command, ctx)
         limit = self.settings.max_message_chars
         if len(msg.text) > limit:
             return f"That message is {len(msg.text):,} characters long; I can read up to {limit:,}. Send it in parts."
         if not msg.text.strip():
             return "I can only read text, and that message had none."
-        new, reply = await self._converse(msg, files, session)
+        new, reply = await self._converse(msg, session)
         self.store.append(session, new)
         return reply
 
-    async def _converse(self, msg: InboundMessage, files: ChatFiles, session: Session) -> tuple[list[Message], str]:
+    async def _converse(self, msg: InboundMessage, session: Session) -> tuple[list[Message], str]:
         """Run the LLM/tool loop; returns the messages to save and the text for the user."""
-        prompt = self.context.build(files, session.unconsolidated, msg)
+        prompt = self.context.build(session.files, session.unconsolidated, msg)
         new = [Message(role="user", content=msg.text, ts=msg.ts)]
-        ctx = ToolContext(msg.key, files)
+        ctx = ToolContext(msg.key, session.files)
         for _ in range(self.settings.max_tool_iterations):
             reply = await self.llm.complete(prompt, self.tools.schemas)
             if not reply.tool_calls:

@@ -70,7 +70,7 @@ class Settings(BaseSettings):
         )
 
     def agent_settings(self) -> AgentSettings:
-        return AgentSettings(home=self.home, model=self.model or "", max_tool_iterations=self.max_tool_iterations,
+        return AgentSettings(model=self.model or "", max_tool_iterations=self.max_tool_iterations,
                              tool_result_max_chars=self.tool_result_max_chars,
                              max_message_chars=self.max_message_chars)
 
