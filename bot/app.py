@@ -13,12 +13,14 @@ from typing import TypeVar
 from bot.agent import ChatAgent
 from bot.bus import MessageBus
 from bot.config import Settings
+from bot.errors import ConfigError
 from bot.context import ContextBuilder
 from bot.events import InboundMessage
 from bot.llm import LLM
 from bot.tools import BUILTIN_TOOLS, ToolBox
 from channels.base import Channel
 from channels.http import HttpChannel, HttpSettings
+from memory import tokens
 from memory.session import SessionStore
 
 logger = logging.getLogger(__name__)
@@ -30,6 +32,10 @@ class TuskApp:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         llm_settings = settings.llm_settings()  # fails here, before anything starts, if the LLM is not configured
+        try:
+            tokens.encoding()  # fail at start, not in a chat, if token counting is impossible
+        except tokens.TokenizerUnavailable as exc:
+            raise ConfigError(str(exc)) from exc
         self.store = SessionStore(settings.home)
         self.tools = ToolBox(BUILTIN_TOOLS)
         self.bus = MessageBus(self._handle)

@@ -26,11 +26,12 @@ import os
 import time
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from memory.paths import ChatFiles
+from memory.tokens import count_message
 
 logger = logging.getLogger(__name__)
 
@@ -52,6 +53,7 @@ class Message:
     tool_call_id: str | None = None
     name: str | None = None
     ts: float = field(default_factory=time.time)
+    tokens: int = 0  # estimated prompt tokens, counted once when saved (memory/tokens.py)
 
     def to_llm(self) -> dict[str, Any]:
         out: dict[str, Any] = {"role": self.role, "content": self.content}
@@ -64,7 +66,11 @@ class Message:
         return out
 
     def to_record(self) -> dict[str, Any]:
-        return {**self.to_llm(), "ts": self.ts}
+        return {**self.to_llm(), "ts": self.ts, "tokens": self.tokens}
+
+    def counted(self) -> Message:
+        """This message with its token estimate filled in (itself if it has one)."""
+        return self if self.tokens else replace(self, tokens=count_message(self.to_llm()))
 
     @classmethod
     def from_record(cls, rec: dict[str, Any]) -> Message:
@@ -82,6 +88,7 @@ class Message:
             tool_call_id=_opt_str(rec.get("tool_call_id")),
             name=_opt_str(rec.get("name")),
             ts=float(rec.get("ts") or 0.0),
+            tokens=int(rec.get("tokens") or 0),
         )
 
 
@@ -118,6 +125,11 @@ class Session:
     created: float | None = None  # None until the file exists
     needs_newline: bool = False  # the file ends in a torn line: start the next write on a new line
 
+    @property
+    def tokens(self) -> int:
+        """Estimated prompt tokens of the unconsolidated messages (a sum of cached counts)."""
+        return sum(m.tokens for m in self.unconsolidated)
+
 
 class SessionStore:
     """Loads, caches and appends to the sessions under one `$TUSK_HOME`."""
@@ -147,6 +159,7 @@ class SessionStore:
         """Append `messages` durably; the in-memory session changes only once they are on disk."""
         if not messages:
             return
+        messages = [m.counted() for m in messages]
         lines = [_dump(m.to_record()) for m in messages]
         if session.created is None:
             created = time.time()
@@ -171,7 +184,7 @@ class SessionStore:
         if drop >= 0:
             del session.unconsolidated[:drop]
         else:  # moving back (e.g. an undo) needs the older messages again
-            session.unconsolidated[:0] = list(iter_messages(session.files))[n:session.last_consolidated]
+            session.unconsolidated[:0] = [m.counted() for m in list(iter_messages(session.files))[n:session.last_consolidated]]
         session.last_consolidated = n
 
 
@@ -250,7 +263,7 @@ def load(files: ChatFiles, channel: str, chat_id: str) -> Session:
             logger.warning("%s: skipping %s at line %d", files.session, what, number)
     session.total = len(messages)
     session.last_consolidated = max(0, min(pointer, session.total))
-    session.unconsolidated = messages[session.last_consolidated:]
+    session.unconsolidated = [m.counted() for m in messages[session.last_consolidated:]]
     return session
 
 
