@@ -23,7 +23,9 @@ from bot.errors import LLMError
 from bot.events import ChatKey, InboundMessage, OutboundMessage
 from bot.llm import LLM
 from bot.tools import ToolBox, ToolContext
+from memory.consolidate import Consolidator, pick_cut
 from memory.session import Message, Session, SessionStore
+from memory.tokens import count_text
 
 logger = logging.getLogger(__name__)
 
@@ -32,6 +34,13 @@ PostTurnHook = Callable[[ChatKey], Awaitable[None]]
 
 CRASH_REPLY = "Something went wrong on my side and your message was not processed. Please try again."
 STEP_LIMIT_REPLY = "I stopped after {n} tool steps without finishing. Try asking for something smaller."
+RUNTIME_BLOCK_TOKENS = 40  # the runtime-context line added to the user message
+
+
+class MessageTooLong(Exception):
+    """The new message alone leaves no room in the window; its text is the user's answer."""
+
+
 EMPTY_REPLY = "The model sent an empty reply. Please try again or rephrase."
 
 
@@ -45,7 +54,8 @@ class AgentSettings:
 
 class ChatAgent:
     def __init__(self, settings: AgentSettings, store: SessionStore, llm: LLM, tools: ToolBox,
-                 context: ContextBuilder, send: Send, chat_commands: commands.Commands | None = None) -> None:
+                 context: ContextBuilder, send: Send, chat_commands: commands.Commands | None = None,
+                 consolidator: Consolidator | None = None) -> None:
         self.settings = settings
         self.store = store
         self.llm = llm
@@ -53,13 +63,16 @@ class ChatAgent:
         self.context = context
         self.send = send
         self.commands = chat_commands or commands.Commands()
-        self.hooks: list[PostTurnHook] = []
+        self.consolidator = consolidator
+        self.hooks: list[PostTurnHook] = [self._consolidate] if consolidator else []
         self._background: set[asyncio.Task[None]] = set()
 
     async def handle(self, msg: InboundMessage) -> None:
         with logs.bound(msg.key, msg.id):
             try:
                 text = await self._answer(msg)
+            except MessageTooLong as exc:
+                text = str(exc)
             except LLMError as exc:
                 logger.warning("turn abandoned, session unchanged: %s", exc)
                 text = exc.user_message
@@ -86,7 +99,7 @@ class ChatAgent:
 
     async def _converse(self, msg: InboundMessage, session: Session) -> tuple[list[Message], str]:
         """Run the LLM/tool loop; returns the messages to save and the text for the user."""
-        prompt = self.context.build(session.files, session.unconsolidated, msg)
+        prompt = self.context.build(session.files, await self._fitting_history(session, msg), msg)
         new = [Message(role="user", content=msg.text, ts=msg.ts)]
         ctx = ToolContext(msg.key, session.files)
         for _ in range(self.settings.max_tool_iterations):
@@ -107,6 +120,33 @@ class ChatAgent:
         text = STEP_LIMIT_REPLY.format(n=self.settings.max_tool_iterations)
         new.append(Message(role="assistant", content=text))
         return new, text
+
+    async def _fitting_history(self, session: Session, msg: InboundMessage) -> list[Message]:
+        """The history to send: consolidated first if the prompt would be over budget, and cut to fit
+        if it still is (oldest whole turns left out), so an over-budget prompt is never sent."""
+        c = self.consolidator
+        if c is None:
+            return session.unconsolidated
+        pending = count_text(msg.text) + RUNTIME_BLOCK_TOKENS
+
+        def fixed() -> int:
+            return self.context.fixed_tokens(session.files) + pending
+
+        if c.over_budget(session, fixed()):
+            await c.run(session, fixed)
+        history, room = session.unconsolidated, c.budget.limit - fixed()
+        if room < 0:
+            raise MessageTooLong(f"That message does not fit in the model's window ({c.budget.window:,} tokens). "
+                                 "Send it in parts.")
+        while (excess := sum(m.tokens for m in history) - room) > 0:
+            cut = pick_cut(history, excess)
+            history = history[cut:] if cut else []
+        return history
+
+    async def _consolidate(self, key: ChatKey) -> None:
+        session = self.store.get(key.channel, key.chat_id)
+        assert self.consolidator is not None
+        await self.consolidator.run(session, lambda: self.context.fixed_tokens(session.files))
 
     def _truncate(self, text: str) -> str:
         limit = self.settings.tool_result_max_chars

@@ -21,6 +21,7 @@ from bot.tools import BUILTIN_TOOLS, ToolBox
 from channels.base import Channel
 from channels.http import HttpChannel, HttpSettings
 from memory import tokens
+from memory.consolidate import Budget, Consolidator
 from memory.session import SessionStore
 
 logger = logging.getLogger(__name__)
@@ -39,9 +40,21 @@ class TuskApp:
         self.store = SessionStore(settings.home)
         self.tools = ToolBox(BUILTIN_TOOLS)
         self.bus = MessageBus(self._handle)
-        self.agent = ChatAgent(settings.agent_settings(), self.store, LLM(llm_settings), self.tools,
-                               ContextBuilder(settings.home, settings.bot_name, self.tools.schemas), self.bus.send)
+        self.llm = LLM(llm_settings)
+        window = settings.window()
+        self.consolidator = Consolidator(self.store, self._consolidation_call,
+                                         Budget.for_window(window, settings.max_reply_tokens),
+                                         settings.memory_max_tokens or window // 10)
+        self.agent = ChatAgent(settings.agent_settings(), self.store, self.llm, self.tools,
+                               ContextBuilder(settings.home, settings.bot_name, self.tools.schemas), self.bus.send,
+                               consolidator=self.consolidator)
         self.channels: list[Channel] = []
+
+    async def _consolidation_call(self, messages: list[dict], tools: list[dict]) -> str | None:
+        """One consolidation request, forcing save_memory; its arguments, or None if it was not called."""
+        forced = {"type": "function", "function": {"name": tools[0]["function"]["name"]}}
+        reply = await self.llm.complete(messages, tools, tool_choice=forced, model=self.settings.consolidation_model)
+        return next((c.arguments for c in reply.tool_calls if c.name == forced["function"]["name"]), None)
 
     async def _handle(self, msg: InboundMessage) -> None:
         await self.agent.handle(msg)

@@ -20,6 +20,9 @@ from bot.llm import LLMSettings
 MODEL_HINT = "set it to a litellm model string such as openai/gpt-4o-mini, anthropic/claude-3-5-haiku-latest or ollama/llama3.1"
 
 
+DEFAULT_WINDOW = 65_536
+
+
 def _env(name: str, default, **kw):
     return Field(default, validation_alias=name, **kw)
 
@@ -39,6 +42,9 @@ class Settings(BaseSettings):
     llm_retries: int = _env("TUSK_LLM_RETRIES", 3, ge=0, le=10)
     llm_backoff: float = _env("TUSK_LLM_BACKOFF", 1.0, ge=0)
     max_reply_tokens: int | None = _env("TUSK_MAX_REPLY_TOKENS", None, gt=0)
+    consolidation_model: str | None = _env("TUSK_CONSOLIDATION_MODEL", None)
+    context_window: int | None = _env("TUSK_CONTEXT_WINDOW", None, ge=1024)
+    memory_max_tokens: int | None = _env("TUSK_MEMORY_MAX_TOKENS", None, ge=100)
 
     max_tool_iterations: int = _env("TUSK_MAX_TOOL_ITERATIONS", 20, ge=1, le=100)
     tool_result_max_chars: int = _env("TUSK_TOOL_RESULT_MAX_CHARS", 16_000, ge=100)
@@ -54,7 +60,8 @@ class Settings(BaseSettings):
     def _split(cls, value: object) -> object:
         return tuple(v.strip() for v in value.split(",") if v.strip()) if isinstance(value, str) else value
 
-    @field_validator("model", "api_base", "api_key", "http_token", "max_reply_tokens", mode="before")
+    @field_validator("model", "api_base", "api_key", "http_token", "max_reply_tokens", "consolidation_model",
+                     "context_window", "memory_max_tokens", mode="before")
     @classmethod
     def _blank_is_unset(cls, value: object) -> object:
         return None if isinstance(value, str) and not value.strip() else value
@@ -73,6 +80,14 @@ class Settings(BaseSettings):
         return AgentSettings(model=self.model or "", max_tool_iterations=self.max_tool_iterations,
                              tool_result_max_chars=self.tool_result_max_chars,
                              max_message_chars=self.max_message_chars)
+
+    def window(self) -> int:
+        """TUSK_CONTEXT_WINDOW, else the model's input window as litellm knows it, else 65,536."""
+        if self.context_window:
+            return self.context_window
+        from bot.llm import model_window
+
+        return model_window(self.model or "") or DEFAULT_WINDOW
 
     def secrets(self) -> list[str]:
         """Values that must never appear in a log line."""

@@ -10,6 +10,8 @@
 
 from __future__ import annotations
 
+import functools
+import json
 import logging
 from datetime import datetime, timezone
 from pathlib import Path
@@ -19,6 +21,7 @@ from bot.events import InboundMessage
 from memory.history import legal_history
 from memory.paths import ChatFiles
 from memory.session import Message
+from memory.tokens import count_text
 
 logger = logging.getLogger(__name__)
 
@@ -28,6 +31,11 @@ IDENTITY = """You are {name}, an assistant that people talk to in their chat app
 a terminal or a web page). Each chat has its own memory, shown below; it never contains other chats.
 Answer in the language of the message. Be concise: this is a chat, not a document. Markdown is fine.
 If you don't know something about the person or this chat, say so rather than guess."""
+
+
+@functools.lru_cache(maxsize=256)
+def _count(text: str) -> int:  # system prompts repeat turn after turn: count each distinct one once
+    return count_text(text)
 
 
 def _read(path: Path) -> str:
@@ -45,6 +53,7 @@ class ContextBuilder:
         self.home = Path(home)
         self.bot_name = bot_name
         self.tool_schemas = tool_schemas
+        self._tool_tokens = count_text(json.dumps(tool_schemas)) if tool_schemas else 0
 
     def system_prompt(self, files: ChatFiles) -> str:
         parts = [IDENTITY.format(name=self.bot_name)]
@@ -58,6 +67,10 @@ class ContextBuilder:
                      for t in self.tool_schemas]
             parts.append("## Tools\n\n" + "\n".join(lines))
         return "\n\n".join(parts)
+
+    def fixed_tokens(self, files: ChatFiles) -> int:
+        """Estimated tokens of everything in the prompt except the history: system prompt and tools."""
+        return _count(self.system_prompt(files)) + self._tool_tokens
 
     @staticmethod
     def runtime_block(msg: InboundMessage) -> str:

@@ -39,6 +39,15 @@ def litellm() -> ModuleType:
     return lib
 
 
+def model_window(model: str) -> int | None:
+    """The model's input window from litellm's bundled model list, if it knows the model."""
+    try:
+        info = litellm().get_model_info(model)
+    except Exception:  # litellm raises plain Exception for unknown models
+        return None
+    return info.get("max_input_tokens") or info.get("max_tokens") or None
+
+
 @dataclass(frozen=True, slots=True)
 class LLMSettings:
     model: str

@@ -151,6 +151,9 @@ class SessionStore:
             self._cache.move_to_end(files.dir)
         return session
 
+    def cached(self, files: ChatFiles) -> Session | None:
+        return self._cache.get(files.dir)
+
     def forget(self, files: ChatFiles) -> None:
         """Drop a cached session (its files were deleted or replaced)."""
         self._cache.pop(files.dir, None)

@@ -1,0 +1,222 @@
+"""Consolidation: summarise a chat's oldest whole turns into HISTORY.md and MEMORY.md, then
+move the session's pointer past them.
+
+    budget = window - reply reserve       reserve = min(max reply tokens, window / 4)
+    trigger: prompt estimate > budget     target: prompt estimate <= budget / 2
+
+A chunk always ends just before a user message, so no turn is split. Each round is one
+LLM request offering one tool, `save_memory(history_entry, memory_update)`. On success the
+entry is appended to HISTORY.md, MEMORY.md is replaced atomically (old text kept as a
+version), and only then is the pointer moved: a crash in between may repeat a summary but
+never loses one. A failed round moves nothing; after `MAX_FAILURES` failures on the same
+chunk its raw transcript goes to HISTORY.md marked `[raw]` and the pointer moves anyway, so
+a broken model cannot make a chat overflow forever.
+
+This module knows nothing of the bot: the LLM call arrives as `complete`, a function
+from (messages, tools) to the `save_memory` arguments (a dict or JSON text) or None.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import weakref
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from memory import files as memfiles
+from memory.session import Message, Session, SessionStore
+from memory.tokens import count_text
+
+logger = logging.getLogger(__name__)
+
+MAX_ROUNDS = 5
+MAX_FAILURES = 3
+
+Complete = Callable[[list[dict[str, Any]], list[dict[str, Any]]], Awaitable[dict[str, Any] | str | None]]
+
+SAVE_MEMORY = {"type": "function", "function": {
+    "name": "save_memory",
+    "description": "Save the summary of this part of the conversation and the updated long-term memory.",
+    "parameters": {"type": "object", "required": ["history_entry", "memory_update"], "properties": {
+        "history_entry": {"type": "string", "description":
+                          "One paragraph summarising this part of the conversation, with absolute dates."},
+        "memory_update": {"type": "string", "description":
+                          "The complete new MEMORY.md: durable facts, preferences, ongoing projects, with "
+                          "absolute dates. Keep what still holds from the current memory."},
+    }},
+}}
+
+INSTRUCTIONS = """You keep the long-term memory of one chat. Today is {today}.
+Read the current MEMORY.md and the conversation excerpt, then call save_memory once:
+- history_entry: a dated paragraph summarising the excerpt;
+- memory_update: the whole new MEMORY.md in Markdown (facts about the people, their preferences,
+  ongoing projects, decisions, with absolute dates), merging the current memory with anything new.
+Keep it under {max_tokens} tokens.{shrink}"""
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    window: int
+    reserve: int
+
+    @classmethod
+    def for_window(cls, window: int, max_reply_tokens: int | None = None) -> Budget:
+        quarter = window // 4
+        return cls(window, min(max_reply_tokens, quarter) if max_reply_tokens else quarter)
+
+    @property
+    def limit(self) -> int:
+        return self.window - self.reserve
+
+    @property
+    def target(self) -> int:
+        return self.limit // 2
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    history_entry: str
+    memory_update: str
+
+
+class ConsolidationFailed(Exception):
+    pass
+
+
+class MemoryTooLong(ConsolidationFailed):
+    pass
+
+
+def pick_cut(messages: Sequence[Message], excess: int) -> int | None:
+    """How many leading messages to consolidate: the first cut before a user message that removes
+    at least `excess` tokens, else the last cut there is, else None."""
+    removed, last = 0, None
+    for i, msg in enumerate(messages):
+        if i > 0 and msg.role == "user":
+            last = i
+            if removed >= excess:
+                return i
+        removed += msg.tokens
+    return last
+
+
+def transcript(chunk: Sequence[Message]) -> str:
+    lines = []
+    for m in chunk:
+        when = datetime.fromtimestamp(m.ts, timezone.utc).strftime("%Y-%m-%d %H:%M")
+        if m.role == "tool":
+            lines.append(f"[{when}] tool {m.name or ''} result: {m.content or ''}")
+        elif m.tool_calls:
+            calls = ", ".join(f"{c['function']['name']}({c['function'].get('arguments', '')})" for c in m.tool_calls)
+            lines.append(f"[{when}] {m.role}: {m.content or ''} (called {calls})")
+        else:
+            lines.append(f"[{when}] {m.role}: {m.content or ''}")
+    return "\n".join(lines)
+
+
+def parse_summary(raw: dict[str, Any] | str | None, old_memory: str, max_tokens: int) -> Summary:
+    """Validate `save_memory` arguments; raises ConsolidationFailed with the reason."""
+    try:
+        args = json.loads(raw) if isinstance(raw, str) else raw
+        if isinstance(args, str):  # double-encoded
+            args = json.loads(args)
+    except ValueError as exc:
+        raise ConsolidationFailed(f"arguments are not JSON: {exc}") from exc
+    if not isinstance(args, dict):
+        raise ConsolidationFailed("the model did not call save_memory")
+    entry, memory = args.get("history_entry"), args.get("memory_update")
+    if not isinstance(entry, str) or not entry.strip() or not isinstance(memory, str):
+        raise ConsolidationFailed("save_memory needs history_entry and memory_update strings")
+    if old_memory.strip() and not memory.strip():
+        raise ConsolidationFailed("memory_update is empty while MEMORY.md was not")
+    if count_text(memory) > max_tokens:
+        raise MemoryTooLong(f"memory_update is over {max_tokens} tokens")
+    return Summary(entry.strip(), memory.strip() + "\n" if memory.strip() else "")
+
+
+@dataclass
+class ChatStats:
+    runs: int = 0  # successful rounds
+    tokens_sent: int = 0  # estimated tokens of consolidation requests
+    failures: int = 0  # consecutive failures on the current chunk
+    last_error: str = ""
+    shrink: bool = False  # the last memory_update was too long: ask for a shorter one
+    last_run: float | None = None
+
+
+@dataclass
+class Consolidator:
+    store: SessionStore
+    complete: Complete
+    budget: Budget
+    max_memory_tokens: int
+    stats: dict[Path, ChatStats] = field(default_factory=dict)
+    _locks: weakref.WeakValueDictionary[Path, asyncio.Lock] = field(default_factory=weakref.WeakValueDictionary)
+
+    def over_budget(self, session: Session, fixed_tokens: int) -> bool:
+        return fixed_tokens + session.tokens > self.budget.limit
+
+    async def run(self, session: Session, fixed_tokens: Callable[[], int]) -> int:
+        """Consolidate `session` if it is over budget, down to the target; returns rounds that succeeded.
+
+        `fixed_tokens()` is the rest of the prompt (system prompt with MEMORY.md, tools, pending
+        message); it is asked again after each round because MEMORY.md changes."""
+        lock = self._locks.setdefault(session.files.dir, asyncio.Lock())  # weak: gone once nobody holds it
+        async with lock:
+            if not self.over_budget(session, fixed_tokens()):
+                return 0
+            done = 0
+            for _ in range(MAX_ROUNDS):
+                excess = fixed_tokens() + session.tokens - self.budget.target
+                if excess <= 0 or not await self._round(session, excess):
+                    break
+                done += 1
+            return done
+
+    async def _round(self, session: Session, excess: int) -> bool:
+        cut = pick_cut(session.unconsolidated, excess)
+        if cut is None:
+            return False
+        start, chunk = session.last_consolidated, session.unconsolidated[:cut]
+        stats = self.stats.setdefault(session.files.dir, ChatStats())
+        old_memory = memfiles.read_memory(session.files)
+        try:
+            summary = await self._summarise(chunk, old_memory, stats)
+        except ConsolidationFailed as exc:
+            stats.failures += 1
+            stats.last_error, stats.shrink = str(exc), isinstance(exc, MemoryTooLong)
+            logger.warning("consolidation failed (%d in a row): %s", stats.failures, exc)
+            if stats.failures < MAX_FAILURES:
+                return False
+            summary = Summary(f"[raw] {transcript(chunk)}", old_memory)
+        if self.store.cached(session.files) is not session or session.last_consolidated != start:
+            logger.info("consolidation result discarded: the chat was reset while it ran")
+            return False
+        memfiles.append_history(session.files, summary.history_entry)
+        memfiles.write_memory(session.files, summary.memory_update)
+        self.store.set_pointer(session, start + cut)
+        stats.failures, stats.last_error, stats.shrink, stats.runs = 0, "", False, stats.runs + 1
+        stats.last_run = chunk[-1].ts
+        return True
+
+    async def _summarise(self, chunk: Sequence[Message], old_memory: str, stats: ChatStats) -> Summary:
+        today = datetime.now(timezone.utc).strftime("%Y-%m-%d")
+        shrink = ("\nYour last memory_update was too long: condense it, dropping what matters least."
+                  if stats.shrink else "")
+        prompt = [
+            {"role": "system", "content": INSTRUCTIONS.format(today=today, max_tokens=self.max_memory_tokens,
+                                                             shrink=shrink)},
+            {"role": "user", "content": f"## Current MEMORY.md\n\n{old_memory or '(empty)'}\n\n"
+                                        f"## Conversation excerpt\n\n{transcript(chunk)}"},
+        ]
+        stats.tokens_sent += sum(count_text(m["content"]) for m in prompt)
+        try:
+            raw = await self.complete(prompt, [SAVE_MEMORY])
+        except Exception as exc:  # the LLM boundary already translated errors; any failure counts alike
+            raise ConsolidationFailed(f"LLM call failed: {exc}") from exc
+        return parse_summary(raw, old_memory, self.max_memory_tokens)

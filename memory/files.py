@@ -1,0 +1,90 @@
+"""A chat's memory files: MEMORY.md (rewritten whole, atomically, versioned) and HISTORY.md
+(append-only dated entries).
+
+MEMORY.md is replaced by writing a temporary file in the same folder, fsyncing it and
+renaming it over the old one, so a reader (or a crash) only ever sees the old or the new
+file whole. The previous text is first kept in `versions/` (the last `KEEP_VERSIONS`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+from memory.paths import ChatFiles
+
+KEEP_VERSIONS = 10
+ENTRY_HEADING = re.compile(r"^## \d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC", re.MULTILINE)
+
+
+def read_memory(files: ChatFiles) -> str:
+    try:
+        return files.memory.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return ""
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def versions(files: ChatFiles) -> list[Path]:
+    """Earlier MEMORY.md texts, oldest first."""
+    return sorted(files.versions.glob("MEMORY.*.md")) if files.versions.is_dir() else []
+
+
+def write_memory(files: ChatFiles, text: str) -> None:
+    """Replace MEMORY.md whole, keeping the text it had as a version."""
+    old = read_memory(files)
+    if old == text:
+        return
+    if old:
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%f")
+        _write_atomic(files.versions / f"MEMORY.{stamp}.md", old)
+        for stale in versions(files)[:-KEEP_VERSIONS]:
+            stale.unlink(missing_ok=True)
+    _write_atomic(files.memory, text)
+
+
+def restore_previous(files: ChatFiles) -> bool:
+    """Put the newest kept version back as MEMORY.md (the current text is dropped); False if none."""
+    kept = versions(files)
+    if not kept:
+        return False
+    _write_atomic(files.memory, kept[-1].read_text(encoding="utf-8"))
+    kept[-1].unlink()
+    return True
+
+
+def append_history(files: ChatFiles, entry: str, when: float | None = None) -> None:
+    """Add a dated entry to HISTORY.md (fsynced)."""
+    stamp = datetime.fromtimestamp(when or time.time(), timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    files.dir.mkdir(parents=True, exist_ok=True)
+    with open(files.history, "a", encoding="utf-8") as fh:
+        fh.write(f"## {stamp}\n\n{entry.strip()}\n\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def history_entries(files: ChatFiles) -> list[str]:
+    """HISTORY.md split into its entries, oldest first, each starting with its dated heading."""
+    try:
+        text = files.history.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return []
+    starts = [m.start() for m in ENTRY_HEADING.finditer(text)]
+    return [text[a:b].strip() for a, b in zip(starts, [*starts[1:], len(text)])]

@@ -1,0 +1,169 @@
+"""Consolidation through real litellm against the fake LLM: trigger, target, boundaries, failures."""
+
+import json
+
+import pytest
+
+from bot.app import TuskApp
+from memory import files as memfiles
+from memory.consolidate import MAX_FAILURES, pick_cut
+from memory.session import Message, load
+from memory.tokens import count_text
+from tests.fakes.fake_llm import Reply
+from tests.legality import violations
+
+FILLER = " ".join(f"word{i}" for i in range(60))  # ~120 tokens
+
+
+def is_consolidation(body):
+    return any(t["function"]["name"] == "save_memory" for t in body.get("tools") or [])
+
+
+def saving(memory="- likes tea", entry="They talked."):
+    return Reply(text=None, tool_calls=[("s1", "save_memory", {"history_entry": entry, "memory_update": memory})])
+
+
+def answer(fake_llm, memory="- likes tea"):
+    def respond(body):
+        return saving(memory) if is_consolidation(body) else Reply(text=f"noted {FILLER}")
+    fake_llm.responder = respond
+
+
+async def chat(app, chat_id, turns, start=0):
+    from bot.events import ChatKey, InboundMessage
+
+    sent = []
+
+    class Out:
+        name = "http"
+
+        async def send(self, m):
+            sent.append(m.text)
+
+    app.bus.register(Out())
+    for i in range(start, start + turns):
+        await app.bus.publish(InboundMessage(ChatKey("http", chat_id), f"message {i}: {FILLER}", sender_id="u"))
+    await app.agent.aclose()
+    return sent
+
+
+@pytest.fixture
+def small(make_settings):
+    return lambda **env: TuskApp(make_settings(TUSK_CONTEXT_WINDOW=2048, **env))
+
+
+def test_pick_cut_only_before_user_messages():
+    """Cuts fall before a user message: the first that removes enough, else the last one, else none."""
+    msgs = [Message(r, "x", tokens=t) for r, t in
+            [("user", 10), ("assistant", 10), ("tool", 10), ("assistant", 10), ("user", 10), ("assistant", 10)]]
+    assert pick_cut(msgs, 5) == 4 and pick_cut(msgs, 1000) == 4 and pick_cut(msgs[:4], 5) is None
+
+
+async def test_over_budget_consolidates_to_half_at_a_turn_boundary(small, fake_llm):
+    """Past the budget, the oldest whole turns go to HISTORY.md/MEMORY.md and the prompt drops to half."""
+    app = small()
+    answer(fake_llm)
+    await chat(app, "c", 12)
+    session = app.store.get("http", "c")
+    files = session.files
+    assert session.last_consolidated > 0 and session.unconsolidated[0].role == "user"
+    assert memfiles.read_memory(files) == "- likes tea\n" and len(memfiles.history_entries(files)) >= 1
+    budget = app.consolidator.budget
+    assert app.agent.context.fixed_tokens(files) + session.tokens <= budget.limit
+    calls = [b for b in fake_llm.requests if is_consolidation(b)]
+    assert calls and calls[0]["tool_choice"]["function"]["name"] == "save_memory"
+    assert "message 0:" in calls[0]["messages"][1]["content"]  # the oldest turn is in the first chunk
+
+
+async def test_every_request_is_legal_and_within_the_window(small, fake_llm):
+    """A long conversation on a small window: every request the fake saw is legal and fits."""
+    app = small()
+    def respond(body):
+        if is_consolidation(body):
+            return saving()
+        n = len(fake_llm.requests)
+        if n % 3 == 0:  # some turns use a tool
+            return Reply(text=None, tool_calls=[(f"t{n}", "current_time", {})])
+        return Reply(text=f"ok {FILLER}")
+    fake_llm.responder = respond
+    await chat(app, "long", 60)
+    for body in fake_llm.requests:
+        if not is_consolidation(body):
+            assert violations(body["messages"]) == []
+        size = count_text(json.dumps(body["messages"])) + count_text(json.dumps(body.get("tools", [])))
+        assert size <= 2048
+
+
+async def test_failed_rounds_advance_nothing_then_raw_fallback(small, fake_llm):
+    """A model that never calls save_memory moves nothing; the third failure keeps the raw chunk in HISTORY.md."""
+    app = small()
+    fake_llm.responder = lambda body: Reply(text="no tool call")
+    session = app.store.get("http", "bad")
+    app.store.append(session, [Message("user" if i % 2 == 0 else "assistant", f"message {i}: {FILLER}")
+                               for i in range(20)])
+    def fixed():
+        return app.agent.context.fixed_tokens(session.files)
+    for attempt in range(1, MAX_FAILURES):
+        assert await app.consolidator.run(session, fixed) == 0
+        assert session.last_consolidated == 0 and not session.files.history.exists()
+        assert app.consolidator.stats[session.files.dir].failures == attempt
+    assert await app.consolidator.run(session, fixed) == 1
+    entries = memfiles.history_entries(session.files)
+    assert session.last_consolidated > 0 and len(entries) == 1
+    assert "[raw]" in entries[0] and "message 0:" in entries[0]
+    assert not session.files.memory.exists()  # nothing invented into MEMORY.md
+
+
+async def test_oversized_memory_is_rejected_and_shrink_requested(small, fake_llm):
+    """A memory_update over TUSK_MEMORY_MAX_TOKENS is refused, and the retry asks for a shorter one."""
+    app = small(TUSK_MEMORY_MAX_TOKENS=100)
+    big = "- fact " * 300
+    def respond(body):
+        if is_consolidation(body):
+            shrink = "too long" in body["messages"][0]["content"]
+            return saving(memory="- short" if shrink else big)
+        return Reply(text=f"ok {FILLER}")
+    fake_llm.responder = respond
+    await chat(app, "big", 14)
+    files = app.store.get("http", "big").files
+    assert memfiles.read_memory(files) == "- short\n"
+
+
+async def test_pointer_survives_restart(small, fake_llm):
+    """After a restart the chat resumes past the consolidated messages."""
+    app = small()
+    answer(fake_llm)
+    await chat(app, "r", 12)
+    before = app.store.get("http", "r")
+    again = load(before.files, "http", "r")
+    assert again.last_consolidated == before.last_consolidated > 0
+    assert [m.content for m in again.unconsolidated] == [m.content for m in before.unconsolidated]
+
+
+async def test_memory_is_versioned(small, fake_llm):
+    """Each new MEMORY.md keeps the previous text under versions/."""
+    app = small()
+    count = {"n": 0}
+    def respond(body):
+        if is_consolidation(body):
+            count["n"] += 1
+            return saving(memory=f"- version {count['n']}")
+        return Reply(text=f"ok {FILLER}")
+    fake_llm.responder = respond
+    await chat(app, "v", 24)
+    files = app.store.get("http", "v").files
+    kept = memfiles.versions(files)
+    assert count["n"] >= 2 and kept and kept[-1].read_text() == f"- version {count['n'] - 1}\n"
+    assert memfiles.restore_previous(files) and memfiles.read_memory(files) == f"- version {count['n'] - 1}\n"
+
+
+async def test_one_chats_memory_never_reaches_another(small, fake_llm):
+    """Isolation canary: a fact told in chat A appears in no request made for chat B."""
+    app = small()
+    answer(fake_llm, memory="- the canary is ZEBRA-42")
+    await chat(app, "a", 12)
+    mark = len(fake_llm.requests)
+    answer(fake_llm, memory="- nothing special")
+    await chat(app, "b", 12)
+    assert any("ZEBRA-42" in json.dumps(b) for b in fake_llm.requests[:mark])
+    assert all("ZEBRA-42" not in json.dumps(b) for b in fake_llm.requests[mark:])
