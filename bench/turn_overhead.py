@@ -1,7 +1,8 @@
 """Framework time per turn, without the LLM: bus + load + prompt build + save + reply.
 
 The LLM is replaced by an in-process object that answers at once, so the figure is
-Tusk's own cost. Chats hold 10, 1,000 and 10,000 messages of which only the last 50 are
+Tusk's own cost, including the budget check and the post-turn consolidation hook (the
+chats stay under the 65,536-token budget, so no consolidation request is made). Chats hold 10, 1,000 and 10,000 messages of which only the last 50 are
 past the consolidation pointer. Reports the warm turn (session cached, the common case)
 and the cold first turn after a restart (the file is read once).
 
@@ -26,6 +27,7 @@ from bot.context import ContextBuilder  # noqa: E402
 from bot.events import ChatKey, InboundMessage  # noqa: E402
 from bot.llm import LLMReply  # noqa: E402
 from bot.tools import BUILTIN_TOOLS, ToolBox  # noqa: E402
+from memory.consolidate import Budget, Consolidator  # noqa: E402
 from memory.session import Message, SessionStore  # noqa: E402
 
 
@@ -53,8 +55,9 @@ async def measure(home: Path, chat: str, turns: int) -> tuple[float, float]:
     store = SessionStore(home)
     tools = ToolBox(BUILTIN_TOOLS)
     bus = MessageBus(lambda m: agent.handle(m))
+    consolidator = Consolidator(store, InstantLLM().complete, Budget.for_window(65_536), 6_553)
     agent = ChatAgent(AgentSettings(model="instant"), store, InstantLLM(), tools,
-                      ContextBuilder(home, "Tusk", tools.schemas), bus.send)
+                      ContextBuilder(home, "Tusk", tools.schemas), bus.send, consolidator=consolidator)
     bus.register(Sink())
     key = ChatKey("bench", chat)
     start = time.perf_counter()

@@ -86,7 +86,8 @@ class ChatAgent:
     async def _answer(self, msg: InboundMessage) -> str:
         session = self.store.get(msg.key.channel, msg.key.chat_id)
         if (command := commands.parse(msg.text)) is not None:
-            ctx = commands.CommandContext(msg.key, session.files, session, self.store, self.settings.model)
+            ctx = commands.CommandContext(msg.key, session.files, session, self.store, self.settings.model,
+                                          self.consolidator, self.context.fixed_tokens(session.files))
             return await self.commands.run(*command, ctx)
         limit = self.settings.max_message_chars
         if len(msg.text) > limit:

@@ -1,17 +1,22 @@
-"""Chat commands (`/help`, `/status`, `/new`): answered by Tusk itself, never sent to the LLM
-and never saved in the session.
+"""Chat commands: answered by Tusk itself, never sent to the LLM and never saved in the session.
+
+    /help  /status  /new  /memory [history [n] | undo]  /forget [confirm]
 """
 
 from __future__ import annotations
 
 import re
+import shutil
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from bot.events import ChatKey
+from memory import files as memfiles
+from memory.consolidate import Consolidator
 from memory.paths import ChatFiles
 from memory.session import Session, SessionStore
+from memory.tokens import count_text
 
 COMMAND = re.compile(r"/([A-Za-z][A-Za-z0-9_]{0,31})(?:@\S+)?(?:\s+(.*))?", re.DOTALL)
 
@@ -23,6 +28,8 @@ class CommandContext:
     session: Session
     store: SessionStore
     model: str
+    consolidator: Consolidator | None = None
+    fixed_tokens: int = 0  # system prompt and tools, as the next turn would send them
 
 
 CommandFn = Callable[[CommandContext, str], Awaitable[str]]
@@ -46,7 +53,9 @@ class Commands:
         self.table: dict[str, Command] = {}
         for name, summary, fn in (("help", "this list", self._help),
                                   ("status", "model, conversation and memory size", _status),
-                                  ("new", "start a fresh conversation (memory is kept)", _new)):
+                                  ("new", "start a fresh conversation (memory is kept)", _new),
+                                  ("memory", "what I remember here; '/memory history [n]', '/memory undo'", _memory),
+                                  ("forget", "erase everything I keep about this chat", _forget)):
             self.add(Command(name, summary, fn))
 
     def add(self, command: Command) -> None:
@@ -68,20 +77,88 @@ def _when(ts: float | None) -> str:
 
 
 async def _status(ctx: CommandContext, args: str) -> str:
-    s = ctx.session
-    memory_chars = ctx.files.memory.stat().st_size if ctx.files.memory.exists() else 0
-    last = s.unconsolidated[-1].ts if s.unconsolidated else None
-    return "\n".join([
-        f"Model: {ctx.model}",
-        f"Messages in this chat: {s.total} ({len(s.unconsolidated)} in the current conversation)",
-        f"Memory (MEMORY.md): {memory_chars} bytes",
-        f"Last message: {_when(last)}",
-    ])
+    s, c = ctx.session, ctx.consolidator
+    memory = memfiles.read_memory(ctx.files)
+    lines = [f"Model: {ctx.model}",
+             f"Messages in this chat: {s.total} ({len(s.unconsolidated)} not yet consolidated)",
+             f"Memory (MEMORY.md): {count_text(memory):,} tokens"]
+    if c is not None:
+        stats = c.stats.get(ctx.files.dir)
+        lines[1:1] = [f"Prompt: ~{ctx.fixed_tokens + s.tokens:,} of {c.budget.limit:,} tokens "
+                      f"(window {c.budget.window:,}, {c.budget.reserve:,} kept for the reply)"]
+        lines.append(f"Consolidations since start: {stats.runs if stats else 0}, "
+                     f"~{stats.tokens_sent if stats else 0:,} tokens sent")
+        if stats and stats.last_error:
+            lines.append(f"Last consolidation problem: {stats.last_error}")
+    return "\n".join(lines)
 
 
 async def _new(ctx: CommandContext, args: str) -> str:
-    count = len(ctx.session.unconsolidated)
+    s = ctx.session
+    count = len(s.unconsolidated)
     if count == 0:
         return "This conversation is already empty."
-    ctx.store.set_pointer(ctx.session, ctx.session.total)
-    return f"Started a new conversation; {count} earlier messages stay on disk and out of the prompt."
+    if ctx.consolidator is not None:
+        await ctx.consolidator.run(s, lambda: 0, force=True)
+    left = len(s.unconsolidated)
+    ctx.store.set_pointer(s, s.total)
+    if left:
+        return (f"Started a new conversation. {count - left} messages were summarised into memory; "
+                f"{left} could not be and stay only in the session file.")
+    return f"Started a new conversation; the {count} earlier messages were summarised into memory."
+
+
+async def _memory(ctx: CommandContext, args: str) -> str:
+    words = args.split()
+    if words[:1] == ["history"]:
+        n = int(words[1]) if len(words) > 1 and words[1].isdigit() else 5
+        entries = memfiles.history_entries(ctx.files)[-n:] if n else []
+        return "\n\n".join(entries) if entries else "No history entries yet."
+    if words[:1] == ["undo"]:
+        if memfiles.restore_previous(ctx.files):
+            return "Restored the previous version of MEMORY.md:\n\n" + (memfiles.read_memory(ctx.files) or "(empty)")
+        return "There is no earlier version of MEMORY.md to restore."
+    memory = memfiles.read_memory(ctx.files).strip()
+    entries = memfiles.history_entries(ctx.files)
+    last = ctx.consolidator.stats.get(ctx.files.dir) if ctx.consolidator else None
+    cap = f" of {ctx.consolidator.max_memory_tokens:,}" if ctx.consolidator else ""
+    head = (f"MEMORY.md: {count_text(memory):,}{cap} tokens; {len(entries)} history entries; "
+            f"last consolidation: {_when(last.last_run) if last else 'not since start'}")
+    if not memory:
+        return "I don't remember anything about this chat yet. Facts are saved as the conversation grows.\n" + head
+    return f"{memory}\n\n{head}"
+
+
+def _inventory(ctx: CommandContext) -> list[tuple[str, object]]:
+    f = ctx.files
+    return [(f"MEMORY.md ({f.memory.stat().st_size:,} bytes)" if f.memory.exists() else "", f.memory),
+            (f"{len(memfiles.history_entries(f))} history entries (HISTORY.md)" if f.history.exists() else "", f.history),
+            (f"{ctx.session.total} session messages (session.jsonl)" if f.session.exists() else "", f.session),
+            (f"{len(memfiles.versions(f))} earlier memory versions" if f.versions.exists() else "", f.versions)]
+
+
+async def _forget(ctx: CommandContext, args: str) -> str:
+    items = [(label, path) for label, path in _inventory(ctx) if label]
+    if not items:
+        return "I keep nothing about this chat: there is nothing to forget."
+    if args.strip().lower() != "confirm":
+        return ("This would delete:\n" + "\n".join(f"- {label}" for label, _ in items)
+                + "\n\nSend /forget confirm to delete it all.")
+    ctx.store.forget(ctx.files)
+    report = []
+    for label, path in items:
+        try:
+            if path.is_dir():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
+            report.append(f"- deleted {label}")
+        except OSError as exc:
+            report.append(f"- FAILED to delete {label}: {exc.strerror}")
+    for stray in sorted(ctx.files.dir.glob(".*.tmp")):
+        stray.unlink(missing_ok=True)
+    try:
+        ctx.files.dir.rmdir()
+    except OSError:
+        report.append("- the chat folder is not empty (files not made by Tusk were kept)")
+    return "Forgotten:\n" + "\n".join(report)

@@ -161,26 +161,27 @@ class Consolidator:
     def over_budget(self, session: Session, fixed_tokens: int) -> bool:
         return fixed_tokens + session.tokens > self.budget.limit
 
-    async def run(self, session: Session, fixed_tokens: Callable[[], int]) -> int:
+    async def run(self, session: Session, fixed_tokens: Callable[[], int], force: bool = False) -> int:
         """Consolidate `session` if it is over budget, down to the target; returns rounds that succeeded.
 
         `fixed_tokens()` is the rest of the prompt (system prompt with MEMORY.md, tools, pending
-        message); it is asked again after each round because MEMORY.md changes."""
+        message); it is asked again after each round because MEMORY.md changes. `force` (for /new)
+        consolidates every whole turn, over budget or not."""
         lock = self._locks.setdefault(session.files.dir, asyncio.Lock())  # weak: gone once nobody holds it
         async with lock:
-            if not self.over_budget(session, fixed_tokens()):
+            if not force and not self.over_budget(session, fixed_tokens()):
                 return 0
             done = 0
             for _ in range(MAX_ROUNDS):
-                excess = fixed_tokens() + session.tokens - self.budget.target
-                if excess <= 0 or not await self._round(session, excess):
+                excess = session.tokens if force else fixed_tokens() + session.tokens - self.budget.target
+                if excess <= 0 or not await self._round(session, excess, whole=force):
                     break
                 done += 1
             return done
 
-    async def _round(self, session: Session, excess: int) -> bool:
-        cut = pick_cut(session.unconsolidated, excess)
-        if cut is None:
+    async def _round(self, session: Session, excess: int, whole: bool = False) -> bool:
+        cut = len(session.unconsolidated) if whole else pick_cut(session.unconsolidated, excess)
+        if not cut:
             return False
         start, chunk = session.last_consolidated, session.unconsolidated[:cut]
         stats = self.stats.setdefault(session.files.dir, ChatStats())
