@@ -64,7 +64,7 @@ class ChatAgent:
         self.send = send
         self.commands = chat_commands or commands.Commands()
         self.consolidator = consolidator
-        self.hooks: list[PostTurnHook] = [self._consolidate] if consolidator else []
+        self.hooks: list[PostTurnHook] = [self.consolidate] if consolidator else []
         self._background: set[asyncio.Task[None]] = set()
 
     async def handle(self, msg: InboundMessage) -> None:
@@ -144,7 +144,8 @@ class ChatAgent:
             history = history[cut:] if cut else []
         return history
 
-    async def _consolidate(self, key: ChatKey) -> None:
+    async def consolidate(self, key: ChatKey) -> None:
+        """Consolidate this chat if it is over budget (the post-turn hook and the scheduled sweep)."""
         session = self.store.get(key.channel, key.chat_id)
         assert self.consolidator is not None
         await self.consolidator.run(session, lambda: self.context.fixed_tokens(session.files))

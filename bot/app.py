@@ -10,6 +10,8 @@ from __future__ import annotations
 import logging
 from typing import TypeVar
 
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+
 from bot.agent import ChatAgent
 from bot.bus import MessageBus
 from bot.config import Settings
@@ -17,6 +19,7 @@ from bot.errors import ConfigError
 from bot.context import ContextBuilder
 from bot.events import InboundMessage
 from bot.llm import LLM
+from bot.scheduler import Sweeper, start_scheduler
 from bot.tools import BUILTIN_TOOLS, ToolBox
 from channels.base import Channel
 from channels.http import HttpChannel, HttpSettings
@@ -49,6 +52,8 @@ class TuskApp:
                                ContextBuilder(settings.home, settings.bot_name, self.tools.schemas), self.bus.send,
                                consolidator=self.consolidator)
         self.channels: list[Channel] = []
+        self.sweeper = Sweeper(settings.home, self.agent.consolidate)
+        self._scheduler: AsyncIOScheduler | None = None
 
     async def _consolidation_call(self, messages: list[dict], tools: list[dict]) -> str | None:
         """One consolidation request, forcing save_memory; its arguments, or None if it was not called."""
@@ -80,9 +85,12 @@ class TuskApp:
             for channel in reversed(started):
                 await channel.stop()
             raise
+        self._scheduler = start_scheduler(self.sweeper, self.settings.consolidate_every)
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
+        if self._scheduler is not None:
+            self._scheduler.shutdown(wait=False)
         if not await self.bus.close(self.settings.shutdown_grace):
             logger.warning("shutdown: turns still running after %.0fs were cancelled", self.settings.shutdown_grace)
         await self.agent.aclose()

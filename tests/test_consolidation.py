@@ -167,3 +167,26 @@ async def test_one_chats_memory_never_reaches_another(small, fake_llm):
     await chat(app, "b", 12)
     assert any("ZEBRA-42" in json.dumps(b) for b in fake_llm.requests[:mark])
     assert all("ZEBRA-42" not in json.dumps(b) for b in fake_llm.requests[mark:])
+
+
+async def test_sweep_consolidates_chats_left_over_budget(small, fake_llm):
+    """After a restart, the sweep finds a chat over budget on disk and consolidates it; unchanged chats are skipped."""
+    answer(fake_llm)
+    first = small()
+    session = first.store.get("http", "left")
+    first.store.append(session, [Message("user" if i % 2 == 0 else "assistant", f"message {i}: {FILLER}")
+                                 for i in range(30)])
+    restarted = small()
+    assert await restarted.sweeper.sweep() == 1
+    again = restarted.store.get("http", "left")
+    assert again.last_consolidated > 0 and memfiles.history_entries(again.files)
+    assert await restarted.sweeper.sweep() == 1  # the pointer record changed the file: checked once more
+    assert await restarted.sweeper.sweep() == 0
+
+
+async def test_scheduler_job_is_coalesced_and_single(small):
+    """The sweep job is registered once, coalesced, never overlapping."""
+    app = small()
+    async with app:
+        job = app._scheduler.get_job("consolidation-sweep")
+        assert job.coalesce and job.max_instances == 1 and job.trigger.interval.total_seconds() == 600

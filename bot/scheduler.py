@@ -1,0 +1,66 @@
+"""Scheduled work (APScheduler 3.11 `AsyncIOScheduler`): the consolidation sweep.
+
+Every `TUSK_CONSOLIDATE_EVERY` minutes, chats whose session file changed since the last
+sweep (all chats, on the first sweep after a start) are checked and consolidated if over
+budget: this catches chats left over budget by a restart or a failed run. The job is
+coalesced and never runs twice at once.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+
+from bot import logs
+from bot.events import ChatKey
+from memory.paths import chat_id_from_dir
+
+logger = logging.getLogger(__name__)
+
+FIRST_SWEEP_AFTER = 30  # seconds after start: catches chats a restart left over budget
+
+Consolidate = Callable[[ChatKey], Awaitable[None]]
+
+
+class Sweeper:
+    def __init__(self, home: Path, consolidate: Consolidate) -> None:
+        self.home = Path(home)
+        self.consolidate = consolidate
+        self._seen: dict[Path, float] = {}  # session file -> mtime when last checked
+
+    def changed_chats(self) -> list[ChatKey]:
+        keys = []
+        for path in sorted((self.home / "chats").glob("*/*/session.jsonl")):
+            try:
+                mtime = path.stat().st_mtime
+                key = ChatKey(path.parent.parent.name, chat_id_from_dir(path.parent.name))
+            except (OSError, ValueError):
+                continue  # vanished meanwhile (forget) or a folder Tusk did not make
+            if self._seen.get(path) != mtime:
+                self._seen[path] = mtime
+                keys.append(key)
+        return keys
+
+    async def sweep(self) -> int:
+        """Consolidate every changed chat that is over budget; returns how many chats were checked."""
+        keys = self.changed_chats()
+        for key in keys:
+            with logs.bound(key, "sweep"):
+                try:
+                    await self.consolidate(key)
+                except Exception:  # sweep boundary: one chat's failure must not stop the others
+                    logger.exception("sweep could not consolidate this chat")
+        return len(keys)
+
+
+def start_scheduler(sweeper: Sweeper, every_minutes: float) -> AsyncIOScheduler:
+    scheduler = AsyncIOScheduler(timezone="UTC")
+    scheduler.add_job(sweeper.sweep, "interval", minutes=every_minutes, id="consolidation-sweep",
+                      coalesce=True, max_instances=1,
+                      next_run_time=datetime.now(timezone.utc) + timedelta(seconds=FIRST_SWEEP_AFTER))
+    scheduler.start()
+    return scheduler
