@@ -18,7 +18,7 @@ from bot.config import Settings
 from bot.errors import ConfigError
 from bot.context import ContextBuilder
 from bot.events import InboundMessage
-from bot.llm import LLM
+from bot.llm import LLM, litellm
 from bot.scheduler import Sweeper, start_scheduler
 from bot.tools import BUILTIN_TOOLS, ToolBox
 from channels.base import Channel
@@ -44,6 +44,7 @@ class TuskApp:
         self.tools = ToolBox(BUILTIN_TOOLS)
         self.bus = MessageBus(self._handle)
         self.llm = LLM(llm_settings)
+        litellm()  # the slow import happens at start, not in the first chat's turn
         window = settings.window()
         self.consolidator = Consolidator(self.store, self._consolidation_call,
                                          Budget.for_window(window, settings.max_reply_tokens),

@@ -1,0 +1,70 @@
+"""SIGKILL at random points during turns and consolidation: the chat loads, nothing acknowledged is lost,
+MEMORY.md is never half-written."""
+
+import asyncio
+import random
+import re
+import signal
+import sys
+
+import aiohttp
+
+from memory import files as memfiles
+from memory.paths import ChatFiles
+from memory.session import iter_messages, load
+from tests.fakes.fake_llm import Reply
+from tests.test_cli import env_for
+
+FILLER = " ".join(f"word{i}" for i in range(60))
+MEMORY = re.compile(r"(- fact \d+ " + re.escape(FILLER) + r"\n)+")
+
+
+async def test_sigkill_anywhere_loses_nothing_acknowledged(fake_llm, tmp_path):
+    """Three runs killed mid-work; every acknowledged message survives and MEMORY.md is always whole."""
+    rounds = {"n": 0}
+
+    def respond(body):
+        if any(t["function"]["name"] == "save_memory" for t in body.get("tools") or []):
+            rounds["n"] += 1
+            memory = "".join(f"- fact {i} {FILLER}\n" for i in range(rounds["n"] % 4 + 1))
+            return Reply(text=None, delay=random.uniform(0, 0.05),
+                         tool_calls=[("s", "save_memory", {"history_entry": f"round {rounds['n']}",
+                                                           "memory_update": memory})])
+        return Reply(text=f"ok {FILLER}", delay=random.uniform(0, 0.05))
+
+    fake_llm.responder = respond
+    random.seed(7)
+    env = env_for(fake_llm, tmp_path, TUSK_HTTP_PORT="0", TUSK_CONTEXT_WINDOW="2048")
+    acknowledged: list[str] = []
+    files = ChatFiles.locate(tmp_path / "data", "http", "crash")
+    for run in range(3):
+        proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "bot.cli", "run", env=env,
+                                                    stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL)
+        line = (await asyncio.wait_for(proc.stdout.readline(), timeout=60)).decode()
+        url = "http://" + line.split("http://", 1)[1].split()[0] + "/v1/chats/crash/messages"
+        kill_after = random.uniform(0.5, 2.0)
+
+        async def talk():
+            async with aiohttp.ClientSession() as client:
+                for i in range(1000):
+                    text = f"run {run} message {i} {FILLER}"
+                    async with client.post(url, json={"text": text}) as resp:
+                        if resp.status == 200:
+                            acknowledged.append(text)
+
+        talker = asyncio.create_task(talk())
+        while len(acknowledged) < 3 * run + 1 and not talker.done():
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(kill_after)
+        proc.send_signal(signal.SIGKILL)
+        await proc.wait()
+        talker.cancel()
+        await asyncio.gather(talker, return_exceptions=True)
+
+        session = load(files, "http", "crash")  # must load after every kill
+        saved = {m.content for m in iter_messages(files) if m.role == "user"}
+        assert [t for t in acknowledged if t not in saved] == []
+        assert session.last_consolidated <= session.total
+        memory = memfiles.read_memory(files)
+        assert memory == "" or MEMORY.fullmatch(memory), memory[:200]
+    assert len(acknowledged) > 10 and rounds["n"] > 0
