@@ -144,7 +144,9 @@ async def _forget(ctx: CommandContext, args: str) -> str:
     if args.strip().lower() != "confirm":
         return ("This would delete:\n" + "\n".join(f"- {label}" for label, _ in items)
                 + "\n\nSend /forget confirm to delete it all.")
-    ctx.store.forget(ctx.files)
+    ctx.store.forget(ctx.files)  # a consolidation still running for this chat now discards its result
+    if ctx.consolidator is not None:
+        ctx.consolidator.stats.pop(ctx.files.dir, None)
     report = []
     for label, path in items:
         try:

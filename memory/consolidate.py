@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -202,7 +203,7 @@ class Consolidator:
         memfiles.write_memory(session.files, summary.memory_update)
         self.store.set_pointer(session, start + cut)
         stats.failures, stats.last_error, stats.shrink, stats.runs = 0, "", False, stats.runs + 1
-        stats.last_run = chunk[-1].ts
+        stats.last_run = time.time()
         return True
 
     async def _summarise(self, chunk: Sequence[Message], old_memory: str, stats: ChatStats) -> Summary:

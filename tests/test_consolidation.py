@@ -1,5 +1,6 @@
 """Consolidation through real litellm against the fake LLM: trigger, target, boundaries, failures."""
 
+import asyncio
 import json
 
 import pytest
@@ -190,3 +191,34 @@ async def test_scheduler_job_is_coalesced_and_single(small):
     async with app:
         job = app._scheduler.get_job("consolidation-sweep")
         assert job.coalesce and job.max_instances == 1 and job.trigger.interval.total_seconds() == 600
+
+
+async def test_forget_during_consolidation_discards_its_result(small, fake_llm):
+    """A /forget confirm while a consolidation is waiting on the model leaves no memory files behind."""
+    from bot.events import ChatKey, InboundMessage
+
+    app = small()
+    def respond(body):
+        if is_consolidation(body):
+            return Reply(text=None, delay=0.5, tool_calls=[("s", "save_memory", {
+                "history_entry": "x", "memory_update": "- should not survive"})])
+        return Reply(text=f"ok {FILLER}")
+    fake_llm.responder = respond
+    session = app.store.get("http", "gone")
+    app.store.append(session, [Message("user" if i % 2 == 0 else "assistant", f"message {i}: {FILLER}")
+                               for i in range(30)])
+    running = asyncio.create_task(app.agent.consolidate(ChatKey("http", "gone")))
+    while not any(is_consolidation(b) for b in fake_llm.requests):
+        await asyncio.sleep(0.01)
+    sent = []
+
+    class Out:
+        name = "http"
+
+        async def send(self, m):
+            sent.append(m.text)
+
+    app.bus.register(Out())
+    await app.bus.publish(InboundMessage(ChatKey("http", "gone"), "/forget confirm", sender_id="u"))
+    await running
+    assert "Forgotten" in sent[0] and not session.files.dir.exists()
