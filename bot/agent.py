@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
@@ -41,6 +42,8 @@ class MessageTooLong(Exception):
     """The new message alone leaves no room in the window; its text is the user's answer."""
 
 
+OUT_OF_ROOM_REPLY = ("The tool results filled this conversation's token budget before I could finish. "
+                     "Ask again with a narrower request.")
 EMPTY_REPLY = "The model sent an empty reply. Please try again or rephrase."
 
 
@@ -100,7 +103,9 @@ class ChatAgent:
 
     async def _converse(self, msg: InboundMessage, session: Session) -> tuple[list[Message], str]:
         """Run the LLM/tool loop; returns the messages to save and the text for the user."""
-        prompt = self.context.build(session.files, await self._fitting_history(session, msg), msg)
+        history = await self._fitting_history(session, msg)
+        prompt = self.context.build(session.files, history, msg)
+        room = self._room(session, msg) - sum(m.tokens for m in history)  # what tool steps may still add
         new = [Message(role="user", content=msg.text, ts=msg.ts)]
         ctx = ToolContext(msg.key, session.files)
         for _ in range(self.settings.max_tool_iterations):
@@ -111,16 +116,28 @@ class ChatAgent:
                     new.append(Message(role="assistant", content=text))
                 return new, text or EMPTY_REPLY
             step = [Message(role="assistant", content=reply.content or None,
-                            tool_calls=tuple(c.to_wire() for c in reply.tool_calls))]
+                            tool_calls=tuple(c.to_wire() for c in reply.tool_calls)).counted()]
             for call in reply.tool_calls:
                 result = await self.tools.run(call, ctx)
                 step.append(Message(role="tool", tool_call_id=call.id, name=call.name,
-                                    content=self._truncate(result.for_model())))
+                                    content=self._truncate(result.for_model())).counted())
             new.extend(step)
+            room -= sum(m.tokens for m in step)
+            if room < 0:  # the next request would be over budget: stop here rather than send it
+                text = OUT_OF_ROOM_REPLY
+                break
             prompt.extend(m.to_llm() for m in step)
-        text = STEP_LIMIT_REPLY.format(n=self.settings.max_tool_iterations)
+        else:
+            text = STEP_LIMIT_REPLY.format(n=self.settings.max_tool_iterations)
         new.append(Message(role="assistant", content=text))
         return new, text
+
+    def _room(self, session: Session, msg: InboundMessage) -> int:
+        """Tokens left in the budget for history and tool steps, once the rest of the prompt is in."""
+        if self.consolidator is None:
+            return sys.maxsize
+        pending = count_text(msg.text) + RUNTIME_BLOCK_TOKENS
+        return self.consolidator.budget.limit - self.context.fixed_tokens(session.files) - pending
 
     async def _fitting_history(self, session: Session, msg: InboundMessage) -> list[Message]:
         """The history to send: consolidated first if the prompt would be over budget, and cut to fit
@@ -128,14 +145,13 @@ class ChatAgent:
         c = self.consolidator
         if c is None:
             return session.unconsolidated
-        pending = count_text(msg.text) + RUNTIME_BLOCK_TOKENS
 
         def fixed() -> int:
-            return self.context.fixed_tokens(session.files) + pending
+            return c.budget.limit - self._room(session, msg)
 
         if c.over_budget(session, fixed()):
             await c.run(session, fixed)
-        history, room = session.unconsolidated, c.budget.limit - fixed()
+        history, room = session.unconsolidated, self._room(session, msg)
         if room < 0:
             raise MessageTooLong(f"That message does not fit in the model's window ({c.budget.window:,} tokens). "
                                  "Send it in parts.")

@@ -222,3 +222,16 @@ async def test_forget_during_consolidation_discards_its_result(small, fake_llm):
     await app.bus.publish(InboundMessage(ChatKey("http", "gone"), "/forget confirm", sender_id="u"))
     await running
     assert "Forgotten" in sent[0] and not session.files.dir.exists()
+
+
+async def test_tool_results_never_push_a_request_over_budget(small, fake_llm):
+    """A model that keeps calling a tool with big results is stopped before a request would exceed the budget."""
+    app = small(TUSK_TOOL_RESULT_MAX_CHARS=100_000)
+    fake_llm.responder = lambda body: Reply(text=None, tool_calls=[(f"c{len(fake_llm.requests)}", "nope", {"x": FILLER * 3})])
+    sent = await chat(app, "tools", 1)
+    assert "token budget" in sent[0]
+    for body in fake_llm.requests:
+        estimate = sum(count_text(json.dumps(m)) for m in body["messages"])
+        assert estimate <= 2048
+    session = app.store.get("http", "tools")
+    assert violations([{"role": "system", "content": ""}, *(m.to_llm() for m in session.unconsolidated)]) == []
