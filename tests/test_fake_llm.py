@@ -110,7 +110,7 @@ async def test_concurrent_delayed_requests(llm):
 
 
 async def test_wait_for_requests_and_other_routes(llm):
-    """wait_for_requests times out when short; /v1/models lists a model; other paths are 404."""
+    """wait_for_requests times out when short; /v1/models lists a model; unknown paths are 404."""
     with pytest.raises(TimeoutError):
         await llm.wait_for_requests(1, timeout=0.05)
     async with aiohttp.ClientSession() as http:
@@ -119,5 +119,5 @@ async def test_wait_for_requests_and_other_routes(llm):
         async with http.post(f"{llm.base_url}/embeddings", json={}) as resp:
             assert resp.status == 404
         async with http.get(f"{llm.base_url}/chat/completions") as resp:
-            assert resp.status == 404
+            assert resp.status == 405  # the route exists, for POST only
     assert llm.base_url.startswith("http://127.0.0.1:") and llm.base_url.endswith("/v1")
