@@ -44,6 +44,8 @@ class MessageTooLong(Exception):
 
 OUT_OF_ROOM_REPLY = ("The tool results filled this conversation's token budget before I could finish. "
                      "Ask again with a narrower request.")
+NO_TEXT_REPLY = ("I can only read text so far (and the captions of photos and files), and that message had none. "
+                 "Stickers, voice messages and attachments without a caption are beyond me.")
 EMPTY_REPLY = "The model sent an empty reply. Please try again or rephrase."
 
 
@@ -90,13 +92,14 @@ class ChatAgent:
         session = self.store.get(msg.key.channel, msg.key.chat_id)
         if (command := commands.parse(msg.text)) is not None:
             ctx = commands.CommandContext(msg.key, session.files, session, self.store, self.settings.model,
-                                          self.consolidator, self.context.fixed_tokens(session.files))
+                                          self.consolidator, self.context.fixed_tokens(session.files),
+                                          may_erase=not msg.is_group or msg.sender_is_admin)
             return await self.commands.run(*command, ctx)
         limit = self.settings.max_message_chars
         if len(msg.text) > limit:
             return f"That message is {len(msg.text):,} characters long; I can read up to {limit:,}. Send it in parts."
         if not msg.text.strip():
-            return "I can only read text, and that message had none."
+            return NO_TEXT_REPLY
         new, reply = await self._converse(msg, session)
         self.store.append(session, new)
         return reply

@@ -7,7 +7,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections.abc import Iterator
 from typing import TypeVar
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
@@ -30,6 +32,16 @@ from memory.session import SessionStore
 logger = logging.getLogger(__name__)
 
 C = TypeVar("C", bound=Channel)
+
+
+@contextlib.contextmanager
+def _needs(extra: str, variable: str) -> Iterator[None]:
+    """Turn a missing optional library into a ConfigError that says what to install."""
+    try:
+        yield
+    except ImportError as exc:
+        raise ConfigError(f"{variable} is set but the {extra} support is not installed ({exc.name} is missing): "
+                          f"pip install 'tuskbot[{extra}]'") from exc
 
 
 class TuskApp:
@@ -75,6 +87,55 @@ class TuskApp:
         token = s.http_token.get_secret_value() if s.http_token else None
         return self.add(HttpChannel(HttpSettings(s.http_host, s.http_port, token), self.bus.publish))
 
+    def menu(self) -> list[tuple[str, str]]:
+        """(name, summary) of every chat command, for the platforms' command menus."""
+        return [(c.name, c.summary) for c in self.agent.commands.table.values()]
+
+    def add_platforms(self) -> list[Channel]:
+        """Add every platform channel whose credentials are set; returns them (maybe none)."""
+        s = self.settings
+        wanted = [(s.telegram_bot_token, self._telegram), (s.discord_bot_token, self._discord),
+                  (s.slack_bot_token, self._slack)]
+        return [self.add(make()) for token, make in wanted if token is not None]
+
+    def _telegram(self) -> Channel:
+        s = self.settings
+        with _needs("telegram", "TELEGRAM_BOT_TOKEN"):
+            from channels.telegram import TelegramChannel, TelegramSettings
+        assert s.telegram_bot_token is not None
+        return TelegramChannel(TelegramSettings(
+            token=s.telegram_bot_token.get_secret_value(), api_base=s.telegram_api_base,
+            allow_from=frozenset(s.telegram_allow_from), webhook_url=s.telegram_webhook_url,
+            webhook_listen=s.telegram_webhook_listen, webhook_port=s.telegram_webhook_port,
+            webhook_secret=s.telegram_webhook_secret.get_secret_value() if s.telegram_webhook_secret else None,
+        ), self.bus.publish, self.menu())
+
+    def _discord(self) -> Channel:
+        s = self.settings
+        with _needs("discord", "DISCORD_BOT_TOKEN"):
+            from channels.discord_bot import DiscordChannel, DiscordSettings
+        assert s.discord_bot_token is not None
+        return DiscordChannel(DiscordSettings(
+            token=s.discord_bot_token.get_secret_value(), api_base=s.discord_api_base,
+            gateway_url=s.discord_gateway_url, allow_from=frozenset(s.discord_allow_from), guild_id=s.discord_guild_id,
+        ), self.bus.publish, self.menu())
+
+    def _slack(self) -> Channel:
+        s = self.settings
+        with _needs("slack", "SLACK_BOT_TOKEN"):
+            from channels.slack import SlackChannel, SlackSettings
+        assert s.slack_bot_token is not None
+        if not (s.slack_app_token or s.slack_signing_secret):
+            raise ConfigError("SLACK_BOT_TOKEN is set but neither SLACK_APP_TOKEN (Socket Mode) nor "
+                              "SLACK_SIGNING_SECRET (HTTP events) is: set one of them.")
+        return SlackChannel(SlackSettings(
+            bot_token=s.slack_bot_token.get_secret_value(),
+            app_token=s.slack_app_token.get_secret_value() if s.slack_app_token else None,
+            signing_secret=s.slack_signing_secret.get_secret_value() if s.slack_signing_secret else None,
+            api_url=s.slack_api_url, allow_from=frozenset(s.slack_allow_from), admins=frozenset(s.slack_admins),
+            thread_sessions=s.slack_thread_sessions, http_host=s.slack_http_host, http_port=s.slack_http_port,
+        ), self.bus.publish, self.menu())
+
     async def __aenter__(self) -> TuskApp:
         self.settings.home.mkdir(parents=True, exist_ok=True)
         started: list[Channel] = []
@@ -92,6 +153,13 @@ class TuskApp:
     async def __aexit__(self, *exc_info: object) -> None:
         if self._scheduler is not None:
             self._scheduler.shutdown(wait=False)
+        for channel in self.channels:  # no new updates; what a platform already handed over is published
+            pause = getattr(channel, "pause", None)
+            if pause is not None:
+                try:
+                    await pause()
+                except Exception:  # shutdown boundary: keep draining the turns already taken
+                    logger.exception("channel %s did not pause cleanly", channel.name)
         if not await self.bus.close(self.settings.shutdown_grace):
             logger.warning("shutdown: turns still running after %.0fs were cancelled", self.settings.shutdown_grace)
         await self.agent.aclose()

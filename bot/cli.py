@@ -50,9 +50,18 @@ async def _run(settings: Settings) -> None:
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, on_signal)
+    platforms = app.add_platforms()
+    for variable in settings.open_allow_lists():
+        logger.warning("%s is empty: anyone who finds the bot can talk to it and spend your LLM credits. "
+                       "Set it to the user ids allowed to use Tusk.", variable)
     async with app:
-        print(f"Tusk is running. No platform credentials are set, so only the HTTP channel is on: "
-              f"http://{settings.http_host}:{http.port}  (POST /v1/chats/<chat>/messages, GET /healthz)", flush=True)
+        names = ", ".join(c.name for c in platforms)
+        where = f"http://{settings.http_host}:{http.port}"
+        if platforms:
+            print(f"Tusk is running on {names}; local HTTP API on {where}", flush=True)
+        else:
+            print(f"Tusk is running. No platform credentials are set, so only the HTTP channel is on: "
+                  f"{where}  (POST /v1/chats/<chat>/messages, GET /healthz)", flush=True)
         await stop.wait()
 
 

@@ -30,6 +30,7 @@ class CommandContext:
     model: str
     consolidator: Consolidator | None = None
     fixed_tokens: int = 0  # system prompt and tools, as the next turn would send them
+    may_erase: bool = True  # False for non-admins in groups: /forget and /memory undo are refused
 
 
 CommandFn = Callable[[CommandContext, str], Awaitable[str]]
@@ -40,6 +41,9 @@ class Command:
     name: str
     summary: str
     fn: CommandFn
+
+
+ADMINS_ONLY = "In a group, only its administrators can {what}."
 
 
 def parse(text: str) -> tuple[str, str] | None:
@@ -115,6 +119,8 @@ async def _memory(ctx: CommandContext, args: str) -> str:
         entries = memfiles.history_entries(ctx.files)[-n:] if n else []
         return "\n\n".join(entries) if entries else "No history entries yet."
     if words[:1] == ["undo"]:
+        if not ctx.may_erase:
+            return ADMINS_ONLY.format(what="undo a memory change")
         if memfiles.restore_previous(ctx.files):
             return "Restored the previous version of MEMORY.md:\n\n" + (memfiles.read_memory(ctx.files) or "(empty)")
         return "There is no earlier version of MEMORY.md to restore."
@@ -138,6 +144,8 @@ def _inventory(ctx: CommandContext) -> list[tuple[str, object]]:
 
 
 async def _forget(ctx: CommandContext, args: str) -> str:
+    if not ctx.may_erase:
+        return ADMINS_ONLY.format(what="make me forget this chat")
     items = [(label, path) for label, path in _inventory(ctx) if label]
     if not items:
         return "I keep nothing about this chat: there is nothing to forget."

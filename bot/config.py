@@ -56,13 +56,40 @@ class Settings(BaseSettings):
     http_token: SecretStr | None = _env("TUSK_HTTP_TOKEN", None)
     shutdown_grace: float = _env("TUSK_SHUTDOWN_GRACE", 30.0, ge=0)
 
-    @field_validator("fallback_models", mode="before")
+    telegram_bot_token: SecretStr | None = _env("TELEGRAM_BOT_TOKEN", None)
+    telegram_api_base: str = _env("TELEGRAM_API_BASE", "https://api.telegram.org")
+    telegram_allow_from: Annotated[tuple[str, ...], NoDecode] = _env("TELEGRAM_ALLOW_FROM", ())
+    telegram_webhook_url: str | None = _env("TELEGRAM_WEBHOOK_URL", None)
+    telegram_webhook_listen: str = _env("TELEGRAM_WEBHOOK_LISTEN", "127.0.0.1")
+    telegram_webhook_port: int = _env("TELEGRAM_WEBHOOK_PORT", 8443, ge=0, le=65535)
+    telegram_webhook_secret: SecretStr | None = _env("TELEGRAM_WEBHOOK_SECRET", None)
+
+    discord_bot_token: SecretStr | None = _env("DISCORD_BOT_TOKEN", None)
+    discord_api_base: str | None = _env("DISCORD_API_BASE", None)
+    discord_gateway_url: str | None = _env("DISCORD_GATEWAY_URL", None)
+    discord_allow_from: Annotated[tuple[str, ...], NoDecode] = _env("DISCORD_ALLOW_FROM", ())
+    discord_guild_id: int | None = _env("DISCORD_GUILD_ID", None)
+
+    slack_bot_token: SecretStr | None = _env("SLACK_BOT_TOKEN", None)
+    slack_app_token: SecretStr | None = _env("SLACK_APP_TOKEN", None)
+    slack_signing_secret: SecretStr | None = _env("SLACK_SIGNING_SECRET", None)
+    slack_api_url: str = _env("SLACK_API_URL", "https://slack.com/api/")
+    slack_allow_from: Annotated[tuple[str, ...], NoDecode] = _env("SLACK_ALLOW_FROM", ())
+    slack_admins: Annotated[tuple[str, ...], NoDecode] = _env("SLACK_ADMINS", ())
+    slack_thread_sessions: bool = _env("SLACK_THREAD_SESSIONS", True)
+    slack_http_host: str = _env("SLACK_HTTP_HOST", "127.0.0.1")
+    slack_http_port: int = _env("SLACK_HTTP_PORT", 3000, ge=0, le=65535)
+
+    @field_validator("fallback_models", "telegram_allow_from", "discord_allow_from", "slack_allow_from",
+                     "slack_admins", mode="before")
     @classmethod
     def _split(cls, value: object) -> object:
         return tuple(v.strip() for v in value.split(",") if v.strip()) if isinstance(value, str) else value
 
     @field_validator("model", "api_base", "api_key", "http_token", "max_reply_tokens", "consolidation_model",
-                     "context_window", "memory_max_tokens", mode="before")
+                     "context_window", "memory_max_tokens", "telegram_bot_token", "telegram_webhook_url",
+                     "telegram_webhook_secret", "discord_bot_token", "discord_api_base", "discord_gateway_url",
+                     "discord_guild_id", "slack_bot_token", "slack_app_token", "slack_signing_secret", mode="before")
     @classmethod
     def _blank_is_unset(cls, value: object) -> object:
         return None if isinstance(value, str) and not value.strip() else value
@@ -90,9 +117,18 @@ class Settings(BaseSettings):
 
         return model_window(self.model or "") or DEFAULT_WINDOW
 
+    def open_allow_lists(self) -> list[str]:
+        """The allow-list variables left empty for platforms that are configured (everyone may talk)."""
+        pairs = (("TELEGRAM_ALLOW_FROM", self.telegram_bot_token, self.telegram_allow_from),
+                 ("DISCORD_ALLOW_FROM", self.discord_bot_token, self.discord_allow_from),
+                 ("SLACK_ALLOW_FROM", self.slack_bot_token, self.slack_allow_from))
+        return [name for name, token, allow in pairs if token is not None and not allow]
+
     def secrets(self) -> list[str]:
         """Values that must never appear in a log line."""
-        return [s.get_secret_value() for s in (self.api_key, self.http_token) if s is not None]
+        values = (self.api_key, self.http_token, self.telegram_bot_token, self.telegram_webhook_secret,
+                  self.discord_bot_token, self.slack_bot_token, self.slack_app_token, self.slack_signing_secret)
+        return [s.get_secret_value() for s in values if s is not None]
 
 
 def load_settings(**overrides: object) -> Settings:

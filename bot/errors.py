@@ -3,6 +3,7 @@
     TuskError
     ├── ConfigError          settings missing or invalid; the message says what to set
     ├── BusClosed            a message arrived while shutting down
+    ├── DeliveryError        a platform refused a reply or stayed unreachable after retries
     └── LLMError             the model call failed after retries
         ├── LLMUnavailable   5xx, timeouts, connection errors, rate limits that outlast retries
         └── LLMRejected      the request itself was refused (auth, bad request, context too long)
@@ -22,6 +23,10 @@ class ConfigError(TuskError):
 
 
 class BusClosed(TuskError):
+    pass
+
+
+class DeliveryError(TuskError):
     pass
 
 

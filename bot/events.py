@@ -42,6 +42,7 @@ class InboundMessage:
     sender_id: str
     sender_name: str = ""
     is_group: bool = False
+    sender_is_admin: bool = False  # may erase this chat's memory in a group (/forget, /memory undo)
     ts: float = field(default_factory=time.time)
     id: int = field(default_factory=lambda: next(_ids))  # process-unique, ties replies to it
 

@@ -2,7 +2,8 @@
 
 A channel turns platform updates into `InboundMessage`s (gating, allow-list and mention
 rules included) and hands them to `publish`, which returns a future resolved when the
-turn is done; the bus calls `send` with the replies.
+turn is done; the bus calls `send` with the replies. A message without text (a sticker, a
+file without caption) is published with empty text: the agent answers what it can read.
 """
 
 from __future__ import annotations
@@ -15,12 +16,23 @@ from bot.events import InboundMessage, OutboundMessage
 
 Publish = Callable[[InboundMessage], asyncio.Future[None]]
 
+UNSUPPORTED = "I can only read text so far (and the captions of photos and files), so I can't take in {what}."
+
+
+def allowed(allow_from: frozenset[str], *identities: str | None) -> bool:
+    """True if the allow-list is empty (everyone) or names any of the sender's identities."""
+    return not allow_from or any(i is not None and i in allow_from for i in identities)
+
 
 class Channel(Protocol):
     name: str
 
     async def start(self) -> None:
         """Connect and begin delivering messages; returns once running."""
+
+    async def pause(self) -> None:
+        """Stop taking updates (those already received are published); replies can still be sent.
+        Shutdown pauses every channel, lets the running turns finish, then stops them."""
 
     async def stop(self) -> None:
         """Stop taking updates and release connections."""

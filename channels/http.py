@@ -68,6 +68,9 @@ class HttpChannel:
         self.port = self._runner.addresses[0][1]
         logger.info("HTTP channel listening on http://%s:%d", self.settings.host, self.port)
 
+    async def pause(self) -> None:
+        """Nothing to pause: a request after this gets a 503 answer, so none is lost."""
+
     async def stop(self) -> None:
         if self._runner is not None:
             await self._runner.cleanup()

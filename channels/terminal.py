@@ -50,6 +50,9 @@ class TerminalChannel:
 
         threading.Thread(target=read, name="tusk-stdin", daemon=True).start()
 
+    async def pause(self) -> None:
+        """Nothing to pause: the terminal chat ends with its input."""
+
     async def stop(self) -> None:
         self._lines.put_nowait(None)
 
