@@ -153,6 +153,7 @@ class TuskApp:
     async def __aexit__(self, *exc_info: object) -> None:
         if self._scheduler is not None:
             self._scheduler.shutdown(wait=False)
+            self._scheduler = None
         for channel in self.channels:  # no new updates; what a platform already handed over is published
             pause = getattr(channel, "pause", None)
             if pause is not None:

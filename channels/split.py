@@ -15,7 +15,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-FENCE = re.compile(r"^ {0,3}(```+|~~~+)", re.MULTILINE)
+LANGUAGE = re.compile(r"[\w+#.-]+")
+FENCE = re.compile(r"^ {0,3}(```+|~~~+)([^`\n]*)$", re.MULTILINE)  # a backtick fence's info has no backticks
 
 
 def utf16_len(text: str) -> int:
@@ -31,7 +32,8 @@ def _open_fence(text: str) -> tuple[str, str]:
         if not match:
             continue
         if not marker:
-            opening, marker = line.strip(), match[1]
+            language = LANGUAGE.match(match[2].strip())
+            opening, marker = match[1] + (language[0] if language else ""), match[1]  # reopened as "```lang"
         elif line.strip() == match[1] and match[1][0] == marker[0] and len(match[1]) >= len(marker):
             opening = marker = ""
     return opening, marker
@@ -64,7 +66,8 @@ def split_message(text: str, limit: int, measure: Callable[[str], int] = len) ->
         while True:  # shrink until the piece, its fence closed, fits as measured
             at = _cut(body, size, lo=len(reopen) + 1)
             head = body[:at].rstrip()
-            opening, marker = _open_fence(head)
+            line_end = body.find("\n", at) % (len(body) + 1)  # a line cut in two counts as the whole line
+            opening, marker = _open_fence(body[:line_end])
             piece = f"{head}\n{marker}" if marker else head
             if measure(piece) <= limit:
                 break

@@ -1,0 +1,282 @@
+"""Telegram, on python-telegram-bot 22's `Application`, run inside Tusk's own event loop.
+
+    update -> to_inbound() (pure: gating, mention stripping, chat key)
+           -> allow-list -> admin check (group commands only) -> publish -> typing until done
+    reply  -> split_message() on the Markdown source -> Telegram HTML per piece
+           -> plain text if Telegram rejects the entities; 429s wait (AIORateLimiter),
+              network errors retry with backoff
+
+Chat key: the chat id; in forum supergroups `<chat id>.<topic id>`, so every topic keeps
+its own memory. DMs: every message is a turn. Groups: only messages that mention the bot,
+reply to it, or are commands meant for it. Only new messages are asked for (`message`
+updates), so edits never come back as second turns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+from dataclasses import dataclass
+
+from chatgpt_md_converter import telegram_format
+from telegram import BotCommand, Chat, Message, MessageEntity, ReplyParameters, Update, User
+from telegram.constants import ChatAction, ChatMemberStatus, MessageLimit, ParseMode
+from telegram.error import BadRequest, InvalidToken, NetworkError, RetryAfter, TelegramError
+from telegram.ext import AIORateLimiter, Application, ContextTypes, TypeHandler
+
+from bot.errors import BusClosed, ConfigError, DeliveryError
+from bot.events import ChatKey, InboundMessage, OutboundMessage
+from channels.base import Publish, allowed
+from channels.split import split_message, utf16_len
+
+logger = logging.getLogger(__name__)
+
+ADMINS = frozenset({ChatMemberStatus.ADMINISTRATOR, ChatMemberStatus.OWNER})
+UPDATES = ["message"]  # edits, reactions, channel posts: never asked for
+TYPING_EVERY = 4.0  # Telegram shows "typing" for 5 s
+SEND_ATTEMPTS = 4  # for network errors; 429s are retried by the rate limiter
+ALIASES = {"start": "help"}  # Telegram clients send /start when a user first opens the bot
+
+
+@dataclass(frozen=True, slots=True)
+class TelegramSettings:
+    token: str
+    api_base: str = "https://api.telegram.org"
+    allow_from: frozenset[str] = frozenset()  # user ids or @usernames; empty: everyone
+    webhook_url: str | None = None  # set: webhook mode, else long polling
+    webhook_listen: str = "127.0.0.1"
+    webhook_port: int = 8443
+    webhook_secret: str | None = None
+    poll_timeout: int = 30  # seconds one long poll may wait
+    backoff: float = 1.0  # first delay after a network error when sending
+
+
+def chat_id_of(chat: Chat, thread_id: int | None) -> str:
+    return f"{chat.id}.{thread_id}" if thread_id else str(chat.id)
+
+
+def target(key: ChatKey) -> tuple[int, int | None]:
+    """The Telegram chat id and forum topic a chat key stands for (the inverse of `chat_id_of`)."""
+    chat, _, thread = key.chat_id.partition(".")
+    return int(chat), int(thread) if thread else None
+
+
+def _addressed(message: Message, me: User, commands: frozenset[str]) -> tuple[bool, str]:
+    """In a group: is the message for the bot, and its text with the bot's @mention removed."""
+    text = message.text or message.caption or ""
+    entities = message.parse_entities() if message.text else message.parse_caption_entities()
+    name = f"@{me.username}".lower()
+    addressed = bool(message.reply_to_message and message.reply_to_message.from_user
+                     and message.reply_to_message.from_user.id == me.id)
+    for entity, value in sorted(entities.items(), key=lambda item: -item[0].offset):
+        if (entity.type == MessageEntity.MENTION and value.lower() == name
+                or entity.type == MessageEntity.TEXT_MENTION and entity.user and entity.user.id == me.id):
+            addressed = True
+            text = _cut_utf16(text, entity.offset, entity.length)
+        elif entity.type == MessageEntity.BOT_COMMAND and entity.offset == 0:
+            command, _, bot = value[1:].partition("@")
+            if bot.lower() == name[1:] or not bot and command.lower() in commands:
+                addressed = True
+    return addressed, text.strip()
+
+
+def _cut_utf16(text: str, offset: int, length: int) -> str:
+    """`text` without the span Telegram describes in UTF-16 code units."""
+    raw = text.encode("utf-16-le")
+    return (raw[: offset * 2] + raw[(offset + length) * 2:]).decode("utf-16-le")
+
+
+def to_inbound(message: Message | None, me: User, commands: frozenset[str]) -> InboundMessage | None:
+    """The InboundMessage for a Telegram message, or None if Tusk should not answer it.
+
+    Media without a caption becomes an empty text, which the agent answers by saying what
+    it can read. The allow-list and admin rights are checked by the channel (they need state).
+    """
+    if message is None or message.from_user is None or message.chat.type == Chat.CHANNEL:
+        return None
+    user = message.from_user
+    anonymous_admin = message.sender_chat is not None and message.sender_chat.id == message.chat.id
+    if user.is_bot and not anonymous_admin:
+        return None
+    thread = message.message_thread_id if message.is_topic_message else None
+    key = ChatKey("telegram", chat_id_of(message.chat, thread))
+    is_group = message.chat.type != Chat.PRIVATE
+    text = message.text or message.caption or ""
+    if is_group:
+        addressed, text = _addressed(message, me, commands)
+        if not addressed:
+            return None
+    return InboundMessage(key, _alias(text), sender_id=str(user.id), sender_name=user.full_name, is_group=is_group,
+                          sender_is_admin=anonymous_admin, ts=message.date.timestamp())
+
+
+def _alias(text: str) -> str:
+    """`/start` (what Telegram sends when someone opens the bot) is answered as `/help`."""
+    head, _, rest = text.partition(" ")
+    command, at, bot = head.partition("@")
+    if command.lower()[1:] in ALIASES and command.startswith("/"):
+        return f"/{ALIASES[command.lower()[1:]]}{at}{bot} {rest}".strip()
+    return text
+
+
+def _measure(piece: str) -> int:
+    """Size of a piece as Telegram limits it, whichever way it is sent (HTML or the plain fallback)."""
+    return max(utf16_len(telegram_format(piece)), utf16_len(piece))
+
+
+class TelegramChannel:
+    name = "telegram"
+
+    def __init__(self, settings: TelegramSettings, publish: Publish, menu: list[tuple[str, str]]) -> None:
+        self.settings = settings
+        self._publish = publish
+        self._menu = menu
+        self._commands = frozenset(name for name, _ in menu) | frozenset(ALIASES)
+        self._allow = frozenset(a if a.lstrip("-").isdigit() else "@" + a.lstrip("@").lower()
+                                for a in settings.allow_from)
+        self._replying_to: dict[int, int] = {}  # InboundMessage.id -> Telegram message id, while its turn runs
+        self._typing: set[asyncio.Task[None]] = set()
+        self._refused: set[int] = set()  # users outside the allow-list already logged once
+        self.app: Application | None = None
+
+    def _build(self) -> Application:
+        base = self.settings.api_base.rstrip("/")
+        app = (Application.builder().token(self.settings.token).base_url(f"{base}/bot")
+               .base_file_url(f"{base}/file/bot").rate_limiter(AIORateLimiter(max_retries=3))
+               .get_updates_read_timeout(self.settings.poll_timeout + 10).build())
+        app.add_handler(TypeHandler(Update, self._on_update))
+        app.add_error_handler(self._on_error)
+        return app
+
+    async def start(self) -> None:
+        self.app = app = self._build()
+        try:
+            await app.initialize()  # getMe: the token is checked here
+        except InvalidToken as exc:
+            raise ConfigError("Telegram refused TELEGRAM_BOT_TOKEN: copy it again from @BotFather") from exc
+        except NetworkError as exc:
+            raise DeliveryError(f"cannot reach the Telegram Bot API at {self.settings.api_base}: {exc}") from exc
+        await app.bot.set_my_commands([BotCommand(name, summary[:256]) for name, summary in self._menu])
+        await app.start()
+        s = self.settings
+        if s.webhook_url:
+            path = s.webhook_url.split("://", 1)[-1].partition("/")[2]
+            secret = s.webhook_secret or secrets.token_urlsafe(32)  # given to Telegram anew at every start
+            await app.updater.start_webhook(listen=s.webhook_listen, port=s.webhook_port, url_path=path,
+                                            webhook_url=s.webhook_url, secret_token=secret,
+                                            allowed_updates=UPDATES)
+        else:
+            await app.updater.start_polling(timeout=s.poll_timeout, allowed_updates=UPDATES,
+                                            error_callback=self._on_poll_error)
+        logger.info("Telegram channel running as @%s (%s)", app.bot.username, "webhook" if s.webhook_url else "polling")
+
+    async def pause(self) -> None:
+        """Stop fetching updates; those already fetched are published. Replies can still be sent."""
+        if self.app is None:
+            return
+        if self.app.updater and self.app.updater.running:
+            await self.app.updater.stop()  # confirms the fetched updates to Telegram
+        if self.app.running:
+            await self.app.stop()  # hands every fetched update to the bus
+
+    async def stop(self) -> None:
+        if self.app is None:
+            return
+        await self.pause()
+        for task in self._typing:
+            task.cancel()
+        await asyncio.gather(*self._typing, return_exceptions=True)
+        await self.app.shutdown()
+        self.app = None
+
+    def _on_poll_error(self, exc: TelegramError) -> None:
+        logger.warning("polling Telegram failed, retrying: %s", exc)
+
+    async def _on_error(self, update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
+        logger.error("handling a Telegram update failed", exc_info=context.error)
+
+    async def _on_update(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        assert self.app is not None
+        msg = to_inbound(update.message, self.app.bot.bot, self._commands)
+        if msg is None or update.message is None:
+            return
+        user = update.message.from_user
+        assert user is not None
+        if not allowed(self._allow, str(user.id), f"@{user.username.lower()}" if user.username else None):
+            if user.id not in self._refused and len(self._refused) < 10_000:
+                self._refused.add(user.id)
+                logger.info("ignoring Telegram user %d: not in TELEGRAM_ALLOW_FROM", user.id)
+            return
+        if msg.is_group and msg.text.startswith("/") and not msg.sender_is_admin:
+            msg = await self._with_admin_rights(msg, update.message.chat_id, user.id)
+        try:
+            done = self._publish(msg)
+        except BusClosed:
+            logger.warning("a Telegram message arrived while shutting down; it was not taken")
+            return
+        if msg.is_group:
+            self._replying_to[msg.id] = update.message.message_id
+        task = asyncio.create_task(self._keep_typing(msg, done), name=f"typing {msg.key}")
+        self._typing.add(task)
+        task.add_done_callback(self._typing.discard)
+
+    async def _with_admin_rights(self, msg: InboundMessage, chat_id: int, user_id: int) -> InboundMessage:
+        assert self.app is not None
+        try:
+            member = await self.app.bot.get_chat_member(chat_id, user_id)
+        except TelegramError as exc:
+            logger.warning("could not check the sender's rights in this group: %s", exc)
+            return msg
+        if member.status not in ADMINS:
+            return msg
+        return InboundMessage(msg.key, msg.text, msg.sender_id, msg.sender_name, msg.is_group,
+                              sender_is_admin=True, ts=msg.ts, id=msg.id)
+
+    async def _keep_typing(self, msg: InboundMessage, done: asyncio.Future[None]) -> None:
+        """Show "typing" until the turn is done (the reply is out), then forget the turn."""
+        assert self.app is not None
+        chat_id, thread = target(msg.key)
+        try:
+            while not done.done():
+                try:
+                    await self.app.bot.send_chat_action(chat_id, ChatAction.TYPING, message_thread_id=thread)
+                except TelegramError as exc:
+                    logger.debug("typing indicator not shown: %s", exc)
+                await asyncio.wait([done], timeout=TYPING_EVERY)
+        finally:
+            self._replying_to.pop(msg.id, None)
+
+    async def send(self, msg: OutboundMessage) -> None:
+        assert self.app is not None
+        chat_id, thread = target(msg.key)
+        reply_to = self._replying_to.get(msg.reply_to) if msg.reply_to is not None else None
+        for piece in split_message(msg.text, MessageLimit.MAX_TEXT_LENGTH, _measure):
+            await self._send_piece(chat_id, thread, piece, reply_to)
+            reply_to = None  # only the first piece quotes the question
+
+    async def _send_piece(self, chat_id: int, thread: int | None, piece: str, reply_to: int | None) -> None:
+        assert self.app is not None
+        reply = ReplyParameters(reply_to, allow_sending_without_reply=True) if reply_to else None
+        html, delay = telegram_format(piece), self.settings.backoff
+        for attempt in range(1, SEND_ATTEMPTS + 1):
+            try:
+                try:
+                    await self.app.bot.send_message(chat_id, html, parse_mode=ParseMode.HTML,
+                                                    message_thread_id=thread, reply_parameters=reply)
+                except BadRequest as exc:
+                    if "can't parse entities" not in exc.message.lower():
+                        raise
+                    logger.info("Telegram rejected the formatting of a reply; sending it as plain text")
+                    await self.app.bot.send_message(chat_id, piece, message_thread_id=thread, reply_parameters=reply)
+                return
+            except (BadRequest, RetryAfter) as exc:  # refused for good (or 429s outlasted the retries)
+                raise DeliveryError(f"Telegram refused the reply: {exc}") from exc
+            except NetworkError as exc:
+                if attempt == SEND_ATTEMPTS:
+                    raise DeliveryError(f"Telegram unreachable after {attempt} attempts: {exc}") from exc
+                logger.warning("sending to Telegram failed (%s); retrying in %.0f s", exc, delay)
+                await asyncio.sleep(delay)
+                delay *= 2
+            except TelegramError as exc:  # Forbidden (bot blocked or removed), chat gone
+                raise DeliveryError(f"Telegram refused the reply: {exc}") from exc

@@ -1,0 +1,383 @@
+"""A real Telegram Bot API server on 127.0.0.1, for tests through real python-telegram-bot.
+
+    async with FakeTelegram(token="123:ABC", username="tusk_bot") as tg:
+        bot = telegram.Bot(tg.token, base_url=tg.base_url + "/bot", base_file_url=tg.base_url + "/file/bot")
+        tg.push_message(42, "/start")            # an Update for getUpdates (long polling, offset, allowed_updates)
+        await tg.wait_for(lambda: tg.sent)
+        tg.sent      # accepted sendMessage/editMessageText params, decoded, plus "method", "message_id", "plain"
+        tg.calls     # (method, params) for every call, rejected ones included
+        tg.fail_next("sendMessage", status=429, retry_after=1)
+
+Requests arrive as PTB sends them: form-encoded (multipart when uploading), every non-string value
+JSON-encoded, so `chat_id` is "42" and `reply_parameters` a JSON string; JSON bodies work too.
+HTML text is checked the way Telegram checks it (allowed tags, nesting, entities, 4096 UTF-16 units);
+other parse modes are passed through unchecked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import html
+import itertools
+import json
+import re
+import time
+from collections import defaultdict, deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+
+MAX_TEXT = 4096
+_STRING_PARAMS = {"text", "caption", "parse_mode", "url", "secret_token", "action", "language_code",
+                  "inline_message_id", "callback_query_id", "business_connection_id", "message_effect_id"}
+_DEFAULT_EXCLUDED = {"chat_member", "message_reaction", "message_reaction_count"}  # unless asked for by name
+_TAGS = {"b", "strong", "i", "em", "u", "ins", "s", "strike", "del", "code", "pre", "a", "tg-spoiler",
+         "blockquote", "span", "tg-emoji"}
+_TAG = re.compile(r"<(/?)([a-zA-Z][\w-]*)((?:\s+[\w-]+(?:\s*=\s*(?:\"[^\"]*\"|'[^']*'|[^\s>\"']+))?)*)\s*>")
+_ATTR = re.compile(r"([\w-]+)(?:\s*=\s*(\"[^\"]*\"|'[^']*'|[^\s>\"']+))?")
+_ENTITY = re.compile(r"&(?:(lt|gt|amp|quot)|#([0-9]{1,7})|#[xX]([0-9a-fA-F]{1,6}));")
+_NAMED = {"lt": "<", "gt": ">", "amp": "&", "quot": '"'}
+_COMMAND = re.compile(r"(?<![\w/])/[A-Za-z0-9_]{1,32}(?:@[A-Za-z0-9_]{3,32})?(?![\w/@])")
+_MENTION = re.compile(r"(?<![\w@/])@[A-Za-z0-9_]{3,32}")
+_ADMIN = {"can_manage_chat": True, "can_delete_messages": True, "can_invite_users": True} | dict.fromkeys((
+    "can_be_edited", "is_anonymous", "can_manage_video_chats", "can_restrict_members", "can_promote_members",
+    "can_change_info", "can_post_stories", "can_edit_stories", "can_delete_stories"), False)
+_MEMBER_FIELDS = {"creator": {"is_anonymous": False}, "administrator": _ADMIN}  # PTB needs these; "member" none
+
+
+@dataclass
+class ApiError(Exception):
+    status: int
+    description: str
+    retry_after: int | None = None
+
+    def body(self) -> dict[str, Any]:
+        extra = {"parameters": {"retry_after": self.retry_after}} if self.retry_after is not None else {}
+        return {"ok": False, "error_code": self.status, "description": self.description, **extra}
+
+
+def utf16_len(text: str) -> int:
+    return len(text.encode("utf-16-le")) // 2
+
+
+def parse_html(text: str) -> str:
+    """The visible text of Telegram HTML; ValueError in Telegram's words if Telegram would refuse it."""
+    out: list[str] = []
+    stack: list[str] = []
+    i = 0
+    while i < len(text):
+        at = f"at byte offset {len(text[:i].encode())}"
+        if text[i] == "<":
+            m = _TAG.match(text, i)
+            if not m:
+                raise ValueError(f"Unsupported start tag {at}")
+            closing, name = m[1], m[2].lower()
+            if closing:
+                if not stack:
+                    raise ValueError(f"Unexpected end tag {at}")
+                if stack[-1] != name:
+                    raise ValueError(f'Unmatched end tag {at}, expected "</{stack[-1]}>", found "</{name}>"')
+                stack.pop()
+            else:
+                if name not in _TAGS:
+                    raise ValueError(f'Unsupported start tag "{name}" {at}')
+                attrs = {k.lower(): html.unescape((v or "").strip("\"'")) for k, v in _ATTR.findall(m[3])}
+                if name == "span" and attrs.get("class") != "tg-spoiler":
+                    raise ValueError(f'Tag "span" must have class "tg-spoiler" {at}')
+                stack.append(name)
+            i = m.end()
+        elif text[i] == "&":
+            m = _ENTITY.match(text, i)
+            if not m:
+                raise ValueError(f"Unsupported HTML entity {at}")
+            code = ord(_NAMED[m[1]]) if m[1] else int(m[2]) if m[2] else int(m[3], 16)
+            if not 0 < code <= 0x10FFFF or 0xD800 <= code <= 0xDFFF:
+                raise ValueError(f"Invalid character code {at}")
+            out.append(chr(code))
+            i = m.end()
+        else:
+            out.append(text[i])
+            i += 1
+    if stack:
+        raise ValueError(f'Can\'t find end tag corresponding to start tag "{stack[-1]}"')
+    return "".join(out)
+
+
+def _entities(text: str) -> list[dict[str, Any]]:
+    found = [("bot_command", m) for m in _COMMAND.finditer(text)] + [("mention", m) for m in _MENTION.finditer(text)]
+    found.sort(key=lambda kind_match: kind_match[1].start())
+    return [{"type": kind, "offset": utf16_len(text[:m.start()]), "length": utf16_len(m[0])} for kind, m in found]
+
+
+def _media(message_id: int, **kinds: bool) -> dict[str, Any]:
+    file = {"file_id": f"file-{message_id}", "file_unique_id": f"unique-{message_id}", "file_size": 1024}
+    shapes = {
+        "photo": [{**file, "width": 90, "height": 60},
+                  {**file, "file_id": f"file-{message_id}-big", "file_unique_id": f"unique-{message_id}-big",
+                   "width": 800, "height": 533}],
+        "sticker": {**file, "type": "regular", "width": 512, "height": 512, "is_animated": False,
+                    "is_video": False, "emoji": "\N{SLIGHTLY SMILING FACE}"},
+        "voice": {**file, "duration": 3, "mime_type": "audio/ogg"},
+        "document": {**file, "file_name": "notes.txt", "mime_type": "text/plain"},
+    }
+    return {kind: shapes[kind] for kind, wanted in kinds.items() if wanted}
+
+
+def _decode(key: str, value: Any) -> Any:
+    """PTB JSON-encodes every non-string parameter; undo that, leaving free text alone."""
+    if not isinstance(value, str) or key in _STRING_PARAMS:
+        return value
+    try:
+        return json.loads(value)
+    except ValueError:
+        return value
+
+
+def _kind(update: dict[str, Any]) -> str | None:
+    return next((key for key in update if key != "update_id"), None)
+
+
+class FakeTelegram:
+    def __init__(self, token: str = "123:ABC", username: str = "tusk_bot") -> None:
+        self.token, self.username = token, username
+        self.bot_id = int(token.split(":")[0])
+        self.bot_user = {"id": self.bot_id, "is_bot": True, "first_name": "Tusk", "username": username}
+        self.sent: list[dict[str, Any]] = []
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+        self.commands: list[dict[str, Any]] = []
+        self.members: dict[tuple[int, int], str] = {}
+        self.webhook: dict[str, Any] | None = None
+        self.base_url = ""
+        self._queue: list[dict[str, Any]] = []
+        self._allowed: set[str] = set()
+        self._wake = asyncio.Event()
+        self._closing = False
+        self._failures: defaultdict[str, deque[ApiError]] = defaultdict(deque)
+        self._update_ids = itertools.count(1)
+        self._message_ids = itertools.count(1)
+        self._chats: dict[int, dict[str, Any]] = {}
+        self._users: dict[int, dict[str, Any]] = {}
+        self._messages: dict[tuple[int, int], dict[str, Any]] = {}
+        self._raw: dict[tuple[int, int], tuple[str, str | None]] = {}  # bot messages' text as sent
+        self._runner: web.AppRunner | None = None
+        methods = {"getMe": self._get_me, "getUpdates": self._get_updates, "sendMessage": self._send_message,
+                   "editMessageText": self._edit_message_text, "sendChatAction": self._true,
+                   "setMyCommands": self._set_my_commands, "deleteMyCommands": self._set_my_commands,  # no list: []
+                   "getMyCommands": self._get_my_commands, "setWebhook": self._set_webhook,
+                   "deleteWebhook": self._delete_webhook, "getWebhookInfo": self._get_webhook_info,
+                   "getChatMember": self._get_chat_member}
+        self._methods = {name.lower(): (name, handler) for name, handler in methods.items()}
+
+    async def __aenter__(self) -> FakeTelegram:
+        app = web.Application()
+        app.router.add_route("*", "/bot{token}/{method}", self._api)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        await web.TCPSite(self._runner, "127.0.0.1", 0).start()
+        self.base_url = f"http://127.0.0.1:{self._runner.addresses[0][1]}"
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._closing = True  # long polls still waiting answer [] now, so cleanup does not wait for them
+        self._wake.set()
+        assert self._runner is not None
+        await self._runner.cleanup()
+
+    def fail_next(self, method: str, status: int = 400, description: str | None = None,
+                  retry_after: int | None = None) -> None:
+        """The next call of `method` fails with this error (FIFO per method)."""
+        if status == 429 and retry_after is None:
+            retry_after = 1
+        default = {400: "Bad Request", 403: "Forbidden: bot was blocked by the user",
+                   429: f"Too Many Requests: retry after {retry_after}"}.get(status, f"Error {status}")
+        self._failures[method.lower()].append(ApiError(status, description or default, retry_after))
+
+    def push_update(self, update: dict[str, Any]) -> dict[str, Any]:
+        """Queue a raw update for getUpdates (an update_id is added if missing)."""
+        update.setdefault("update_id", next(self._update_ids))
+        self._queue.append(update)
+        self._wake.set()
+        self._wake = asyncio.Event()
+        return update
+
+    def push_message(self, chat_id: int = 42, text: str | None = "hi", *, user_id: int = 7,
+                     username: str | None = "alice", chat_type: str = "private", reply_to_bot: bool = False,
+                     thread_id: int | None = None, is_bot: bool = False, caption: str | None = None,
+                     sticker: bool = False, voice: bool = False, document: bool = False, photo: bool = False,
+                     edited: bool = False) -> dict[str, Any]:
+        """Queue an Update with a message as Telegram would build it; media messages carry `caption`, not `text`."""
+        user = {"id": user_id, "is_bot": is_bot, "first_name": (username or "user").capitalize()}
+        user |= {"username": username} if username else {}
+        self._users[user_id] = user
+        chat: dict[str, Any] = {"id": chat_id, "type": chat_type}
+        if chat_type == "private":
+            chat |= {k: v for k, v in user.items() if k in ("first_name", "username")}
+        else:
+            chat["title"] = f"Chat {chat_id}"
+            chat |= {"is_forum": True} if thread_id else {}
+        self._chats[chat_id] = chat
+        now = int(time.time())
+        msg: dict[str, Any] = {"message_id": next(self._message_ids), "date": now, "chat": chat, "from": user}
+        if thread_id is not None:
+            msg |= {"message_thread_id": thread_id, "is_topic_message": True}
+        if reply_to_bot:
+            msg["reply_to_message"] = self._last_bot_message(chat_id)
+        media = _media(msg["message_id"], sticker=sticker, voice=voice, document=document, photo=photo)
+        if media:
+            msg |= media
+            if caption is not None:
+                msg |= {"caption": caption, **({"caption_entities": ents} if (ents := _entities(caption)) else {})}
+        elif text is not None:
+            msg |= {"text": text, **({"entities": ents} if (ents := _entities(text)) else {})}
+        if edited:
+            msg["edit_date"] = now
+        self._messages[(chat_id, msg["message_id"])] = msg
+        return self.push_update({"edited_message" if edited else "message": msg})
+
+    async def wait_for(self, predicate: Callable[[], object], timeout: float = 5.0) -> None:
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"condition not met in {timeout}s; calls: {[m for m, _ in self.calls]}")
+            await asyncio.sleep(0.01)
+
+    def _chat(self, chat_id: object) -> dict[str, Any]:
+        if not isinstance(chat_id, int):
+            raise ApiError(400, "Bad Request: chat not found")
+        unseen = {"type": "private", "first_name": "User"} if chat_id > 0 else {"type": "supergroup", "title": "Chat"}
+        return self._chats.get(chat_id, {"id": chat_id, **unseen})
+
+    def _last_bot_message(self, chat_id: int) -> dict[str, Any]:
+        for (chat, _), msg in reversed(self._messages.items()):
+            if chat == chat_id and msg.get("from", {}).get("id") == self.bot_id:
+                return {k: v for k, v in msg.items() if k != "reply_to_message"}
+        return {"message_id": next(self._message_ids), "date": int(time.time()), "chat": self._chat(chat_id),
+                "from": self.bot_user, "text": "an earlier reply"}
+
+    def _check_text(self, params: dict[str, Any]) -> str:
+        text = params.get("text")
+        plain = text if isinstance(text, str) else ""
+        if plain and str(params.get("parse_mode", "")).lower() == "html":
+            try:
+                plain = parse_html(text)
+            except ValueError as exc:
+                raise ApiError(400, f"Bad Request: can't parse entities: {exc}") from None
+        if not plain.strip():
+            raise ApiError(400, "Bad Request: message text is empty")
+        if utf16_len(plain) > MAX_TEXT:
+            raise ApiError(400, "Bad Request: message is too long")
+        return plain
+
+    def _deliverable(self) -> list[dict[str, Any]]:
+        wanted = self._allowed or {_kind(u) for u in self._queue} - _DEFAULT_EXCLUDED
+        return [u for u in self._queue if _kind(u) in wanted]
+
+    async def _api(self, request: web.Request) -> web.Response:
+        raw: dict[str, Any] = dict(request.query)
+        if request.content_type == "application/json" and request.body_exists:
+            raw |= await request.json()
+        else:
+            raw |= await request.post()
+        params = {key: _decode(key, value) for key, value in raw.items()}
+        name, handler = self._methods.get(request.match_info["method"].lower(), (request.match_info["method"], None))
+        self.calls.append((name, params))
+        try:
+            if request.match_info["token"] != self.token:
+                raise ApiError(401, "Unauthorized")
+            if handler is None:
+                raise ApiError(404, "Not Found: method not found")
+            if self._failures[name.lower()]:
+                raise self._failures[name.lower()].popleft()
+            result = await handler(params)
+        except ApiError as err:
+            return web.json_response(err.body(), status=err.status)
+        return web.json_response({"ok": True, "result": result})
+
+    async def _true(self, params: dict[str, Any]) -> bool:
+        return True
+
+    async def _get_me(self, params: dict[str, Any]) -> dict[str, Any]:
+        return {**self.bot_user, "can_join_groups": True, "can_read_all_group_messages": False,
+                "supports_inline_queries": False, "can_connect_to_business": False, "has_main_web_app": False}
+
+    async def _get_updates(self, params: dict[str, Any]) -> list[dict[str, Any]]:
+        if self.webhook:
+            raise ApiError(409, "Conflict: can't use getUpdates method while webhook is active; "
+                                "use deleteWebhook to delete the webhook first")
+        offset = int(params.get("offset") or 0)
+        if offset > 0:
+            self._queue = [u for u in self._queue if u["update_id"] >= offset]
+        elif offset < 0:
+            self._queue = self._queue[offset:]
+        if "allowed_updates" in params:  # absent: keep the previous setting, as Telegram does
+            self._allowed = set(params["allowed_updates"])
+        limit = min(max(int(params.get("limit") or 100), 1), 100)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + float(params.get("timeout") or 0)
+        while not (ready := self._deliverable()[:limit]) and not self._closing and (left := deadline - loop.time()) > 0:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), left)
+        return ready
+
+    async def _send_message(self, params: dict[str, Any]) -> dict[str, Any]:
+        chat = self._chat(params.get("chat_id"))
+        plain = self._check_text(params)
+        msg: dict[str, Any] = {"message_id": next(self._message_ids), "date": int(time.time()), "chat": chat,
+                               "from": self.bot_user, "text": plain}
+        if params.get("message_thread_id"):
+            msg |= {"message_thread_id": params["message_thread_id"], "is_topic_message": True}
+        reply_id = (params.get("reply_parameters") or {}).get("message_id") or params.get("reply_to_message_id")
+        if (original := self._messages.get((chat["id"], reply_id))) is not None:
+            msg["reply_to_message"] = {k: v for k, v in original.items() if k != "reply_to_message"}
+        self._messages[(chat["id"], msg["message_id"])] = msg
+        self._raw[(chat["id"], msg["message_id"])] = (params["text"], params.get("parse_mode"))
+        self.sent.append({"method": "sendMessage", **params, "message_id": msg["message_id"], "plain": plain})
+        return msg
+
+    async def _edit_message_text(self, params: dict[str, Any]) -> dict[str, Any]:
+        chat = self._chat(params.get("chat_id"))
+        key = (chat["id"], params.get("message_id"))
+        original = self._messages.get(key)
+        if original is None or original.get("from", {}).get("id") != self.bot_id:
+            raise ApiError(400, "Bad Request: message to edit not found")
+        plain = self._check_text(params)
+        raw = (params["text"], params.get("parse_mode"))
+        if self._raw.get(key) == raw and "reply_markup" not in params:
+            raise ApiError(400, "Bad Request: message is not modified: specified new message content and reply "
+                                "markup are exactly the same as a current content and reply markup of the message")
+        original |= {"text": plain, "edit_date": int(time.time())}
+        self._raw[key] = raw
+        self.sent.append({"method": "editMessageText", **params, "plain": plain})
+        return original
+
+    async def _set_my_commands(self, params: dict[str, Any]) -> bool:
+        self.commands = list(params.get("commands") or [])
+        return True
+
+    async def _get_my_commands(self, params: dict[str, Any]) -> list[dict[str, Any]]:
+        return self.commands
+
+    async def _set_webhook(self, params: dict[str, Any]) -> bool:
+        url = params.get("url") or ""  # an empty url removes the webhook
+        self.webhook = {"url": url, "secret_token": params.get("secret_token")} if url else None
+        return True
+
+    async def _delete_webhook(self, params: dict[str, Any]) -> bool:
+        self.webhook = None
+        if params.get("drop_pending_updates"):
+            self._queue.clear()
+        return True
+
+    async def _get_webhook_info(self, params: dict[str, Any]) -> dict[str, Any]:
+        return {"url": (self.webhook or {}).get("url", ""), "has_custom_certificate": False,
+                "pending_update_count": len(self._queue)}
+
+    async def _get_chat_member(self, params: dict[str, Any]) -> dict[str, Any]:
+        chat_id, user_id = self._chat(params.get("chat_id"))["id"], params.get("user_id")
+        status = self.members.get((chat_id, user_id), "member")
+        user = self.bot_user if user_id == self.bot_id else self._users.get(
+            user_id, {"id": user_id, "is_bot": False, "first_name": f"User{user_id}"})
+        return {"status": status, "user": user, **_MEMBER_FIELDS.get(status, {})}
