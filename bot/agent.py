@@ -55,6 +55,7 @@ class AgentSettings:
     max_tool_iterations: int = 20
     tool_result_max_chars: int = 16_000
     max_message_chars: int = 32_000
+    log_content: bool = False  # TUSK_LOG_CONTENT: put what people wrote (and the replies) in the log
 
 
 class ChatAgent:
@@ -73,7 +74,11 @@ class ChatAgent:
         self._background: set[asyncio.Task[None]] = set()
 
     async def handle(self, msg: InboundMessage) -> None:
-        with logs.bound(msg.key, msg.id):
+        stats = logs.TurnStats()
+        with logs.bound(msg.key, msg.id, stats):
+            if self.settings.log_content:
+                logger.info("message from %s: %s", msg.sender_id, msg.text)
+            runs_before = self._consolidation_runs(msg.key)
             try:
                 text = await self._answer(msg)
             except MessageTooLong as exc:
@@ -85,8 +90,22 @@ class ChatAgent:
                 logger.exception("turn crashed")
                 text = CRASH_REPLY
             await self.send(OutboundMessage(msg.key, text, reply_to=msg.id))
-            if self.hooks:
-                self._spawn(self._run_hooks(msg.key), f"hooks {msg.key}")
+            if self.settings.log_content:
+                logger.info("reply: %s", text)
+            figures = stats.fields()  # time to the reply; hooks run after it
+            self._spawn(self._finish(msg.key, figures, runs_before), f"hooks {msg.key}")
+
+    async def _finish(self, key: ChatKey, figures: dict[str, object], runs_before: int) -> None:
+        """Run the post-turn hooks, then write the turn's one summary line."""
+        await self._run_hooks(key)
+        figures["consolidations"] = max(0, self._consolidation_runs(key) - runs_before)  # /forget resets
+        logger.info("turn done: %s", " ".join(f"{k}={v}" for k, v in figures.items()), extra=figures)
+
+    def _consolidation_runs(self, key: ChatKey) -> int:
+        if self.consolidator is None:
+            return 0
+        stats = self.consolidator.stats.get(self.store.get(key.channel, key.chat_id).files.dir)
+        return stats.runs if stats else 0
 
     async def _answer(self, msg: InboundMessage) -> str:
         session = self.store.get(msg.key.channel, msg.key.chat_id)

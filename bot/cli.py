@@ -8,12 +8,15 @@ import logging
 import os
 import signal
 import sys
+from pathlib import Path
 
 from bot import logs
 from bot.config import Settings, load_settings
 from bot.errors import ConfigError
 
 logger = logging.getLogger("tusk")
+
+ADMIN = frozenset({"chats", "memory", "forget", "export"})
 
 
 def _chat_name(value: str) -> str:
@@ -31,7 +34,64 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("run", help="start every configured channel plus the local HTTP API")
     chat = sub.add_parser("chat", help="chat with Tusk in this terminal")
     chat.add_argument("--chat", default="local", type=_chat_name, help="which local chat to talk in (each keeps its own memory)")
+    sub.add_parser("doctor", help="check the configuration, data dir, LLM and platform tokens")
+    sub.add_parser("chats", help="list every chat: messages, memory size, last activity")
+    memory = sub.add_parser("memory", help="show a chat's MEMORY.md or HISTORY.md")
+    memory.add_argument("what", choices=["show", "history"])
+    memory.add_argument("chat", type=_chat_key, help="CHANNEL:ID as `tusk chats` lists it")
+    memory.add_argument("-n", type=int, default=10, help="history entries to show (default 10)")
+    forget = sub.add_parser("forget", help="delete everything Tusk keeps about a chat (like /forget)")
+    forget.add_argument("chat", type=_chat_key, help="CHANNEL:ID as `tusk chats` lists it")
+    forget.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    export = sub.add_parser("export", help="write a chat's files into a .tar.gz")
+    export.add_argument("chat", type=_chat_key, help="CHANNEL:ID as `tusk chats` lists it")
+    export.add_argument("-o", "--output", type=Path, help="file to write (default tusk-CHANNEL-ID-TIME.tar.gz)")
     return parser
+
+
+def _chat_key(value: str):
+    from bot.admin import parse_chat
+
+    try:
+        return parse_chat(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
+def _admin(args: argparse.Namespace, settings: Settings) -> int:
+    """The data-dir commands: they need no model and start nothing."""
+    from bot import admin
+
+    home = settings.home
+    try:
+        if args.command == "chats":
+            print(admin.chats_table(home))
+        elif args.command == "memory":
+            print(admin.show_memory(home, args.chat) if args.what == "show" else admin.show_history(home, args.chat, args.n))
+        elif args.command == "export":
+            target, names = admin.export_chat(home, args.chat, args.output)
+            print(f"Wrote {target} ({len(names)} files)")
+        else:
+            print(asyncio.run(admin.forget(home, args.chat, confirm=False)))
+            if not args.yes and input("Delete it all? [y/N] ").strip().lower() not in ("y", "yes"):
+                print("Nothing deleted.")
+                return 1
+            print(asyncio.run(admin.forget(home, args.chat, confirm=True)))
+    except LookupError as exc:
+        print(f"tusk: {exc.args[0]}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _doctor(settings: Settings) -> int:
+    from bot import doctor
+
+    checks = asyncio.run(doctor.run_checks(settings))
+    for check in checks:
+        print(check.line())
+    code = doctor.exit_code(checks)
+    print("All is well." if code == 0 else "Something is broken: see FAIL above.")
+    return code
 
 
 async def _run(settings: Settings) -> None:
@@ -82,7 +142,18 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         settings = load_settings()
-        logs.configure("WARNING" if args.command == "chat" else settings.log_level, settings.secrets())
+    except ConfigError as exc:
+        if args.command == "doctor":
+            print(f"FAIL  config: {exc}\n      fix: see .env.example for every variable and its format")
+        print(f"tusk: {exc}", file=sys.stderr)
+        return 2
+    quiet = args.command not in ("run", "doctor")
+    logs.configure("WARNING" if quiet else settings.log_level, settings.secrets(), settings.log_format)
+    if args.command in ADMIN:
+        return _admin(args, settings)
+    if args.command == "doctor":
+        return _doctor(settings)
+    try:
         settings.llm_settings()  # fail fast, before the slow imports, on a missing model
         if args.command == "run":
             asyncio.run(_run(settings))

@@ -7,6 +7,7 @@ their own slice (`llm_settings()`, `agent_settings()`, ...), never the whole obj
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -33,6 +34,8 @@ class Settings(BaseSettings):
     home: Path = _env("TUSK_HOME", Path("data"))
     bot_name: str = _env("TUSK_BOT_NAME", "Tusk", min_length=1, max_length=64)
     log_level: str = _env("TUSK_LOG_LEVEL", "INFO", pattern=r"(?i)^(debug|info|warning|error)$")
+    log_format: str = _env("TUSK_LOG_FORMAT", "text", pattern=r"^(text|json)$")
+    log_content: bool = _env("TUSK_LOG_CONTENT", False)
 
     model: str | None = _env("TUSK_MODEL", None)
     api_base: str | None = _env("TUSK_API_BASE", None)
@@ -107,7 +110,7 @@ class Settings(BaseSettings):
     def agent_settings(self) -> AgentSettings:
         return AgentSettings(model=self.model or "", max_tool_iterations=self.max_tool_iterations,
                              tool_result_max_chars=self.tool_result_max_chars,
-                             max_message_chars=self.max_message_chars)
+                             max_message_chars=self.max_message_chars, log_content=self.log_content)
 
     def window(self) -> int:
         """TUSK_CONTEXT_WINDOW, else the model's input window as litellm knows it, else 65,536."""
@@ -132,9 +135,13 @@ class Settings(BaseSettings):
 
 
 def load_settings(**overrides: object) -> Settings:
-    """Settings from the environment and `.env`; a bad value becomes a ConfigError naming its variable."""
+    """Settings from the environment and `.env` (or the file TUSK_ENV_FILE names); a bad value becomes a
+    ConfigError naming its variable."""
+    env_file = os.environ.get("TUSK_ENV_FILE") or ".env"
+    if env_file != ".env" and not os.path.isfile(env_file):
+        raise ConfigError(f"TUSK_ENV_FILE={env_file} does not exist (or is not readable as a file)")
     try:
-        return Settings(**overrides)
+        return Settings(_env_file=env_file, **overrides)
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or '?'}: {e['msg']}" for e in exc.errors())
         raise ConfigError(f"invalid configuration: {problems}") from exc

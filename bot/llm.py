@@ -15,10 +15,12 @@ import asyncio
 import functools
 import logging
 import os
+import time
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
+from bot import logs
 from bot.errors import LLMError, LLMRejected, LLMUnavailable
 
 logger = logging.getLogger(__name__)
@@ -125,14 +127,18 @@ class LLM:
                            ("tools", tools or None), ("tool_choice", tool_choice if tools else None)):
             if value is not None:
                 kwargs[key] = value
+        started = time.monotonic()
         try:
             response = await lib.acompletion(model=model, messages=messages, **kwargs)
         except Exception as exc:  # litellm raises many types; all are translated here
             raise _translate(exc) from exc
         try:
-            return _parse(response, model)
+            reply = _parse(response, model)
         except (AttributeError, IndexError, KeyError, TypeError, ValueError) as exc:
             raise LLMUnavailable(f"unreadable reply from {model}: {exc!r}") from exc
+        if (stats := logs.current_stats()) is not None:
+            stats.add_call(reply.prompt_tokens, reply.completion_tokens, (time.monotonic() - started) * 1000)
+        return reply
 
 
 def _translate(exc: Exception) -> LLMError:

@@ -2,31 +2,69 @@
 
 Every record gets `chat` and `turn` attributes from context variables, so a module logs
 `logger.info("...")` and the line still says which chat it came from. Message text is
-never logged: a log line holds ids, sizes and errors, not what people wrote.
+not logged (unless the operator sets TUSK_LOG_CONTENT): a line holds ids, sizes, timings
+and errors. `TurnStats` collects what one turn cost (LLM calls, tokens, time) for the one
+summary line the agent writes per turn. Text or JSON lines (TUSK_LOG_FORMAT), on stderr.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
+import time
 from collections.abc import Iterable, Iterator
 from contextvars import ContextVar
+from dataclasses import asdict, dataclass, field
 
 _chat: ContextVar[str] = ContextVar("tusk_chat", default="-")
 _turn: ContextVar[str] = ContextVar("tusk_turn", default="-")
+
+
+@dataclass(slots=True)
+class TurnStats:
+    """What one turn cost; LLM calls made while it is bound add to it (tasks it starts included)."""
+
+    started: float = field(default_factory=time.monotonic)
+    llm_calls: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    llm_ms: float = 0.0
+
+    def add_call(self, prompt_tokens: int, completion_tokens: int, ms: float) -> None:
+        self.llm_calls += 1
+        self.tokens_in += prompt_tokens
+        self.tokens_out += completion_tokens
+        self.llm_ms += ms
+
+    def fields(self) -> dict[str, object]:
+        """The figures for the turn's log line (`extra=`), total time measured now."""
+        out = {k: v for k, v in asdict(self).items() if k != "started"}
+        out["llm_ms"] = round(self.llm_ms)
+        out["total_ms"] = round((time.monotonic() - self.started) * 1000)
+        return out
+
+
+_stats: ContextVar[TurnStats | None] = ContextVar("tusk_turn_stats", default=None)
+
+
+def current_stats() -> TurnStats | None:
+    return _stats.get()
 
 FORMAT = "%(asctime)s %(levelname)-7s %(name)s [%(chat)s #%(turn)s] %(message)s"
 
 
 @contextlib.contextmanager
-def bound(chat: object, turn: object) -> Iterator[None]:
-    """Tag every log record made inside the block (and tasks it starts) with this chat and turn."""
-    tokens = _chat.set(str(chat)), _turn.set(str(turn))
+def bound(chat: object, turn: object, stats: TurnStats | None = None) -> Iterator[None]:
+    """Tag every log record made inside the block (and tasks it starts) with this chat and turn,
+    and count the LLM calls made meanwhile into `stats`."""
+    tokens = _chat.set(str(chat)), _turn.set(str(turn)), _stats.set(stats)
     try:
         yield
     finally:
         _chat.reset(tokens[0])
         _turn.reset(tokens[1])
+        _stats.reset(tokens[2])
 
 
 class ContextFilter(logging.Filter):
@@ -50,11 +88,33 @@ class MaskingFormatter(logging.Formatter):
         return text
 
 
-def configure(level: str = "INFO", secrets: Iterable[str] = ()) -> None:
-    """Send logs to stderr with chat context; `secrets` are masked wherever they appear."""
+STANDARD = frozenset(vars(logging.makeLogRecord({}))) | {"message", "asctime", "chat", "turn"}
+
+
+class JsonFormatter(MaskingFormatter):
+    """One JSON object per line: time, level, logger, chat, turn, message, any `extra=` fields."""
+
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        super().__init__("%(message)s", secrets)
+
+    def format(self, record: logging.LogRecord) -> str:
+        line = {"ts": round(record.created, 3), "level": record.levelname.lower(), "logger": record.name,
+                "chat": getattr(record, "chat", "-"), "turn": getattr(record, "turn", "-"),
+                "msg": record.getMessage()}
+        line |= {k: v for k, v in vars(record).items() if k not in STANDARD}
+        if record.exc_info:
+            line["exc"] = self.formatException(record.exc_info)
+        text = json.dumps(line, ensure_ascii=False, default=str)
+        for secret in self.secrets:
+            text = text.replace(json.dumps(secret)[1:-1], "***")
+        return text
+
+
+def configure(level: str = "INFO", secrets: Iterable[str] = (), fmt: str = "text") -> None:
+    """Send logs to stderr with chat context, as text or JSON; `secrets` are masked wherever they appear."""
     handler = logging.StreamHandler()
     handler.addFilter(ContextFilter())
-    handler.setFormatter(MaskingFormatter(FORMAT, secrets))
+    handler.setFormatter(JsonFormatter(secrets) if fmt == "json" else MaskingFormatter(FORMAT, secrets))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())

@@ -142,6 +142,8 @@ class SessionStore:
     def get(self, channel: str, chat_id: str) -> Session:
         files = ChatFiles.locate(self.home, channel, chat_id)
         session = self._cache.get(files.dir)
+        if session is not None and session.created is not None and not files.session.exists():
+            session = None  # deleted under us (`tusk forget` beside the bot): nothing of it may linger
         if session is None:
             session = load(files, channel, chat_id)
             self._cache[files.dir] = session

@@ -9,8 +9,8 @@ import pytest
 
 def env_for(fake_llm, tmp_path, **extra):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TUSK_", "TELEGRAM_", "DISCORD_", "SLACK_"))}
-    env.update(TUSK_HOME=str(tmp_path / "data"), TUSK_MODEL="openai/fake-model", TUSK_API_BASE=fake_llm.base_url,
-               TUSK_API_KEY="sk-test", TUSK_LLM_RETRIES="0", LITELLM_LOCAL_MODEL_COST_MAP="True", **extra)
+    env.update({"TUSK_HOME": str(tmp_path / "data"), "TUSK_MODEL": "openai/fake-model", "TUSK_API_BASE": fake_llm.base_url,
+                "TUSK_API_KEY": "sk-test", "TUSK_LLM_RETRIES": "0", "LITELLM_LOCAL_MODEL_COST_MAP": "True", **extra})
     return env
 
 

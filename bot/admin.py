@@ -1,0 +1,76 @@
+"""The admin CLI's work: chats, their memory, forget and export, straight from the data dir.
+
+Nothing here needs the bot running; it is safe beside a running bot too (files are only
+read, a forget deletes whole files, and the running bot notices a deleted session). A
+forget runs the same `/forget` as a chat does, so both report the same.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+from bot import commands
+from bot.events import ChatKey
+from memory import files as memfiles
+from memory.chats import export, list_chats
+from memory.paths import ChatFiles
+from memory.session import SessionStore
+
+
+def parse_chat(value: str) -> ChatKey:
+    """`telegram:-100123` -> ChatKey; raises ValueError with the expected form."""
+    channel, sep, chat_id = value.partition(":")
+    if not sep or not chat_id:
+        raise ValueError(f"{value!r}: give a chat as CHANNEL:ID, e.g. telegram:123456 (see `tusk chats`)")
+    return ChatKey(channel, chat_id)
+
+
+def _ago(ts: float | None) -> str:
+    if ts is None:
+        return "-"
+    return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%d %H:%M")
+
+
+def chats_table(home: Path) -> str:
+    rows = [("CHAT", "MESSAGES", "MEMORY", "HISTORY", "LAST ACTIVE (UTC)")]
+    for c in list_chats(home):
+        rows.append((f"{c.channel}:{c.chat_id}", str(c.messages), f"{c.memory_bytes:,} B", str(c.history_entries),
+                     _ago(c.last_active)))
+    if len(rows) == 1:
+        return f"No chats yet in {home}."
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows)
+
+
+def chat_files(home: Path, key: ChatKey) -> ChatFiles:
+    """The chat's files; raises LookupError if Tusk keeps nothing for it."""
+    files = ChatFiles.locate(home, key.channel, key.chat_id)
+    if not files.dir.exists():
+        raise LookupError(f"no chat {key} in {home} (see `tusk chats`)")
+    return files
+
+
+def show_memory(home: Path, key: ChatKey) -> str:
+    return memfiles.read_memory(chat_files(home, key)).strip() or "(MEMORY.md is empty)"
+
+
+def show_history(home: Path, key: ChatKey, n: int) -> str:
+    entries = memfiles.history_entries(chat_files(home, key))[-n:] if n else []
+    return "\n\n".join(entries) or "(no history entries)"
+
+
+async def forget(home: Path, key: ChatKey, confirm: bool) -> str:
+    """`/forget` (what would go) or `/forget confirm` (delete and report) for this chat."""
+    chat_files(home, key)
+    store = SessionStore(home)
+    session = store.get(key.channel, key.chat_id)
+    ctx = commands.CommandContext(key, session.files, session, store, model="")
+    return await commands.Commands().run("forget", "confirm" if confirm else "", ctx)
+
+
+def export_chat(home: Path, key: ChatKey, target: Path | None) -> tuple[Path, list[str]]:
+    files = chat_files(home, key)
+    target = target or Path(f"tusk-{key.channel}-{files.dir.name}-{time.strftime('%Y%m%d-%H%M%S')}.tar.gz")
+    return target, export(files, target)

@@ -1,0 +1,152 @@
+"""`tusk doctor`: is this installation able to run? Each check gives a verdict and the fix.
+
+    config  data dir  tokenizer  LLM (a 1-token request)  each platform token  allow-lists
+
+Platform tokens are checked with one plain HTTPS call each (Telegram `getMe`, Slack
+`auth.test`, Discord `users/@me`), so the doctor needs none of the platform libraries.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import tempfile
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+import aiohttp
+
+from bot.config import Settings
+from bot.errors import ConfigError, LLMError
+
+DISCORD_API = "https://discord.com/api/v10"
+LOW_SPACE = 1 << 30  # warn below 1 GiB free
+NO_SPACE = 100 << 20  # fail below 100 MiB
+TIMEOUT = aiohttp.ClientTimeout(total=20)
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    name: str
+    verdict: str  # "ok", "warn" or "fail"
+    detail: str
+    fix: str = ""
+
+    def line(self) -> str:
+        text = f"{self.verdict.upper():<5} {self.name}: {self.detail}"
+        return text + (f"\n      fix: {self.fix}" if self.fix else "")
+
+
+def _data_dir(settings: Settings) -> Check:
+    home = settings.home.resolve()
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=home, prefix=".doctor-"):
+            pass
+    except OSError as exc:
+        return Check("data dir", "fail", f"{home} is not writable: {exc.strerror}",
+                     "create it and give the user running Tusk write access, or set TUSK_HOME")
+    free = shutil.disk_usage(home).free
+    verdict = "fail" if free < NO_SPACE else "warn" if free < LOW_SPACE else "ok"
+    return Check("data dir", verdict, f"{home} is writable, {free / 2**30:.1f} GiB free",
+                 "" if verdict == "ok" else "free some disk space: sessions are append-only and grow")
+
+
+def _tokenizer() -> Check:
+    from memory import tokens
+
+    try:
+        tokens.encoding()
+    except tokens.TokenizerUnavailable as exc:
+        return Check("tokenizer", "fail", str(exc), "reinstall: pip install --force-reinstall litellm tiktoken")
+    return Check("tokenizer", "ok", "cl100k_base loads offline")
+
+
+async def _llm(settings: Settings) -> Check:
+    from bot.llm import LLM
+
+    llm_settings = dataclasses.replace(settings.llm_settings(), max_tokens=1, retries=0, fallbacks=())
+    try:
+        reply = await LLM(llm_settings).complete([{"role": "user", "content": "Say OK."}])
+    except LLMError as exc:
+        return Check("LLM", "fail", f"{llm_settings.model} did not answer: {exc}",
+                     "check TUSK_MODEL, TUSK_API_KEY (or the provider's variable) and TUSK_API_BASE")
+    return Check("LLM", "ok", f"{reply.model} answered")
+
+
+async def _get_json(method: str, url: str, headers: dict[str, str] | None = None) -> tuple[int, dict]:
+    async with aiohttp.ClientSession(timeout=TIMEOUT) as client:
+        async with client.request(method, url, headers=headers) as resp:
+            try:
+                body = await resp.json(content_type=None)
+            except ValueError:
+                body = {}
+            return resp.status, body if isinstance(body, dict) else {}
+
+
+async def _telegram(s: Settings) -> Check:
+    assert s.telegram_bot_token is not None
+    status, body = await _get_json("POST", f"{s.telegram_api_base.rstrip('/')}/bot"
+                                           f"{s.telegram_bot_token.get_secret_value()}/getMe")
+    if body.get("ok"):
+        return Check("Telegram", "ok", f"token accepted: @{body['result'].get('username')}")
+    return Check("Telegram", "fail", f"token refused ({status} {body.get('description', '')})".rstrip(),
+                 "copy TELEGRAM_BOT_TOKEN again from @BotFather (/mybots -> API Token)")
+
+
+async def _slack(s: Settings) -> Check:
+    assert s.slack_bot_token is not None
+    url = s.slack_api_url.rstrip("/") + "/auth.test"
+    _, body = await _get_json("POST", url, {"Authorization": f"Bearer {s.slack_bot_token.get_secret_value()}"})
+    if not body.get("ok"):
+        return Check("Slack", "fail", f"SLACK_BOT_TOKEN refused ({body.get('error', 'no answer')})",
+                     "copy the Bot User OAuth Token (xoxb-...) from your app's OAuth & Permissions page")
+    if not (s.slack_app_token or s.slack_signing_secret):
+        return Check("Slack", "fail", "neither SLACK_APP_TOKEN nor SLACK_SIGNING_SECRET is set",
+                     "set SLACK_APP_TOKEN (xapp-..., Socket Mode) or SLACK_SIGNING_SECRET (HTTP events)")
+    return Check("Slack", "ok", f"token accepted: {body.get('user', '?')} in {body.get('team', '?')}")
+
+
+async def _discord(s: Settings) -> Check:
+    assert s.discord_bot_token is not None
+    url = (s.discord_api_base or DISCORD_API).rstrip("/") + "/users/@me"
+    status, body = await _get_json("GET", url, {"Authorization": f"Bot {s.discord_bot_token.get_secret_value()}"})
+    if status == 200 and body.get("id"):
+        return Check("Discord", "ok", f"token accepted: {body.get('username')}")
+    return Check("Discord", "fail", f"token refused ({status})",
+                 "reset and copy the token on your application's Bot page in the Discord Developer Portal")
+
+
+async def _platform(name: str, probe: Callable[[], Awaitable[Check]]) -> Check:
+    try:
+        return await probe()
+    except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+        return Check(name, "fail", f"cannot reach the API: {exc or type(exc).__name__}",
+                     "check the network (and the API base setting, if you changed it)")
+
+
+async def run_checks(settings: Settings) -> list[Check]:
+    """Every check, in order; a check that cannot run (no model set) fails with its fix."""
+    checks = [Check("config", "ok", "settings are valid")]
+    checks += [_data_dir(settings), _tokenizer()]
+    try:
+        checks.append(await _llm(settings))
+    except ConfigError as exc:
+        checks.append(Check("LLM", "fail", str(exc), "set TUSK_MODEL in the environment or .env"))
+    platforms = [("Telegram", settings.telegram_bot_token, _telegram), ("Slack", settings.slack_bot_token, _slack),
+                 ("Discord", settings.discord_bot_token, _discord)]
+    for name, token, probe in platforms:
+        if token is not None:
+            checks.append(await _platform(name, lambda probe=probe: probe(settings)))
+    if not any(token for _, token, _ in platforms):
+        checks.append(Check("platforms", "warn", "no platform token is set: only the local HTTP API and "
+                            "`tusk chat` will run", "set TELEGRAM_BOT_TOKEN, DISCORD_BOT_TOKEN or SLACK_BOT_TOKEN"))
+    for variable in settings.open_allow_lists():
+        checks.append(Check("allow-list", "warn", f"{variable} is empty: anyone may talk to the bot",
+                            f"set {variable} to the user ids allowed to use Tusk"))
+    return checks
+
+
+def exit_code(checks: list[Check]) -> int:
+    return 1 if any(c.verdict == "fail" for c in checks) else 0
+

@@ -1,0 +1,93 @@
+"""The admin CLI (`tusk chats`, `memory`, `forget`, `export`) and `tusk doctor`."""
+
+import asyncio
+import json
+import sys
+import tarfile
+
+from bot import doctor
+from tests.fakes.fake_llm import Reply
+from tests.fakes.fake_telegram import FakeTelegram
+from tests.test_cli import env_for
+
+
+async def tusk_cli(*args, env, stdin=b""):
+    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "bot.cli", *args, env=env,
+                                                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                                                stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(proc.communicate(stdin), timeout=120)
+    return proc.returncode, out.decode(), err.decode()
+
+
+async def test_chats_memory_and_history_from_the_data_dir(tusk, fake_llm, tmp_path):
+    """`tusk chats` lists every chat with its counts; `memory show/history` print its files."""
+    await tusk.say("alice", "hello")
+    await tusk.say("bob", "hi")
+    files = tusk.store.get("http", "alice").files
+    files.memory.write_text("- Alice likes tea\n")
+    files.history.write_text("## 2026-11-02 10:00 UTC\nPlanned the trip to Oslo.\n")
+    env = env_for(fake_llm, tmp_path)
+    code, out, _ = await tusk_cli("chats", env=env)
+    rows = {line.split()[0]: line.split() for line in out.splitlines()[1:]}
+    assert code == 0 and set(rows) == {"http:alice", "http:bob"}
+    assert rows["http:alice"][1] == "2" and rows["http:alice"][4] == "1"  # 2 messages, 1 history entry
+    assert (await tusk_cli("memory", "show", "http:alice", env=env))[1].strip() == "- Alice likes tea"
+    assert "Oslo" in (await tusk_cli("memory", "history", "http:alice", env=env))[1]
+    code, _, err = await tusk_cli("memory", "show", "http:nobody", env=env)
+    assert code == 1 and "no chat http:nobody" in err
+
+
+async def test_forget_beside_a_running_bot(tusk, fake_llm, tmp_path):
+    """`tusk forget CHAT --yes` reports each deleted file, and the running bot no longer sends that history."""
+    await tusk.say("carol", "my secret is 4711")
+    env = env_for(fake_llm, tmp_path)
+    code, out, _ = await tusk_cli("forget", "http:carol", env=env, stdin=b"n\n")
+    assert code == 1 and "session messages" in out and "Nothing deleted" in out
+    code, out, _ = await tusk_cli("forget", "http:carol", "--yes", env=env)
+    assert code == 0 and "deleted 2 session messages (session.jsonl)" in out
+    assert not (tusk.settings.home / "chats/http/carol").exists()
+    await tusk.say("carol", "what is my secret?")
+    assert "4711" not in json.dumps(fake_llm.requests[-1]["messages"])
+
+
+async def test_export_writes_the_chat_files(tusk, fake_llm, tmp_path):
+    """`tusk export CHAT -o FILE` writes a .tar.gz holding the chat's session and memory."""
+    await tusk.say("dave", "hello")
+    tusk.store.get("http", "dave").files.memory.write_text("- Dave")
+    target = tmp_path / "dave.tar.gz"
+    code, out, _ = await tusk_cli("export", "http:dave", "-o", str(target), env=env_for(fake_llm, tmp_path))
+    assert code == 0 and "2 files" in out
+    with tarfile.open(target) as tar:
+        assert sorted(tar.getnames()) == ["dave/MEMORY.md", "dave/session.jsonl"]
+        assert tar.extractfile("dave/MEMORY.md").read() == b"- Dave"
+
+
+async def test_doctor_all_well_with_a_good_setup(make_settings, fake_llm):
+    """Against a working LLM and a Telegram token the API accepts, every check passes but the open allow-list."""
+    async with FakeTelegram(token="123:GOOD") as tg:
+        checks = await doctor.run_checks(make_settings(TELEGRAM_BOT_TOKEN=tg.token, TELEGRAM_API_BASE=tg.base_url))
+    verdicts = {c.name: c.verdict for c in checks}
+    assert verdicts == {"config": "ok", "data dir": "ok", "tokenizer": "ok", "LLM": "ok", "Telegram": "ok",
+                        "allow-list": "warn"}
+    assert fake_llm.requests[0]["max_tokens"] == 1 and doctor.exit_code(checks) == 0
+
+
+async def test_doctor_names_what_is_broken(make_settings, fake_llm):
+    """A refused platform token, a failing LLM and an unreachable API each fail with a fix; exit code 1."""
+    fake_llm.script(Reply(status=401))
+    async with FakeTelegram(token="123:GOOD") as tg:
+        checks = await doctor.run_checks(make_settings(TELEGRAM_BOT_TOKEN="123:WRONG", TELEGRAM_API_BASE=tg.base_url,
+                                                       TELEGRAM_ALLOW_FROM="7"))
+    failed = {c.name: c for c in checks if c.verdict == "fail"}
+    assert set(failed) == {"LLM", "Telegram"} and doctor.exit_code(checks) == 1
+    assert "@BotFather" in failed["Telegram"].fix and "TUSK_MODEL" in failed["LLM"].fix
+    checks = await doctor.run_checks(make_settings(TELEGRAM_BOT_TOKEN="1:X", TELEGRAM_API_BASE="http://127.0.0.1:9"))
+    assert next(c for c in checks if c.name == "Telegram").detail.startswith("cannot reach")
+
+
+async def test_doctor_command_exit_codes(fake_llm, tmp_path):
+    """`tusk doctor` prints one verdict per check and exits 0 when nothing fails, 1 when something does."""
+    code, out, _ = await tusk_cli("doctor", env=env_for(fake_llm, tmp_path))
+    assert code == 0 and "OK    LLM" in out and "All is well." in out
+    code, out, _ = await tusk_cli("doctor", env=env_for(fake_llm, tmp_path, TUSK_API_BASE="http://127.0.0.1:9/v1"))
+    assert code == 1 and "FAIL  LLM" in out and "fix:" in out

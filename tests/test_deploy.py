@@ -1,0 +1,110 @@
+"""deploy/: the installer in a temporary prefix, the systemd unit, the Dockerfile and compose file.
+
+No Docker engine exists on the test machines: the image is checked as text (stages, user,
+volume, health check, entrypoint), not built.
+"""
+
+import configparser
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+DEPLOY = ROOT / "deploy"
+
+
+def unit(path: Path) -> configparser.ConfigParser:
+    parser = configparser.ConfigParser(strict=False, interpolation=None)
+    parser.optionxform = str  # systemd keys are case-sensitive
+    parser.read(path)
+    return parser
+
+
+def install(prefix: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", str(DEPLOY / "install.sh"), "--prefix", str(prefix), "--no-systemd"],
+                          capture_output=True, text=True, timeout=600)
+
+
+def test_installer_installs_then_upgrades_keeping_settings_and_data(tmp_path):
+    """Run twice: a working `tusk` and a 600 env file the first time; the second keeps the env file and data."""
+    first = install(tmp_path)
+    assert first.returncode == 0, first.stderr
+    env = tmp_path / "etc/tusk/tusk.env"
+    assert env.stat().st_mode & 0o777 == 0o600
+    assert "TUSK_HOME=/var/lib/tusk" in env.read_text() and "TUSK_MODEL=" in env.read_text()
+    env.write_text(env.read_text() + "\nTUSK_MODEL=openai/my-own-choice\n")
+    (tmp_path / "var/lib/tusk/chats/http/me").mkdir(parents=True)
+    (tmp_path / "var/lib/tusk/chats/http/me/MEMORY.md").write_text("- keep me")
+
+    second = install(tmp_path)
+    assert second.returncode == 0, second.stderr
+    assert "keeping your settings" in second.stdout and "openai/my-own-choice" in env.read_text()
+    assert (tmp_path / "var/lib/tusk/chats/http/me/MEMORY.md").read_text() == "- keep me"
+    wrapper = tmp_path / "usr/local/bin/tusk"
+    listed = subprocess.run([str(wrapper), "chats"], capture_output=True, text=True, timeout=60)
+    assert listed.returncode == 0 and "http:me" in listed.stdout, listed.stderr
+    shown = subprocess.run([str(wrapper), "memory", "show", "http:me"], capture_output=True, text=True, timeout=60)
+    assert shown.stdout.strip() == "- keep me"
+    service = unit(tmp_path / "etc/systemd/system/tusk.service")["Service"]
+    assert service["ExecStart"] == f"{tmp_path}/opt/tusk/venv/bin/tusk run"
+    assert service["EnvironmentFile"] == f"{tmp_path}/etc/tusk/tusk.env"
+
+
+def test_unit_is_hardened_and_verifies():
+    """The unit runs as its own user, restarts on failure, is hardened, and passes systemd-analyze verify."""
+    service = unit(DEPLOY / "tusk.service")["Service"]
+    assert service["User"] == "tusk" and service["Restart"] == "on-failure"
+    assert service["EnvironmentFile"] == "/etc/tusk/tusk.env" and service["StateDirectory"] == "tusk"
+    for key, value in {"NoNewPrivileges": "yes", "ProtectSystem": "strict", "ProtectHome": "yes",
+                       "PrivateTmp": "yes", "ReadWritePaths": "/var/lib/tusk"}.items():
+        assert service[key] == value, key
+    assert int(service["TimeoutStopSec"]) > 30  # longer than the default TUSK_SHUTDOWN_GRACE
+    if shutil.which("systemd-analyze") is None:
+        pytest.skip("systemd-analyze is not installed here")
+    done = subprocess.run(["systemd-analyze", "verify", str(DEPLOY / "tusk.service")],
+                          capture_output=True, text=True, timeout=60)
+    problems = [line for line in done.stderr.splitlines()
+                if "tusk.service" in line and "/opt/tusk/venv/bin/tusk" not in line]  # not installed here
+    assert not problems, done.stderr
+
+
+def stages(dockerfile: str) -> list[list[str]]:
+    """The Dockerfile's instructions (continuations joined), grouped by FROM."""
+    text = re.sub(r"\\\n\s*", " ", dockerfile)
+    lines = [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    out: list[list[str]] = []
+    for line in lines:
+        if line.upper().startswith("FROM "):
+            out.append([])
+        out[-1].append(line)
+    return out
+
+
+def test_dockerfile_is_slim_non_root_with_healthcheck():
+    """Final stage: slim base, the venv only, a non-root user, /data volume, /healthz check, `tusk run`."""
+    build, final = stages((DEPLOY / "Dockerfile").read_text())
+    assert final[0].startswith("FROM python:3.11-slim") and "slim" in build[0]
+    assert any(i.startswith("COPY --from=build /opt/tusk /opt/tusk") for i in final)
+    assert not any("apt-get" in i or "build-essential" in i or "gcc" in i for i in final)
+    assert any(i.startswith("USER tusk") for i in final) and 'VOLUME ["/data"]' in final
+    health = next(i for i in final if i.startswith("HEALTHCHECK"))
+    assert "/healthz" in health
+    assert 'ENTRYPOINT ["tusk"]' in final and 'CMD ["run"]' in final
+    for instruction in build:
+        if instruction.startswith("COPY ") and "--from" not in instruction:
+            for source in instruction.split()[1:-1]:
+                assert (ROOT / source).exists(), source
+    assert '".[all]"' in " ".join(build) and "test" not in " ".join(build)  # no dev dependencies
+
+
+def test_compose_file_uses_env_file_volume_and_restart():
+    """docker-compose.yml builds the image, reads ../.env, keeps /data on a volume and restarts."""
+    compose = yaml.safe_load((DEPLOY / "docker-compose.yml").read_text())
+    tusk = compose["services"]["tusk"]
+    assert tusk["build"] == {"context": "..", "dockerfile": "deploy/Dockerfile"}
+    assert tusk["env_file"] == "../.env" and tusk["restart"] == "unless-stopped"
+    assert "tusk-data:/data" in tusk["volumes"] and "tusk-data" in compose["volumes"]
