@@ -1,22 +1,13 @@
 """The admin CLI (`tusk chats`, `memory`, `forget`, `export`) and `tusk doctor`."""
 
-import asyncio
 import json
-import sys
 import tarfile
 
 from bot import doctor
 from tests.fakes.fake_llm import Reply
 from tests.fakes.fake_telegram import FakeTelegram
 from tests.test_cli import env_for
-
-
-async def tusk_cli(*args, env, stdin=b""):
-    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "bot.cli", *args, env=env,
-                                                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                                                stderr=asyncio.subprocess.PIPE)
-    out, err = await asyncio.wait_for(proc.communicate(stdin), timeout=120)
-    return proc.returncode, out.decode(), err.decode()
+from tests.test_cli import tusk as tusk_cli
 
 
 async def test_chats_memory_and_history_from_the_data_dir(tusk, fake_llm, tmp_path):

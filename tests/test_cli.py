@@ -18,7 +18,7 @@ async def tusk(*args, env, stdin=b""):
     proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "bot.cli", *args, env=env,
                                                 stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
                                                 stderr=asyncio.subprocess.PIPE)
-    out, err = await asyncio.wait_for(proc.communicate(stdin), timeout=60)
+    out, err = await asyncio.wait_for(proc.communicate(stdin), timeout=120)
     return proc.returncode, out.decode(), err.decode()
 
 
