@@ -19,7 +19,7 @@ import aiohttp
 from bot.config import Settings
 from bot.errors import ConfigError, LLMError
 
-DISCORD_API = "https://discord.com/api/v10"
+DISCORD_API = "https://discord.com"
 LOW_SPACE = 1 << 30  # warn below 1 GiB free
 NO_SPACE = 100 << 20  # fail below 100 MiB
 TIMEOUT = aiohttp.ClientTimeout(total=20)
@@ -109,7 +109,9 @@ async def _slack(s: Settings) -> Check:
 
 async def _discord(s: Settings) -> Check:
     assert s.discord_bot_token is not None
-    url = (s.discord_api_base or DISCORD_API).rstrip("/") + "/users/@me"
+    from channels.discord_bot import api_root  # the token is set, so the discord extra is installed
+
+    url = api_root(s.discord_api_base or DISCORD_API) + "/users/@me"
     status, body = await _get_json("GET", url, {"Authorization": f"Bot {s.discord_bot_token.get_secret_value()}"})
     if status == 200 and body.get("id"):
         return Check("Discord", "ok", f"token accepted: {body.get('username')}")

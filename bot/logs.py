@@ -51,6 +51,8 @@ _stats: ContextVar[TurnStats | None] = ContextVar("tusk_turn_stats", default=Non
 def current_stats() -> TurnStats | None:
     return _stats.get()
 
+
+PAYLOAD_LOGGERS = ("telegram", "discord", "httpx", "aiohttp.access")
 FORMAT = "%(asctime)s %(levelname)-7s %(name)s [%(chat)s #%(turn)s] %(message)s"
 
 
@@ -118,3 +120,5 @@ def configure(level: str = "INFO", secrets: Iterable[str] = (), fmt: str = "text
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
+    for name in PAYLOAD_LOGGERS:  # at DEBUG they log request bodies: what people wrote
+        logging.getLogger(name).setLevel(max(logging.INFO, root.level))

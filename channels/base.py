@@ -16,9 +16,6 @@ from bot.events import InboundMessage, OutboundMessage
 
 Publish = Callable[[InboundMessage], asyncio.Future[None]]
 
-UNSUPPORTED = "I can only read text so far (and the captions of photos and files), so I can't take in {what}."
-
-
 def allowed(allow_from: frozenset[str], *identities: str | None) -> bool:
     """True if the allow-list is empty (everyone) or names any of the sender's identities."""
     return not allow_from or any(i is not None and i in allow_from for i in identities)

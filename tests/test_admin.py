@@ -4,7 +4,9 @@ import json
 import tarfile
 
 from bot import doctor
+from tests.fakes.fake_discord import FakeDiscord
 from tests.fakes.fake_llm import Reply
+from tests.fakes.fake_slack import FakeSlack
 from tests.fakes.fake_telegram import FakeTelegram
 from tests.test_cli import env_for
 from tests.test_cli import tusk as tusk_cli
@@ -74,6 +76,21 @@ async def test_doctor_names_what_is_broken(make_settings, fake_llm):
     assert "@BotFather" in failed["Telegram"].fix and "TUSK_MODEL" in failed["LLM"].fix
     checks = await doctor.run_checks(make_settings(TELEGRAM_BOT_TOKEN="1:X", TELEGRAM_API_BASE="http://127.0.0.1:9"))
     assert next(c for c in checks if c.name == "Telegram").detail.startswith("cannot reach")
+
+
+async def test_doctor_checks_discord_and_slack_tokens(make_settings, fake_llm):
+    """Discord `users/@me` and Slack `auth.test` accept the right tokens and refuse wrong ones."""
+    async with FakeDiscord(token="dc-good") as dc, FakeSlack() as slack:
+        def settings(dc_token, slack_token):
+            return make_settings(DISCORD_BOT_TOKEN=dc_token, DISCORD_API_BASE=dc.api_base, DISCORD_ALLOW_FROM="1",
+                                 SLACK_BOT_TOKEN=slack_token, SLACK_APP_TOKEN=slack.app_token,
+                                 SLACK_API_URL=slack.api_url, SLACK_ALLOW_FROM="U1")
+
+        good = {c.name: c.verdict for c in await doctor.run_checks(settings("dc-good", slack.bot_token))}
+        bad = {c.name: c for c in await doctor.run_checks(settings("dc-bad", "xoxb-bad"))}
+    assert good["Discord"] == good["Slack"] == "ok" and "allow-list" not in good
+    assert bad["Discord"].verdict == bad["Slack"].verdict == "fail"
+    assert "Developer Portal" in bad["Discord"].fix and "xoxb-" in bad["Slack"].fix
 
 
 async def test_doctor_command_exit_codes(fake_llm, tmp_path):

@@ -70,7 +70,7 @@ async def test_dm_turn_end_to_end(tusk_tg, tg, fake_llm):
 
 async def test_commands_menu_registered_at_start(tusk_tg, tg):
     """/memory, /forget, /new, /status and /help are in Telegram's command menu once Tusk has started."""
-    assert {c["command"] for c in tg.commands} == COMMANDS
+    assert {c["command"] for c in tg.commands} >= COMMANDS
     assert all(c["description"] for c in tg.commands)
 
 

@@ -1,0 +1,362 @@
+"""Discord, on discord.py 2.7's `Client`, run inside Tusk's own event loop.
+
+    MESSAGE_CREATE -> to_inbound() (pure: bots, gating, mention stripping, chat key, admin flag)
+                   -> allow-list -> attachment-only? note -> publish -> typing until done
+    INTERACTION    -> a chat command (/memory, /forget, ...: the app's menu as application commands,
+                      synced at start) -> command_to_inbound() -> allow-list
+                   -> defer (ephemeral where it fits) -> publish "/memory undo" as if typed
+    reply          -> split_message(text, 2000) -> the interaction's followup, or the channel
+                      (in guilds the first piece replies to the question); 429s wait in discord.py
+
+Chat key: the channel id: a DM channel, a guild channel, or a thread (each thread keeps its
+own memory). DMs: every message is a turn. Guild channels: only messages that mention the
+bot or reply to it, the mention stripped. In guilds, /forget and /memory undo need the
+Manage Messages permission (`sender_is_admin`). Intents: guilds, guild and DM messages,
+message content; not the privileged members intent.
+
+DISCORD_API_BASE and DISCORD_GATEWAY_URL (REST proxies such as nirn-proxy, and the tests)
+point discord.py elsewhere through the two class attributes it reads them from; see `_aim`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Optional
+from urllib.parse import urlsplit
+
+import aiohttp
+import yarl
+
+with warnings.catch_warnings():  # discord.py imports audioop (deprecated since 3.11) for voice, which Tusk never uses
+    warnings.filterwarnings("ignore", "'audioop' is deprecated", DeprecationWarning)
+    import discord
+from discord import app_commands
+
+from bot.errors import BusClosed, ConfigError, DeliveryError
+from bot.events import ChatKey, InboundMessage, OutboundMessage
+from channels.base import Publish, allowed
+from channels.split import split_message
+
+logger = logging.getLogger(__name__)
+
+MAX_TEXT = 2000
+TYPING_EVERY = 8.0  # Discord shows "typing" for 10 s
+START_TIMEOUT = 60.0  # login, command sync and gateway READY
+GUILD_READY_WAIT = 0.2  # discord.py waits this long after the last GUILD_CREATE before `ready`; nothing here needs more
+INTENTS = discord.Intents(guilds=True, guild_messages=True, dm_messages=True, message_content=True)
+MENTIONS = discord.AllowedMentions(everyone=False, users=False, roles=False, replied_user=True)
+TURNS = (discord.MessageType.default, discord.MessageType.reply)  # not joins, pins, thread starters, ...
+NO_ARGUMENTS = frozenset({"help", "status", "new"})  # every other command has one optional free-text option,
+ARGUMENTS = {  # named and described here if known; its text follows the command ("/memory undo")
+    "memory": ("what", "'history 3' for the last 3 history entries, or 'undo'"),
+    "forget": ("confirm", "type 'confirm' to erase everything I keep about this chat"),
+}
+PRIVATE = frozenset({"help", "status", "memory"})  # in guilds only the asker sees these answers
+SEND_ERRORS = (discord.HTTPException, aiohttp.ClientError, OSError)
+
+
+@dataclass(frozen=True, slots=True)
+class DiscordSettings:
+    token: str
+    api_base: str | None = None  # e.g. http://nirn-proxy:8080 or http://127.0.0.1:9000/api/v10; None: discord.com
+    gateway_url: str | None = None  # e.g. ws://127.0.0.1:9000/gateway; None: wss://gateway.discord.gg
+    allow_from: frozenset[str] = frozenset()  # user ids; empty: everyone
+    guild_id: int | None = None  # sync the slash commands to this guild only (instant, for development)
+
+
+def api_root(api_base: str) -> str:
+    """The REST root discord.py should prefix paths with: a bare host gets `/api/v10`, a path is kept."""
+    base = api_base.rstrip("/")
+    return base if urlsplit(base).path else f"{base}/api/v{discord.http.INTERNAL_API_VERSION}"
+
+
+def _aim(api_base: str | None, gateway_url: str | None) -> Callable[[], None]:
+    """Point discord.py's REST and gateway at other hosts; returns the undo.
+
+    discord.py reads both from class attributes: `http.Route.BASE` (what its own
+    `_set_api_version` sets; read each time a request is built) and
+    `gateway.DiscordWebSocket.DEFAULT_GATEWAY` (read at each fresh connect). Setting the
+    attributes, rather than installing subclasses, also reaches the webhook adapter that
+    carries interaction replies: it imported `Route` itself. The cost: it is per process,
+    which is fine as Tusk runs one Discord bot per process.
+    """
+    route, socket = discord.http.Route, discord.gateway.DiscordWebSocket
+    before = route.BASE, socket.DEFAULT_GATEWAY
+    if api_base:
+        route.BASE = api_root(api_base)
+    if gateway_url:
+        socket.DEFAULT_GATEWAY = yarl.URL(gateway_url)
+
+    def undo() -> None:
+        route.BASE, socket.DEFAULT_GATEWAY = before
+
+    return undo
+
+
+def _strip_mention(text: str, me_id: int) -> str:
+    return re.sub(rf"[ \t]*<@!?{me_id}>", "", text).strip()
+
+
+def _addressed(message: Any, me_id: int) -> bool:
+    """In a guild: does the message mention the bot or reply to one of its messages?"""
+    if any(user.id == me_id for user in message.mentions):
+        return True
+    resolved = message.reference.resolved if message.reference is not None else None
+    author = getattr(resolved, "author", None)  # a deleted message has none
+    return author is not None and author.id == me_id
+
+
+def _manages_messages(channel: Any, author: Any) -> bool:
+    """Manage Messages here: channel overwrites counted, a thread asks its parent."""
+    if isinstance(channel, discord.PartialMessageable):  # not in the cache: the guild-wide roles
+        perms = getattr(author, "guild_permissions", None)
+    else:
+        try:
+            perms = channel.permissions_for(author)
+        except discord.ClientException:  # a thread whose parent is not cached
+            perms = getattr(author, "guild_permissions", None)
+    return bool(perms is not None and perms.manage_messages)
+
+
+def to_inbound(message: Any, me_id: int) -> InboundMessage | None:
+    """The InboundMessage for a Discord message, or None if Tusk should not answer it.
+
+    `message` is a `discord.Message` (only plain attributes are read, so tests hand-build
+    them). Attachments without text become an empty text, which the channel answers with a
+    note of what it can read. The allow-list needs the channel's settings and is checked there.
+    """
+    author = message.author
+    if author.bot or message.webhook_id is not None or message.type not in TURNS:
+        return None
+    is_group = message.guild is not None
+    if is_group and not _addressed(message, me_id):
+        return None
+    return InboundMessage(ChatKey("discord", str(message.channel.id)), _strip_mention(message.content, me_id),
+                          sender_id=str(author.id), sender_name=author.display_name, is_group=is_group,
+                          sender_is_admin=is_group and _manages_messages(message.channel, author),
+                          ts=message.created_at.timestamp())
+
+
+def command_to_inbound(interaction: Any, name: str, args: str) -> InboundMessage | None:
+    """The InboundMessage for a slash command: the same text a user would type ("/memory undo")."""
+    if interaction.channel_id is None:
+        return None
+    is_group = interaction.guild_id is not None
+    user = interaction.user
+    return InboundMessage(ChatKey("discord", str(interaction.channel_id)), f"/{name} {args}".strip(),
+                          sender_id=str(user.id), sender_name=user.display_name, is_group=is_group,
+                          sender_is_admin=is_group and interaction.permissions.manage_messages,
+                          ts=interaction.created_at.timestamp())
+
+
+def _connect_error(connection: asyncio.Task[None]) -> Exception:
+    """Why the gateway connection failed or never became ready, with the fix where there is one."""
+    exc = connection.exception() if connection.done() and not connection.cancelled() else None
+    if isinstance(exc, discord.PrivilegedIntentsRequired):
+        return ConfigError("Discord refused the Message Content intent: enable it in the Developer Portal "
+                           "(Applications -> your app -> Bot -> Privileged Gateway Intents -> Message Content)")
+    where = discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY
+    return DeliveryError(f"could not connect to the Discord gateway at {where}: {exc or 'timed out'}")
+
+
+def _on_connection_end(connection: asyncio.Task[None]) -> None:
+    if not connection.cancelled() and connection.exception() is not None:
+        logger.error("the Discord connection ended and will not come back: %s", _connect_error(connection))
+
+
+@dataclass(frozen=True, slots=True)
+class _Slash:
+    """Where a slash command's answer goes: its interaction's followup."""
+
+    interaction: discord.Interaction
+    ephemeral: bool
+
+
+class DiscordChannel:
+    name = "discord"
+
+    def __init__(self, settings: DiscordSettings, publish: Publish, menu: list[tuple[str, str]]) -> None:
+        self.settings = settings
+        self._publish = publish
+        self._menu = menu
+        self._routes: dict[int, discord.MessageReference | _Slash] = {}  # InboundMessage.id -> reply target
+        self._typing: set[asyncio.Task[None]] = set()
+        self._refused: set[int] = set()  # users outside the allow-list already logged once
+        self._accepting = False
+        self._undo_aim: Callable[[], None] | None = None
+        self._connection: asyncio.Task[None] | None = None
+        self.client: discord.Client | None = None
+
+    def _build(self) -> tuple[discord.Client, app_commands.CommandTree]:
+        discord.VoiceClient.warn_nacl = discord.VoiceClient.warn_dave = False  # no voice: no warnings about it
+        client = discord.Client(intents=INTENTS, allowed_mentions=MENTIONS, max_messages=None,
+                                guild_ready_timeout=GUILD_READY_WAIT, chunk_guilds_at_startup=False)
+        client.event(self.on_message)
+        tree = app_commands.CommandTree(client)
+        for name, summary in self._menu:
+            tree.add_command(self._slash(name, summary))
+        return client, tree
+
+    def _slash(self, name: str, summary: str) -> app_commands.Command:
+        """An application command whose invocation is published as the typed command would be."""
+        async def plain(interaction: discord.Interaction) -> None:
+            await self.on_command(interaction, name, "")
+
+        async def with_text(interaction: discord.Interaction, text: Optional[str] = None) -> None:
+            await self.on_command(interaction, name, text or "")
+
+        callback: Any = plain
+        if name not in NO_ARGUMENTS:
+            option, description = ARGUMENTS.get(name, ("text", f"what follows /{name} (see /help)"))
+            callback = app_commands.rename(text=option)(app_commands.describe(text=description)(with_text))
+        return app_commands.Command(name=name, description=summary[:100] or name, callback=callback)
+
+    async def start(self) -> None:
+        # discord.py logs request bodies and gateway payloads (message text) at DEBUG; Tusk logs no message text
+        self._undo_aim = _aim(self.settings.api_base, self.settings.gateway_url)
+        client, tree = self._build()
+        self.client = client
+        try:
+            await self._login(client)
+            await self._sync(tree)
+            await self._connect(client)
+        except BaseException:
+            await self._close()
+            raise
+        self._accepting = True
+        assert client.user is not None
+        logger.info("Discord channel running as %s (id %d) in %d guilds", client.user.name, client.user.id,
+                    len(client.guilds))
+
+    async def _connect(self, client: discord.Client) -> None:
+        """Open the gateway (discord.py reconnects and resumes from then on); returns once it is ready."""
+        self._connection = connection = asyncio.create_task(client.connect(), name="discord gateway")
+        ready = asyncio.create_task(client.wait_until_ready())
+        try:
+            await asyncio.wait({connection, ready}, timeout=START_TIMEOUT, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            ready.cancel()
+        if not client.is_ready():
+            raise _connect_error(connection)
+        connection.add_done_callback(_on_connection_end)
+
+    async def _login(self, client: discord.Client) -> None:
+        try:
+            await client.login(self.settings.token)
+        except discord.LoginFailure as exc:
+            raise ConfigError("Discord refused DISCORD_BOT_TOKEN: copy it again from the Developer Portal "
+                              "(Applications -> your app -> Bot -> Reset Token)") from exc
+        except (discord.HTTPException, aiohttp.ClientError, OSError) as exc:
+            raise DeliveryError(f"cannot reach the Discord API at {discord.http.Route.BASE}: {exc}") from exc
+
+    async def _sync(self, tree: app_commands.CommandTree) -> None:
+        """Register the slash commands: to DISCORD_GUILD_ID at once if set, else globally."""
+        guild = discord.Object(self.settings.guild_id) if self.settings.guild_id else None
+        if guild is not None:
+            tree.copy_global_to(guild=guild)
+        try:
+            await tree.sync(guild=guild)
+        except (discord.HTTPException, aiohttp.ClientError, OSError) as exc:  # typed commands still work
+            logger.warning("could not register the slash commands (%s); was the bot invited with the "
+                           "applications.commands scope?", exc)
+
+    async def pause(self) -> None:
+        """Take no more messages (Discord does not hold them back for us); replies can still be sent."""
+        self._accepting = False
+
+    async def stop(self) -> None:
+        await self.pause()
+        for task in self._typing:
+            task.cancel()
+        await asyncio.gather(*self._typing, return_exceptions=True)
+        await self._close()
+        self._routes.clear()
+
+    async def _close(self) -> None:
+        if self.client is not None:
+            await self.client.close()
+            self.client = None
+        if self._connection is not None:
+            await asyncio.gather(self._connection, return_exceptions=True)
+            self._connection = None
+        if self._undo_aim is not None:
+            self._undo_aim()
+            self._undo_aim = None
+
+    def _admit(self, user: discord.abc.User) -> bool:
+        if not self._accepting:
+            return False
+        if allowed(self.settings.allow_from, str(user.id)):
+            return True
+        if user.id not in self._refused and len(self._refused) < 10_000:
+            self._refused.add(user.id)
+            logger.info("ignoring Discord user %d: not in DISCORD_ALLOW_FROM", user.id)
+        return False
+
+    async def on_message(self, message: discord.Message) -> None:
+        assert self.client is not None and self.client.user is not None
+        msg = to_inbound(message, self.client.user.id)
+        if msg is None or not self._admit(message.author):
+            return
+        reference = message.to_reference(fail_if_not_exists=False) if msg.is_group else None
+        if reference is not None:
+            self._routes[msg.id] = reference
+        if (done := self._take(msg)) is None:
+            return
+        task = asyncio.create_task(self._keep_typing(message.channel.id, done), name=f"typing {msg.key}")
+        self._typing.add(task)
+        task.add_done_callback(self._typing.discard)
+
+    async def on_command(self, interaction: discord.Interaction, name: str, args: str) -> None:
+        msg = command_to_inbound(interaction, name, args)
+        if msg is None or not self._admit(interaction.user):
+            return
+        ephemeral = msg.is_group and name in PRIVATE
+        try:
+            await interaction.response.defer(ephemeral=ephemeral, thinking=True)
+        except SEND_ERRORS as exc:
+            logger.warning("could not acknowledge /%s in %s: %s", name, msg.key, exc)
+            return
+        self._routes[msg.id] = _Slash(interaction, ephemeral)
+        self._take(msg)
+
+    def _take(self, msg: InboundMessage) -> asyncio.Future[None] | None:
+        """Publish; the reply target is forgotten once the turn is done."""
+        try:
+            done = self._publish(msg)
+        except BusClosed:
+            logger.warning("a Discord message arrived while shutting down; it was not taken")
+            self._routes.pop(msg.id, None)
+            return None
+        done.add_done_callback(lambda _: self._routes.pop(msg.id, None))
+        return done
+
+    async def _keep_typing(self, channel_id: int, done: asyncio.Future[None]) -> None:
+        """Show "typing" until the turn is done."""
+        assert self.client is not None
+        channel = self.client.get_partial_messageable(channel_id)
+        while not done.done():
+            try:
+                await channel.typing()
+            except SEND_ERRORS as exc:
+                logger.debug("typing indicator not shown: %s", exc)
+            await asyncio.wait([done], timeout=TYPING_EVERY)
+
+    async def send(self, msg: OutboundMessage) -> None:
+        if self.client is None:
+            raise DeliveryError("the Discord channel is not running")
+        route = self._routes.get(msg.reply_to) if msg.reply_to is not None else None
+        try:
+            for i, piece in enumerate(split_message(msg.text, MAX_TEXT)):
+                if isinstance(route, _Slash):
+                    await route.interaction.followup.send(piece, ephemeral=route.ephemeral, allowed_mentions=MENTIONS)
+                else:
+                    channel = self.client.get_partial_messageable(int(msg.key.chat_id))
+                    await channel.send(piece, reference=route if i == 0 else None)  # type: ignore[arg-type]
+        except SEND_ERRORS as exc:
+            raise DeliveryError(f"Discord refused the reply: {exc}") from exc

@@ -1,0 +1,352 @@
+"""Slack through slack-bolt's AsyncApp: Socket Mode (SLACK_APP_TOKEN) or HTTP events (SLACK_SIGNING_SECRET).
+
+    DM (`message`, channel_type im)     every message is a turn       key D…              reply in the DM
+    channel mention (`app_mention`)     the bot's mention stripped    key C…-<thread ts>  reply in that thread
+    /memory /forget /new /status /help  any other name: `/tusk <sub>` key = the channel   reply ephemeral
+
+With SLACK_THREAD_SESSIONS=false a channel is one chat (key C…) and replies go where the
+mention was. Bot messages, edits, deletions and other subtypes are ignored; a retried or
+doubled event (same channel and ts) is answered once. An hourglass reaction marks a
+message while its turn runs. Senders outside SLACK_ALLOW_FROM cost no API or LLM call.
+`send` finds a reply's place from the inbound message it answers, else from the chat key
+alone (`C123` or `C123-1700000000.000100`), so reminders work with no message to answer.
+Payload mapping: channels/slack_events.py; Markdown to mrkdwn: channels/slack_format.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import re
+import time
+from collections import OrderedDict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
+from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
+from slack_bolt.app.async_app import AsyncApp
+from slack_sdk.errors import SlackApiError
+from slack_sdk.http_retry.builtin_async_handlers import (AsyncConnectionErrorRetryHandler,
+                                                         AsyncRateLimitErrorRetryHandler)
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.errors import BusClosed, ConfigError, DeliveryError
+from bot.events import ChatKey, InboundMessage, OutboundMessage
+from channels.base import Publish, allowed
+from channels.slack_events import (Route, Sender, command_to_inbound, reply_route, route_of, sender_of,
+                                   to_inbound)
+from channels.slack_format import split_for_slack
+
+logger = logging.getLogger(__name__)
+
+
+class _Quiet(logging.Filter):
+    """Drops bolt's start-up warning about SLACK_BOT_TOKEN in the environment: we pass a configured client."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("As you gave `client` as well")
+
+
+# slack_sdk and slack-bolt log whole payloads (message text) at DEBUG: their loggers hang off this one, capped at INFO
+_library_log = logging.getLogger(f"{__name__}.library")
+_library_log.setLevel(logging.INFO)
+_library_log.addFilter(_Quiet())
+
+EVENTS_PATH = "/slack/events"
+THINKING = "hourglass_flowing_sand"
+USER_TTL = 600.0  # seconds a users.info answer (name, admin) is trusted
+CONNECT_TIMEOUT = 30.0
+_NET_ERRORS = (SlackApiError, aiohttp.ClientError, asyncio.TimeoutError)
+
+
+class SlackError(DeliveryError):
+    """A Slack Web API call failed (the message names the method and Slack's error code)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SlackSettings:
+    bot_token: str
+    app_token: str | None = None
+    signing_secret: str | None = None
+    api_url: str = "https://slack.com/api/"
+    allow_from: frozenset[str] = frozenset()
+    admins: frozenset[str] = frozenset()
+    thread_sessions: bool = True
+    http_host: str = "127.0.0.1"
+    http_port: int = 3000
+
+
+class _Seen:
+    """The last `size` keys seen; `first(key)` is True only the first time."""
+
+    def __init__(self, size: int = 4096) -> None:
+        self._keys: OrderedDict[object, None] = OrderedDict()
+        self._size = size
+
+    def first(self, *keys: object) -> bool:
+        new = not any(k in self._keys for k in keys)
+        for k in keys:
+            self._keys[k] = None
+            self._keys.move_to_end(k)
+        while len(self._keys) > self._size:
+            self._keys.popitem(last=False)
+        return new
+
+
+def _error_code(exc: BaseException) -> str:
+    if isinstance(exc, SlackApiError):
+        return str(exc.response.get("error", exc.response.status_code))
+    return type(exc).__name__
+
+
+def _scope_hint(exc: BaseException, scope: str) -> str:
+    return f"; add the {scope} scope to the Slack app" if _error_code(exc) == "missing_scope" else ""
+
+
+class SlackChannel:
+    name = "slack"
+
+    def __init__(self, settings: SlackSettings, publish: Publish, menu: Iterable[tuple[str, str]] = ()) -> None:
+        self.settings = settings
+        self._publish = publish
+        self._commands = frozenset(name for name, _ in menu)
+        self._routes: dict[int, Route] = {}  # InboundMessage.id -> where its replies go, until its turn is done
+        self._seen = _Seen()
+        self._users: dict[str, tuple[float, Sender]] = {}  # user id -> (valid until, sender)
+        self._tails: dict[ChatKey, asyncio.Future[None]] = {}  # per chat: the last message still being accepted
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._session: aiohttp.ClientSession | None = None
+        self._client: AsyncWebClient | None = None
+        self._socket: AsyncSocketModeHandler | None = None
+        self._runner: web.AppRunner | None = None
+        self.bot_user_id: str | None = None
+        self.port: int | None = None  # the HTTP events port once started (HTTP mode)
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        try:
+            self._client = self._web_client()
+            await self._sign_in(self._client)
+            bolt = self._bolt(self._client)
+            if self.settings.app_token:
+                await self._connect(bolt, self.settings.app_token)
+            else:
+                await self._serve(bolt)
+        except BaseException:
+            await self.stop()
+            raise
+
+    def _web_client(self) -> AsyncWebClient:
+        url = self.settings.api_url if self.settings.api_url.endswith("/") else self.settings.api_url + "/"
+        self._session = aiohttp.ClientSession()
+        retries = [AsyncConnectionErrorRetryHandler(), AsyncRateLimitErrorRetryHandler(max_retry_count=2)]
+        return AsyncWebClient(token=self.settings.bot_token, base_url=url, session=self._session,
+                              logger=_library_log, retry_handlers=retries)
+
+    async def _sign_in(self, client: AsyncWebClient) -> None:
+        """auth.test: a wrong token or API URL stops Tusk at start, with the fix in the message."""
+        try:
+            auth = await client.auth_test()
+        except SlackApiError as exc:
+            raise ConfigError(f"Slack refused SLACK_BOT_TOKEN ({_error_code(exc)}): use the Bot User OAuth Token "
+                              "(xoxb-...) from the app's OAuth & Permissions page.") from exc
+        except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+            raise ConfigError(f"could not reach the Slack API at {client.base_url} ({_error_code(exc)}): "
+                              "check SLACK_API_URL and the network.") from exc
+        self.bot_user_id = auth.get("user_id")
+        logger.info("Slack: signed in as %s (%s) in team %s", auth.get("user"), self.bot_user_id, auth.get("team_id"))
+
+    def _bolt(self, client: AsyncWebClient) -> AsyncApp:
+        bolt = AsyncApp(name="tusk", client=client, signing_secret=self.settings.signing_secret or "",
+                        logger=_library_log)
+        bolt.event("message")(self._on_event)
+        bolt.event("app_mention")(self._on_event)
+        bolt.command(re.compile(r"^/"))(self._on_command)
+        bolt.event(re.compile(".*"))(self._on_other_event)  # else bolt logs each unhandled payload in full
+        return bolt
+
+    async def _connect(self, bolt: AsyncApp, app_token: str) -> None:
+        assert self._client is not None
+        self._socket = AsyncSocketModeHandler(bolt, app_token, logger=_library_log, web_client=self._client)
+        try:
+            opened = await self._client.apps_connections_open(app_token=app_token)
+        except SlackApiError as exc:
+            raise ConfigError(f"Slack refused SLACK_APP_TOKEN ({_error_code(exc)}): create an app-level token "
+                              "(xapp-...) with the connections:write scope under Basic Information, and turn on "
+                              "Socket Mode.") from exc
+        except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+            raise SlackError(f"apps.connections.open failed: {_error_code(exc)}") from exc
+        self._socket.client.wss_uri = opened["url"]
+        try:
+            await asyncio.wait_for(self._socket.connect_async(), CONNECT_TIMEOUT)
+        except asyncio.TimeoutError as exc:
+            raise SlackError(f"no Socket Mode connection within {CONNECT_TIMEOUT:.0f}s") from exc
+        logger.info("Slack: connected over Socket Mode")
+
+    async def _serve(self, bolt: AsyncApp) -> None:
+        async def events(request: web.Request) -> web.Response:
+            return await to_aiohttp_response(await bolt.async_dispatch(await to_bolt_request(request)))
+
+        app = web.Application()
+        app.router.add_post(EVENTS_PATH, events)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        host, port = self.settings.http_host, self.settings.http_port
+        try:
+            await web.TCPSite(self._runner, host, port).start()
+        except OSError as exc:
+            raise ConfigError(f"cannot take Slack events on {host}:{port} ({exc.strerror}): "
+                              "set SLACK_HTTP_HOST / SLACK_HTTP_PORT to a free address.") from exc
+        self.port = self._runner.addresses[0][1]
+        logger.info("Slack: taking events on http://%s:%d%s", self.settings.http_host, self.port, EVENTS_PATH)
+
+    async def stop(self) -> None:
+        if self._socket is not None:
+            client, self._socket = self._socket.client, None
+            await client.close()
+            loops = (client.message_processor, client.current_session_monitor, client.message_receiver)
+            await asyncio.gather(*(t for t in loops if t is not None), return_exceptions=True)
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+        if self._tasks:  # thinking markers still being taken off
+            _, pending = await asyncio.wait(self._tasks, timeout=5)
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+        self._client = None
+
+    # -- inbound -----------------------------------------------------------------------------
+
+    async def _on_event(self, event: dict[str, Any], body: dict[str, Any]) -> None:
+        msg = to_inbound(event, bot_user_id=self.bot_user_id, thread_sessions=self.settings.thread_sessions)
+        if msg is None:
+            return
+        keys = [("ts", event["channel"], event["ts"])] + ([("event", body["event_id"])] if body.get("event_id") else [])
+        if not self._seen.first(*keys):
+            logger.info("Slack event %s for a message already taken: ignored", body.get("event_id"))
+            return
+        if not allowed(self.settings.allow_from, msg.sender_id):
+            logger.info("ignored a Slack message from %s: not in SLACK_ALLOW_FROM", msg.sender_id)
+            return
+        await self._accept(msg, reply_route(event, self.settings.thread_sessions), (event["channel"], event["ts"]))
+
+    async def _on_command(self, ack: Any, command: dict[str, Any]) -> None:
+        await ack()  # within Slack's 3 seconds; the answer follows through response_url
+        msg = command_to_inbound(command, self._commands)
+        if msg is None or not self._seen.first(("command", command.get("trigger_id") or msg.id)):
+            return
+        if not allowed(self.settings.allow_from, msg.sender_id):
+            logger.info("ignored a Slack command from %s: not in SLACK_ALLOW_FROM", msg.sender_id)
+            return
+        await self._accept(msg, Route(msg.key.chat_id, response_url=command.get("response_url")), None)
+
+    async def _on_other_event(self) -> None:
+        return None
+
+    async def _accept(self, msg: InboundMessage, route: Route, marker: tuple[str, str] | None) -> None:
+        """Learn who sent `msg`, then publish it; messages of one chat are published in arrival order."""
+        previous = self._tails.get(msg.key)
+        tail: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._tails[msg.key] = tail
+        try:
+            sender = await self._lookup(msg.sender_id)
+            msg = dataclasses.replace(msg, sender_name=sender.name,
+                                      sender_is_admin=sender.is_admin or msg.sender_id in self.settings.admins)
+            if previous is not None:
+                await asyncio.wait([previous])
+            self._dispatch(msg, route, marker)
+        finally:
+            tail.set_result(None)
+            if self._tails.get(msg.key) is tail:
+                del self._tails[msg.key]
+
+    async def _lookup(self, user_id: str) -> Sender:
+        """Name and admin status from users.info (cached); an unknown sender is a nameless non-admin."""
+        now = time.monotonic()
+        cached = self._users.get(user_id)
+        if cached is not None and cached[0] > now:
+            return cached[1]
+        sender = Sender()
+        try:
+            assert self._client is not None
+            sender = sender_of((await self._client.users_info(user=user_id))["user"])
+        except _NET_ERRORS as exc:
+            logger.warning("users.info for %s failed (%s): taken as a nameless non-admin%s",
+                           user_id, _error_code(exc), _scope_hint(exc, "users:read"))
+        if len(self._users) > 1000:
+            self._users = {k: v for k, v in self._users.items() if v[0] > now}
+        self._users[user_id] = (now + USER_TTL, sender)
+        return sender
+
+    def _dispatch(self, msg: InboundMessage, route: Route, marker: tuple[str, str] | None) -> None:
+        self._routes[msg.id] = route
+        try:
+            done = self._publish(msg)
+        except BusClosed:
+            del self._routes[msg.id]
+            logger.info("a Slack message arrived while shutting down: not taken")
+            return
+        task = asyncio.create_task(self._follow(msg.id, done, marker), name=f"slack turn {msg.id}")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _follow(self, msg_id: int, done: asyncio.Future[None], marker: tuple[str, str] | None) -> None:
+        """The thinking marker on the user's message while its turn runs; the route forgotten after."""
+        try:
+            if marker is not None:
+                await self._react("reactions_add", *marker)
+            await asyncio.wait([done])
+        finally:
+            self._routes.pop(msg_id, None)
+            if marker is not None:
+                await self._react("reactions_remove", *marker)
+
+    async def _react(self, method: str, channel: str, ts: str) -> None:
+        try:
+            assert self._client is not None
+            await getattr(self._client, method)(channel=channel, timestamp=ts, name=THINKING)
+        except _NET_ERRORS as exc:  # a missing marker is cosmetic: the turn goes on
+            logger.warning("%s failed (%s)%s", method.replace("_", "."), _error_code(exc),
+                           _scope_hint(exc, "reactions:write"))
+
+    # -- outbound ----------------------------------------------------------------------------
+
+    async def send(self, msg: OutboundMessage) -> None:
+        """Post the reply (as mrkdwn, in pieces of at most 3,000 characters); raises SlackError on failure."""
+        route = self._routes.get(msg.reply_to) if msg.reply_to is not None else None
+        route = route or route_of(msg.key)
+        for piece in split_for_slack(msg.text):
+            if route.response_url:
+                await self._respond(route.response_url, piece)
+            else:
+                await self._post(route, piece)
+
+    async def _post(self, route: Route, piece: str) -> None:
+        if self._client is None:
+            raise SlackError("the Slack channel is not running")
+        try:
+            await self._client.chat_postMessage(channel=route.channel, thread_ts=route.thread_ts, text=piece)
+        except _NET_ERRORS as exc:
+            raise SlackError(f"chat.postMessage to {route.channel} failed: {_error_code(exc)}") from exc
+
+    async def _respond(self, url: str, piece: str) -> None:
+        """An ephemeral answer to a slash command, through its response_url."""
+        if self._session is None:
+            raise SlackError("the Slack channel is not running")
+        body = {"response_type": "ephemeral", "replace_original": False, "text": piece}
+        try:
+            async with self._session.post(url, json=body, timeout=aiohttp.ClientTimeout(total=30)) as resp:
+                if resp.status != 200:
+                    raise SlackError(f"the slash command's response_url answered {resp.status}")
+        except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+            raise SlackError(f"the slash command's response_url failed: {_error_code(exc)}") from exc

@@ -1,0 +1,334 @@
+"""A real Discord REST API and gateway on 127.0.0.1, for tests through real discord.py.
+
+    async with FakeDiscord(token="fake-token") as dc:   # point DISCORD_API_BASE, DISCORD_GATEWAY_URL here:
+        dc.api_base, dc.gateway_url                     # http://127.0.0.1:<port>/api/v10, ws://127.0.0.1:<port>/gateway
+        guild = dc.add_guild()                          # sent in GUILD_CREATE when the bot connects
+        channel, thread = guild.add_channel(), guild.add_thread(parent)
+        mods = guild.add_role("mods", MANAGE_MESSAGES)
+        alice = dc.add_user("alice")                    # user payloads; dc.bot is the bot's own
+        await dc.wait_connected()                       # IDENTIFY seen, READY and GUILD_CREATEs sent
+        await dc.message(channel, alice, f"{dc.mention} hi", guild=guild, roles=(mods,))  # MESSAGE_CREATE
+        await dc.command("memory", channel, alice, "undo", guild=guild, permissions=MANAGE_MESSAGES)
+        await dc.wait_for(lambda: dc.sent)              # messages the bot posted (the JSON bodies, plus channel_id)
+        await dc.message(channel, alice, "and?", guild=guild, reply_to=dc.created[-1])  # a reply to the bot
+        dc.typing, dc.callbacks, dc.followups, dc.commands, dc.identify, dc.requests
+        dc.fail_next("POST", "/channels/", status=403)  # the next matching request is refused
+        dc.message_content_enabled = False              # as if the intent were off in the Developer Portal
+
+Replies are JSON with `Content-Type` exactly `application/json` (discord.py parses nothing else).
+Gateway frames are plain JSON text, whatever `compress=` the client asks for; discord.py accepts them.
+Interaction callbacks answer as with `with_response=1`; followups are webhook messages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from aiohttp import WSMsgType, web
+
+MANAGE_MESSAGES = 1 << 13
+MESSAGE_CONTENT = 1 << 15  # the gateway intent
+EVERYONE = (1 << 10) | (1 << 11) | (1 << 16)  # view channel, send messages, read message history
+DISCORD_EPOCH_MS = 1_420_070_400_000
+_counter = itertools.count()
+
+
+def snowflake() -> str:
+    """A unique id that dates from now, as Discord's do (discord.py reads `created_at` from it)."""
+    return str((int(time.time() * 1000) - DISCORD_EPOCH_MS) << 22 | next(_counter) % (1 << 22))
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat()
+
+
+def user(name: str, *, bot: bool = False, id: str | None = None) -> dict[str, Any]:
+    return {"id": id or snowflake(), "username": name, "global_name": name.title(), "discriminator": "0",
+            "avatar": None, "bot": bot}
+
+
+@dataclass
+class Guild:
+    id: str = field(default_factory=snowflake)
+    name: str = "Test guild"
+    owner_id: str = field(default_factory=snowflake)  # nobody the tests use: owners may do anything
+    channels: list[dict[str, Any]] = field(default_factory=list)
+    threads: list[dict[str, Any]] = field(default_factory=list)
+    roles: list[dict[str, Any]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.add_role("@everyone", EVERYONE, id=self.id)
+
+    def add_role(self, name: str, permissions: int, *, id: str | None = None) -> str:
+        role = {"id": id or snowflake(), "name": name, "permissions": str(permissions), "position": len(self.roles),
+                "color": 0, "hoist": False, "managed": False, "mentionable": False}
+        self.roles.append(role)
+        return role["id"]
+
+    def add_channel(self, name: str = "general") -> str:
+        channel = {"id": snowflake(), "type": 0, "guild_id": self.id, "name": name, "position": len(self.channels),
+                   "permission_overwrites": [], "nsfw": False, "parent_id": None, "topic": None}
+        self.channels.append(channel)
+        return channel["id"]
+
+    def add_thread(self, parent: str, name: str = "a thread") -> str:
+        thread = {"id": snowflake(), "type": 11, "guild_id": self.id, "parent_id": parent, "owner_id": self.owner_id,
+                  "name": name, "message_count": 0, "member_count": 1, "rate_limit_per_user": 0,
+                  "thread_metadata": {"archived": False, "auto_archive_duration": 1440, "archive_timestamp": now(),
+                                      "locked": False}}
+        self.threads.append(thread)
+        return thread["id"]
+
+    def payload(self, bot: dict[str, Any]) -> dict[str, Any]:
+        me = {"user": bot, "roles": [], "joined_at": now(), "deaf": False, "mute": False, "flags": 0}
+        return {"id": self.id, "name": self.name, "owner_id": self.owner_id, "unavailable": False, "member_count": 2,
+                "roles": self.roles, "channels": self.channels, "threads": self.threads, "members": [me],
+                "features": [], "emojis": [], "stickers": [], "large": False, "joined_at": now()}
+
+
+def _member(roles: list[str], **extra: Any) -> dict[str, Any]:
+    return {"roles": roles, "joined_at": now(), "deaf": False, "mute": False, "flags": 0, "nick": None, **extra}
+
+
+class FakeDiscord:
+    def __init__(self, token: str = "fake-token", bot_name: str = "tusk") -> None:
+        self.token = token
+        self.bot = user(bot_name, bot=True)
+        self.application_id = snowflake()
+        self.guilds: list[Guild] = []
+        self.identify: dict[str, Any] | None = None
+        self.requests: list[tuple[str, str]] = []  # (method, path) of every REST request, refused ones included
+        self.sent: list[dict[str, Any]] = []  # bodies of POST /channels/{id}/messages, plus "channel_id"
+        self.created: list[dict[str, Any]] = []  # the messages Discord answered those with (usable as reply_to)
+        self.typing: list[str] = []  # channel ids, one per typing request
+        self.callbacks: list[dict[str, Any]] = []  # interaction callback bodies, plus "interaction_id"
+        self.followups: list[dict[str, Any]] = []  # followup webhook bodies, plus "token"
+        self.commands: dict[str | None, list[dict[str, Any]]] = {}  # None: global, else a guild id
+        self.message_content_enabled = True  # False: IDENTIFY asking for it is closed with 4014, as Discord does
+        self._failures: list[tuple[str, str, int]] = []
+        self._sockets: list[web.WebSocketResponse] = []
+        self._seq = 0
+        self._runner: web.AppRunner | None = None
+        self.api_base = self.gateway_url = ""
+
+    @property
+    def mention(self) -> str:
+        return f"<@{self.bot['id']}>"
+
+    def add_guild(self, **fields: Any) -> Guild:
+        guild = Guild(**fields)
+        self.guilds.append(guild)
+        return guild
+
+    def add_user(self, name: str, *, bot: bool = False) -> dict[str, Any]:
+        return user(name, bot=bot)
+
+    def fail_next(self, method: str, path_part: str, status: int = 403) -> None:
+        """Refuse the next `method` request whose path contains `path_part` with `status`."""
+        self._failures.append((method, path_part, status))
+
+    async def wait_for(self, predicate: Callable[[], Any], timeout: float = 5.0) -> Any:
+        deadline = time.monotonic() + timeout
+        while not (result := predicate()):
+            if time.monotonic() > deadline:
+                raise TimeoutError("condition not met in time")
+            await asyncio.sleep(0.01)
+        return result
+
+    async def wait_connected(self, timeout: float = 5.0) -> None:
+        await self.wait_for(lambda: self.identify is not None and self._sockets, timeout)
+
+    # --- what users do -------------------------------------------------------------------------
+
+    async def message(self, channel: str, author: dict[str, Any], content: str = "", *, guild: Guild | None = None,
+                      roles: tuple[str, ...] = (), reply_to: dict[str, Any] | None = None,
+                      attachments: tuple[str, ...] = (), webhook: bool = False) -> dict[str, Any]:
+        """Dispatch MESSAGE_CREATE. A mention of the bot in `content` is listed in `mentions`, as Discord
+        does; a reply is not (as when the user turns the reply's ping off)."""
+        data: dict[str, Any] = {
+            "id": snowflake(), "channel_id": channel, "author": author, "content": content, "timestamp": now(),
+            "edited_timestamp": None, "tts": False, "mention_everyone": False, "mention_roles": [], "embeds": [],
+            "mentions": [self.bot] if self.mention in content else [],
+            "attachments": [{"id": snowflake(), "filename": name, "size": 1024, "url": f"https://cdn.invalid/{name}",
+                             "proxy_url": f"https://cdn.invalid/{name}"} for name in attachments],
+            "pinned": False, "type": 19 if reply_to else 0, "flags": 0}
+        if guild is not None:
+            data.update(guild_id=guild.id, member=_member(list(roles)))
+        if reply_to is not None:
+            data.update(message_reference={"message_id": reply_to["id"], "channel_id": channel,
+                                           **({"guild_id": guild.id} if guild else {})}, referenced_message=reply_to)
+        if webhook:
+            data["webhook_id"] = snowflake()
+        await self.dispatch("MESSAGE_CREATE", data)
+        return data
+
+    async def command(self, name: str, channel: str, author: dict[str, Any], text: str | None = None, *,
+                      guild: Guild | None = None, permissions: int = EVERYONE) -> dict[str, Any]:
+        """Dispatch INTERACTION_CREATE for a slash command; `text` fills its one string option, if given."""
+        scope = self.commands.get(guild.id if guild else None) or self.commands.get(None) or []
+        spec = next(c for c in scope if c["name"] == name)
+        options = [{"name": spec["options"][0]["name"], "type": 3, "value": text}] if text is not None else []
+        data: dict[str, Any] = {
+            "id": snowflake(), "application_id": self.application_id, "type": 2, "token": f"itoken-{snowflake()}",
+            "version": 1, "locale": "en-US", "attachment_size_limit": 10_485_760, "app_permissions": "0",
+            "data": {"id": spec["id"], "name": name, "type": 1, "options": options},
+            "channel_id": channel, "channel": {"id": channel, "type": 0 if guild else 1}}
+        if guild is not None:
+            data.update(guild_id=guild.id, context=0,
+                        member=_member([], user=author, permissions=str(permissions)))
+        else:
+            data.update(user=author, context=1)
+        await self.dispatch("INTERACTION_CREATE", data)
+        return data
+
+    async def dispatch(self, event: str, data: dict[str, Any]) -> None:
+        for ws in list(self._sockets):
+            self._seq += 1
+            await ws.send_str(json.dumps({"op": 0, "t": event, "s": self._seq, "d": data}))
+
+    # --- server ----------------------------------------------------------------------------
+
+    async def __aenter__(self) -> FakeDiscord:
+        app = web.Application(middlewares=[self._record])
+        app.router.add_get("/gateway", self._gateway)
+        api = "/api/v{version:\\d+}"
+        for method, path, handler in (
+            ("GET", "/users/@me", self._me), ("GET", "/oauth2/applications/@me", self._application),
+            ("GET", "/gateway", self._gateway_info), ("GET", "/gateway/bot", self._gateway_info),
+            ("PUT", "/applications/{app}/commands", self._sync),
+            ("PUT", "/applications/{app}/guilds/{guild}/commands", self._sync),
+            ("POST", "/channels/{channel}/messages", self._create_message),
+            ("POST", "/channels/{channel}/typing", self._typing),
+            ("POST", "/interactions/{interaction}/{token}/callback", self._callback),
+            ("POST", "/webhooks/{app}/{token}", self._followup),
+        ):
+            app.router.add_route(method, api + path, handler)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        await web.TCPSite(self._runner, "127.0.0.1", 0).start()
+        port = self._runner.addresses[0][1]
+        self.api_base, self.gateway_url = f"http://127.0.0.1:{port}/api/v10", f"ws://127.0.0.1:{port}/gateway"
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        for ws in list(self._sockets):
+            await ws.close()
+        assert self._runner is not None
+        await self._runner.cleanup()
+
+    @staticmethod
+    def _json(data: Any, status: int = 200) -> web.Response:
+        # exactly "application/json": json_response's "; charset=utf-8" makes discord.py read the body as text
+        return web.Response(body=json.dumps(data).encode(), status=status, headers={"Content-Type": "application/json"})
+
+    @web.middleware
+    async def _record(self, request: web.Request, handler) -> web.StreamResponse:
+        if request.path == "/gateway":
+            return await handler(request)
+        self.requests.append((request.method, request.path))
+        for failure in self._failures:
+            method, part, status = failure
+            if request.method == method and part in request.path:
+                self._failures.remove(failure)
+                return self._json({"message": f"fake failure {status}", "code": 50013}, status)
+        webhook = request.path.startswith(("/api/v10/webhooks/", "/api/v10/interactions/"))
+        if not webhook and request.headers.get("Authorization") != f"Bot {self.token}":
+            return self._json({"message": "401: Unauthorized", "code": 0}, 401)
+        return await handler(request)
+
+    async def _me(self, request: web.Request) -> web.Response:
+        return self._json(self.bot)
+
+    async def _application(self, request: web.Request) -> web.Response:
+        return self._json({"id": self.application_id, "name": self.bot["username"], "description": "", "icon": None,
+                           "bot_public": True, "bot_require_code_grant": False, "verify_key": "00" * 32,
+                           "owner": user("owner"), "flags": 0, "bot": self.bot})
+
+    async def _gateway_info(self, request: web.Request) -> web.Response:
+        return self._json({"url": self.gateway_url, "shards": 1,
+                           "session_start_limit": {"total": 1000, "remaining": 999, "reset_after": 0,
+                                                   "max_concurrency": 1}})
+
+    async def _sync(self, request: web.Request) -> web.Response:
+        commands = [{**c, "id": snowflake(), "application_id": self.application_id, "version": snowflake(),
+                     "type": c.get("type", 1)} for c in await request.json()]
+        self.commands[request.match_info.get("guild")] = commands
+        return self._json(commands)
+
+    def _message(self, channel: str, body: dict[str, Any], author: dict[str, Any]) -> dict[str, Any]:
+        """What Discord answers for a created message (its id and author are the fake's; the text the bot's)."""
+        return {"id": snowflake(), "channel_id": channel, "author": author, "content": body.get("content") or "",
+                "timestamp": now(), "edited_timestamp": None, "tts": False, "mention_everyone": False,
+                "mentions": [], "mention_roles": [], "attachments": [], "embeds": [], "pinned": False,
+                "type": 19 if body.get("message_reference") else 0, "flags": body.get("flags", 0)}
+
+    async def _create_message(self, request: web.Request) -> web.Response:
+        body, channel = await request.json(), request.match_info["channel"]
+        if len(body.get("content") or "") > 2000:
+            return self._json({"message": "Invalid Form Body", "code": 50035,
+                               "errors": {"content": {"_errors": [{"code": "BASE_TYPE_MAX_LENGTH"}]}}}, 400)
+        message = self._message(channel, body, self.bot)
+        self.sent.append({**body, "channel_id": channel})
+        self.created.append(message)
+        return self._json(message)
+
+    async def _typing(self, request: web.Request) -> web.Response:
+        self.typing.append(request.match_info["channel"])
+        return web.Response(status=204)
+
+    async def _callback(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        self.callbacks.append({**body, "interaction_id": request.match_info["interaction"]})
+        flags = (body.get("data") or {}).get("flags", 0)
+        return self._json({"interaction": {"id": request.match_info["interaction"], "type": 2,
+                                           "response_message_loading": body["type"] == 5,
+                                           "response_message_ephemeral": bool(flags & 64)}})
+
+    async def _followup(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        self.followups.append({**body, "token": request.match_info["token"]})
+        return self._json({**self._message("0", body, self.bot), "webhook_id": self.application_id})
+
+    async def _gateway(self, request: web.Request) -> web.WebSocketResponse:
+        ws = web.WebSocketResponse()
+        await ws.prepare(request)
+        await ws.send_str(json.dumps({"op": 10, "d": {"heartbeat_interval": 45_000}}))
+        try:
+            async for frame in ws:
+                if frame.type is not WSMsgType.TEXT:
+                    continue
+                payload = json.loads(frame.data)
+                if payload["op"] == 1:
+                    await ws.send_str(json.dumps({"op": 11}))
+                elif payload["op"] == 2:
+                    await self._identified(ws, payload["d"])
+        finally:
+            if ws in self._sockets:
+                self._sockets.remove(ws)
+        return ws
+
+    async def _identified(self, ws: web.WebSocketResponse, identify: dict[str, Any]) -> None:
+        if identify.get("token") != self.token:
+            await ws.close(code=4004, message=b"Authentication failed.")
+            return
+        if identify.get("intents", 0) & MESSAGE_CONTENT and not self.message_content_enabled:
+            await ws.close(code=4014, message=b"Disallowed intent(s).")
+            return
+        self.identify = identify
+        self._seq += 1
+        ready = {"v": 10, "user": self.bot, "session_id": f"session-{snowflake()}",
+                 "resume_gateway_url": self.gateway_url,
+                 "guilds": [{"id": g.id, "unavailable": True} for g in self.guilds],
+                 "application": {"id": self.application_id, "flags": 0}, "private_channels": [], "relationships": []}
+        await ws.send_str(json.dumps({"op": 0, "t": "READY", "s": self._seq, "d": ready}))
+        for guild in self.guilds:
+            self._seq += 1
+            await ws.send_str(json.dumps({"op": 0, "t": "GUILD_CREATE", "s": self._seq, "d": guild.payload(self.bot)}))
+        self._sockets.append(ws)

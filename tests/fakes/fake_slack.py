@@ -1,0 +1,355 @@
+"""A real Slack Web API and Socket Mode server on 127.0.0.1, for tests through real slack-bolt / slack_sdk.
+
+    async with FakeSlack() as slack:                  # tokens: slack.bot_token, slack.app_token
+        client = AsyncWebClient(slack.bot_token, base_url=slack.api_url)   # api_url ends with "/"
+        slack.add_user("U1", "ann", is_admin=True)    # for users.info
+        await slack.wait_connected()                  # a Socket Mode client is on the websocket
+        envelope = await slack.send_event(slack.dm("hi", user="U1"))       # an events_api envelope
+        envelope = await slack.send_command("/status", user="U1", channel="D0DM")
+        await slack.wait_acked(envelope)              # the client acknowledged it
+        await slack.wait_for(lambda: slack.posted)
+        slack.posted      # accepted chat.postMessage params, each with the "ts" it was given
+        slack.responses   # JSON bodies posted to response_url (with "response_url" added)
+        slack.reactions   # [(method, params)] of accepted reactions.add/remove; slack.reacted: current set
+        slack.calls       # (method, params) for every Web API call, rejected ones included
+        slack.fail_next("chat.postMessage", error="channel_not_found")       # or status=429, retry_after=0
+        slack.slow_next("users.info", 0.2)            # the next call answers after 0.2 s
+        status, text = await slack.deliver(url, slack.event_body(event))     # HTTP mode, signed like Slack
+        status, text = await slack.deliver(url, payload, secret="forged")    # a bad signature
+
+Web API calls accept JSON, form or query parameters, and the token as a bearer header or a
+`token` parameter, as slack_sdk sends them. Every method but apps.connections.open needs the
+bot token; that one needs the app-level token. A response_url takes five posts, as Slack's does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import itertools
+import json
+import time
+import urllib.parse
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+
+MAX_TEXT = 40_000
+RESPONSE_URL_USES = 5
+
+
+@dataclass
+class Failure:
+    error: str
+    status: int = 200
+    retry_after: int | None = None
+
+
+class ApiError(Exception):
+    def __init__(self, error: str, status: int = 200, headers: dict[str, str] | None = None) -> None:
+        super().__init__(error)
+        self.error, self.status, self.headers = error, status, headers or {}
+
+
+class FakeSlack:
+    def __init__(self, *, bot_token: str = "xoxb-fake-bot-token", app_token: str = "xapp-fake-app-token",
+                 signing_secret: str = "fake-signing-secret", team_id: str = "T0FAKE",
+                 bot_user_id: str = "U0TUSK", bot_id: str = "B0TUSK") -> None:
+        self.bot_token, self.app_token, self.signing_secret = bot_token, app_token, signing_secret
+        self.team_id, self.bot_user_id, self.bot_id = team_id, bot_user_id, bot_id
+        self.users: dict[str, dict[str, Any]] = {}
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+        self.posted: list[dict[str, Any]] = []
+        self.responses: list[dict[str, Any]] = []
+        self.reactions: list[tuple[str, dict[str, Any]]] = []
+        self.reacted: set[tuple[str, str, str]] = set()  # (channel, ts, name)
+        self.acks: dict[str, dict[str, Any] | None] = {}  # envelope_id -> the payload acknowledged with
+        self.connections = 0
+        self._sockets: list[web.WebSocketResponse] = []
+        self._failures: dict[str, deque[Failure]] = {}
+        self._delays: dict[str, deque[float]] = {}
+        self._response_uses: dict[str, int] = {}
+        self._tickets: set[str] = set()  # issued by apps.connections.open
+        self._ids = itertools.count(1)
+        self._clock = itertools.count(1)
+        self._runner: web.AppRunner | None = None
+        self.base_url = ""
+
+    @property
+    def api_url(self) -> str:
+        return f"{self.base_url}/api/"
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    async def __aenter__(self) -> FakeSlack:
+        app = web.Application()
+        app.router.add_route("*", "/api/{method}", self._api)
+        app.router.add_get("/link/", self._socket)
+        app.router.add_post("/respond/{id}", self._respond)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        await web.TCPSite(self._runner, "127.0.0.1", 0).start()
+        self.base_url = f"http://127.0.0.1:{self._runner.addresses[0][1]}"
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        for ws in list(self._sockets):
+            await ws.close()
+        assert self._runner is not None
+        await self._runner.cleanup()
+
+    # -- test controls -----------------------------------------------------------------------
+
+    def add_user(self, user_id: str, name: str = "", *, is_admin: bool = False, is_owner: bool = False) -> None:
+        name = name or user_id.lower()
+        self.users[user_id] = {"id": user_id, "team_id": self.team_id, "name": name, "real_name": name.title(),
+                               "is_admin": is_admin, "is_owner": is_owner, "is_primary_owner": False,
+                               "is_bot": False, "deleted": False,
+                               "profile": {"display_name": name, "real_name": name.title()}}
+
+    def fail_next(self, method: str, error: str = "ratelimited", *, status: int = 200,
+                  retry_after: int | None = None) -> None:
+        """The next call to `method` fails with Slack's `error` (status 429 plus Retry-After for rate limits)."""
+        self._failures.setdefault(method, deque()).append(Failure(error, status, retry_after))
+
+    def slow_next(self, method: str, seconds: float) -> None:
+        self._delays.setdefault(method, deque()).append(seconds)
+
+    def calls_to(self, method: str) -> list[dict[str, Any]]:
+        return [params for name, params in self.calls if name == method]
+
+    async def wait_for(self, predicate: Callable[[], object], timeout: float = 5.0) -> None:
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            if time.monotonic() > deadline:
+                raise TimeoutError("condition not met on the fake Slack")
+            await asyncio.sleep(0.01)
+
+    async def wait_connected(self, count: int = 1, timeout: float = 5.0) -> None:
+        await self.wait_for(lambda: self.connections >= count and self._open(), timeout)
+
+    async def wait_acked(self, envelope_id: str, timeout: float = 5.0) -> dict[str, Any] | None:
+        await self.wait_for(lambda: envelope_id in self.acks, timeout)
+        return self.acks[envelope_id]
+
+    def next_ts(self) -> str:
+        return f"{1_700_000_000 + next(self._clock)}.000100"
+
+    # -- events as Slack writes them ---------------------------------------------------------
+
+    def dm(self, text: str, *, user: str = "U0ANN", channel: str = "D0ANN", ts: str | None = None,
+           thread_ts: str | None = None, **extra: Any) -> dict[str, Any]:
+        """A `message` event in a direct message with the bot."""
+        event = {"type": "message", "channel_type": "im", "channel": channel, "user": user, "text": text,
+                 "ts": ts or self.next_ts(), "team": self.team_id, **extra}
+        if thread_ts:
+            event["thread_ts"] = thread_ts
+        event["event_ts"] = event["ts"]
+        return event
+
+    def mention(self, text: str, *, user: str = "U0ANN", channel: str = "C0GENERAL", ts: str | None = None,
+                thread_ts: str | None = None, **extra: Any) -> dict[str, Any]:
+        """An `app_mention` event: the bot's mention is put in front of `text`."""
+        event = {"type": "app_mention", "channel": channel, "user": user, "text": f"<@{self.bot_user_id}> {text}",
+                 "ts": ts or self.next_ts(), "team": self.team_id, **extra}
+        if thread_ts:
+            event["thread_ts"] = thread_ts
+        event["event_ts"] = event["ts"]
+        return event
+
+    def event_body(self, event: dict[str, Any], event_id: str | None = None) -> dict[str, Any]:
+        """The Events API `event_callback` body around `event`."""
+        return {"token": "legacy-verification-token", "team_id": self.team_id, "api_app_id": "A0TUSK",
+                "event": event, "type": "event_callback", "event_id": event_id or f"Ev{next(self._ids):08d}",
+                "event_time": int(float(event.get("ts", time.time()))),
+                "authorizations": [{"enterprise_id": None, "team_id": self.team_id, "user_id": self.bot_user_id,
+                                    "is_bot": True, "is_enterprise_install": False}],
+                "is_ext_shared_channel": False, "event_context": f"4-fake-{next(self._ids)}"}
+
+    def command_payload(self, command: str, text: str = "", *, user: str = "U0ANN", channel: str = "D0ANN",
+                        channel_name: str | None = None) -> dict[str, str]:
+        """A slash command payload; its response_url points at this fake."""
+        n = next(self._ids)
+        if channel_name is None:
+            channel_name = "directmessage" if channel.startswith("D") else "general"
+        return {"token": "legacy-verification-token", "team_id": self.team_id, "team_domain": "fake",
+                "channel_id": channel, "channel_name": channel_name, "user_id": user,
+                "user_name": self.users.get(user, {}).get("name", user.lower()), "command": command, "text": text,
+                "api_app_id": "A0TUSK", "is_enterprise_install": "false",
+                "response_url": f"{self.base_url}/respond/{n}", "trigger_id": f"{n}.fake.trigger"}
+
+    # -- Socket Mode ---------------------------------------------------------------------------
+
+    def _open(self) -> list[web.WebSocketResponse]:
+        return [ws for ws in self._sockets if not ws.closed]
+
+    async def send_envelope(self, kind: str, payload: dict[str, Any], **extra: Any) -> str:
+        """Send one envelope to the newest connection; returns its envelope_id."""
+        sockets = self._open()
+        if not sockets:
+            raise RuntimeError("no Socket Mode client is connected")
+        envelope_id = f"env-{next(self._ids)}"
+        await sockets[-1].send_json({"envelope_id": envelope_id, "type": kind, "payload": payload, **extra})
+        return envelope_id
+
+    async def send_event(self, event: dict[str, Any], *, event_id: str | None = None, retry_attempt: int = 0,
+                         retry_reason: str = "") -> str:
+        """An events_api envelope; a retry repeats `event_id` with retry_attempt > 0, as Slack does."""
+        return await self.send_envelope("events_api", self.event_body(event, event_id),
+                                        accepts_response_payload=False, retry_attempt=retry_attempt,
+                                        retry_reason=retry_reason)
+
+    async def send_command(self, command: str, text: str = "", **kw: Any) -> str:
+        return await self.send_envelope("slash_commands", self.command_payload(command, text, **kw),
+                                        accepts_response_payload=True)
+
+    async def disconnect(self, reason: str = "refresh_requested") -> None:
+        """Ask the connected client to reconnect, as Slack does every few hours."""
+        for ws in self._open():
+            await ws.send_json({"type": "disconnect", "reason": reason, "debug_info": {"host": "fake"}})
+
+    async def _socket(self, request: web.Request) -> web.WebSocketResponse:
+        if request.query.get("ticket") not in self._tickets:
+            raise web.HTTPUnauthorized(text="bad ticket")
+        ws = web.WebSocketResponse()
+        await ws.prepare(request)
+        self._sockets.append(ws)
+        self.connections += 1
+        await ws.send_json({"type": "hello", "num_connections": len(self._open()),
+                            "debug_info": {"host": "fake", "approximate_connection_time": 18060},
+                            "connection_info": {"app_id": "A0TUSK"}})
+        async for message in ws:
+            if message.type == aiohttp.WSMsgType.TEXT:
+                data = json.loads(message.data)
+                if "envelope_id" in data:
+                    self.acks[data["envelope_id"]] = data.get("payload")
+        return ws
+
+    # -- HTTP mode -----------------------------------------------------------------------------
+
+    def sign(self, body: bytes, timestamp: int | None = None, secret: str | None = None) -> dict[str, str]:
+        ts = str(timestamp if timestamp is not None else int(time.time()))
+        base = b"v0:" + ts.encode() + b":" + body
+        digest = hmac.new((secret or self.signing_secret).encode(), base, hashlib.sha256).hexdigest()
+        return {"X-Slack-Request-Timestamp": ts, "X-Slack-Signature": f"v0={digest}"}
+
+    async def deliver(self, url: str, payload: dict[str, Any], *, form: bool = False, secret: str | None = None,
+                      retry_num: int | None = None) -> tuple[int, str]:
+        """POST `payload` to an app's events URL as Slack would (JSON, or form for slash commands), signed."""
+        if form:
+            body, ctype = urllib.parse.urlencode(payload).encode(), "application/x-www-form-urlencoded"
+        else:
+            body, ctype = json.dumps(payload).encode(), "application/json"
+        headers = {"Content-Type": ctype, **self.sign(body, secret=secret)}
+        if retry_num is not None:
+            headers.update({"X-Slack-Retry-Num": str(retry_num), "X-Slack-Retry-Reason": "http_timeout"})
+        async with aiohttp.ClientSession() as client, client.post(url, data=body, headers=headers) as resp:
+            return resp.status, await resp.text()
+
+    # -- Web API -------------------------------------------------------------------------------
+
+    async def _params(self, request: web.Request) -> dict[str, Any]:
+        params: dict[str, Any] = dict(request.query)
+        if request.method == "POST" and request.can_read_body:
+            if request.content_type == "application/json":
+                params.update(await request.json())
+            else:
+                params.update(dict(await request.post()))
+        return params
+
+    async def _api(self, request: web.Request) -> web.Response:
+        method = request.match_info["method"]
+        params = await self._params(request)
+        auth = request.headers.get("Authorization", "")
+        token = auth.removeprefix("Bearer ") if auth.startswith("Bearer ") else params.pop("token", None)
+        self.calls.append((method, params))
+        if self._delays.get(method):
+            await asyncio.sleep(self._delays[method].popleft())
+        try:
+            self._check(method, token)
+            handler = getattr(self, "_m_" + method.replace(".", "_"), None)
+            if handler is None:
+                raise ApiError("unknown_method", 404)
+            return web.json_response({"ok": True, **handler(params)})
+        except ApiError as exc:
+            return web.json_response({"ok": False, "error": exc.error}, status=exc.status, headers=exc.headers)
+
+    def _check(self, method: str, token: str | None) -> None:
+        failures = self._failures.get(method)
+        if failures:
+            f = failures.popleft()
+            headers = {"Retry-After": str(f.retry_after)} if f.retry_after is not None else {}
+            raise ApiError(f.error, f.status, headers)
+        if not token:
+            raise ApiError("not_authed")
+        wanted = self.app_token if method == "apps.connections.open" else self.bot_token
+        if token != wanted:
+            other = self.bot_token if wanted == self.app_token else self.app_token
+            raise ApiError("not_allowed_token_type" if token == other else "invalid_auth")
+
+    def _m_auth_test(self, p: dict[str, Any]) -> dict[str, Any]:
+        return {"url": "https://fake.slack.com/", "team": "Fake", "user": "tusk", "team_id": self.team_id,
+                "user_id": self.bot_user_id, "bot_id": self.bot_id, "is_enterprise_install": False}
+
+    def _m_apps_connections_open(self, p: dict[str, Any]) -> dict[str, Any]:
+        ticket = f"t{next(self._ids)}"
+        self._tickets.add(ticket)
+        return {"url": f"{self.base_url.replace('http', 'ws', 1)}/link/?ticket={ticket}"}
+
+    def _m_chat_postMessage(self, p: dict[str, Any]) -> dict[str, Any]:
+        channel, text = p.get("channel"), p.get("text")
+        if not channel:
+            raise ApiError("channel_not_found")
+        if not text and not p.get("blocks"):
+            raise ApiError("no_text")
+        if text and len(text) > MAX_TEXT:
+            raise ApiError("msg_too_long")
+        ts = self.next_ts()
+        self.posted.append({**p, "ts": ts})
+        message = {"type": "message", "user": self.bot_user_id, "bot_id": self.bot_id, "text": text, "ts": ts}
+        return {"channel": channel, "ts": ts, "message": message}
+
+    def _reaction(self, p: dict[str, Any]) -> tuple[str, str, str]:
+        if not p.get("channel") or not p.get("timestamp") or not p.get("name"):
+            raise ApiError("invalid_arguments")
+        return p["channel"], p["timestamp"], p["name"]
+
+    def _m_reactions_add(self, p: dict[str, Any]) -> dict[str, Any]:
+        key = self._reaction(p)
+        if key in self.reacted:
+            raise ApiError("already_reacted")
+        self.reacted.add(key)
+        self.reactions.append(("reactions.add", p))
+        return {}
+
+    def _m_reactions_remove(self, p: dict[str, Any]) -> dict[str, Any]:
+        key = self._reaction(p)
+        if key not in self.reacted:
+            raise ApiError("no_reaction")
+        self.reacted.discard(key)
+        self.reactions.append(("reactions.remove", p))
+        return {}
+
+    def _m_users_info(self, p: dict[str, Any]) -> dict[str, Any]:
+        user = self.users.get(p.get("user", ""))
+        if user is None:
+            raise ApiError("user_not_found")
+        return {"user": user}
+
+    # -- response_url --------------------------------------------------------------------------
+
+    async def _respond(self, request: web.Request) -> web.Response:
+        url = str(request.url)
+        uses = self._response_uses[url] = self._response_uses.get(url, 0) + 1
+        if uses > RESPONSE_URL_USES:
+            return web.Response(status=404, text="used_url")
+        body = await request.json()
+        if not body.get("text") and not body.get("blocks"):
+            return web.Response(status=400, text="no_text")
+        self.responses.append({**body, "response_url": url})
+        return web.Response(text="ok")
