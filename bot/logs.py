@@ -52,7 +52,8 @@ def current_stats() -> TurnStats | None:
     return _stats.get()
 
 
-PAYLOAD_LOGGERS = ("telegram", "discord", "httpx", "aiohttp.access")
+PAYLOAD_LOGGERS = ("telegram", "discord", "slack_sdk", "slack_bolt", "channels.slack.library", "httpx",
+                   "aiohttp.access")
 FORMAT = "%(asctime)s %(levelname)-7s %(name)s [%(chat)s #%(turn)s] %(message)s"
 
 

@@ -52,9 +52,9 @@ class _Quiet(logging.Filter):
         return not str(record.msg).startswith("As you gave `client` as well")
 
 
-# slack_sdk and slack-bolt log whole payloads (message text) at DEBUG: their loggers hang off this one, capped at INFO
+# slack_sdk and slack-bolt log whole payloads (message text) at DEBUG: they log through this one,
+# which bot/logs.py caps at INFO (and at the configured level when that is higher)
 _library_log = logging.getLogger(f"{__name__}.library")
-_library_log.setLevel(logging.INFO)
 _library_log.addFilter(_Quiet())
 
 EVENTS_PATH = "/slack/events"
