@@ -1,6 +1,7 @@
 """Telegram through real python-telegram-bot against a fake Bot API on 127.0.0.1."""
 
 import asyncio
+import json
 import logging
 import signal
 import socket
@@ -197,6 +198,24 @@ async def test_forum_topics_have_their_own_memory(tusk_tg, tg, fake_llm):
     assert {m["message_thread_id"] for m in tg.sent} == {11, 12}
     chats = sorted(p.name for p in (tusk_tg.settings.home / "chats" / "telegram").iterdir())
     assert chats == ["-300.11", "-300.12"]
+
+
+async def test_groups_and_topics_never_see_each_others_memory(tusk_tg, tg, fake_llm):
+    """A group's MEMORY.md reaches only that group's prompts, not another group's nor another topic's."""
+    for chat_id, canary in (("-400", "canary-group-A"), ("-500.7", "canary-topic-7")):
+        files = tusk_tg.store.get("telegram", chat_id).files
+        files.dir.mkdir(parents=True)
+        files.memory.write_text(f"- {canary}")
+    seen = lambda body: " ".join(c for c in ("canary-group-A", "canary-topic-7") if c in json.dumps(body)) or "none"
+    fake_llm.responder = lambda body: Reply(text=seen(body))
+    tg.push_message(-400, "@tusk_bot hi", chat_type="supergroup")
+    tg.push_message(-600, "@tusk_bot hi", chat_type="supergroup")
+    tg.push_message(-500, "@tusk_bot hi", chat_type="supergroup", thread_id=7)
+    tg.push_message(-500, "@tusk_bot hi", chat_type="supergroup", thread_id=8)
+    await tg.wait_for(lambda: len(tg.sent) == 4)
+    replies = {(m["chat_id"], m.get("message_thread_id")): m["plain"] for m in tg.sent}
+    assert replies == {(-400, None): "canary-group-A", (-600, None): "none", (-500, 7): "canary-topic-7",
+                       (-500, 8): "none"}
 
 
 async def test_thirty_chats_at_once(tusk_tg, tg, fake_llm):
