@@ -4,7 +4,6 @@ import asyncio
 import os
 import sys
 
-import pytest
 
 
 def env_for(fake_llm, tmp_path, **extra):

@@ -22,7 +22,6 @@ Interaction callbacks answer as with `with_response=1`; followups are webhook me
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import json
 import time
@@ -32,6 +31,8 @@ from datetime import datetime, timezone
 from typing import Any
 
 from aiohttp import WSMsgType, web
+
+from tests.fakes.loopback import serve, wait_until
 
 MANAGE_MESSAGES = 1 << 13
 MESSAGE_CONTENT = 1 << 15  # the gateway intent
@@ -135,12 +136,7 @@ class FakeDiscord:
         self._failures.append((method, path_part, status))
 
     async def wait_for(self, predicate: Callable[[], Any], timeout: float = 5.0) -> Any:
-        deadline = time.monotonic() + timeout
-        while not (result := predicate()):
-            if time.monotonic() > deadline:
-                raise TimeoutError("condition not met in time")
-            await asyncio.sleep(0.01)
-        return result
+        return await wait_until(predicate, timeout)
 
     async def wait_connected(self, timeout: float = 5.0) -> None:
         await self.wait_for(lambda: self.identify is not None and self._sockets, timeout)
@@ -210,11 +206,8 @@ class FakeDiscord:
             ("POST", "/webhooks/{app}/{token}", self._followup),
         ):
             app.router.add_route(method, api + path, handler)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        await web.TCPSite(self._runner, "127.0.0.1", 0).start()
-        port = self._runner.addresses[0][1]
-        self.api_base, self.gateway_url = f"http://127.0.0.1:{port}/api/v10", f"ws://127.0.0.1:{port}/gateway"
+        self._runner, url = await serve(app)
+        self.api_base, self.gateway_url = f"{url}/api/v10", f"ws{url[4:]}/gateway"
         return self
 
     async def __aexit__(self, *exc: object) -> None:

@@ -22,6 +22,8 @@ from typing import Any
 
 from aiohttp import web
 
+from tests.fakes.loopback import serve, wait_until
+
 
 @dataclass
 class Reply:
@@ -56,21 +58,15 @@ class FakeLLM:
         self._script.extend(replies)
 
     async def wait_for_requests(self, n: int, timeout: float = 5.0) -> None:
-        deadline = time.monotonic() + timeout
-        while len(self.requests) < n:
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"{len(self.requests)} requests, wanted {n}")
-            await asyncio.sleep(0.01)
+        await wait_until(lambda: len(self.requests) >= n, timeout, lambda: f"{len(self.requests)} requests, wanted {n}")
 
     async def __aenter__(self) -> FakeLLM:
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._complete)
         app.router.add_post("/chat/completions", self._complete)
         app.router.add_get("/v1/models", self._models)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        await web.TCPSite(self._runner, "127.0.0.1", 0).start()
-        self.base_url = f"http://127.0.0.1:{self._runner.addresses[0][1]}/v1"
+        self._runner, url = await serve(app)
+        self.base_url = f"{url}/v1"
         return self
 
     async def __aexit__(self, *exc: object) -> None:

@@ -39,6 +39,8 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
+from tests.fakes.loopback import serve, wait_until
+
 MAX_TEXT = 40_000
 RESPONSE_URL_USES = 5
 
@@ -91,10 +93,7 @@ class FakeSlack:
         app.router.add_route("*", "/api/{method}", self._api)
         app.router.add_get("/link/", self._socket)
         app.router.add_post("/respond/{id}", self._respond)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        await web.TCPSite(self._runner, "127.0.0.1", 0).start()
-        self.base_url = f"http://127.0.0.1:{self._runner.addresses[0][1]}"
+        self._runner, self.base_url = await serve(app)
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -124,11 +123,7 @@ class FakeSlack:
         return [params for name, params in self.calls if name == method]
 
     async def wait_for(self, predicate: Callable[[], object], timeout: float = 5.0) -> None:
-        deadline = time.monotonic() + timeout
-        while not predicate():
-            if time.monotonic() > deadline:
-                raise TimeoutError("condition not met on the fake Slack")
-            await asyncio.sleep(0.01)
+        await wait_until(predicate, timeout, lambda: "on the fake Slack")
 
     async def wait_connected(self, count: int = 1, timeout: float = 5.0) -> None:
         await self.wait_for(lambda: self.connections >= count and self._open(), timeout)

@@ -30,6 +30,8 @@ from typing import Any
 
 from aiohttp import web
 
+from tests.fakes.loopback import serve, wait_until
+
 MAX_TEXT = 4096
 _STRING_PARAMS = {"text", "caption", "parse_mode", "url", "secret_token", "action", "language_code",
                   "inline_message_id", "callback_query_id", "business_connection_id", "message_effect_id"}
@@ -174,10 +176,7 @@ class FakeTelegram:
     async def __aenter__(self) -> FakeTelegram:
         app = web.Application()
         app.router.add_route("*", "/bot{token}/{method}", self._api)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        await web.TCPSite(self._runner, "127.0.0.1", 0).start()
-        self.base_url = f"http://127.0.0.1:{self._runner.addresses[0][1]}"
+        self._runner, self.base_url = await serve(app)
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -238,11 +237,7 @@ class FakeTelegram:
         return self.push_update({"edited_message" if edited else "message": msg})
 
     async def wait_for(self, predicate: Callable[[], object], timeout: float = 5.0) -> None:
-        deadline = time.monotonic() + timeout
-        while not predicate():
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"condition not met in {timeout}s; calls: {[m for m, _ in self.calls]}")
-            await asyncio.sleep(0.01)
+        await wait_until(predicate, timeout, lambda: f"; calls: {[m for m, _ in self.calls]}")
 
     def _chat(self, chat_id: object) -> dict[str, Any]:
         if not isinstance(chat_id, int):
