@@ -109,6 +109,8 @@ class ChatAgent:
 
     async def _answer(self, msg: InboundMessage) -> str:
         session = self.store.get(msg.key.channel, msg.key.chat_id)
+        if msg.injected is not None:
+            return await self._answer_injected(msg, session)
         if (command := commands.parse(msg.text)) is not None:
             ctx = commands.CommandContext(msg.key, session.files, session, self.store, self.settings.model,
                                           self.consolidator, self.context.fixed_tokens(session.files),
@@ -123,13 +125,30 @@ class ChatAgent:
         self.store.append(session, new)
         return reply
 
+    async def _answer_injected(self, msg: InboundMessage, session: Session) -> str:
+        """A turn Tusk started itself (a reminder, a task result). If the model cannot be reached, the
+        fallback text goes to the chat instead and is saved as the reply: a reminder is never lost to an outage."""
+        assert msg.injected is not None
+        try:
+            new, reply = await self._converse(msg, session)
+        except LLMError as exc:
+            logger.warning("%s turn answered without the model: %s", msg.injected.source, exc)
+            reply = msg.injected.fallback
+            new = [Message(role="user", content=msg.text, ts=msg.ts), Message(role="assistant", content=reply)]
+        self.store.append(session, new)
+        return reply
+
     async def _converse(self, msg: InboundMessage, session: Session) -> tuple[list[Message], str]:
         """Run the LLM/tool loop; returns the messages to save and the text for the user."""
         history = await self._fitting_history(session, msg)
         prompt = self.context.build(session.files, history, msg)
         room = self._room(session, msg) - sum(m.tokens for m in history)  # what tool steps may still add
         new = [Message(role="user", content=msg.text, ts=msg.ts)]
-        ctx = ToolContext(msg.key, session.files)
+
+        async def notify(text: str) -> None:  # Tusk's own words in the chat, through the reply path
+            await self.send(OutboundMessage(msg.key, text, reply_to=msg.id))
+
+        ctx = ToolContext(msg.key, session.files, notify)
         for _ in range(self.settings.max_tool_iterations):
             reply = await self.llm.complete(prompt, self.tools.schemas)
             if not reply.tool_calls:
@@ -158,7 +177,7 @@ class ChatAgent:
         """Tokens left in the budget for history and tool steps, once the rest of the prompt is in."""
         if self.consolidator is None:
             return sys.maxsize
-        pending = count_text(msg.text) + RUNTIME_BLOCK_TOKENS
+        pending = count_text(msg.injected.text if msg.injected else msg.text) + RUNTIME_BLOCK_TOKENS
         return self.consolidator.budget.limit - self.context.fixed_tokens(session.files) - pending
 
     async def _fitting_history(self, session: Session, msg: InboundMessage) -> list[Message]:

@@ -16,17 +16,22 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from bot.agent import ChatAgent
 from bot.bus import MessageBus
+from bot.commands import Commands
 from bot.config import Settings
 from bot.errors import ConfigError
 from bot.context import ContextBuilder
 from bot.events import InboundMessage
 from bot.llm import LLM, litellm
+from bot.memory_tools import MemoryTools
+from bot.reminders import Reminders
 from bot.scheduler import Sweeper, start_scheduler
+from bot.tasks import Tasks
 from bot.tools import BUILTIN_TOOLS, ToolBox
 from channels.base import Channel
 from channels.http import HttpChannel, HttpSettings
 from memory import tokens
 from memory.consolidate import Budget, Consolidator
+from memory.search import HistorySearch
 from memory.session import SessionStore
 
 logger = logging.getLogger(__name__)
@@ -53,7 +58,6 @@ class TuskApp:
         except tokens.TokenizerUnavailable as exc:
             raise ConfigError(str(exc)) from exc
         self.store = SessionStore(settings.home)
-        self.tools = ToolBox(BUILTIN_TOOLS)
         self.bus = MessageBus(self._handle)
         self.llm = LLM(llm_settings)
         litellm()  # the slow import happens at start, not in the first chat's turn
@@ -61,9 +65,19 @@ class TuskApp:
         self.consolidator = Consolidator(self.store, self._consolidation_call,
                                          Budget.for_window(window, settings.max_reply_tokens),
                                          settings.memory_max_tokens or window // 10)
-        self.agent = ChatAgent(settings.agent_settings(), self.store, self.llm, self.tools,
-                               ContextBuilder(settings.home, settings.bot_name, self.tools.schemas), self.bus.send,
-                               consolidator=self.consolidator)
+        self.memory_tools = MemoryTools(HistorySearch(), self.consolidator.lock, self.consolidator.max_memory_tokens,
+                                        notices=settings.memory_notices)
+        self.reminders = Reminders(settings.home, settings.reminder_settings(), self.bus.publish)
+        self.tasks = Tasks(settings.task_settings(self.consolidator.budget.limit), self.llm.complete,
+                           ToolBox([self.memory_tools.search_history]), self.bus.publish, settings.bot_name)
+        self.tools = ToolBox([*BUILTIN_TOOLS, self.memory_tools.search_history, self.memory_tools.remember,
+                              self.reminders.set_reminder, self.reminders.list_reminders,
+                              self.reminders.cancel_reminder, self.tasks.start_task])
+        chat_commands = Commands(settings.timezone, holders=[self.reminders, self.tasks],
+                                 extra=self.reminders.commands())
+        context = ContextBuilder(settings.home, settings.bot_name, self.tools.schemas, settings.timezone)
+        self.agent = ChatAgent(settings.agent_settings(), self.store, self.llm, self.tools, context, self.bus.send,
+                               chat_commands, consolidator=self.consolidator)
         self.channels: list[Channel] = []
         self.sweeper = Sweeper(settings.home, self.agent.consolidate)
         self._scheduler: AsyncIOScheduler | None = None
@@ -147,13 +161,14 @@ class TuskApp:
             for channel in reversed(started):
                 await channel.stop()
             raise
-        self._scheduler = start_scheduler(self.sweeper, self.settings.consolidate_every)
+        self._scheduler = start_scheduler(self.sweeper, self.settings.consolidate_every, self.reminders)
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
         if self._scheduler is not None:
             self._scheduler.shutdown(wait=False)
             self._scheduler = None
+        await self.tasks.aclose()  # background tasks do not survive a restart
         for channel in self.channels:  # no new updates; what a platform already handed over is published
             pause = getattr(channel, "pause", None)
             if pause is not None:

@@ -1,17 +1,25 @@
 """Chat commands: answered by Tusk itself, never sent to the LLM and never saved in the session.
 
-    /help  /status  /new  /memory [history [n] | undo]  /forget [confirm]
+    /help  /status  /new  /memory [history [n] | undo]  /forget [confirm]  /timezone [Area/City | reset]
+    (+ what the app adds: /reminders from bot/reminders.py)
+
+/forget lists and deletes everything the chat owns: its files, and what other components keep
+for it (`Holder`s: its reminders, its running background tasks).
 """
 
 from __future__ import annotations
 
 import re
 import shutil
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
+from functools import partial
+from pathlib import Path
+from typing import Protocol
 
 from bot.events import ChatKey
+from memory import chat_settings
 from memory import files as memfiles
 from memory.consolidate import Consolidator
 from memory.paths import ChatFiles
@@ -43,6 +51,20 @@ class Command:
     fn: CommandFn
 
 
+@dataclass(frozen=True, slots=True)
+class Owned:
+    """One thing /forget lists (`label`) and deletes (`delete`)."""
+
+    label: str
+    delete: Callable[[], None]
+
+
+class Holder(Protocol):
+    """A component that keeps something for a chat outside its folder (reminders, running tasks)."""
+
+    def owned(self, key: ChatKey) -> list[Owned]: ...
+
+
 ADMINS_ONLY = "In a group, only its administrators can {what}."
 
 
@@ -53,14 +75,21 @@ def parse(text: str) -> tuple[str, str] | None:
 
 
 class Commands:
-    def __init__(self) -> None:
+    def __init__(self, default_timezone: str = "UTC", holders: Sequence[Holder] = (),
+                 extra: Iterable[Command] = ()) -> None:
+        self.default_timezone = default_timezone
+        self.holders = tuple(holders)
         self.table: dict[str, Command] = {}
         for name, summary, fn in (("help", "this list", self._help),
                                   ("status", "model, conversation and memory size", _status),
                                   ("new", "start a fresh conversation (memory is kept)", _new),
                                   ("memory", "what I remember here; '/memory history [n]', '/memory undo'", _memory),
-                                  ("forget", "erase everything I keep about this chat", _forget)):
+                                  ("forget", "erase everything I keep about this chat", self._forget),
+                                  ("timezone", "this chat's time zone; '/timezone Europe/Berlin' sets it",
+                                   self._timezone)):
             self.add(Command(name, summary, fn))
+        for command in extra:
+            self.add(command)
 
     def add(self, command: Command) -> None:
         self.table[command.name] = command
@@ -74,6 +103,56 @@ class Commands:
     async def _help(self, ctx: CommandContext, args: str) -> str:
         lines = [f"/{c.name} — {c.summary}" for c in self.table.values()]
         return "Commands:\n" + "\n".join(lines) + "\n\nAnything else you write goes to the model."
+
+    async def _forget(self, ctx: CommandContext, args: str) -> str:
+        if not ctx.may_erase:
+            return ADMINS_ONLY.format(what="make me forget this chat")
+        items = _inventory(ctx) + [item for holder in self.holders for item in holder.owned(ctx.key)]
+        if not items:
+            return "I keep nothing about this chat: there is nothing to forget."
+        if args.strip().lower() != "confirm":
+            return ("This would delete:\n" + "\n".join(f"- {item.label}" for item in items)
+                    + "\n\nSend /forget confirm to delete it all.")
+        ctx.store.forget(ctx.files)  # a consolidation still running for this chat now discards its result
+        if ctx.consolidator is not None:
+            ctx.consolidator.stats.pop(ctx.files.dir, None)
+        report = []
+        for item in items:
+            try:
+                item.delete()
+                report.append(f"- deleted {item.label}")
+            except (OSError, LookupError) as exc:
+                report.append(f"- FAILED to delete {item.label}: {getattr(exc, 'strerror', None) or exc}")
+        for stray in sorted(ctx.files.dir.glob(".*.tmp")):
+            stray.unlink(missing_ok=True)
+        try:
+            ctx.files.dir.rmdir()
+        except FileNotFoundError:
+            pass
+        except OSError:
+            report.append("- the chat folder is not empty (files not made by Tusk were kept)")
+        return "Forgotten:\n" + "\n".join(report)
+
+    async def _timezone(self, ctx: CommandContext, args: str) -> str:
+        current = chat_settings.read(ctx.files)
+        name = args.strip()
+        if not name:
+            zone = chat_settings.zone(current.timezone or self.default_timezone)
+            how = "set with /timezone" if current.timezone else "the default"
+            return (f"This chat's time zone is {zone.key} ({how}); it is {datetime.now(zone):%H:%M} there.\n"
+                    "Change it with /timezone Area/City, e.g. /timezone America/New_York; "
+                    "/timezone reset goes back to the default.")
+        if name.lower() in ("reset", "default"):
+            if current.timezone is not None:
+                chat_settings.write(ctx.files, replace(current, timezone=None))
+            return f"This chat uses the default time zone again: {self.default_timezone}."
+        try:
+            zone = chat_settings.zone(name)
+        except ValueError as exc:
+            return f"{exc}."
+        chat_settings.write(ctx.files, replace(current, timezone=zone.key))
+        return (f"This chat's time zone is now {zone.key}; it is {datetime.now(zone):%H:%M} there. "
+                "Reminders and the times I am given use it.")
 
 
 def _when(ts: float | None) -> str:
@@ -135,40 +214,19 @@ async def _memory(ctx: CommandContext, args: str) -> str:
     return f"{memory}\n\n{head}"
 
 
-def _inventory(ctx: CommandContext) -> list[tuple[str, object]]:
+def _delete_path(path: Path) -> None:
+    if path.is_dir():
+        shutil.rmtree(path)
+    else:
+        path.unlink()
+
+
+def _inventory(ctx: CommandContext) -> list[Owned]:
+    """The chat's own files that exist, with what each holds."""
     f = ctx.files
-    return [(f"MEMORY.md ({f.memory.stat().st_size:,} bytes)" if f.memory.exists() else "", f.memory),
-            (f"{len(memfiles.history_entries(f))} history entries (HISTORY.md)" if f.history.exists() else "", f.history),
-            (f"{ctx.session.total} session messages (session.jsonl)" if f.session.exists() else "", f.session),
-            (f"{len(memfiles.versions(f))} earlier memory versions" if f.versions.exists() else "", f.versions)]
-
-
-async def _forget(ctx: CommandContext, args: str) -> str:
-    if not ctx.may_erase:
-        return ADMINS_ONLY.format(what="make me forget this chat")
-    items = [(label, path) for label, path in _inventory(ctx) if label]
-    if not items:
-        return "I keep nothing about this chat: there is nothing to forget."
-    if args.strip().lower() != "confirm":
-        return ("This would delete:\n" + "\n".join(f"- {label}" for label, _ in items)
-                + "\n\nSend /forget confirm to delete it all.")
-    ctx.store.forget(ctx.files)  # a consolidation still running for this chat now discards its result
-    if ctx.consolidator is not None:
-        ctx.consolidator.stats.pop(ctx.files.dir, None)
-    report = []
-    for label, path in items:
-        try:
-            if path.is_dir():
-                shutil.rmtree(path)
-            else:
-                path.unlink()
-            report.append(f"- deleted {label}")
-        except OSError as exc:
-            report.append(f"- FAILED to delete {label}: {exc.strerror}")
-    for stray in sorted(ctx.files.dir.glob(".*.tmp")):
-        stray.unlink(missing_ok=True)
-    try:
-        ctx.files.dir.rmdir()
-    except OSError:
-        report.append("- the chat folder is not empty (files not made by Tusk were kept)")
-    return "Forgotten:\n" + "\n".join(report)
+    items = [(f.memory, lambda: f"MEMORY.md ({f.memory.stat().st_size:,} bytes)"),
+             (f.history, lambda: f"{len(memfiles.history_entries(f))} history entries (HISTORY.md)"),
+             (f.session, lambda: f"{ctx.session.total} session messages (session.jsonl)"),
+             (f.versions, lambda: f"{len(memfiles.versions(f))} earlier memory versions"),
+             (f.settings, lambda: f"chat settings (settings.json: time zone {chat_settings.read(f).timezone})")]
+    return [Owned(label(), partial(_delete_path, path)) for path, label in items if path.exists()]

@@ -17,6 +17,9 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from bot.agent import AgentSettings
 from bot.errors import ConfigError
 from bot.llm import LLMSettings
+from bot.reminders import ReminderSettings
+from bot.tasks import TaskSettings
+from memory.chat_settings import zone
 
 MODEL_HINT = "set it to a litellm model string such as openai/gpt-4o-mini, anthropic/claude-3-5-haiku-latest or ollama/llama3.1"
 
@@ -53,6 +56,14 @@ class Settings(BaseSettings):
     max_tool_iterations: int = _env("TUSK_MAX_TOOL_ITERATIONS", 20, ge=1, le=100)
     tool_result_max_chars: int = _env("TUSK_TOOL_RESULT_MAX_CHARS", 16_000, ge=100)
     max_message_chars: int = _env("TUSK_MAX_MESSAGE_CHARS", 32_000, ge=100)
+
+    timezone: str = _env("TUSK_TIMEZONE", "UTC")
+    memory_notices: bool = _env("TUSK_MEMORY_NOTICES", True)
+    reminder_grace: float = _env("TUSK_REMINDER_GRACE", 1440.0, gt=0)  # minutes
+    max_reminders: int = _env("TUSK_MAX_REMINDERS", 50, ge=1, le=10_000)
+    task_timeout: float = _env("TUSK_TASK_TIMEOUT", 300.0, gt=0)
+    task_max_steps: int = _env("TUSK_TASK_MAX_STEPS", 8, ge=1, le=50)
+    max_tasks: int = _env("TUSK_MAX_TASKS", 3, ge=1, le=20)
 
     http_host: str = _env("TUSK_HTTP_HOST", "127.0.0.1")
     http_port: int = _env("TUSK_HTTP_PORT", 8765, ge=0, le=65535)
@@ -97,6 +108,11 @@ class Settings(BaseSettings):
     def _blank_is_unset(cls, value: object) -> object:
         return None if isinstance(value, str) and not value.strip() else value
 
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, value: str) -> str:
+        return zone(value).key  # raises "'X' is not a time zone I know: use an IANA name such as ..."
+
     def llm_settings(self) -> LLMSettings:
         if not self.model:
             raise ConfigError(f"TUSK_MODEL is not set: {MODEL_HINT}.")
@@ -111,6 +127,14 @@ class Settings(BaseSettings):
         return AgentSettings(model=self.model or "", max_tool_iterations=self.max_tool_iterations,
                              tool_result_max_chars=self.tool_result_max_chars,
                              max_message_chars=self.max_message_chars, log_content=self.log_content)
+
+    def reminder_settings(self) -> ReminderSettings:
+        return ReminderSettings(default_timezone=self.timezone, grace_seconds=max(1, round(self.reminder_grace * 60)),
+                                max_per_chat=self.max_reminders)
+
+    def task_settings(self, budget_tokens: int) -> TaskSettings:
+        return TaskSettings(timeout=self.task_timeout, max_steps=self.task_max_steps, max_running=self.max_tasks,
+                            result_max_chars=self.tool_result_max_chars, budget_tokens=budget_tokens)
 
     def window(self) -> int:
         """TUSK_CONTEXT_WINDOW, else the model's input window as litellm knows it, else 65,536."""

@@ -4,8 +4,10 @@
              + the tool list. It depends only on those files, so it is byte-identical from
              turn to turn until memory changes, and provider prompt caches keep working.
     history  the chat's unconsolidated messages, made legal (memory/history.py)
-    user     a one-line runtime context (time, channel, sender) + the new text; only the
-             text itself is saved.
+    user     a one-line runtime context (time in the chat's time zone, channel, sender) + the
+             new text; only the text itself is saved. On a turn Tusk starts itself (a reminder,
+             a task result) the injected context takes the text's place in the prompt, and the
+             message's short note is what is saved.
 """
 
 from __future__ import annotations
@@ -13,11 +15,13 @@ from __future__ import annotations
 import functools
 import json
 import logging
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from bot.events import InboundMessage
+from memory import chat_settings
 from memory.history import legal_history
 from memory.paths import ChatFiles
 from memory.session import Message
@@ -49,8 +53,10 @@ def _read(path: Path) -> str:
 
 
 class ContextBuilder:
-    def __init__(self, home: Path, bot_name: str, tool_schemas: list[dict[str, Any]]) -> None:
+    def __init__(self, home: Path, bot_name: str, tool_schemas: list[dict[str, Any]],
+                 default_timezone: str = "UTC") -> None:
         self.home = Path(home)
+        self.default_zone = chat_settings.zone(default_timezone)
         self.bot_name = bot_name
         self.tool_schemas = tool_schemas
         self._tool_tokens = count_text(json.dumps(tool_schemas)) if tool_schemas else 0
@@ -73,13 +79,18 @@ class ContextBuilder:
         return _count(self.system_prompt(files)) + self._tool_tokens
 
     @staticmethod
-    def runtime_block(msg: InboundMessage) -> str:
-        when = datetime.fromtimestamp(msg.ts, timezone.utc).strftime("%Y-%m-%d %H:%M UTC (%A)")
+    def runtime_block(msg: InboundMessage, zone: ZoneInfo) -> str:
+        form = "%Y-%m-%d %H:%M UTC (%A)" if zone.key == "UTC" else f"%Y-%m-%d %H:%M %Z ({zone.key}, %A)"
+        when = datetime.fromtimestamp(msg.ts, zone).strftime(form)
+        if msg.injected is not None:
+            return f"[context: {when}; {msg.key.channel} chat; no one wrote this: Tusk started this turn itself]"
         where = "group chat" if msg.is_group else "direct chat"
         who = f"{msg.sender_name} (id {msg.sender_id})" if msg.sender_name else f"id {msg.sender_id}"
         return f"[context: {when}; {msg.key.channel} {where}; from {who}]"
 
     def build(self, files: ChatFiles, history: list[Message], msg: InboundMessage) -> list[dict[str, Any]]:
-        user = Message(role="user", content=f"{self.runtime_block(msg)}\n\n{msg.text}", ts=msg.ts)
+        text = msg.injected.text if msg.injected is not None else msg.text
+        block = self.runtime_block(msg, chat_settings.chat_zone(files, self.default_zone))
+        user = Message(role="user", content=f"{block}\n\n{text}", ts=msg.ts)
         convo = legal_history([*history, user])
         return [{"role": "system", "content": self.system_prompt(files)}, *(m.to_llm() for m in convo)]

@@ -1,7 +1,9 @@
 """The typed events that travel the bus: what a channel hands in, what the agent hands back.
 
 Channels build `InboundMessage`s from platform updates; the agent answers with
-`OutboundMessage`s that the bus routes to the channel named in their `ChatKey`.
+`OutboundMessage`s that the bus routes to the channel named in their `ChatKey`. Reminders
+and background tasks publish `InboundMessage`s too, carrying their `Injected` context, so
+they take their place in the chat's order like any message.
 Anything only an adapter needs (a platform message id to reply to) stays in the adapter.
 """
 
@@ -10,6 +12,7 @@ from __future__ import annotations
 import itertools
 import time
 from dataclasses import dataclass, field
+from typing import Literal
 
 from memory.paths import CHANNEL_NAME, chat_dir_name
 
@@ -34,8 +37,21 @@ class ChatKey:
 
 
 @dataclass(frozen=True, slots=True)
+class Injected:
+    """Context Tusk itself hands the model for one turn: a reminder that is due, a background
+    task's result. The turn's `InboundMessage.text` is then a short note of the event, saved as
+    the turn's user message (so the saved conversation stays legal); `text` here is shown to
+    the model in that turn only, and `fallback` goes to the chat as is if the model is unreachable."""
+
+    source: Literal["reminder", "task"]
+    text: str
+    fallback: str
+
+
+@dataclass(frozen=True, slots=True)
 class InboundMessage:
-    """A user's message, already gated by the channel (allow-list, mentions)."""
+    """A user's message, already gated by the channel (allow-list, mentions), or a turn Tusk
+    starts itself (`injected` set: a reminder, a task result)."""
 
     key: ChatKey
     text: str
@@ -45,6 +61,7 @@ class InboundMessage:
     sender_is_admin: bool = False  # may erase this chat's memory in a group (/forget, /memory undo)
     ts: float = field(default_factory=time.time)
     id: int = field(default_factory=lambda: next(_ids))  # process-unique, ties replies to it
+    injected: Injected | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,9 +1,12 @@
-"""Scheduled work (APScheduler 3.11 `AsyncIOScheduler`): the consolidation sweep.
+"""Scheduled work (APScheduler 3.11 `AsyncIOScheduler`): the consolidation sweep and reminders.
 
 Every `TUSK_CONSOLIDATE_EVERY` minutes, chats whose session file changed since the last
 sweep (all chats, on the first sweep after a start) are checked and consolidated if over
 budget: this catches chats left over budget by a restart or a failed run. The job is
-coalesced and never runs twice at once.
+coalesced and never runs twice at once; it lives in the default (memory) job store.
+
+Reminders are jobs of the same scheduler in their own persistent job store (bot/reminders.py),
+loaded before the scheduler starts, so those that fell due while Tusk was down fire at once.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from bot import logs
 from bot.events import ChatKey
+from bot.reminders import Reminders
 from memory.paths import chat_id_from_dir
 
 logger = logging.getLogger(__name__)
@@ -57,8 +61,10 @@ class Sweeper:
         return len(keys)
 
 
-def start_scheduler(sweeper: Sweeper, every_minutes: float) -> AsyncIOScheduler:
+def start_scheduler(sweeper: Sweeper, every_minutes: float, reminders: Reminders | None = None) -> AsyncIOScheduler:
     scheduler = AsyncIOScheduler(timezone="UTC")
+    if reminders is not None:
+        reminders.start(scheduler)
     scheduler.add_job(sweeper.sweep, "interval", minutes=every_minutes, id="consolidation-sweep",
                       coalesce=True, max_instances=1,
                       next_run_time=datetime.now(timezone.utc) + timedelta(seconds=FIRST_SWEEP_AFTER))

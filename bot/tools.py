@@ -1,10 +1,16 @@
-"""Tools the model may call: plain typed async functions.
+"""Tools the model may call: plain typed async functions (or bound methods).
 
 A tool's name is its function's `__name__`, its description the docstring, its JSON
-schema the signature (via pydantic). A parameter annotated `ToolContext` is not shown to
-the model: it is how a tool learns which chat it runs for, and the only way it reaches
-files, so a tool can touch nothing outside its own chat. Arguments are validated before
-the call; a failure of any kind becomes an error result for the model, never a broken turn.
+schema the signature (via pydantic; `Annotated[str, Field(max_length=..., description=...)]`
+adds constraints and parameter descriptions). A parameter annotated `ToolContext` is not
+shown to the model: it is how a tool learns which chat it runs for, and the only way it
+reaches files, so a tool can touch nothing outside its own chat. Arguments are validated
+before the call; a failure of any kind becomes an error result for the model, never a
+broken turn.
+
+The chat's tools live beside what they serve: bot/memory_tools.py (search_history,
+remember), bot/reminders.py (set_reminder, list_reminders, cancel_reminder), bot/tasks.py
+(start_task). There are no shell or filesystem tools.
 """
 
 from __future__ import annotations
@@ -27,12 +33,18 @@ from memory.paths import ChatFiles
 logger = logging.getLogger(__name__)
 
 ToolFn = Callable[..., Awaitable[str]]
+Notify = Callable[[str], Awaitable[None]]
+
+
+async def no_notice(text: str) -> None:
+    """Where Tusk's own notices go when there is no chat to post them to (a background task's steps)."""
 
 
 @dataclass(frozen=True, slots=True)
 class ToolContext:
     key: ChatKey
     files: ChatFiles
+    notify: Notify = no_notice  # posts Tusk's own words (not the model's) to this chat, like a reply
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +74,7 @@ class Tool:
 
     @classmethod
     def from_function(cls, fn: ToolFn) -> Tool:
-        hints = get_type_hints(fn)
+        hints = get_type_hints(fn, include_extras=True)
         fields: dict[str, Any] = {}
         context_param = None
         for name, param in inspect.signature(fn).parameters.items():
@@ -95,7 +107,11 @@ class Tool:
 
 class ToolBox:
     def __init__(self, fns: Iterable[ToolFn]) -> None:
-        self.tools = {tool.name: tool for tool in map(Tool.from_function, fns)}
+        self.tools: dict[str, Tool] = {}
+        for tool in map(Tool.from_function, fns):
+            if tool.name in self.tools:
+                raise ValueError(f"two tools are named {tool.name!r}")
+            self.tools[tool.name] = tool
         self.schemas = [tool.schema() for tool in self.tools.values()]
 
     async def run(self, call: ToolCall, ctx: ToolContext) -> ToolResult:

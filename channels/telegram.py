@@ -15,6 +15,7 @@ updates), so edits never come back as second turns.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import secrets
 from dataclasses import dataclass
@@ -230,8 +231,7 @@ class TelegramChannel:
             return msg
         if member.status not in ADMINS:
             return msg
-        return InboundMessage(msg.key, msg.text, msg.sender_id, msg.sender_name, msg.is_group,
-                              sender_is_admin=True, ts=msg.ts, id=msg.id)
+        return dataclasses.replace(msg, sender_is_admin=True)
 
     async def _keep_typing(self, msg: InboundMessage, done: asyncio.Future[None]) -> None:
         """Show "typing" until the turn is done (the reply is out), then forget the turn."""

@@ -159,6 +159,11 @@ class Consolidator:
     stats: dict[Path, ChatStats] = field(default_factory=dict)
     _locks: weakref.WeakValueDictionary[Path, asyncio.Lock] = field(default_factory=weakref.WeakValueDictionary)
 
+    def lock(self, chat_dir: Path) -> asyncio.Lock:
+        """The chat's MEMORY.md lock, held by a run from reading MEMORY.md to rewriting it: anything
+        else that rewrites MEMORY.md (the remember tool) takes it too, so neither loses the other's write."""
+        return self._locks.setdefault(chat_dir, asyncio.Lock())  # weak: gone once nobody holds it
+
     def over_budget(self, session: Session, fixed_tokens: int) -> bool:
         return fixed_tokens + session.tokens > self.budget.limit
 
@@ -168,8 +173,7 @@ class Consolidator:
         `fixed_tokens()` is the rest of the prompt (system prompt with MEMORY.md, tools, pending
         message); it is asked again after each round because MEMORY.md changes. `force` (for /new)
         consolidates every whole turn, over budget or not."""
-        lock = self._locks.setdefault(session.files.dir, asyncio.Lock())  # weak: gone once nobody holds it
-        async with lock:
+        async with self.lock(session.files.dir):
             if not force and not self.over_budget(session, fixed_tokens()):
                 return 0
             done = 0

@@ -27,7 +27,8 @@ def read_memory(files: ChatFiles) -> str:
         return ""
 
 
-def _write_atomic(path: Path, text: str) -> None:
+def write_atomic(path: Path, text: str) -> None:
+    """Replace `path` whole: a temporary file in the same folder, fsynced, renamed over it."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     with open(tmp, "w", encoding="utf-8") as fh:
@@ -54,10 +55,10 @@ def write_memory(files: ChatFiles, text: str) -> None:
         return
     if old:
         stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%f")
-        _write_atomic(files.versions / f"MEMORY.{stamp}.md", old)
+        write_atomic(files.versions / f"MEMORY.{stamp}.md", old)
         for stale in versions(files)[:-KEEP_VERSIONS]:
             stale.unlink(missing_ok=True)
-    _write_atomic(files.memory, text)
+    write_atomic(files.memory, text)
 
 
 def restore_previous(files: ChatFiles) -> bool:
@@ -65,7 +66,7 @@ def restore_previous(files: ChatFiles) -> bool:
     kept = versions(files)
     if not kept:
         return False
-    _write_atomic(files.memory, kept[-1].read_text(encoding="utf-8"))
+    write_atomic(files.memory, kept[-1].read_text(encoding="utf-8"))
     kept[-1].unlink()
     return True
 

@@ -62,3 +62,7 @@ class ChatFiles:
     @property
     def versions(self) -> Path:
         return self.dir / "versions"
+
+    @property
+    def settings(self) -> Path:
+        return self.dir / "settings.json"

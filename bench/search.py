@@ -1,0 +1,120 @@
+"""search_history on a long-lived chat: 10,000 HISTORY.md entries plus consolidated messages.
+
+Builds a chat whose HISTORY.md holds `--entries` dated paragraphs (~70 words each, Zipf-
+distributed vocabulary, like real summaries) and whose session holds `--messages`
+consolidated messages, then measures through `memory.search.HistorySearch`:
+
+- cold: index build + first query, for a fresh index (what the first search after a start costs);
+- warm: the median and 95th percentile of queries on the built index (the common case);
+- append: a query right after a new HISTORY.md entry and two new messages (read incrementally);
+- the resident memory the index adds, and whether a planted entry ranks first.
+
+    python bench/search.py [--entries 10000] [--messages 20000] [--queries 300]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from memory import files as memfiles  # noqa: E402
+from memory.search import HistorySearch  # noqa: E402
+from memory.session import Message, SessionStore  # noqa: E402
+
+DAY = 86_400
+COMMON = ("the we and to a of about for is that it on with was they he she plan talked asked decided agreed "
+          "wanted week meeting project trip dinner book work home family call friday monday weekend").split()
+
+
+def vocabulary(rng: random.Random, size: int = 6000) -> tuple[list[str], list[float]]:
+    letters = "abcdefghijklmnoprstuvwyz"
+    words = COMMON + ["".join(rng.choices(letters, k=rng.randint(3, 9))) for _ in range(size)]
+    return words, [1 / (rank + 1) for rank in range(len(words))]
+
+
+def paragraph(rng: random.Random, vocab: tuple[list[str], list[float]], n: int) -> str:
+    return " ".join(rng.choices(vocab[0], weights=vocab[1], k=n)).capitalize() + "."
+
+
+def seed(home: Path, entries: int, messages: int) -> SessionStore:
+    rng = random.Random(8)
+    vocab = vocabulary(rng)
+    store = SessionStore(home)
+    session = store.get("bench", "longchat")
+    start = time.time() - entries * DAY / 4
+    lines = []
+    for i in range(entries):
+        stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(start + i * DAY / 4))
+        text = paragraph(rng, vocab, 70)
+        if i == entries // 3:
+            text = "We decided the summer trip goes to Lisbon in May; Bob books the night train."
+        lines.append(f"## {stamp}\n\n{text}\n\n")
+    session.files.dir.mkdir(parents=True, exist_ok=True)
+    session.files.history.write_text("".join(lines), encoding="utf-8")
+    batch = [Message("user" if i % 2 == 0 else "assistant", paragraph(rng, vocab, 25), ts=start + i * 60)
+             for i in range(messages)]
+    store.append(session, batch)
+    store.set_pointer(session, max(0, messages - 20))
+    return store
+
+
+def rss_kib() -> int:
+    with open("/proc/self/statm") as fh:
+        return int(fh.read().split()[1]) * 4
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--entries", type=int, default=10_000)
+    parser.add_argument("--messages", type=int, default=20_000)
+    parser.add_argument("--queries", type=int, default=300)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        store = seed(Path(tmp), args.entries, args.messages)
+        session = store.get("bench", "longchat")
+        files = session.files
+        size = sum(f.stat().st_size for f in (files.history, files.session) if f.exists()) / 1e6
+        print(f"chat: {args.entries:,} HISTORY.md entries + {args.messages:,} consolidated messages ({size:.1f} MB)")
+
+        colds = []
+        for _ in range(3):
+            search = HistorySearch()
+            before = rss_kib()
+            t = time.perf_counter()
+            hits = search.search(files, "what did we decide about the trip?")
+            colds.append(time.perf_counter() - t)
+            grown = rss_kib() - before
+        first = hits[0].text if hits else "(nothing)"
+        print(f"cold (index build + first query), median of 3: {statistics.median(colds) * 1000:,.0f} ms; "
+              f"index adds ~{grown / 1024:.0f} MiB RSS")
+        print(f"  planted entry ranks first: {'Lisbon' in first}")
+
+        rng = random.Random(1)
+        words = vocabulary(random.Random(8))[0]
+        warm = []
+        for _ in range(args.queries):
+            query = " ".join(rng.sample(words[:800], 3))
+            t = time.perf_counter()
+            search.search(files, query, 5)
+            warm.append(time.perf_counter() - t)
+        warm.sort()
+        print(f"warm query ({args.queries} three-word queries, limit 5): "
+              f"median {statistics.median(warm) * 1000:.2f} ms, p95 {warm[int(len(warm) * 0.95)] * 1000:.2f} ms")
+
+        memfiles.append_history(files, "The plumber comes on Tuesday.")
+        store.append(session, [Message("user", "new question"), Message("assistant", "new answer")])
+        t = time.perf_counter()
+        hits = search.search(files, "plumber")
+        print(f"query after an append (incremental read): {(time.perf_counter() - t) * 1000:.2f} ms, "
+              f"found: {bool(hits)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,79 @@
+"""The memory tools: `search_history` (the fallback when MEMORY.md lacks a detail) and
+`remember` (write a fact to MEMORY.md now).
+
+`remember` writes MEMORY.md atomically and versioned, as consolidation does, under the same
+per-chat lock, and then Tusk itself posts "Noted: ..." in the chat (unless
+TUSK_MEMORY_NOTICES is off). The notice comes from the code that wrote the file, not from
+the model, so the bot can never claim to have remembered something it did not write.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import Field
+
+from bot.tools import ToolContext
+from memory import files as memfiles
+from memory.search import HistorySearch
+from memory.tokens import count_text
+
+logger = logging.getLogger(__name__)
+
+NOTICE_CHARS = 200
+SOURCES = {"history": "HISTORY.md", "user": "user message", "assistant": "assistant message"}
+
+Query = Annotated[str, Field(min_length=1, max_length=300,
+                             description="Keywords to look for, e.g. 'trip Lisbon train'.")]
+Limit = Annotated[int, Field(ge=1, le=20, description="How many results to return, best first.")]
+Fact = Annotated[str, Field(min_length=1, max_length=500, description=(
+    "One self-contained fact, in the user's language, with absolute dates: 'Bob's birthday is 12 May'."))]
+
+
+class MemoryTools:
+    def __init__(self, search: HistorySearch, lock_for: Callable[[Path], asyncio.Lock], max_memory_tokens: int,
+                 notices: bool = True) -> None:
+        self.index = search
+        self.lock_for = lock_for
+        self.max_memory_tokens = max_memory_tokens
+        self.notices = notices
+
+    async def search_history(self, ctx: ToolContext, query: Query, limit: Limit = 5) -> str:
+        """Search this chat's older conversation (HISTORY.md summaries and earlier messages) by keywords.
+
+        Use it when MEMORY.md and the recent messages do not hold a detail. Results are ranked,
+        best first, each with its date (UTC)."""
+        hits = await asyncio.to_thread(self.index.search, ctx.files, query, limit)
+        if not hits:
+            return (f"Nothing in this chat's older history matches {query!r}. "
+                    "(The recent conversation is not searched: it is already in front of you.)")
+        lines = [f"{len(hits)} result(s), best first:"]
+        lines += [f"{i}. [{SOURCES[h.source]}, {h.at}] {h.text}" for i, h in enumerate(hits, 1)]
+        return "\n".join(lines)
+
+    async def remember(self, ctx: ToolContext, fact: Fact) -> str:
+        """Save one fact to this chat's long-term memory (MEMORY.md) right away.
+
+        Use it when the user asks you to remember something, or states a lasting fact or preference.
+        Tusk itself shows the user a short "Noted: ..." notice; do not announce it yourself."""
+        fact = " ".join(fact.split())
+        async with self.lock_for(ctx.files.dir):
+            memory = memfiles.read_memory(ctx.files)
+            if f"- {fact}" in memory.splitlines():
+                return "That fact is already in MEMORY.md word for word; nothing was written."
+            text = f"{memory.rstrip()}\n- {fact}\n" if memory.strip() else f"- {fact}\n"
+            tokens = count_text(text)
+            if tokens > self.max_memory_tokens:
+                raise ValueError(f"MEMORY.md would grow to {tokens:,} tokens, over its cap of "
+                                 f"{self.max_memory_tokens:,}: the fact was NOT saved. Tell the user.")
+            memfiles.write_memory(ctx.files, text)
+        logger.info("remember: MEMORY.md now %d tokens", tokens)
+        if not self.notices:
+            return "Saved to MEMORY.md."
+        shown = fact if len(fact) <= NOTICE_CHARS else fact[:NOTICE_CHARS - 1] + "…"
+        await ctx.notify(f"Noted: {shown}")
+        return f"Saved to MEMORY.md; Tusk has shown the user \"Noted: {shown}\"."

@@ -1,0 +1,60 @@
+"""A chat's own settings, in its folder: `settings.json`, today just its time zone.
+
+    {"schema": 1, "timezone": "Europe/Berlin"}
+
+Written atomically and deleted with the rest of the chat by /forget. A missing file means
+the defaults; an unreadable one is logged and read as the defaults, never fatal.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from memory.files import write_atomic
+from memory.paths import ChatFiles
+
+logger = logging.getLogger(__name__)
+
+SCHEMA = 1
+
+
+@dataclass(frozen=True, slots=True)
+class ChatSettings:
+    timezone: str | None = None  # an IANA name; None: the bot's default (TUSK_TIMEZONE)
+
+
+def zone(name: str) -> ZoneInfo:
+    """The IANA time zone `name`; a ValueError that says what to write instead if there is none."""
+    try:
+        return ZoneInfo(name.strip())
+    except (ZoneInfoNotFoundError, ValueError) as exc:  # ValueError: not even a well-formed key
+        raise ValueError(f"{name!r} is not a time zone I know: use an IANA name such as Europe/Berlin, "
+                         "America/New_York or Asia/Tokyo") from exc
+
+
+def read(files: ChatFiles) -> ChatSettings:
+    try:
+        raw = json.loads(files.settings.read_text(encoding="utf-8"))
+        tz = raw.get("timezone")
+        if tz is not None:
+            zone(tz)
+        return ChatSettings(timezone=tz)
+    except FileNotFoundError:
+        return ChatSettings()
+    except (OSError, ValueError, AttributeError) as exc:  # a hand edit gone wrong: defaults, and say so
+        logger.warning("%s is unreadable (%s); using the default settings", files.settings, exc)
+        return ChatSettings()
+
+
+def write(files: ChatFiles, settings: ChatSettings) -> None:
+    record = {"schema": SCHEMA, "timezone": settings.timezone}
+    write_atomic(files.settings, json.dumps(record, ensure_ascii=False, indent=1) + "\n")
+
+
+def chat_zone(files: ChatFiles, default: ZoneInfo) -> ZoneInfo:
+    """The chat's own time zone, else `default`."""
+    name = read(files).timezone
+    return zone(name) if name else default

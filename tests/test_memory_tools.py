@@ -1,0 +1,143 @@
+"""search_history and remember, through real litellm against the fake LLM."""
+
+import asyncio
+import time
+
+from memory import files as memfiles
+from memory.search import HistorySearch, match_expression
+from memory.session import Message
+from tests.fakes.fake_llm import Reply
+from tests.outbox import attach
+
+DAY = 86_400
+
+
+def seed(app, chat, entries=(), messages=(), consolidated=0):
+    """Give a chat HISTORY.md entries [(days ago, text)] and session messages [(role, text)]."""
+    session = app.store.get("http", chat)
+    now = time.time()
+    for days, text in entries:
+        memfiles.append_history(session.files, text, when=now - days * DAY)
+    if messages:
+        app.store.append(session, [Message(role, text, ts=now - 40 * DAY) for role, text in messages])
+    if consolidated:
+        app.store.set_pointer(session, consolidated)
+    return session.files
+
+
+def searching(query, limit=5):
+    return Reply(text=None, tool_calls=[("s1", "search_history", {"query": query, "limit": limit})])
+
+
+async def test_search_finds_last_months_decision_with_its_date(tusk, fake_llm):
+    """"What did we decide about the trip last month?" finds the HISTORY.md entry, dated, best first."""
+    seed(tusk, "trip", entries=[(60, "Talked about the weather in Oslo."),
+                                (31, "We decided the trip goes to Lisbon in May; Bob books the trains."),
+                                (20, "Ann asked for a pasta recipe.")])
+    fake_llm.script(searching("decide trip"), Reply(text="Lisbon, in May."))
+    assert await tusk.say("trip", "what did we decide about the trip last month?") == ["Lisbon, in May."]
+    result = fake_llm.requests[1]["messages"][-1]["content"]
+    lines = result.splitlines()
+    assert lines[0] == "1 result(s), best first:"
+    day = time.strftime("%Y-%m-%d", time.gmtime(time.time() - 31 * DAY))
+    assert lines[1].startswith(f"1. [HISTORY.md, {day} ") and "Lisbon in May" in lines[1]
+
+
+async def test_search_covers_consolidated_messages_not_the_recent_ones(tusk, fake_llm):
+    """Messages past the consolidation pointer are searched; those still in the prompt are not."""
+    seed(tusk, "c", messages=[("user", "my locker code is 4711"), ("assistant", "noted, 4711"),
+                              ("user", "the locker is on floor 3"), ("assistant", "ok")], consolidated=2)
+    hits = HistorySearch().search(tusk.store.get("http", "c").files, "locker")
+    assert [(h.source, h.text) for h in hits] == [("user", "my locker code is 4711")]
+
+
+async def test_search_follows_appends_and_rewrites(tusk):
+    """New entries are found without a rebuild; a hand-edited HISTORY.md is read again whole."""
+    files = seed(tusk, "inc", entries=[(3, "We planned the garden.")])
+    search = HistorySearch()
+    assert len(search.search(files, "garden")) == 1
+    memfiles.append_history(files, "The garden gets tomatoes.")
+    assert len(search.search(files, "garden")) == 2
+    files.history.write_text("## 2026-01-01 10:00 UTC\n\nOnly roses now.\n\n")
+    assert search.search(files, "garden") == [] and search.search(files, "roses")[0].at == "2026-01-01 10:00 UTC"
+    files.history.unlink()
+    assert search.search(files, "roses") == []
+
+
+def test_match_expression_quotes_words_and_drops_stop_words():
+    """Queries become an OR of quoted words, so FTS5 syntax in a query cannot break the search."""
+    assert match_expression('what did we decide about "the trip"?') == '"decide" OR "trip"'
+    assert match_expression("NEAR(a b) OR *") == '"near" OR "b"'
+    assert match_expression("the") == '"the"' and match_expression("?!") is None
+
+
+async def test_chat_b_cannot_find_chat_a_history(tusk, fake_llm):
+    """search_history only ever reads the files of the chat that runs it."""
+    seed(tusk, "a", entries=[(1, "Alice's secret: the safe code is 1234.")],
+         messages=[("user", "safe code 1234"), ("assistant", "ok")], consolidated=2)
+    fake_llm.script(searching("Alice secret safe code"), Reply(text="nothing"))
+    await tusk.say("b", "what is the safe code?")
+    result = fake_llm.requests[1]["messages"][-1]["content"]
+    assert result.startswith("Nothing in this chat's older history matches") and "1234" not in result
+
+
+async def test_remember_writes_memory_now_and_tusk_posts_the_notice(tusk, fake_llm):
+    """remember() writes MEMORY.md at once (versioned), Tusk posts "Noted: ..." and /memory shows it."""
+    files = tusk.store.get("http", "r").files
+    memfiles.write_memory(files, "- Ann likes tea\n")
+    fake_llm.script(Reply(text=None, tool_calls=[("m1", "remember", {"fact": "Bob's birthday is\n12 May"})]),
+                    Reply(text="Sure."))
+    replies = await tusk.say("r", "remember that Bob's birthday is 12 May")
+    assert replies == ["Noted: Bob's birthday is 12 May", "Sure."]
+    assert memfiles.read_memory(files) == "- Ann likes tea\n- Bob's birthday is 12 May\n"
+    assert [v.read_text() for v in memfiles.versions(files)] == ["- Ann likes tea\n"]
+    tool_result = fake_llm.requests[1]["messages"][-1]["content"]
+    assert tool_result.startswith("Saved to MEMORY.md") and "Noted:" in tool_result
+    assert "Bob's birthday is 12 May" in (await tusk.say("r", "/memory"))[0]
+    await tusk.say("r", "hi")
+    assert "Bob's birthday is 12 May" in fake_llm.requests[-1]["messages"][0]["content"]  # in the system prompt
+
+
+async def test_no_notice_when_notices_are_off(make_settings, fake_llm):
+    """TUSK_MEMORY_NOTICES=false: the fact is written, no notice is posted."""
+    from bot.app import TuskApp
+    from tests.outbox import say
+
+    app = TuskApp(make_settings(TUSK_MEMORY_NOTICES="false"))
+    box = attach(app)
+    fake_llm.script(Reply(text=None, tool_calls=[("m1", "remember", {"fact": "likes jazz"})]), Reply(text="ok"))
+    async with app:
+        assert await say(app, box, "q", "I like jazz") == ["ok"]
+    assert memfiles.read_memory(app.store.get("http", "q").files) == "- likes jazz\n"
+
+
+async def test_remember_refuses_past_the_memory_cap_and_posts_nothing(make_settings, fake_llm):
+    """A fact that would push MEMORY.md over its cap is not written, and no notice claims it was."""
+    from bot.app import TuskApp
+    from tests.outbox import say
+
+    app = TuskApp(make_settings(TUSK_MEMORY_MAX_TOKENS=100))
+    box = attach(app)
+    files = app.store.get("http", "full").files
+    memfiles.write_memory(files, "- " + "word " * 95 + "\n")
+    fake_llm.script(Reply(text=None, tool_calls=[("m1", "remember", {"fact": "one more thing to keep"})]),
+                    Reply(text="My memory is full."))
+    async with app:
+        assert await say(app, box, "full", "keep this") == ["My memory is full."]
+    assert "NOT saved" in fake_llm.requests[1]["messages"][-1]["content"]
+    assert "one more thing" not in memfiles.read_memory(files)
+
+
+async def test_remember_waits_for_a_running_consolidation(tusk, fake_llm):
+    """remember() takes the chat's memory lock, so a consolidation rewriting MEMORY.md cannot drop the fact."""
+    files = tusk.store.get("http", "lock").files
+    lock = tusk.consolidator.lock(files.dir)
+    await lock.acquire()  # as a consolidation holds it between reading and rewriting MEMORY.md
+    fake_llm.script(Reply(text=None, tool_calls=[("m1", "remember", {"fact": "new fact"})]), Reply(text="ok"))
+    turn = asyncio.create_task(tusk.say("lock", "remember new fact"))
+    await asyncio.sleep(0.3)
+    assert not turn.done() and not files.memory.exists()
+    memfiles.write_memory(files, "- consolidated summary\n")
+    lock.release()
+    assert await turn == ["Noted: new fact", "ok"]
+    assert memfiles.read_memory(files) == "- consolidated summary\n- new fact\n"
