@@ -18,6 +18,7 @@ from bot.agent import ChatAgent
 from bot.bus import MessageBus
 from bot.commands import Commands
 from bot.config import Settings
+from bot.console import Console
 from bot.errors import ConfigError
 from bot.context import ContextBuilder
 from bot.events import InboundMessage
@@ -99,7 +100,10 @@ class TuskApp:
     def add_http(self) -> HttpChannel:
         s = self.settings
         token = s.http_token.get_secret_value() if s.http_token else None
-        return self.add(HttpChannel(HttpSettings(s.http_host, s.http_port, token), self.bus.publish))
+        http = HttpChannel(HttpSettings(s.http_host, s.http_port, token), self.bus.publish)
+        http.add_routes(Console(s.home, self.store, self.agent.commands, self.consolidator,
+                                self.agent.context.fixed_tokens, s.model or "", self.consolidator.lock).routes())
+        return self.add(http)
 
     def menu(self) -> list[tuple[str, str]]:
         """(name, summary) of every chat command, for the platforms' command menus."""

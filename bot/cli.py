@@ -116,12 +116,13 @@ async def _run(settings: Settings) -> None:
                        "Set it to the user ids allowed to use Tusk.", variable)
     async with app:
         names = ", ".join(c.name for c in platforms)
-        where = f"http://{settings.http_host}:{http.port}"
+        where = http.url
         if platforms:
-            print(f"Tusk is running on {names}; local HTTP API on {where}", flush=True)
+            print(f"Tusk is running on {names}; web console and HTTP API on {where}", flush=True)
         else:
             print(f"Tusk is running. No platform credentials are set, so only the HTTP channel is on: "
-                  f"{where}  (POST /v1/chats/<chat>/messages, GET /healthz)", flush=True)
+                  f"{where}  (open it in a browser for the web console: chat, and browse every chat's memory)",
+                  flush=True)
         await stop.wait()
 
 

@@ -1,0 +1,264 @@
+"""The web console's JSON API: every chat's memory, read and changed through the same functions
+as the chat commands and the admin CLI (memory/*, bot/commands.py); mounted into the HTTP
+channel by bot/app.py, so it gets the channel's token check and JSON errors.
+
+    GET  /api/chats?q=&channel=                            every chat: counts, memory size, last activity
+    GET  /api/chats/{channel}/{chat_id}                    one chat, with token usage against the window
+    GET  /api/chats/{channel}/{chat_id}/memory             MEMORY.md: text, etag, tokens against the cap
+    PUT  /api/chats/{channel}/{chat_id}/memory             {"text", "etag"?}: atomic, versioned write
+    GET  /api/chats/{channel}/{chat_id}/versions           earlier MEMORY.md texts, newest first
+    GET  /api/chats/{channel}/{chat_id}/versions/{name}    one of them, with the change made when it was replaced
+    POST /api/chats/{channel}/{chat_id}/versions/{name}/restore   make it MEMORY.md again
+    GET  /api/chats/{channel}/{chat_id}/history?q=         HISTORY.md entries, newest first
+    GET  /api/chats/{channel}/{chat_id}/session?before=&limit=   messages and the consolidation pointer
+    GET  /api/chats/{channel}/{chat_id}/forget             what /forget would delete
+    POST /api/chats/{channel}/{chat_id}/forget             {"confirm": true}: /forget confirm
+
+Chats are named by channel and chat id in the URL and validated as `ChatKey`s, whose folders
+never leave their channel's; a chat Tusk keeps nothing for is a 404, and nothing here creates
+one. Writes to MEMORY.md hold the chat's memory lock (the one consolidation and the remember
+tool hold), and a save whose `etag` no longer matches is refused (409) rather than overwrite
+what consolidation wrote meanwhile. Forget runs the running bot's own /forget, so the report
+is the chat command's and the chat leaves the session cache.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+import hashlib
+from collections.abc import Callable
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pydantic
+from aiohttp import web
+
+from bot import admin, commands
+from bot.events import ChatKey
+from channels.http import chat_key, problems
+from memory import files as memfiles
+from memory.chats import ChatSummary, list_chats, summarise
+from memory.consolidate import Consolidator
+from memory.paths import ChatFiles
+from memory.session import Message, SessionStore, iter_messages, load
+from memory.tokens import count_text
+
+CHAT = "/api/chats/{channel}/{chat_id}"
+MAX_PAGE = 1000
+B = TypeVar("B", bound=pydantic.BaseModel)
+
+
+class MemoryBody(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="forbid", strict=True)
+    text: str
+    etag: str | None = None  # the MEMORY.md this edit started from, as GET .../memory gave it
+
+
+class ForgetBody(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="forbid", strict=True)
+    confirm: bool  # strict: `true` itself, not 1 or "yes"
+
+    @pydantic.field_validator("confirm")
+    @classmethod
+    def _true(cls, value: bool) -> bool:
+        if value is not True:
+            raise ValueError("must be true: forgetting deletes the chat's files")
+        return value
+
+
+def etag(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def stamp_time(name: str) -> float | None:
+    """When a version (`MEMORY.20261202T145000123456.md`) was replaced, as a Unix time."""
+    try:
+        when = datetime.strptime(name.removeprefix("MEMORY.").removesuffix(".md"), "%Y%m%dT%H%M%S%f")
+    except ValueError:
+        return None
+    return when.replace(tzinfo=timezone.utc).timestamp()
+
+
+def line_diff(old: str, new: str) -> list[list[str]]:
+    """`[[op, line], ...]` with op " " (kept), "-" (removed) or "+" (added)."""
+    a, b = old.splitlines(), new.splitlines()
+    out: list[list[str]] = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag == "equal":
+            out += [[" ", line] for line in a[i1:i2]]
+        else:
+            out += [["-", line] for line in a[i1:i2]] + [["+", line] for line in b[j1:j2]]
+    return out
+
+
+def chat_row(c: ChatSummary) -> dict[str, Any]:
+    return {"channel": c.channel, "chat_id": c.chat_id, "messages": c.messages, "memory_bytes": c.memory_bytes,
+            "history_entries": c.history_entries, "last_active": c.last_active}
+
+
+def message_row(index: int, m: Message) -> dict[str, Any]:
+    return {"index": index, "role": m.role, "content": m.content, "ts": m.ts, "name": m.name,
+            "tool_calls": [c["function"]["name"] for c in m.tool_calls]}
+
+
+def entry_row(entry: str) -> dict[str, str]:
+    heading, _, body = entry.partition("\n")
+    return {"heading": heading.removeprefix("## ").strip(), "text": body.strip()}
+
+
+def _int_param(request: web.Request, name: str, default: int | None, low: int, high: int) -> int | None:
+    raw = request.query.get(name)
+    if raw is None or raw == "":
+        return default
+    if not raw.isdigit() or not low <= int(raw) <= high:
+        raise web.HTTPBadRequest(text=f"{name} must be a whole number from {low} to {high}")
+    return int(raw)
+
+
+async def _body(request: web.Request, model: type[B], shape: str) -> B:
+    try:
+        return model.model_validate_json(await request.read())
+    except pydantic.ValidationError as exc:
+        raise web.HTTPBadRequest(text=f"expected JSON {shape}: {problems(exc)}") from exc
+
+
+class Console:
+    def __init__(self, home: Path, store: SessionStore, chat_commands: commands.Commands,
+                 consolidator: Consolidator | None, fixed_tokens: Callable[[ChatFiles], int], model: str,
+                 lock_for: Callable[[Path], asyncio.Lock] | None = None) -> None:
+        self.home = Path(home)
+        self.store = store
+        self.commands = chat_commands
+        self.consolidator = consolidator
+        self.fixed_tokens = fixed_tokens
+        self.model = model
+        self._locks: dict[Path, asyncio.Lock] = {}
+        self.lock_for = lock_for or (lambda d: self._locks.setdefault(d, asyncio.Lock()))
+
+    def routes(self) -> list[web.RouteDef]:
+        return [web.get("/api/chats", self.chats), web.get(CHAT, self.chat),
+                web.get(CHAT + "/memory", self.memory), web.put(CHAT + "/memory", self.save_memory),
+                web.get(CHAT + "/versions", self.versions), web.get(CHAT + "/versions/{name}", self.version),
+                web.post(CHAT + "/versions/{name}/restore", self.restore),
+                web.get(CHAT + "/history", self.history), web.get(CHAT + "/session", self.session),
+                web.get(CHAT + "/forget", self.forget_preview), web.post(CHAT + "/forget", self.forget)]
+
+    def _chat(self, request: web.Request) -> tuple[ChatKey, ChatFiles]:
+        """The chat the URL names; 400 for a bad channel or id, 404 if Tusk keeps nothing for it."""
+        key = chat_key(request.match_info["channel"], request.match_info["chat_id"])
+        try:
+            return key, admin.chat_files(self.home, key)
+        except LookupError as exc:
+            message = f"no chat {key.channel}:{key.chat_id} (it has no messages or memory yet)"
+            raise web.HTTPNotFound(text=message) from exc
+
+    async def chats(self, request: web.Request) -> web.Response:
+        q, channel = request.query.get("q", "").casefold(), request.query.get("channel")
+        rows = [chat_row(c) for c in await asyncio.to_thread(list_chats, self.home)
+                if (channel is None or c.channel == channel) and q in c.chat_id.casefold()]
+        return web.json_response({"chats": rows})
+
+    async def chat(self, request: web.Request) -> web.Response:
+        key, files = self._chat(request)
+        summary = await asyncio.to_thread(summarise, key.channel, key.chat_id, files)
+        session = await asyncio.to_thread(load, files, key.channel, key.chat_id)
+        memory = memfiles.read_memory(files)
+        system = self.fixed_tokens(files)
+        row = {**chat_row(summary), "total": session.total, "last_consolidated": session.last_consolidated,
+               "versions": len(memfiles.versions(files)), "model": self.model, "consolidation": None,
+               "tokens": {"system": system, "history": session.tokens, "prompt": system + session.tokens,
+                          "memory": count_text(memory)}}
+        if (c := self.consolidator) is not None:
+            row["tokens"].update(limit=c.budget.limit, window=c.budget.window, reserve=c.budget.reserve,
+                                 target=c.budget.target, memory_max=c.max_memory_tokens)
+            stats = c.stats.get(files.dir)
+            row["consolidation"] = stats and {"runs": stats.runs, "tokens_sent": stats.tokens_sent,
+                                              "last_run": stats.last_run, "last_error": stats.last_error or None}
+        return web.json_response(row)
+
+    def _memory_row(self, files: ChatFiles) -> dict[str, Any]:
+        text = memfiles.read_memory(files)
+        return {"text": text, "etag": etag(text), "tokens": count_text(text), "versions": len(memfiles.versions(files)),
+                "max_tokens": self.consolidator.max_memory_tokens if self.consolidator else None}
+
+    async def memory(self, request: web.Request) -> web.Response:
+        _, files = self._chat(request)
+        return web.json_response(self._memory_row(files))
+
+    async def save_memory(self, request: web.Request) -> web.Response:
+        _, files = self._chat(request)
+        body = await _body(request, MemoryBody, '{"text": "...", "etag": "optional, from GET .../memory"}')
+        async with self.lock_for(files.dir):
+            if body.etag is not None and body.etag != etag(memfiles.read_memory(files)):
+                raise web.HTTPConflict(text="MEMORY.md changed since you opened it (a consolidation or the remember "
+                                            "tool wrote it): reload it, then make your edit again")
+            await asyncio.to_thread(memfiles.write_memory, files, body.text)
+        return web.json_response(self._memory_row(files))
+
+    def _version_path(self, request: web.Request, files: ChatFiles) -> tuple[int, list[Path]]:
+        kept, name = memfiles.versions(files), request.match_info["name"]
+        index = next((i for i, p in enumerate(kept) if p.name == name), None)  # only names Tusk listed
+        if index is None:
+            raise web.HTTPNotFound(text=f"no version {name!r} of this chat's MEMORY.md")
+        return index, kept
+
+    async def versions(self, request: web.Request) -> web.Response:
+        _, files = self._chat(request)
+        rows = [{"name": p.name, "replaced": stamp_time(p.name), "bytes": p.stat().st_size}
+                for p in reversed(memfiles.versions(files))]
+        return web.json_response({"versions": rows})
+
+    async def version(self, request: web.Request) -> web.Response:
+        _, files = self._chat(request)
+        index, kept = self._version_path(request, files)
+        text = kept[index].read_text(encoding="utf-8")
+        after = kept[index + 1].read_text(encoding="utf-8") if index + 1 < len(kept) else memfiles.read_memory(files)
+        return web.json_response({"name": kept[index].name, "replaced": stamp_time(kept[index].name), "text": text,
+                                  "diff": line_diff(text, after)})
+
+    async def restore(self, request: web.Request) -> web.Response:
+        """Write the version back through write_memory: the text it replaces becomes a version in turn."""
+        _, files = self._chat(request)
+        async with self.lock_for(files.dir):
+            index, kept = self._version_path(request, files)
+            await asyncio.to_thread(memfiles.write_memory, files, kept[index].read_text(encoding="utf-8"))
+        return web.json_response(self._memory_row(files))
+
+    async def history(self, request: web.Request) -> web.Response:
+        _, files = self._chat(request)
+        entries = await asyncio.to_thread(memfiles.history_entries, files)
+        words = request.query.get("q", "").casefold().split()
+        found = [entry_row(e) for e in reversed(entries) if all(w in e.casefold() for w in words)]
+        return web.json_response({"total": len(entries), "entries": found})
+
+    async def session(self, request: web.Request) -> web.Response:
+        key, files = self._chat(request)
+        limit = _int_param(request, "limit", 200, 1, MAX_PAGE)
+        before = _int_param(request, "before", None, 0, 10**9)
+        session = await asyncio.to_thread(load, files, key.channel, key.chat_id)
+        messages = await asyncio.to_thread(lambda: list(iter_messages(files)))
+        end = len(messages) if before is None else min(before, len(messages))
+        start = max(0, end - (limit or MAX_PAGE))
+        return web.json_response({"total": len(messages), "last_consolidated": session.last_consolidated,
+                                  "start": start, "messages": [message_row(i, messages[i]) for i in range(start, end)]})
+
+    async def _forget(self, key: ChatKey, files: ChatFiles, confirm: bool) -> str:
+        """The running bot's /forget for this chat (its own store, consolidator and holders)."""
+        session = self.store.get(key.channel, key.chat_id)
+        ctx = commands.CommandContext(key=key, files=files, session=session, store=self.store, model=self.model,
+                                      consolidator=self.consolidator, may_erase=True)
+        return await self.commands.run("forget", "confirm" if confirm else "", ctx)
+
+    async def forget_preview(self, request: web.Request) -> web.Response:
+        key, files = self._chat(request)
+        report = await self._forget(key, files, confirm=False)
+        items = [line[2:] for line in report.splitlines() if line.startswith("- ")]
+        return web.json_response({"report": report, "items": items})
+
+    async def forget(self, request: web.Request) -> web.Response:
+        key, files = self._chat(request)
+        await _body(request, ForgetBody, '{"confirm": true}')
+        report = await self._forget(key, files, confirm=True)
+        return web.json_response({"report": report, "gone": not files.dir.exists()})

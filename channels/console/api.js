@@ -1,0 +1,54 @@
+// Every call to Tusk's API: JSON in and out, the token (if the server wants one) asked once
+// and kept in this browser session only (sessionStorage), errors thrown with the server's message.
+
+const TOKEN_KEY = "tusk-token";
+let asking = null;  // one token prompt at a time, however many calls were refused
+
+export class ApiError extends Error {
+  constructor(status, message) {
+    super(message);
+    this.status = status;
+  }
+}
+
+export const chatPath = (channel, chatId) =>
+  `/api/chats/${encodeURIComponent(channel)}/${encodeURIComponent(chatId)}`;
+
+function askToken(problem) {
+  if (asking) return asking;
+  const dialog = document.getElementById("token-dialog");
+  const form = dialog.querySelector("form");
+  const input = form.querySelector("input");
+  dialog.querySelector(".problem").textContent = problem;
+  input.value = "";
+  dialog.oncancel = (event) => event.preventDefault();  // Escape would leave every call waiting
+  asking = new Promise((resolve) => {
+    form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      sessionStorage.setItem(TOKEN_KEY, input.value.trim());
+      dialog.close();
+      asking = null;
+      resolve();
+    }, { once: true });
+  });
+  dialog.showModal();
+  return asking;
+}
+
+export async function api(path, { method = "GET", body } = {}) {
+  for (;;) {
+    const token = sessionStorage.getItem(TOKEN_KEY);
+    const headers = { Accept: "application/json" };
+    if (token) headers.Authorization = `Bearer ${token}`;
+    if (body !== undefined) headers["Content-Type"] = "application/json";
+    const resp = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+    if (resp.status === 401) {
+      sessionStorage.removeItem(TOKEN_KEY);
+      await askToken(token ? "That token was refused: try again." : "");
+      continue;
+    }
+    const data = await resp.json().catch(() => ({ error: `${resp.status} ${resp.statusText}` }));
+    if (!resp.ok) throw new ApiError(resp.status, data.error || `${resp.status} ${resp.statusText}`);
+    return data;
+  }
+}

@@ -1,0 +1,31 @@
+// The console's entry point: a hash router between the chat page and the memory browser.
+//   #/chat/{chat}                  talk in a local chat
+//   #/memory                       every chat across channels
+//   #/memory/{channel}/{chat}      one chat's memory
+
+import { renderChat } from "./chat.js";
+import { h } from "./dom.js";
+import { renderChatDetail, renderMemoryList } from "./memory.js";
+
+const view = document.getElementById("view");
+let generation = 0;
+
+async function route() {
+  const mine = ++generation;
+  const parts = window.location.hash.replace(/^#\/?/, "").split("/");
+  const page = parts[0] === "memory" ? "memory" : "chat";
+  for (const link of document.querySelectorAll("header nav a")) {
+    link.setAttribute("aria-current", String(link.dataset.page === page));
+  }
+  try {
+    const [first, ...rest] = parts.slice(1).map(decodeURIComponent);
+    if (page === "memory" && first && rest.length) await renderChatDetail(view, first, rest.join("/"));
+    else if (page === "memory") await renderMemoryList(view);
+    else await renderChat(view, first || null);
+  } catch (err) {
+    if (mine === generation) view.replaceChildren(h("p", { class: "error" }, err.message));
+  }
+}
+
+window.addEventListener("hashchange", route);
+route();

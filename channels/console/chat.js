@@ -1,0 +1,103 @@
+// The chat page: the local chats (the `http` channel's), one conversation, and a box to talk in.
+// Messages go through POST /v1/chats/{chat}/messages like any HTTP client's, so slash commands
+// (/memory, /forget, /help ...) work exactly as in any other chat.
+
+import { api, chatPath } from "./api.js";
+import { h } from "./dom.js";
+import { markdown } from "./markdown.js";
+
+const CHAT_NAME = "[A-Za-z0-9_\\-][A-Za-z0-9_.\\-]{0,99}";
+const DEFAULT_CHAT = "console";
+
+function bubble(kind, text) {
+  const body = kind === "bot" ? markdown(text) : h("div", { class: "plain" }, text);
+  const who = { user: "You", bot: "Tusk", error: "Problem" }[kind];
+  return h("li", { class: `msg ${kind}` }, h("span", { class: "who" }, who), body);
+}
+
+async function loadChats(list, current) {
+  const { chats } = await api("/api/chats?channel=http");
+  const names = chats.map((c) => c.chat_id);
+  if (current && !names.includes(current)) names.push(current);
+  list.replaceChildren(...names.map((name) => {
+    const info = chats.find((c) => c.chat_id === name);
+    return h("li", {},
+      h("a", { href: `#/chat/${encodeURIComponent(name)}`, class: name === current ? "current" : null }, name),
+      h("span", { class: "muted" }, info ? ` ${info.messages} msgs` : " new"));
+  }));
+  return chats;
+}
+
+function conversation(chatId, exists, onTurn) {
+  const messages = h("ol", { class: "messages", "aria-live": "polite" });
+  const typing = h("p", { class: "typing", hidden: true }, "Tusk is typing", h("span", { class: "dots" }, "…"));
+  const text = h("textarea", { name: "text", rows: 3, required: true, "aria-label": "Message",
+    placeholder: "Write a message, or a command: /help, /memory, /status, /forget" });
+  const send = h("button", { type: "submit" }, "Send");
+  const add = (kind, value) => {
+    messages.append(bubble(kind, value));
+    messages.lastChild.scrollIntoView({ block: "end" });
+  };
+  const form = h("form", {
+    class: "composer",
+    onsubmit: async (event) => {
+      event.preventDefault();
+      const value = text.value;
+      if (!value.trim() || send.disabled) return;
+      add("user", value);
+      text.value = "";
+      typing.hidden = false;
+      send.disabled = true;
+      try {
+        const { replies } = await api(`/v1/chats/${encodeURIComponent(chatId)}/messages`,
+          { method: "POST", body: { text: value, user: "console" } });
+        for (const reply of replies) add("bot", reply);
+      } catch (err) {
+        add("error", err.message);
+      } finally {
+        typing.hidden = true;
+        send.disabled = false;
+        text.focus();
+        onTurn();
+      }
+    },
+  }, text, send);
+  text.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      form.requestSubmit();
+    }
+  });
+  const head = h("div", { class: "chat-head" }, h("h2", {}, chatId),
+    h("a", { href: `#/memory/http/${encodeURIComponent(chatId)}` }, "Memory of this chat →"));
+  const earlier = exists ? api(`${chatPath("http", chatId)}/session?limit=100`) : Promise.resolve({ messages: [] });
+  earlier.then((data) => {
+    for (const m of data.messages) {
+      if ((m.role === "user" || m.role === "assistant") && m.content) add(m.role === "user" ? "user" : "bot", m.content);
+    }
+  }).catch((err) => add("error", err.message)).finally(() => text.focus());
+  return h("div", { class: "conversation" }, head, messages, typing, form);
+}
+
+export async function renderChat(view, chatId) {
+  const list = h("ul", { class: "chat-links" });
+  const input = h("input", { name: "name", required: true, pattern: CHAT_NAME, placeholder: "new chat name",
+    title: "letters, digits, _ . - (up to 100)", "aria-label": "New chat name" });
+  const create = h("form", {
+    class: "new-chat",
+    onsubmit: (event) => {
+      event.preventDefault();
+      window.location.hash = `#/chat/${encodeURIComponent(input.value.trim())}`;
+    },
+  }, input, h("button", { type: "submit" }, "Open"));
+  const aside = h("aside", { class: "chat-list" }, h("h2", {}, "Local chats"),
+    h("p", { class: "muted" }, "Each chat keeps its own memory."), create, list);
+  const chats = await loadChats(list, chatId);
+  if (!chatId) {
+    window.location.replace(`#/chat/${encodeURIComponent(chats[0]?.chat_id ?? DEFAULT_CHAT)}`);
+    return;
+  }
+  const exists = chats.some((c) => c.chat_id === chatId);
+  view.replaceChildren(h("section", { class: "chat-page" }, aside,
+    conversation(chatId, exists, () => loadChats(list, chatId))));
+}

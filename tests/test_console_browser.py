@@ -1,0 +1,203 @@
+"""The web console in a real headless Chromium: chat, memory forming and changing, restore, forget,
+the token, and hostile content shown as text."""
+
+import json
+import os
+import shutil
+
+import aiohttp
+import pytest
+
+from bot.app import TuskApp
+from tests.fakes.fake_llm import Reply
+
+from tests.browser import CHROMIUM, BrowserThread
+
+try:
+    from playwright.sync_api import expect
+except ImportError:  # in CI a missing browser or driver is a failure, never a silent skip
+    if os.environ.get("CI"):
+        raise
+    pytest.skip("pip install -e '.[test]' for the browser tests", allow_module_level=True)
+if not shutil.which(CHROMIUM):
+    if os.environ.get("CI"):
+        raise RuntimeError(f"{CHROMIUM} is missing: .ci/run installs Debian's chromium package")
+    pytest.skip(f"{CHROMIUM} is missing (apt-get install -y chromium)", allow_module_level=True)
+
+XSS = '<img src=x onerror="window.__xss=1"><script>window.__xss=2</script>'
+
+
+@pytest.fixture(scope="module")
+def browser():
+    b = BrowserThread()
+    yield b
+    b.close()
+
+
+def chat_dir(tusk, chat):
+    return tusk.store.get("http", chat).files.dir
+
+
+def save_memory_call(entry, memory):
+    return Reply(text=None, tool_calls=[("c1", "save_memory", {"history_entry": entry, "memory_update": memory})])
+
+
+async def test_send_a_message_and_see_the_reply(tusk, browser, fake_llm):
+    """A message typed in a new local chat shows the typing indicator, then the reply rendered as Markdown."""
+    fake_llm.script(Reply(text="Hello! Here is **bold** and `code`.\n\n- one\n- two", delay=0.6))
+
+    def scenario(page):
+        page.goto(tusk.url + "/")
+        expect(page.locator(".chat-head h2")).to_have_text("console")  # a newcomer lands in a ready chat
+        page.get_by_label("New chat name").fill("alice")
+        page.get_by_role("button", name="Open").click()
+        expect(page.locator(".chat-head h2")).to_have_text("alice")
+        page.get_by_label("Message").fill("hi there")
+        page.get_by_label("Message").press("Enter")
+        expect(page.locator(".typing")).to_be_visible()
+        reply = page.locator(".msg.bot").last
+        expect(reply.locator("strong")).to_have_text("bold")
+        expect(reply.locator("li")).to_have_text(["one", "two"])
+        expect(page.locator(".typing")).to_be_hidden()
+        expect(page.locator(".chat-links a.current")).to_have_text("alice")
+        page.reload()  # the conversation comes back from the session
+        expect(page.locator(".msg.user .plain")).to_have_text("hi there")
+
+    await browser.run(scenario)
+    assert fake_llm.requests[0]["messages"][-1]["content"].endswith("hi there")
+
+
+async def test_memory_command_answers_in_the_page(tusk, browser):
+    """/memory typed in the chat page gets the same answer as in any chat, and MEMORY.md shows once written."""
+    await tusk.say("bob", "hello")
+
+    def scenario(page):
+        page.goto(tusk.url + "/#/chat/bob")
+        page.get_by_label("Message").fill("/memory")
+        page.get_by_role("button", name="Send").click()
+        expect(page.locator(".msg.bot").last).to_contain_text("I don't remember anything about this chat yet")
+        (chat_dir(tusk, "bob") / "MEMORY.md").write_text("- Bob likes **green tea**\n")
+        page.get_by_label("Message").fill("/memory")
+        page.get_by_role("button", name="Send").click()
+        expect(page.locator(".msg.bot").last.locator("strong")).to_have_text("green tea")
+
+    await browser.run(scenario)
+
+
+async def test_memory_forms_from_the_conversation_and_forget_removes_it(tusk, browser, fake_llm):
+    """After /new the chat's MEMORY.md, HISTORY.md and pointer show in the browser; Forget lists, deletes, and the chat is gone."""
+    await tusk.say("carol", "I love hiking in Norway")
+    fake_llm.script(save_memory_call("Carol said she loves hiking in Norway.", "- Carol loves **hiking** in Norway\n"))
+    assert "summarised into memory" in (await tusk.say("carol", "/new"))[0]
+    await tusk.say("carol", "and skiing")
+    files = tusk.store.get("http", "carol").files
+
+    def scenario(page):
+        page.goto(tusk.url + "/#/memory")
+        row = page.locator("tr[data-chat='http:carol']")
+        expect(row.locator("td").nth(2)).to_have_text("4")  # messages
+        page.get_by_label("Search chats by id").fill("zzz")
+        expect(row).to_have_count(0)
+        page.get_by_label("Search chats by id").fill("CAR")
+        row.get_by_role("link", name="carol").click()
+        expect(page.locator(".memory .md strong")).to_have_text("hiking")
+        expect(page.locator(".usage")).to_contain_text("4 messages, 2 of them consolidated")
+        expect(page.locator(".usage .prompt-tokens")).to_contain_text(f"of {tusk.consolidator.budget.limit:,} tokens")
+        page.get_by_role("tab", name="HISTORY.md").click()
+        expect(page.locator(".history li")).to_contain_text("hiking in Norway")
+        page.get_by_role("tab", name="Session").click()
+        entries = page.locator(".session > li")
+        expect(entries).to_have_count(5)
+        expect(entries.nth(2)).to_have_class("pointer")  # between the consolidated turn and the new one
+        page.get_by_role("tab", name="Forget…").click()
+        expect(page.locator(".forget-items li")).to_contain_text(["MEMORY.md", "1 history entries (HISTORY.md)",
+                                                                  "4 session messages (session.jsonl)"])
+        page.get_by_role("button", name="Delete it all").click()
+        expect(page.locator(".forget-report")).to_contain_text("deleted 4 session messages (session.jsonl)")
+        expect(page.locator("tr[data-chat='http:carol']")).to_have_count(0)
+
+    await browser.run(scenario)
+    assert not files.dir.exists() and tusk.store.cached(files) is None  # gone from the disk and the running cache
+
+
+async def test_edit_memory_makes_a_version_and_restore_brings_it_back(tusk, browser):
+    """Saving MEMORY.md in the editor writes it and keeps the old text as a version; restoring a version puts it back."""
+    await tusk.say("dave", "hello")
+    memory = chat_dir(tusk, "dave") / "MEMORY.md"
+
+    def edit(page, text):
+        page.get_by_role("button", name="Edit").click()
+        page.get_by_label("MEMORY.md").fill(text)
+        page.get_by_role("button", name="Save").click()
+        expect(page.locator(".memory .note")).to_contain_text("Saved")
+
+    def scenario(page):
+        page.goto(tusk.url + "/#/memory/http/dave")
+        edit(page, "- Dave drinks tea\n")
+        expect(page.locator(".memory .md li")).to_have_text("Dave drinks tea")
+        edit(page, "- Dave drinks coffee\n")
+        assert memory.read_text() == "- Dave drinks coffee\n"
+        page.get_by_role("tab", name="Versions").click()
+        expect(page.locator(".versions li")).to_have_count(1)
+        page.locator(".versions button").first.click()
+        expect(page.locator(".diff .del")).to_have_text("- - Dave drinks tea")
+        expect(page.locator(".diff .add")).to_have_text("+ - Dave drinks coffee")
+        page.get_by_role("button", name="Restore this version").click()
+        expect(page.locator(".memory .md li")).to_have_text("Dave drinks tea")
+        page.get_by_role("tab", name="Versions").click()
+        expect(page.locator(".versions li")).to_have_count(2)  # the replaced text is kept too
+
+    await browser.run(scenario)
+    assert memory.read_text() == "- Dave drinks tea\n"
+
+
+async def test_hostile_text_in_a_message_and_in_memory_is_shown_as_text(tusk, browser):
+    """HTML and script in a chat message and in MEMORY.md appear literally and never run, even with CSP off."""
+    await tusk.say("eve", "hello")
+    (chat_dir(tusk, "eve") / "MEMORY.md").write_text(f"# Notes\n\n{XSS}\n\n[click me](javascript:window.__xss=3)\n")
+
+    def scenario(page):
+        page.goto(tusk.url + "/#/chat/eve")
+        page.get_by_label("Message").fill(XSS)
+        page.get_by_label("Message").press("Enter")
+        expect(page.locator(".msg.user .plain").last).to_have_text(XSS)
+        expect(page.locator(".msg.bot").last).to_contain_text(XSS)  # the echo, through the Markdown renderer
+        assert page.evaluate("window.__xss") is None
+        page.goto(tusk.url + "/#/memory/http/eve")
+        expect(page.locator(".memory .md")).to_contain_text(XSS)
+        expect(page.locator(".memory .md")).to_contain_text("[click me](javascript:window.__xss=3)")
+        assert page.locator(".memory .md a, .memory .md img, .memory .md script").count() == 0
+        page.get_by_role("tab", name="Session").click()
+        expect(page.locator(".session .entry.user .plain").last).to_have_text(XSS)
+        assert page.evaluate("window.__xss") is None
+
+    await browser.run(scenario, bypass_csp=True)
+
+
+async def test_token_is_asked_once_and_sent_with_every_call(make_settings, fake_llm, browser):
+    """With TUSK_HTTP_TOKEN set the page asks for it (again if wrong), then chats; a reload does not ask again."""
+    app = TuskApp(make_settings(TUSK_HTTP_TOKEN="s3cret-token"))
+    http = app.add_http()
+
+    def scenario(page):
+        page.goto(http.url + "/")
+        dialog = page.locator("#token-dialog")
+        expect(dialog).to_be_visible()
+        dialog.get_by_label("Access token").fill("wrong")
+        dialog.get_by_role("button", name="Continue").click()
+        expect(dialog.locator(".problem")).to_have_text("That token was refused: try again.")
+        dialog.get_by_label("Access token").fill("s3cret-token")
+        dialog.get_by_role("button", name="Continue").click()
+        expect(dialog).to_be_hidden()
+        page.get_by_label("Message").fill("hello")
+        page.get_by_label("Message").press("Enter")
+        expect(page.locator(".msg.bot")).to_contain_text("echo:")
+        page.reload()
+        expect(page.locator(".msg.bot")).to_contain_text("echo:")
+        expect(dialog).to_be_hidden()
+
+    async with app, aiohttp.ClientSession() as client:
+        await browser.run(scenario, allow_errors=("401",))
+        async with client.get(http.url + "/api/chats") as resp:
+            assert resp.status == 401
+    assert json.dumps(fake_llm.requests[-1]["messages"]).count("hello") >= 1
