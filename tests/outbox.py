@@ -4,6 +4,7 @@ and a way to talk to a TuskApp through its bus without a channel."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 
 from bot.events import ChatKey, InboundMessage, OutboundMessage
@@ -46,3 +47,14 @@ async def say(app, box: Outbox, chat: str, text: str) -> list[str]:
     msg = InboundMessage(ChatKey("http", chat), text, sender_id="u1", sender_name="Ann")
     await app.bus.publish(msg)
     return [m.text for m in box.sent if m.reply_to == msg.id]
+
+
+@contextlib.asynccontextmanager
+async def started(make_settings, **env):
+    """A running TuskApp (no channel) with an Outbox on the http channel: `async with started(...) as (app, box)`."""
+    from bot.app import TuskApp
+
+    app = TuskApp(make_settings(**env))
+    box = attach(app)
+    async with app:
+        yield app, box

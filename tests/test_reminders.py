@@ -1,25 +1,15 @@
 """Reminders through real litellm and APScheduler: set, fire, list, cancel, restart, late, isolation."""
 
 import asyncio
-import contextlib
 import json
 from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from bot.app import TuskApp
 from bot.errors import ConfigError
 from tests.fakes.fake_llm import Reply
 from tests.legality import violations
-from tests.outbox import attach, say
-
-
-@contextlib.asynccontextmanager
-async def started(make_settings, **env):
-    app = TuskApp(make_settings(**env))
-    box = attach(app)
-    async with app:
-        yield app, box
+from tests.outbox import say, started
 
 
 def setting(when, text, cid="r1"):

@@ -1,23 +1,13 @@
 """Background tasks: a sub-agent runs apart, its result comes back as a turn, and history stays legal."""
 
 import asyncio
-import contextlib
 
-from bot.app import TuskApp
 from memory import files as memfiles
 from tests.fakes.fake_llm import Reply
 from tests.legality import violations
-from tests.outbox import attach, say
+from tests.outbox import say, started
 
 HELPER = "You are a background helper"
-
-
-@contextlib.asynccontextmanager
-async def started(make_settings, **env):
-    app = TuskApp(make_settings(**env))
-    box = attach(app)
-    async with app:
-        yield app, box
 
 
 def is_helper(body):
