@@ -99,7 +99,8 @@ class ChatAgent:
         """Run the post-turn hooks, then write the turn's one summary line."""
         await self._run_hooks(key)
         figures["consolidations"] = max(0, self._consolidation_runs(key) - runs_before)  # /forget resets
-        logger.info("turn done: %s", " ".join(f"{k}={v}" for k, v in figures.items()), extra=figures)
+        if logger.isEnabledFor(logging.INFO):
+            logger.info("turn done: %s", " ".join(f"{k}={v}" for k, v in figures.items()), extra=figures)
 
     def _consolidation_runs(self, key: ChatKey) -> int:
         if self.consolidator is None:
