@@ -22,6 +22,7 @@ from bot.console import Console
 from bot.errors import ConfigError
 from bot.context import ContextBuilder
 from bot.events import InboundMessage
+from bot.inbox import Inbox
 from bot.llm import LLM, litellm
 from bot.memory_tools import MemoryTools
 from bot.reminders import Reminders
@@ -37,7 +38,15 @@ from memory.session import SessionStore
 
 logger = logging.getLogger(__name__)
 
+LOCAL_CHANNELS = frozenset({"http", "terminal"})
+
 C = TypeVar("C", bound=Channel)
+
+
+def _durable(msg: InboundMessage) -> bool:
+    """Journaled until its turn ends: what a platform (or the reminder store) already let go of.
+    An HTTP or terminal user sees a failure and can send again, so theirs are not."""
+    return msg.key.channel not in LOCAL_CHANNELS or msg.injected is not None
 
 
 @contextlib.contextmanager
@@ -59,7 +68,8 @@ class TuskApp:
         except tokens.TokenizerUnavailable as exc:
             raise ConfigError(str(exc)) from exc
         self.store = SessionStore(settings.home)
-        self.bus = MessageBus(self._handle)
+        self.inbox = Inbox(settings.home / "inbox.jsonl")
+        self.bus = MessageBus(self._handle, self.inbox, durable=_durable)
         self.llm = LLM(llm_settings)
         litellm()  # the slow import happens at start, not in the first chat's turn
         window = settings.window()
@@ -166,6 +176,10 @@ class TuskApp:
                 await channel.stop()
             raise
         self._scheduler = start_scheduler(self.sweeper, self.settings.consolidate_every, self.reminders)
+        if replay := self.inbox.take_pending():
+            logger.warning("running again %d turn(s) a crash or forced stop cut short", len(replay))
+            for msg in replay:
+                self.bus.publish(msg)
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:

@@ -3,7 +3,8 @@
 Each chat with pending messages has one queue and one worker task. The worker takes the
 chat's messages in arrival order, one turn at a time, and ends (removing the queue) the
 moment the queue is empty, so an idle chat costs nothing. Different chats have different
-workers, so a slow LLM call in one chat never delays another.
+workers, so a slow LLM call in one chat never delays another. Messages that must survive a
+crash (`durable`) are kept in a journal (bot/inbox.py) from publish until their turn ends.
 """
 
 from __future__ import annotations
@@ -30,9 +31,20 @@ class Outlet(Protocol):
     async def send(self, msg: OutboundMessage) -> None: ...
 
 
+class Journal(Protocol):
+    """Where messages that must survive a crash are kept until their turn ends (bot/inbox.py)."""
+
+    def record(self, msg: InboundMessage) -> None: ...
+
+    def done(self, msg: InboundMessage) -> None: ...
+
+
 class MessageBus:
-    def __init__(self, handler: Handler) -> None:
+    def __init__(self, handler: Handler, journal: Journal | None = None,
+                 durable: Callable[[InboundMessage], bool] = lambda msg: False) -> None:
         self._handler = handler
+        self._journal = journal
+        self._durable = durable
         self._outlets: dict[str, Outlet] = {}
         self._queues: dict[ChatKey, deque[tuple[InboundMessage, asyncio.Future[None]]]] = {}
         self._workers: dict[ChatKey, asyncio.Task[None]] = {}
@@ -50,6 +62,11 @@ class MessageBus:
         """Queue `msg` behind its chat's earlier messages; the future resolves when its turn is done."""
         if not self._accepting:
             raise BusClosed("Tusk is shutting down and takes no new messages")
+        if self._journal is not None and self._durable(msg):
+            try:
+                self._journal.record(msg)
+            except OSError:  # a full disk must not cost the message: it is answered, just not journaled
+                logger.exception("could not journal a message for %s", msg.key)
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._queues.setdefault(msg.key, deque()).append((msg, done))
         if msg.key not in self._workers:
@@ -68,6 +85,7 @@ class MessageBus:
                     raise
                 except Exception:  # loop boundary: one broken turn must not stall the chat's queue
                     logger.exception("turn failed in %s", key)
+                self._settled(msg)
                 if not done.done():
                     done.set_result(None)
         finally:  # no await between the emptiness check and here: nothing can slip in
@@ -75,6 +93,14 @@ class MessageBus:
                 done.cancel()
             del self._queues[key]
             del self._workers[key]
+
+    def _settled(self, msg: InboundMessage) -> None:
+        """The turn ended (answered or failed): it will not be run again after a crash."""
+        if self._journal is not None:
+            try:
+                self._journal.done(msg)
+            except OSError:
+                logger.exception("could not mark a journaled message of %s as done", msg.key)
 
     async def send(self, msg: OutboundMessage) -> None:
         """Deliver `msg` through the channel that owns its chat; failures are logged, not raised."""

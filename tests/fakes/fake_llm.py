@@ -12,6 +12,7 @@ last user message as "echo: <text>". Streaming requests get SSE chunks.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
 import time
@@ -51,6 +52,7 @@ class FakeLLM:
         self.responder: Callable[[dict[str, Any]], Reply] | None = None
         self._script: deque[Reply] = deque()
         self._runner: web.AppRunner | None = None
+        self._closing = asyncio.Event()
         self._ids = itertools.count(1)
         self.base_url = ""
 
@@ -70,6 +72,7 @@ class FakeLLM:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
+        self._closing.set()
         assert self._runner is not None
         await self._runner.cleanup()
 
@@ -87,8 +90,9 @@ class FakeLLM:
         body = await request.json()
         self.requests.append(body)
         reply = self._next(body)
-        if reply.delay:
-            await asyncio.sleep(reply.delay)
+        if reply.delay:  # cut short when the fake closes, so a test never waits out a slow reply
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._closing.wait(), reply.delay)
         if reply.raw_body is not None:
             return web.Response(text=reply.raw_body, status=reply.status, headers=reply.headers,
                                 content_type="application/json")

@@ -1,0 +1,106 @@
+"""The inbox journal: a message a platform counts as delivered stays on disk until its turn is done.
+
+Telegram, Discord and Slack consider a message delivered once Tusk has fetched it, and a due
+reminder leaves the job store when it fires; a crash before the turn is saved would lose them.
+The bus appends each such message to `$TUSK_HOME/inbox.jsonl` (fsynced) before queueing it, and a
+`done` line once its turn has ended (answered or failed). At start, `take_pending()` returns the
+messages without a `done`, in their order, and keeps only those in the file; the app publishes
+them again as soon as its channels are up. The file is emptied whenever no journaled turn is open
+and it has grown past 1 MiB. A turn cut short by a crash is therefore run again; one that
+finished is never repeated. The HTTP API and the terminal are not journaled: their user sees the
+error and can send again.
+
+    {"id": "1f2a.18c0...:7", "key": ["telegram", "42"], "text": "hi", "sender_id": "7", ..., "injected": null}
+    {"done": "1f2a.18c0...:7"}
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from bot.events import ChatKey, InboundMessage, Injected
+from memory.files import write_atomic
+
+logger = logging.getLogger(__name__)
+
+
+def _record(msg: InboundMessage) -> dict[str, Any]:
+    fields = {f.name: getattr(msg, f.name) for f in dataclasses.fields(msg) if f.name not in ("key", "injected")}
+    injected = dataclasses.asdict(msg.injected) if msg.injected is not None else None
+    return {**fields, "key": [msg.key.channel, msg.key.chat_id], "injected": injected}
+
+
+def _message(rec: dict[str, Any]) -> InboundMessage:
+    """The message a record stands for (a new process-unique id: replies tie to this run's ids)."""
+    fields = {k: v for k, v in rec.items() if k not in ("id", "key", "injected")}
+    injected = Injected(**rec["injected"]) if rec.get("injected") else None
+    return InboundMessage(ChatKey(*rec["key"]), injected=injected, **fields)
+
+
+class Inbox:
+    def __init__(self, path: Path, compact_at: int = 1 << 20) -> None:
+        self.path = Path(path)
+        self.compact_at = compact_at  # bytes: the file is emptied when no turn is open and it is larger
+        self._run = f"{os.getpid():x}.{time.time_ns():x}"  # message ids restart with each run; this does not
+        self._open: set[int] = set()  # ids of this run's messages recorded and not done
+        self._written: set[int] = set()  # replayed messages take_pending already put in the file
+
+    def _jid(self, msg: InboundMessage) -> str:
+        return f"{self._run}:{msg.id}"
+
+    def _line(self, msg: InboundMessage) -> str:
+        return json.dumps({**_record(msg), "id": self._jid(msg)}, ensure_ascii=False, separators=(",", ":")) + "\n"
+
+    def _append(self, line: str) -> None:
+        with open(self.path, "a", encoding="utf-8") as fh:
+            fh.write(line)
+            fh.flush()
+            os.fsync(fh.fileno())
+
+    def record(self, msg: InboundMessage) -> None:
+        self._open.add(msg.id)
+        if msg.id in self._written:
+            self._written.discard(msg.id)
+            return
+        self._append(self._line(msg))
+
+    def done(self, msg: InboundMessage) -> None:
+        if msg.id not in self._open:
+            return
+        self._open.discard(msg.id)
+        self._append(json.dumps({"done": self._jid(msg)}) + "\n")
+        if not self._open and self.path.stat().st_size > self.compact_at:
+            os.truncate(self.path, 0)  # every turn has ended: nothing in the file is needed
+
+    def take_pending(self) -> list[InboundMessage]:
+        """The messages whose turn never ended, oldest first, with new ids; the file is replaced (atomically)
+        by just those, so `record` (called again when they are published) does not write them twice."""
+        pending: dict[str, dict[str, Any]] = {}
+        try:
+            with open(self.path, encoding="utf-8") as fh:
+                for number, line in enumerate(fh, 1):
+                    try:
+                        rec = json.loads(line)
+                        if "done" in rec:
+                            pending.pop(rec["done"], None)
+                        else:
+                            pending[rec["id"]] = rec
+                    except (ValueError, TypeError, KeyError):
+                        logger.warning("%s: skipping unreadable line %d (a torn write?)", self.path, number)
+        except FileNotFoundError:
+            return []
+        messages = []
+        for rec in pending.values():
+            try:
+                messages.append(_message(rec))
+            except (ValueError, TypeError, KeyError) as exc:
+                logger.error("%s: cannot replay a message (%s)", self.path, exc)
+        write_atomic(self.path, "".join(map(self._line, messages)))
+        self._written = {m.id for m in messages}
+        return messages

@@ -1,0 +1,86 @@
+"""The inbox journal: a platform message whose turn a crash cut short is run again at the next start."""
+
+import asyncio
+import json
+import signal
+import sys
+
+from bot.events import ChatKey, InboundMessage, Injected
+from bot.inbox import Inbox
+from tests.fakes.fake_llm import Reply
+from tests.fakes.fake_telegram import FakeTelegram
+from tests.test_cli import env_for
+
+
+def test_pending_are_the_messages_without_done(tmp_path):
+    """Recorded and not done comes back (fields and injected context intact); done or torn lines do not."""
+    inbox = Inbox(tmp_path / "inbox.jsonl")
+    a = InboundMessage(ChatKey("telegram", "-5.3"), "first", "7", "Ann", is_group=True, sender_is_admin=True, ts=1.5)
+    b = InboundMessage(ChatKey("slack", "D1"), "second", "U1")
+    c = InboundMessage(ChatKey("discord", "9"), "[reminder r1] call Bob", "tusk",
+                       injected=Injected("reminder", "A reminder is due: call Bob", "Reminder: call Bob"))
+    for msg in (a, b, c):
+        inbox.record(msg)
+    inbox.done(b)
+    with open(tmp_path / "inbox.jsonl", "a") as fh:
+        fh.write('{"id": "torn", "key": ["tel')
+    again = Inbox(tmp_path / "inbox.jsonl").take_pending()
+    assert [(m.key, m.text, m.sender_id, m.sender_name, m.is_group, m.sender_is_admin, m.ts, m.injected)
+            for m in again] == [(a.key, a.text, "7", "Ann", True, True, 1.5, None),
+                                (c.key, c.text, "tusk", "", False, False, c.ts, c.injected)]
+
+
+def test_replayed_messages_are_journaled_once_and_settle(tmp_path):
+    """After a replay the file holds just the pending messages; publishing them again adds no second copy."""
+    path = tmp_path / "inbox.jsonl"
+    Inbox(path).record(InboundMessage(ChatKey("telegram", "1"), "lost in a crash", "7"))
+    inbox = Inbox(path)
+    [msg] = inbox.take_pending()
+    inbox.record(msg)  # what the bus does when the app publishes it again
+    assert len(path.read_text().splitlines()) == 1
+    inbox.done(msg)
+    assert Inbox(path).take_pending() == []
+
+
+def test_file_is_emptied_when_idle_and_large(tmp_path):
+    """Once no journaled turn is open and the file passed its size limit, it is emptied."""
+    inbox = Inbox(tmp_path / "inbox.jsonl", compact_at=200)
+    msgs = [InboundMessage(ChatKey("telegram", "1"), "x" * 50, "7") for _ in range(3)]
+    for msg in msgs:
+        inbox.record(msg)
+    for msg in msgs[:2]:
+        inbox.done(msg)
+    assert (tmp_path / "inbox.jsonl").stat().st_size > 200  # one turn still open: kept
+    inbox.done(msgs[2])
+    assert (tmp_path / "inbox.jsonl").stat().st_size == 0
+
+
+async def start_tusk(env):
+    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "bot.cli", "run", env=env,
+                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    assert "running on telegram" in (await asyncio.wait_for(proc.stdout.readline(), timeout=60)).decode()
+    return proc
+
+
+async def test_a_turn_cut_short_by_a_crash_is_answered_after_restart(fake_llm, tmp_path):
+    """SIGKILL while the model answers a Telegram message: after a restart it is answered, once; an answered one is not."""
+    async with FakeTelegram() as tg:
+        env = env_for(fake_llm, tmp_path, TUSK_HTTP_PORT="0", TELEGRAM_BOT_TOKEN=tg.token,
+                      TELEGRAM_API_BASE=tg.base_url, TELEGRAM_ALLOW_FROM="7")
+        proc = await start_tusk(env)
+        tg.push_message(42, "answered before the crash")
+        await tg.wait_for(lambda: tg.sent, timeout=20)
+        fake_llm.script(Reply(text="never sent", delay=30))
+        tg.push_message(42, "cut short by the crash")
+        await fake_llm.wait_for_requests(2, timeout=20)
+        proc.send_signal(signal.SIGKILL)
+        await proc.wait()
+        fake_llm.responder = lambda body: Reply(text="answered after the restart")
+        proc = await start_tusk(env)
+        await tg.wait_for(lambda: len(tg.sent) == 2, timeout=20)
+        proc.send_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(proc.wait(), timeout=30) == 0
+    assert [m["plain"] for m in tg.sent][1] == "answered after the restart" and len(fake_llm.requests) == 3
+    lines = (tmp_path / "data/chats/telegram/42/session.jsonl").read_text().splitlines()
+    users = [json.loads(line)["content"] for line in lines if '"role":"user"' in line]
+    assert users == ["answered before the crash", "cut short by the crash"]
