@@ -13,6 +13,7 @@ from pathlib import Path
 
 from bot import commands
 from bot.events import ChatKey
+from bot.inbox import Inbox
 from bot.reminders import SavedReminders
 from memory import files as memfiles
 from memory.chats import export, list_chats
@@ -68,7 +69,7 @@ async def forget(home: Path, key: ChatKey, confirm: bool) -> str:
     store = SessionStore(home)
     session = store.get(key.channel, key.chat_id)
     ctx = commands.CommandContext(key, session.files, session, store, model="")
-    return await commands.Commands(holders=[SavedReminders(home)]).run("forget", "confirm" if confirm else "", ctx)
+    return await commands.Commands(holders=[SavedReminders(home), Inbox(home / "inbox.jsonl")]).run("forget", "confirm" if confirm else "", ctx)
 
 
 def export_chat(home: Path, key: ChatKey, target: Path | None) -> tuple[Path, list[str]]:

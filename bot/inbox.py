@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bot.commands import Owned
 from bot.events import ChatKey, InboundMessage, Injected
 from memory.files import write_atomic
 
@@ -78,9 +79,7 @@ class Inbox:
         if not self._open and self.path.stat().st_size > self.compact_at:
             os.truncate(self.path, 0)  # every turn has ended: nothing in the file is needed
 
-    def take_pending(self) -> list[InboundMessage]:
-        """The messages whose turn never ended, oldest first, with new ids; the file is replaced (atomically)
-        by just those, so `record` (called again when they are published) does not write them twice."""
+    def _pending_records(self) -> dict[str, dict[str, Any]]:
         pending: dict[str, dict[str, Any]] = {}
         try:
             with open(self.path, encoding="utf-8") as fh:
@@ -94,7 +93,31 @@ class Inbox:
                     except (ValueError, TypeError, KeyError):
                         logger.warning("%s: skipping unreadable line %d (a torn write?)", self.path, number)
         except FileNotFoundError:
+            pass
+        return pending
+
+    def owned(self, key: ChatKey) -> list[Owned]:
+        """For `tusk forget` (no bot running): this chat's messages waiting to be run again."""
+        def ours(rec: dict[str, Any]) -> bool:
+            return rec.get("key") == [key.channel, key.chat_id]
+
+        count = sum(map(ours, self._pending_records().values()))
+        if not count:
             return []
+
+        def delete() -> None:
+            kept = [rec for rec in self._pending_records().values() if not ours(rec)]
+            write_atomic(self.path, "".join(json.dumps(rec, ensure_ascii=False, separators=(",", ":")) + "\n"
+                                            for rec in kept))
+
+        return [Owned(f"{count} message(s) waiting to be answered after a crash (inbox.jsonl)", delete)]
+
+    def take_pending(self) -> list[InboundMessage]:
+        """The messages whose turn never ended, oldest first, with new ids; the file is replaced (atomically)
+        by just those, so `record` (called again when they are published) does not write them twice."""
+        if not self.path.exists():
+            return []
+        pending = self._pending_records()
         messages = []
         for rec in pending.values():
             try:

@@ -84,3 +84,16 @@ async def test_a_turn_cut_short_by_a_crash_is_answered_after_restart(fake_llm, t
     lines = (tmp_path / "data/chats/telegram/42/session.jsonl").read_text().splitlines()
     users = [json.loads(line)["content"] for line in lines if '"role":"user"' in line]
     assert users == ["answered before the crash", "cut short by the crash"]
+
+
+async def test_tusk_forget_also_removes_messages_waiting_for_a_replay(tmp_path):
+    """`tusk forget` lists and deletes the chat's journaled messages, so a restart cannot bring them back."""
+    from bot import admin
+
+    home = tmp_path / "data"
+    (home / "chats/telegram/42").mkdir(parents=True)
+    Inbox(home / "inbox.jsonl").record(InboundMessage(ChatKey("telegram", "42"), "my secret", "7"))
+    Inbox(home / "inbox.jsonl").record(InboundMessage(ChatKey("telegram", "43"), "not mine", "8"))
+    report = await admin.forget(home, ChatKey("telegram", "42"), confirm=True)
+    assert "deleted 1 message(s) waiting to be answered after a crash (inbox.jsonl)" in report
+    assert [m.text for m in Inbox(home / "inbox.jsonl").take_pending()] == ["not mine"]
