@@ -112,7 +112,8 @@ class TuskApp:
         token = s.http_token.get_secret_value() if s.http_token else None
         http = HttpChannel(HttpSettings(s.http_host, s.http_port, token), self.bus.publish)
         http.add_routes(Console(s.home, self.store, self.agent.commands, self.consolidator,
-                                self.agent.context.fixed_tokens, s.model or "", self.consolidator.lock).routes())
+                                self.agent.context.fixed_tokens, s.model or "", self.consolidator.lock,
+                                self.bus.in_order).routes())
         return self.add(http)
 
     def menu(self) -> list[tuple[str, str]]:

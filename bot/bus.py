@@ -13,7 +13,7 @@ import asyncio
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable
-from typing import Protocol
+from typing import Any, Protocol
 
 from bot.errors import BusClosed
 from bot.events import ChatKey, InboundMessage, OutboundMessage
@@ -21,6 +21,7 @@ from bot.events import ChatKey, InboundMessage, OutboundMessage
 logger = logging.getLogger(__name__)
 
 Handler = Callable[[InboundMessage], Awaitable[None]]
+Job = Callable[[], Awaitable[Any]]  # work that must take its place in a chat's order (the console's Forget)
 
 
 class Outlet(Protocol):
@@ -46,7 +47,7 @@ class MessageBus:
         self._journal = journal
         self._durable = durable
         self._outlets: dict[str, Outlet] = {}
-        self._queues: dict[ChatKey, deque[tuple[InboundMessage, asyncio.Future[None]]]] = {}
+        self._queues: dict[ChatKey, deque[tuple[InboundMessage | Job, asyncio.Future[Any]]]] = {}
         self._workers: dict[ChatKey, asyncio.Task[None]] = {}
         self._accepting = True
 
@@ -67,10 +68,19 @@ class MessageBus:
                 self._journal.record(msg)
             except OSError:  # a full disk must not cost the message: it is answered, just not journaled
                 logger.exception("could not journal a message for %s", msg.key)
-        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._queues.setdefault(msg.key, deque()).append((msg, done))
-        if msg.key not in self._workers:
-            self._workers[msg.key] = asyncio.create_task(self._work(msg.key), name=f"chat {msg.key}")
+        return self._enqueue(msg.key, msg)
+
+    async def in_order(self, key: ChatKey, job: Job) -> Any:
+        """Run `job` as a step of `key`'s chat: after the turns queued before it, before those after."""
+        if not self._accepting:
+            raise BusClosed("Tusk is shutting down and takes no new messages")
+        return await self._enqueue(key, job)
+
+    def _enqueue(self, key: ChatKey, item: InboundMessage | Job) -> asyncio.Future[Any]:
+        done: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._queues.setdefault(key, deque()).append((item, done))
+        if key not in self._workers:
+            self._workers[key] = asyncio.create_task(self._work(key), name=f"chat {key}")
         return done
 
     async def _work(self, key: ChatKey) -> None:
@@ -78,6 +88,9 @@ class MessageBus:
         try:
             while queue:
                 msg, done = queue.popleft()
+                if not isinstance(msg, InboundMessage):
+                    await self._run_job(msg, done)
+                    continue
                 try:
                     await self._handler(msg)
                 except asyncio.CancelledError:
@@ -93,6 +106,18 @@ class MessageBus:
                 done.cancel()
             del self._queues[key]
             del self._workers[key]
+
+    @staticmethod
+    async def _run_job(job: Job, done: asyncio.Future[Any]) -> None:
+        try:
+            result = await job()
+        except asyncio.CancelledError:
+            done.cancel()
+            raise
+        except Exception as exc:  # the caller of in_order gets it
+            done.set_exception(exc)
+        else:
+            done.set_result(result)
 
     def _settled(self, msg: InboundMessage) -> None:
         """The turn ended (answered or failed): it will not be run again after a crash."""

@@ -27,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import difflib
 import hashlib
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TypeVar
@@ -127,7 +127,8 @@ async def _body(request: web.Request, model: type[B], shape: str) -> B:
 class Console:
     def __init__(self, home: Path, store: SessionStore, chat_commands: commands.Commands,
                  consolidator: Consolidator | None, fixed_tokens: Callable[[ChatFiles], int], model: str,
-                 lock_for: Callable[[Path], asyncio.Lock] | None = None) -> None:
+                 lock_for: Callable[[Path], asyncio.Lock] | None = None,
+                 in_order: Callable[[ChatKey, Callable[[], Awaitable[str]]], Awaitable[str]] | None = None) -> None:
         self.home = Path(home)
         self.store = store
         self.commands = chat_commands
@@ -136,6 +137,7 @@ class Console:
         self.model = model
         self._locks: dict[Path, asyncio.Lock] = {}
         self.lock_for = lock_for or (lambda d: self._locks.setdefault(d, asyncio.Lock()))
+        self.in_order = in_order  # the bus's: a forget waits for the chat's running turn instead of racing it
 
     def routes(self) -> list[web.RouteDef]:
         return [web.get("/api/chats", self.chats), web.get(CHAT, self.chat),
@@ -245,11 +247,14 @@ class Console:
                                   "start": start, "messages": [message_row(i, messages[i]) for i in range(start, end)]})
 
     async def _forget(self, key: ChatKey, files: ChatFiles, confirm: bool) -> str:
-        """The running bot's /forget for this chat (its own store, consolidator and holders)."""
-        session = self.store.get(key.channel, key.chat_id)
-        ctx = commands.CommandContext(key=key, files=files, session=session, store=self.store, model=self.model,
-                                      consolidator=self.consolidator, may_erase=True)
-        return await self.commands.run("forget", "confirm" if confirm else "", ctx)
+        """The running bot's /forget for this chat (its own store, consolidator and holders); a confirmed
+        one runs in the chat's order, after the turn that may be running."""
+        def run() -> Awaitable[str]:
+            ctx = commands.CommandContext(key=key, files=files, session=self.store.get(key.channel, key.chat_id),
+                                          store=self.store, model=self.model, consolidator=self.consolidator)
+            return self.commands.run("forget", "confirm" if confirm else "", ctx)
+
+        return await (self.in_order(key, run) if confirm and self.in_order else run())
 
     async def forget_preview(self, request: web.Request) -> web.Response:
         key, files = self._chat(request)

@@ -127,3 +127,30 @@ async def test_close_cancels_turns_past_the_grace_period():
     queued = bus.publish(msg("a", "y"))
     assert await bus.close(grace=0.05) is False
     assert pending.cancelled() and queued.cancelled() and bus.active_chats == 0
+
+
+async def test_in_order_runs_between_the_chats_turns_and_returns_or_raises():
+    """A job waits for the turns queued before it, runs before those after, and hands back its result or error."""
+    done = []
+
+    async def handler(m):
+        await asyncio.sleep(0.03)
+        done.append(m.text)
+
+    async def job():
+        done.append("job")
+        return 42
+
+    async def broken():
+        raise ValueError("no")
+
+    bus = MessageBus(handler)
+    first = bus.publish(msg("a", "before"))
+    result = asyncio.ensure_future(bus.in_order(ChatKey("http", "a"), job))
+    await asyncio.sleep(0)
+    after = bus.publish(msg("a", "after"))
+    assert await result == 42
+    await asyncio.gather(first, after)
+    assert done == ["before", "job", "after"]
+    with pytest.raises(ValueError, match="no"):
+        await bus.in_order(ChatKey("http", "a"), broken)

@@ -233,6 +233,18 @@ async def test_forget_is_the_chat_command(tusk, fake_llm):
     assert "4711" not in json.dumps(fake_llm.requests[-1]["messages"])
 
 
+async def test_forget_waits_for_the_running_turn(tusk, fake_llm):
+    """Forget while the chat's turn is running deletes after it, so the turn cannot write the chat back."""
+    files = await chat_with_memory(tusk, "bo")
+    fake_llm.script(Reply(text="slow answer", delay=0.5))
+    turn = asyncio.create_task(tusk.say("bo", "one more thing"))
+    await fake_llm.wait_for_requests(2)
+    status, done = await call(tusk, "POST", "/api/chats/http/bo/forget", json={"confirm": True})
+    assert await turn == ["slow answer"]
+    assert status == 200 and "- deleted 4 session messages (session.jsonl)" in done["report"]
+    assert not files.dir.exists()
+
+
 ENDPOINTS = [("GET", "", None), ("GET", "/memory", None), ("PUT", "/memory", {"text": "pwned"}),
              ("GET", "/versions", None), ("GET", "/versions/x", None), ("POST", "/versions/x/restore", None),
              ("GET", "/history", None), ("GET", "/session", None), ("GET", "/forget", None),
