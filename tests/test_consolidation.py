@@ -11,6 +11,7 @@ from memory.consolidate import MAX_FAILURES, pick_cut
 from memory.session import Message, load
 from memory.tokens import count_text
 from tests.fakes.fake_llm import Reply
+from tests.outbox import attach
 from tests.legality import violations
 
 FILLER = " ".join(f"word{i}" for i in range(60))  # ~120 tokens
@@ -33,19 +34,11 @@ def answer(fake_llm, memory="- likes tea"):
 async def chat(app, chat_id, turns, start=0):
     from bot.events import ChatKey, InboundMessage
 
-    sent = []
-
-    class Out:
-        name = "http"
-
-        async def send(self, m):
-            sent.append(m.text)
-
-    app.bus.register(Out())
+    box = attach(app)
     for i in range(start, start + turns):
         await app.bus.publish(InboundMessage(ChatKey("http", chat_id), f"message {i}: {FILLER}", sender_id="u"))
     await app.agent.aclose()
-    return sent
+    return [m.text for m in box.sent]
 
 
 @pytest.fixture
@@ -210,18 +203,10 @@ async def test_forget_during_consolidation_discards_its_result(small, fake_llm):
     running = asyncio.create_task(app.agent.consolidate(ChatKey("http", "gone")))
     while not any(is_consolidation(b) for b in fake_llm.requests):
         await asyncio.sleep(0.01)
-    sent = []
-
-    class Out:
-        name = "http"
-
-        async def send(self, m):
-            sent.append(m.text)
-
-    app.bus.register(Out())
+    box = attach(app)
     await app.bus.publish(InboundMessage(ChatKey("http", "gone"), "/forget confirm", sender_id="u"))
     await running
-    assert "Forgotten" in sent[0] and not session.files.dir.exists()
+    assert "Forgotten" in box.sent[0].text and not session.files.dir.exists()
 
 
 async def test_tool_results_never_push_a_request_over_budget(small, fake_llm):

@@ -6,6 +6,7 @@ import time
 
 from memory.session import load
 from tests.fakes.fake_llm import Reply
+from tests.outbox import attach
 from tests.legality import violations
 
 
@@ -61,17 +62,9 @@ async def test_tool_loop_is_bounded(make_settings, fake_llm):
 
     fake_llm.responder = lambda body: Reply(text=None, tool_calls=[(f"c{len(fake_llm.requests)}", "current_time", {})])
     app = TuskApp(make_settings(TUSK_MAX_TOOL_ITERATIONS=3))
-    sent = []
-
-    class Out:
-        name = "http"
-
-        async def send(self, m):
-            sent.append(m.text)
-
-    app.bus.register(Out())
+    box = attach(app)
     await app.bus.publish(InboundMessage(ChatKey("http", "loop"), "go", sender_id="u"))
-    assert len(fake_llm.requests) == 3 and "3 tool steps" in sent[0]
+    assert len(fake_llm.requests) == 3 and "3 tool steps" in box.sent[0].text
     assert not violations([{"role": "system", "content": ""}, *(m.to_llm() for m in app.store.get("http", "loop").unconsolidated)])
 
 
