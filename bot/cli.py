@@ -12,7 +12,7 @@ from pathlib import Path
 
 from bot import logs
 from bot.config import Settings, load_settings
-from bot.errors import ConfigError
+from bot.errors import ConfigError, TuskError
 
 logger = logging.getLogger("tusk")
 
@@ -163,6 +163,9 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"tusk: {exc}", file=sys.stderr)
         return 2
+    except TuskError as exc:  # e.g. a platform unreachable at start: one line, and systemd retries
+        print(f"tusk: {exc} (`tusk doctor` checks every part)", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 130
     return 0

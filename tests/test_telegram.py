@@ -276,6 +276,16 @@ async def test_tusk_run_serves_telegram(tg, fake_llm, tmp_path):
     assert "TELEGRAM_ALLOW_FROM is empty" in err and tg.token not in err and "ping over" not in err
 
 
+async def test_tusk_run_with_telegram_unreachable_says_so(fake_llm, tmp_path):
+    """An unreachable Bot API at start is one clear line and exit code 1 (systemd restarts it), not a traceback."""
+    env = env_for(fake_llm, tmp_path, TUSK_HTTP_PORT="0", TELEGRAM_BOT_TOKEN="1:X", TELEGRAM_API_BASE="http://127.0.0.1:9")
+    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "bot.cli", "run", env=env,
+                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    _, err = await asyncio.wait_for(proc.communicate(), timeout=60)
+    assert proc.returncode == 1 and "cannot reach the Telegram Bot API" in err.decode()
+    assert "Traceback" not in err.decode()
+
+
 def message(**fields) -> Message:
     base = {"message_id": 5, "date": 1_764_680_000, "chat": {"id": 42, "type": "private"},
             "from": {"id": 7, "is_bot": False, "first_name": "Alice"}}
