@@ -348,3 +348,16 @@ async def test_tusk_run_answers_on_discord_and_stops_on_sigterm(dc, fake_llm, tm
             await proc.wait()
     assert proc.returncode == 0, err.decode()
     assert "zebra" not in err.decode() and dc.token not in err.decode() and "Discord channel running" in err.decode()
+
+
+async def test_channels_and_threads_never_see_each_others_memory(tusk_dc, dc, fake_llm):
+    """A channel's MEMORY.md reaches only that channel's prompts, not its thread's nor a DM's."""
+    files = tusk_dc.store.get("discord", str(dc.channel)).files
+    files.dir.mkdir(parents=True)
+    files.memory.write_text("- canary-channel")
+    fake_llm.responder = lambda body: Reply(text="seen" if "canary-channel" in str(body) else "none")
+    await dc.message(dc.channel, dc.alice, f"{dc.mention} hi", guild=dc.guild)
+    await dc.message(dc.thread, dc.alice, f"{dc.mention} hi", guild=dc.guild)
+    await dc.message(dc.dm, dc.alice, "hi")
+    await dc.wait_for(lambda: len(dc.sent) == 3)
+    assert (sent_to(dc, dc.channel), sent_to(dc, dc.thread), sent_to(dc, dc.dm)) == (["seen"], ["none"], ["none"])

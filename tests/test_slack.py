@@ -424,3 +424,21 @@ async def test_tusk_run_answers_on_slack_and_stops_on_sigterm(slack, fake_llm, t
     assert slack.posted[0]["channel"] == "D0ANN" and slack.posted[0]["text"].startswith("echo: ")
     assert ours and not any("zebra" in line or " DEBUG " in line for line in ours)
     assert slack.bot_token not in err and slack.app_token not in err
+
+
+async def test_threads_and_dms_never_see_each_others_memory(settings, slack, fake_llm):
+    """A thread's MEMORY.md reaches only that thread's prompts, not another thread's nor a DM's."""
+    s = settings()
+    first, second = slack.mention("one"), slack.mention("two")
+    async with running(s) as (app, _):
+        files = app.store.get("slack", f"C0GENERAL-{first['ts']}").files
+        files.dir.mkdir(parents=True)
+        files.memory.write_text("- canary-thread")
+        fake_llm.responder = lambda body: Reply(text="seen" if "canary-thread" in str(body) else "none")
+        await slack.wait_connected()
+        for event in (first, second, slack.dm("three", user="U0ANN")):
+            await slack.send_event(event)
+        await slack.wait_for(lambda: len(slack.posted) == 3)
+    replies = {(p["channel"], p.get("thread_ts")): p["text"] for p in slack.posted}
+    assert replies[("C0GENERAL", first["ts"])] == "seen"
+    assert sorted(replies.values()) == ["none", "none", "seen"]
