@@ -25,6 +25,7 @@ from bot.events import ChatKey, InboundMessage, OutboundMessage
 from bot.llm import LLM
 from bot.tools import ToolBox, ToolContext
 from memory.consolidate import Consolidator, pick_cut
+from memory.paths import ChatFiles
 from memory.session import Message, Session, SessionStore
 from memory.tokens import count_text
 
@@ -105,7 +106,7 @@ class ChatAgent:
     def _consolidation_runs(self, key: ChatKey) -> int:
         if self.consolidator is None:
             return 0
-        stats = self.consolidator.stats.get(self.store.get(key.channel, key.chat_id).files.dir)
+        stats = self.consolidator.stats.get(ChatFiles.locate(self.store.home, key.channel, key.chat_id).dir)
         return stats.runs if stats else 0
 
     async def _answer(self, msg: InboundMessage) -> str:
