@@ -9,16 +9,36 @@ file without caption) is published with empty text: the agent answers what it ca
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable
 from typing import Protocol
 
 from bot.events import InboundMessage, OutboundMessage
 
+logger = logging.getLogger(__name__)
+
 Publish = Callable[[InboundMessage], asyncio.Future[None]]
 
-def allowed(allow_from: frozenset[str], *identities: str | None) -> bool:
-    """True if the allow-list is empty (everyone) or names any of the sender's identities."""
-    return not allow_from or any(i is not None and i in allow_from for i in identities)
+
+
+class AllowList:
+    """Who may talk to the bot (`*_ALLOW_FROM`; empty: everyone). A refused sender costs nothing and
+    is logged once, by id (so the operator can find theirs), never with what they wrote."""
+
+    def __init__(self, entries: frozenset[str], variable: str, remember: int = 10_000) -> None:
+        self.entries = entries
+        self.variable = variable
+        self._logged: set[str] = set()
+        self._remember = remember
+
+    def admits(self, sender_id: str, *aliases: str | None) -> bool:
+        """True if the list is empty or names the sender's id or one of its aliases (a @username)."""
+        if not self.entries or any(i is not None and i in self.entries for i in (sender_id, *aliases)):
+            return True
+        if sender_id not in self._logged and len(self._logged) < self._remember:
+            self._logged.add(sender_id)
+            logger.info("ignoring messages from %s: not in %s", sender_id, self.variable)
+        return False
 
 
 class Channel(Protocol):

@@ -39,7 +39,7 @@ from discord import app_commands
 
 from bot.errors import BusClosed, ConfigError, DeliveryError
 from bot.events import ChatKey, InboundMessage, OutboundMessage
-from channels.base import Publish, allowed
+from channels.base import AllowList, Publish
 from channels.split import split_message
 
 logger = logging.getLogger(__name__)
@@ -186,7 +186,7 @@ class DiscordChannel:
         self._menu = menu
         self._routes: dict[int, discord.MessageReference | _Slash] = {}  # InboundMessage.id -> reply target
         self._typing: set[asyncio.Task[None]] = set()
-        self._refused: set[int] = set()  # users outside the allow-list already logged once
+        self._allow = AllowList(settings.allow_from, "DISCORD_ALLOW_FROM")
         self._accepting = False
         self._undo_aim: Callable[[], None] | None = None
         self._connection: asyncio.Task[None] | None = None
@@ -291,12 +291,7 @@ class DiscordChannel:
     def _admit(self, user: discord.abc.User) -> bool:
         if not self._accepting:
             return False
-        if allowed(self.settings.allow_from, str(user.id)):
-            return True
-        if user.id not in self._refused and len(self._refused) < 10_000:
-            self._refused.add(user.id)
-            logger.info("ignoring Discord user %d: not in DISCORD_ALLOW_FROM", user.id)
-        return False
+        return self._allow.admits(str(user.id))
 
     async def on_message(self, message: discord.Message) -> None:
         assert self.client is not None and self.client.user is not None

@@ -37,7 +37,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.errors import BusClosed, ConfigError, DeliveryError
 from bot.events import ChatKey, InboundMessage, OutboundMessage
-from channels.base import Publish, allowed
+from channels.base import AllowList, Publish
 from channels.slack_events import (Route, Sender, command_to_inbound, reply_route, route_of, sender_of,
                                    to_inbound)
 from channels.slack_format import split_for_slack
@@ -115,6 +115,7 @@ class SlackChannel:
         self.settings = settings
         self._publish = publish
         self._commands = frozenset(name for name, _ in menu)
+        self._allow = AllowList(settings.allow_from, "SLACK_ALLOW_FROM")
         self._routes: dict[int, Route] = {}  # InboundMessage.id -> where its replies go, until its turn is done
         self._seen = _Seen()
         self._users: dict[str, tuple[float, Sender]] = {}  # user id -> (valid until, sender)
@@ -235,8 +236,7 @@ class SlackChannel:
         if not self._seen.first(*keys):
             logger.info("Slack event %s for a message already taken: ignored", body.get("event_id"))
             return
-        if not allowed(self.settings.allow_from, msg.sender_id):
-            logger.info("ignored a Slack message from %s: not in SLACK_ALLOW_FROM", msg.sender_id)
+        if not self._allow.admits(msg.sender_id):
             return
         await self._accept(msg, reply_route(event, self.settings.thread_sessions), (event["channel"], event["ts"]))
 
@@ -245,8 +245,7 @@ class SlackChannel:
         msg = command_to_inbound(command, self._commands)
         if msg is None or not self._seen.first(("command", command.get("trigger_id") or msg.id)):
             return
-        if not allowed(self.settings.allow_from, msg.sender_id):
-            logger.info("ignored a Slack command from %s: not in SLACK_ALLOW_FROM", msg.sender_id)
+        if not self._allow.admits(msg.sender_id):
             return
         await self._accept(msg, Route(msg.key.chat_id, response_url=command.get("response_url")), None)
 

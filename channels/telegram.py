@@ -28,7 +28,7 @@ from telegram.ext import AIORateLimiter, Application, ContextTypes, TypeHandler
 
 from bot.errors import BusClosed, ConfigError, DeliveryError
 from bot.events import ChatKey, InboundMessage, OutboundMessage
-from channels.base import Publish, allowed
+from channels.base import AllowList, Publish
 from channels.split import split_message, utf16_len
 
 logger = logging.getLogger(__name__)
@@ -134,11 +134,10 @@ class TelegramChannel:
         self._publish = publish
         self._menu = menu
         self._commands = frozenset(name for name, _ in menu) | frozenset(ALIASES)
-        self._allow = frozenset(a if a.lstrip("-").isdigit() else "@" + a.lstrip("@").lower()
-                                for a in settings.allow_from)
+        self._allow = AllowList(frozenset(a if a.lstrip("-").isdigit() else "@" + a.lstrip("@").lower()
+                                          for a in settings.allow_from), "TELEGRAM_ALLOW_FROM")
         self._replying_to: dict[int, int] = {}  # InboundMessage.id -> Telegram message id, while its turn runs
         self._typing: set[asyncio.Task[None]] = set()
-        self._refused: set[int] = set()  # users outside the allow-list already logged once
         self.app: Application | None = None
 
     def _build(self) -> Application:
@@ -204,10 +203,7 @@ class TelegramChannel:
             return
         user = update.message.from_user
         assert user is not None
-        if not allowed(self._allow, str(user.id), f"@{user.username.lower()}" if user.username else None):
-            if user.id not in self._refused and len(self._refused) < 10_000:
-                self._refused.add(user.id)
-                logger.info("ignoring Telegram user %d: not in TELEGRAM_ALLOW_FROM", user.id)
+        if not self._allow.admits(str(user.id), f"@{user.username.lower()}" if user.username else None):
             return
         if msg.is_group and msg.text.startswith("/") and not msg.sender_is_admin:
             msg = await self._with_admin_rights(msg, update.message.chat_id, user.id)
