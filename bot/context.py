@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+from collections import OrderedDict
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ from memory.tokens import count_text
 logger = logging.getLogger(__name__)
 
 WORKSPACE_FILES = ("AGENTS.md", "SOUL.md")
+PROMPT_CACHE = 256  # chats whose system prompt is kept (as many as the session cache)
 
 IDENTITY = """You are {name}, an assistant that people talk to in their chat apps (Telegram, Discord, Slack, \
 a terminal or a web page). Each chat has its own memory, shown below; it never contains other chats.
@@ -40,6 +42,15 @@ If you don't know something about the person or this chat, say so rather than gu
 @functools.lru_cache(maxsize=256)
 def _count(text: str) -> int:  # system prompts repeat turn after turn: count each distinct one once
     return count_text(text)
+
+
+def _stamp(path: Path) -> tuple[int, int, int] | None:
+    """What changes whenever the file does (an atomic replace is a new inode; an edit moves mtime)."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_ino, st.st_mtime_ns, st.st_size
 
 
 def _read(path: Path) -> str:
@@ -60,8 +71,24 @@ class ContextBuilder:
         self.bot_name = bot_name
         self.tool_schemas = tool_schemas
         self._tool_tokens = count_text(json.dumps(tool_schemas)) if tool_schemas else 0
+        self._prompts: OrderedDict[Path, tuple[tuple[object, ...], str]] = OrderedDict()  # chat dir -> (stamp, prompt)
 
     def system_prompt(self, files: ChatFiles) -> str:
+        """Built once per version of its files: a turn asks for it several times (budget checks, the
+        request), and most turns find AGENTS.md, SOUL.md and MEMORY.md unchanged."""
+        paths = (self.home / WORKSPACE_FILES[0], self.home / WORKSPACE_FILES[1], files.memory)
+        stamp = tuple(map(_stamp, paths))
+        cached = self._prompts.get(files.dir)
+        if cached is not None and cached[0] == stamp:
+            self._prompts.move_to_end(files.dir)
+            return cached[1]
+        prompt = self._build_system_prompt(files)
+        self._prompts[files.dir] = (stamp, prompt)
+        if len(self._prompts) > PROMPT_CACHE:
+            self._prompts.popitem(last=False)
+        return prompt
+
+    def _build_system_prompt(self, files: ChatFiles) -> str:
         parts = [IDENTITY.format(name=self.bot_name)]
         for name in WORKSPACE_FILES:
             if text := _read(self.home / name):

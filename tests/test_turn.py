@@ -127,3 +127,20 @@ async def test_workspace_files_and_own_memory_in_system_prompt(tusk, fake_llm):
     sys_a, sys_b = (r["messages"][0]["content"] for r in fake_llm.requests)
     assert "Always answer in haiku." in sys_a and "Always answer in haiku." in sys_b
     assert "Miso" in sys_a and "Miso" not in json.dumps(fake_llm.requests[1])
+
+
+def test_system_prompt_follows_every_change_of_its_files(tmp_path):
+    """The prompt is kept between turns but rebuilt when MEMORY.md or AGENTS.md changes, even to the same size."""
+    from bot.context import ContextBuilder
+    from memory import files as memfiles
+    from memory.paths import ChatFiles
+
+    builder = ContextBuilder(tmp_path, "Tusk", [])
+    files = ChatFiles.locate(tmp_path, "http", "a")
+    assert "nothing remembered yet" in builder.system_prompt(files)
+    memfiles.write_memory(files, "- likes tea")
+    assert "- likes tea" in builder.system_prompt(files)
+    files.memory.write_text("- likes tee")  # edited in place, same size
+    assert "- likes tee" in builder.system_prompt(files)
+    (tmp_path / "AGENTS.md").write_text("Be brief.")
+    assert "Be brief." in builder.system_prompt(files)
