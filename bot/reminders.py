@@ -101,6 +101,11 @@ def span(delta: timedelta) -> str:
                                       f"{rest % 60} min" if rest % 60 else "") if part)
 
 
+def save_records(path: Path, records: list[dict[str, Any]]) -> None:
+    """reminders.json, replaced whole (atomically): what the store and an offline /forget write."""
+    write_atomic(path, json.dumps({"schema": SCHEMA, "reminders": records}, ensure_ascii=False, indent=1))
+
+
 class ReminderStore(MemoryJobStore):
     """APScheduler's memory job store, written to a JSON file on every change and loaded at start."""
 
@@ -139,8 +144,7 @@ class ReminderStore(MemoryJobStore):
         return reminders
 
     def _save(self) -> None:
-        records = [job.kwargs["reminder"].to_record() for job in self.get_all_jobs()]
-        write_atomic(self.path, json.dumps({"schema": SCHEMA, "reminders": records}, ensure_ascii=False, indent=1))
+        save_records(self.path, [job.kwargs["reminder"].to_record() for job in self.get_all_jobs()])
 
     def add_job(self, job: Job) -> None:
         super().add_job(job)
@@ -188,8 +192,7 @@ class SavedReminders:
             return []
 
         def delete() -> None:
-            kept = [rec for rec in self._records() if not ours(rec)]
-            write_atomic(self.path, json.dumps({"schema": SCHEMA, "reminders": kept}, ensure_ascii=False, indent=1))
+            save_records(self.path, [rec for rec in self._records() if not ours(rec)])
 
         return [Owned(f"{count} reminder(s) (removed from reminders.json)", delete)]
 
