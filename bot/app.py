@@ -189,12 +189,10 @@ class TuskApp:
             self._scheduler = None
         await self.tasks.aclose()  # background tasks do not survive a restart
         for channel in self.channels:  # no new updates; what a platform already handed over is published
-            pause = getattr(channel, "pause", None)
-            if pause is not None:
-                try:
-                    await pause()
-                except Exception:  # shutdown boundary: keep draining the turns already taken
-                    logger.exception("channel %s did not pause cleanly", channel.name)
+            try:
+                await channel.pause()
+            except Exception:  # shutdown boundary: keep draining the turns already taken
+                logger.exception("channel %s did not pause cleanly", channel.name)
         if not await self.bus.close(self.settings.shutdown_grace):
             logger.warning("shutdown: turns still running after %.0fs were cancelled", self.settings.shutdown_grace)
         await self.agent.aclose()

@@ -207,7 +207,8 @@ class SlackChannel:
         self.port = self._runner.addresses[0][1]
         logger.info("Slack: taking events on http://%s:%d%s", self.settings.http_host, self.port, EVENTS_PATH)
 
-    async def stop(self) -> None:
+    async def pause(self) -> None:
+        """Stop taking events (Slack redelivers what it was not acknowledged); replies can still be sent."""
         if self._socket is not None:
             client, self._socket = self._socket.client, None
             await client.close()
@@ -216,6 +217,9 @@ class SlackChannel:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+
+    async def stop(self) -> None:
+        await self.pause()
         if self._tasks:  # thinking markers still being taken off
             _, pending = await asyncio.wait(self._tasks, timeout=5)
             for task in pending:

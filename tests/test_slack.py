@@ -442,3 +442,13 @@ async def test_threads_and_dms_never_see_each_others_memory(settings, slack, fak
     replies = {(p["channel"], p.get("thread_ts")): p["text"] for p in slack.posted}
     assert replies[("C0GENERAL", first["ts"])] == "seen"
     assert sorted(replies.values()) == ["none", "none", "seen"]
+
+
+async def test_shutdown_stops_taking_events_but_delivers_the_running_turn(settings, slack, fake_llm):
+    """On shutdown the socket closes first; the turn already running still gets its reply posted."""
+    fake_llm.script(Reply(text="finished late", delay=0.5))
+    async with running(settings()):
+        await slack.wait_connected()
+        await slack.send_event(slack.dm("slow one", user="U0ANN"))
+        await fake_llm.wait_for_requests(1)
+    assert [p["text"] for p in slack.posted] == ["finished late"]
