@@ -26,7 +26,7 @@ from bot.bus import MessageBus  # noqa: E402
 from bot.context import ContextBuilder  # noqa: E402
 from bot.events import ChatKey, InboundMessage  # noqa: E402
 from bot.llm import LLMReply  # noqa: E402
-from bot.tools import BUILTIN_TOOLS, ToolBox  # noqa: E402
+from bot.tools.box import BUILTIN_TOOLS, ToolBox  # noqa: E402
 from memory.consolidate import Budget, Consolidator  # noqa: E402
 from memory.session import SessionStore  # noqa: E402
 from memory.tokens import count_message, count_text  # noqa: E402

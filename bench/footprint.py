@@ -64,7 +64,7 @@ async def main(chats: int) -> None:
                "DISCORD_ALLOW_FROM": "1", "SLACK_BOT_TOKEN": slack.bot_token, "SLACK_APP_TOKEN": slack.app_token,
                "SLACK_API_URL": slack.api_url, "SLACK_ALLOW_FROM": "U1"}
         started = time.monotonic()
-        proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "bot.cli", "run", env=env, cwd=home,
+        proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "bot.ops.cli", "run", env=env, cwd=home,
                                                     stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL)
         line = (await asyncio.wait_for(proc.stdout.readline(), timeout=120)).decode()
         ready = time.monotonic() - started

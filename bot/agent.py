@@ -23,7 +23,7 @@ from bot.context import ContextBuilder
 from bot.errors import LLMError
 from bot.events import ChatKey, InboundMessage, OutboundMessage
 from bot.llm import LLM
-from bot.tools import ToolBox, ToolContext
+from bot.tools.box import ToolBox, ToolContext
 from memory.consolidate import Consolidator, pick_cut
 from memory.paths import ChatFiles
 from memory.session import Message, Session, SessionStore

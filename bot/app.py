@@ -18,17 +18,17 @@ from bot.agent import ChatAgent
 from bot.bus import MessageBus
 from bot.commands import Commands
 from bot.config import Settings
-from bot.console import Console
+from bot.ops.console import Console
 from bot.errors import ConfigError
 from bot.context import ContextBuilder
 from bot.events import InboundMessage
 from bot.inbox import Inbox
 from bot.llm import LLM, litellm
-from bot.memory_tools import MemoryTools
-from bot.reminders import Reminders
+from bot.tools.memory import MemoryTools
+from bot.tools.reminders import Reminders
 from bot.scheduler import Sweeper, start_scheduler
-from bot.tasks import Tasks
-from bot.tools import BUILTIN_TOOLS, ToolBox
+from bot.tools.tasks import Tasks
+from bot.tools.box import BUILTIN_TOOLS, ToolBox
 from channels.base import Channel
 from channels.http import HttpChannel, HttpSettings
 from memory import tokens

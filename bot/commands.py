@@ -1,7 +1,7 @@
 """Chat commands: answered by Tusk itself, never sent to the LLM and never saved in the session.
 
     /help  /status  /new  /memory [history [n] | undo]  /forget [confirm]  /timezone [Area/City | reset]
-    (+ what the app adds: /reminders from bot/reminders.py)
+    (+ what the app adds: /reminders from bot/tools/reminders.py)
 
 /forget lists and deletes everything the chat owns: its files, and what other components keep
 for it (`Holder`s: its reminders, its running background tasks).

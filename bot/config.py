@@ -17,8 +17,8 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from bot.agent import AgentSettings
 from bot.errors import ConfigError
 from bot.llm import LLMSettings
-from bot.reminders import ReminderSettings
-from bot.tasks import TaskSettings
+from bot.tools.reminders import ReminderSettings
+from bot.tools.tasks import TaskSettings
 from memory.chat_settings import zone
 
 MODEL_HINT = "set it to a litellm model string such as openai/gpt-4o-mini, anthropic/claude-3-5-haiku-latest or ollama/llama3.1"

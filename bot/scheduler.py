@@ -5,7 +5,7 @@ sweep (all chats, on the first sweep after a start) are checked and consolidated
 budget: this catches chats left over budget by a restart or a failed run. The job is
 coalesced and never runs twice at once; it lives in the default (memory) job store.
 
-Reminders are jobs of the same scheduler in their own persistent job store (bot/reminders.py),
+Reminders are jobs of the same scheduler in their own persistent job store (bot/tools/reminders.py),
 loaded before the scheduler starts, so those that fell due while Tusk was down fire at once.
 """
 
@@ -20,7 +20,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from bot import logs
 from bot.events import ChatKey
-from bot.reminders import Reminders
+from bot.tools.reminders import Reminders
 from memory.paths import chat_id_from_dir
 
 logger = logging.getLogger(__name__)

@@ -5,7 +5,7 @@
     POST /v1/chats/{chat_id}/messages   {"text": "...", "user": "optional sender id"}
                                         -> 200 {"replies": ["...", ...]} once the turn is done
     GET  /healthz                       -> 200 {"ok": true} (never needs the token)
-    + the routes mounted with `add_routes` (the console's JSON API, bot/console.py)
+    + the routes mounted with `add_routes` (the console's JSON API, bot/ops/console.py)
 
 With a token configured, API requests need `Authorization: Bearer <token>` (the console page
 and its assets load without it, then ask for it). Without a token the channel only binds to a

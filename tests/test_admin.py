@@ -3,7 +3,7 @@
 import json
 import tarfile
 
-from bot import doctor
+from bot.ops import doctor
 from tests.fakes.fake_discord import FakeDiscord
 from tests.fakes.fake_llm import Reply
 from tests.fakes.fake_slack import FakeSlack

@@ -14,7 +14,7 @@ def env_for(fake_llm, tmp_path, **extra):
 
 
 async def tusk(*args, env, stdin=b""):
-    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "bot.cli", *args, env=env,
+    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "bot.ops.cli", *args, env=env,
                                                 stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
                                                 stderr=asyncio.subprocess.PIPE)
     out, err = await asyncio.wait_for(proc.communicate(stdin), timeout=120)
@@ -57,7 +57,7 @@ async def test_run_serves_http_and_stops_cleanly_on_sigterm(fake_llm, tmp_path):
     import signal
 
     env = env_for(fake_llm, tmp_path, TUSK_HTTP_PORT="0")
-    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "bot.cli", "run", env=env,
+    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "bot.ops.cli", "run", env=env,
                                                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     line = (await asyncio.wait_for(proc.stdout.readline(), timeout=60)).decode()
     assert "only the HTTP channel" in line

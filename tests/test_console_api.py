@@ -333,7 +333,7 @@ async def test_foreign_host_names_and_cross_origin_writes_are_refused(tusk):
 async def test_tusk_run_prints_the_console_url(fake_llm, tmp_path):
     """`tusk run` with no platform credentials prints the URL, where the console page answers."""
     fake_llm.script(Reply(text="hi from the console"))
-    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "bot.cli", "run",
+    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "bot.ops.cli", "run",
                                                 env=env_for(fake_llm, tmp_path, TUSK_HTTP_PORT="0"),
                                                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     try:

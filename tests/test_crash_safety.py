@@ -38,7 +38,7 @@ async def test_sigkill_anywhere_loses_nothing_acknowledged(fake_llm, tmp_path):
     acknowledged: list[str] = []
     files = ChatFiles.locate(tmp_path / "data", "http", "crash")
     for run in range(3):
-        proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "bot.cli", "run", env=env,
+        proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "bot.ops.cli", "run", env=env,
                                                     stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL)
         line = (await asyncio.wait_for(proc.stdout.readline(), timeout=60)).decode()
         url = "http://" + line.split("http://", 1)[1].split()[0] + "/v1/chats/crash/messages"

@@ -331,7 +331,7 @@ async def test_tusk_run_answers_on_discord_and_stops_on_sigterm(dc, fake_llm, tm
     env = env_for(fake_llm, tmp_path, TUSK_HTTP_PORT="0", DISCORD_BOT_TOKEN=dc.token, DISCORD_API_BASE=dc.api_base,
                   DISCORD_GATEWAY_URL=dc.gateway_url, DISCORD_ALLOW_FROM=dc.alice["id"])
     fake_llm.script(Reply(text="pong from tusk"))
-    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "bot.cli", "run", env=env,
+    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "bot.ops.cli", "run", env=env,
                                                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     try:
         line = (await asyncio.wait_for(proc.stdout.readline(), timeout=60)).decode()

@@ -56,7 +56,7 @@ def test_file_is_emptied_when_idle_and_large(tmp_path):
 
 
 async def start_tusk(env):
-    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "bot.cli", "run", env=env,
+    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "bot.ops.cli", "run", env=env,
                                                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     assert "running on telegram" in (await asyncio.wait_for(proc.stdout.readline(), timeout=60)).decode()
     return proc
@@ -88,7 +88,7 @@ async def test_a_turn_cut_short_by_a_crash_is_answered_after_restart(fake_llm, t
 
 async def test_tusk_forget_also_removes_messages_waiting_for_a_replay(tmp_path):
     """`tusk forget` lists and deletes the chat's journaled messages, so a restart cannot bring them back."""
-    from bot import admin
+    from bot.ops import admin
 
     home = tmp_path / "data"
     (home / "chats/telegram/42").mkdir(parents=True)

@@ -14,7 +14,7 @@ SECRET_KEY = "sk-live-abcdef123456"
 
 
 async def start(env):
-    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "bot.cli", "run", env=env,
+    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "bot.ops.cli", "run", env=env,
                                                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     line = (await asyncio.wait_for(proc.stdout.readline(), timeout=60)).decode()
     return proc, "http://" + line.split("http://", 1)[1].split()[0]

@@ -170,7 +170,7 @@ def test_a_bad_default_time_zone_stops_tusk_at_start(make_settings):
 
 async def test_forget_from_the_cli_removes_reminders_and_a_running_bot_drops_them(make_settings, fake_llm):
     """`tusk forget` lists and removes a chat's saved reminders; one still held by a running bot never fires."""
-    from bot import admin
+    from bot.ops import admin
     from bot.events import ChatKey
 
     fake_llm.script(setting("in 0.8 seconds", "call Bob"), Reply(text="ok"))

@@ -402,7 +402,7 @@ async def test_tusk_run_answers_on_slack_and_stops_on_sigterm(slack, fake_llm, t
                TUSK_API_KEY="sk-test", TUSK_LLM_RETRIES="0", TUSK_HTTP_PORT="0", LITELLM_LOCAL_MODEL_COST_MAP="True",
                SLACK_BOT_TOKEN=slack.bot_token, SLACK_APP_TOKEN=slack.app_token, SLACK_API_URL=slack.api_url,
                SLACK_ALLOW_FROM="U0ANN", TUSK_LOG_LEVEL="debug")
-    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "bot.cli", "run", env=env, cwd=tmp_path,
+    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "bot.ops.cli", "run", env=env, cwd=tmp_path,
                                                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     try:
         line = (await asyncio.wait_for(proc.stdout.readline(), timeout=60)).decode()

@@ -263,7 +263,7 @@ async def test_shutdown_finishes_the_running_turn(start_tusk, tg, fake_llm):
 async def test_tusk_run_serves_telegram(tg, fake_llm, tmp_path):
     """`tusk run` with TELEGRAM_BOT_TOKEN answers a DM, warns about the open allow-list, exits 0 on SIGTERM."""
     env = env_for(fake_llm, tmp_path, TUSK_HTTP_PORT="0", TELEGRAM_BOT_TOKEN=tg.token, TELEGRAM_API_BASE=tg.base_url)
-    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "bot.cli", "run", env=env,
+    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "bot.ops.cli", "run", env=env,
                                                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     line = (await asyncio.wait_for(proc.stdout.readline(), timeout=60)).decode()
     assert "running on telegram" in line
@@ -279,7 +279,7 @@ async def test_tusk_run_serves_telegram(tg, fake_llm, tmp_path):
 async def test_tusk_run_with_telegram_unreachable_says_so(fake_llm, tmp_path):
     """An unreachable Bot API at start is one clear line and exit code 1 (systemd restarts it), not a traceback."""
     env = env_for(fake_llm, tmp_path, TUSK_HTTP_PORT="0", TELEGRAM_BOT_TOKEN="1:X", TELEGRAM_API_BASE="http://127.0.0.1:9")
-    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "bot.cli", "run", env=env,
+    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "bot.ops.cli", "run", env=env,
                                                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     _, err = await asyncio.wait_for(proc.communicate(), timeout=60)
     assert proc.returncode == 1 and "cannot reach the Telegram Bot API" in err.decode()

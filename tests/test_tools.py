@@ -8,8 +8,8 @@ import pytest
 from pydantic import Field
 
 from bot.llm import ToolCall
-from bot.tools import ToolBox, ToolContext
-from bot.when import parse_when
+from bot.tools.box import ToolBox, ToolContext
+from bot.tools.when import parse_when
 from tests.fakes.fake_llm import Reply
 
 BERLIN = ZoneInfo("Europe/Berlin")

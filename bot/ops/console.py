@@ -35,7 +35,8 @@ from typing import Any, TypeVar
 import pydantic
 from aiohttp import web
 
-from bot import admin, commands
+from bot import commands
+from bot.ops import admin
 from bot.events import ChatKey
 from channels.http import chat_key, problems
 from memory import files as memfiles

@@ -37,8 +37,8 @@ from pydantic import Field
 from bot.commands import Command, CommandContext, Owned
 from bot.errors import BusClosed
 from bot.events import ChatKey, InboundMessage, Injected
-from bot.tools import ToolContext
-from bot.when import parse_when
+from bot.tools.box import ToolContext
+from bot.tools.when import parse_when
 from memory import chat_settings
 from memory.files import write_atomic
 from memory.paths import ChatFiles

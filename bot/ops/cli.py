@@ -50,7 +50,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _chat_key(value: str):
-    from bot.admin import parse_chat
+    from bot.ops.admin import parse_chat
 
     try:
         return parse_chat(value)
@@ -60,7 +60,7 @@ def _chat_key(value: str):
 
 def _admin(args: argparse.Namespace, settings: Settings) -> int:
     """The data-dir commands: they need no model and start nothing."""
-    from bot import admin
+    from bot.ops import admin
 
     home = settings.home
     try:
@@ -84,7 +84,7 @@ def _admin(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _doctor(settings: Settings) -> int:
-    from bot import doctor
+    from bot.ops import doctor
 
     checks = asyncio.run(doctor.run_checks(settings))
     for check in checks:

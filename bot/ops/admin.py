@@ -14,7 +14,7 @@ from pathlib import Path
 from bot import commands
 from bot.events import ChatKey
 from bot.inbox import Inbox
-from bot.reminders import SavedReminders
+from bot.tools.reminders import SavedReminders
 from memory import files as memfiles
 from memory.chats import export, list_chats
 from memory.paths import ChatFiles

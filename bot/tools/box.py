@@ -8,8 +8,8 @@ reaches files, so a tool can touch nothing outside its own chat. Arguments are v
 before the call; a failure of any kind becomes an error result for the model, never a
 broken turn.
 
-The chat's tools live beside what they serve: bot/memory_tools.py (search_history,
-remember), bot/reminders.py (set_reminder, list_reminders, cancel_reminder), bot/tasks.py
+The chat's tools live beside what they serve: bot/tools/memory.py (search_history,
+remember), bot/tools/reminders.py (set_reminder, list_reminders, cancel_reminder), bot/tools/tasks.py
 (start_task). There are no shell or filesystem tools.
 """
 

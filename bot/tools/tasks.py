@@ -27,7 +27,7 @@ from bot.commands import Owned
 from bot.errors import BusClosed, LLMError
 from bot.events import ChatKey, InboundMessage, Injected
 from bot.llm import LLMReply
-from bot.tools import ToolBox, ToolContext
+from bot.tools.box import ToolBox, ToolContext
 from memory import files as memfiles
 from memory.tokens import count_text
 

@@ -17,7 +17,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from bot.tools import ToolContext
+from bot.tools.box import ToolContext
 from memory import files as memfiles
 from memory.search import HistorySearch
 from memory.tokens import count_text
