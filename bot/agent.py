@@ -39,6 +39,12 @@ STEP_LIMIT_REPLY = "I stopped after {n} tool steps without finishing. Try asking
 RUNTIME_BLOCK_TOKENS = 40  # the runtime-context line added to the user message
 
 
+def user_message(msg: InboundMessage) -> Message:
+    """The user message to save for `msg`, with its sender (for an injected turn: who set it up)."""
+    return Message(role="user", content=msg.text, ts=msg.ts, sender_id=msg.sender_id or None,
+                   sender_name=msg.sender_name or None)
+
+
 class MessageTooLong(Exception):
     """The new message alone leaves no room in the window; its text is the user's answer."""
 
@@ -136,7 +142,7 @@ class ChatAgent:
         except LLMError as exc:
             logger.warning("%s turn answered without the model: %s", msg.injected.source, exc)
             reply = msg.injected.fallback
-            new = [Message(role="user", content=msg.text, ts=msg.ts), Message(role="assistant", content=reply)]
+            new = [user_message(msg), Message(role="assistant", content=reply)]
         self.store.append(session, new)
         return reply
 
@@ -145,7 +151,7 @@ class ChatAgent:
         history = await self._fitting_history(session, msg)
         prompt = self.context.build(session.files, history, msg)
         room = self._room(session, msg) - sum(m.tokens for m in history)  # what tool steps may still add
-        new = [Message(role="user", content=msg.text, ts=msg.ts)]
+        new = [user_message(msg)]
 
         async def notify(text: str) -> None:  # Tusk's own words in the chat, through the reply path
             await self.send(OutboundMessage(msg.key, text, reply_to=msg.id))

@@ -8,7 +8,8 @@ File format (schema 1), one JSON object per line:
     {"record": "pointer", "last_consolidated": 2, "ts": 1733...}
 
 Messages carry the OpenAI chat keys (`role`, `content`, `tool_calls`, `tool_call_id`,
-`name`) at the top level plus `ts`. A `pointer` record says how many messages from the
+`name`) at the top level plus `ts` and `tokens`; a user message also carries its sender,
+`"sender": {"id": "123", "name": "Alice"}` (optional: older files have none). A `pointer` record says how many messages from the
 start are consolidated; the last one wins. Saving appends lines and fsyncs; nothing is
 ever rewritten. Loading skips lines it cannot decode (a torn last line after a crash, a
 bad hand edit) with a warning and keeps every other line.
@@ -54,6 +55,8 @@ class Message:
     name: str | None = None
     ts: float = field(default_factory=time.time)
     tokens: int = 0  # estimated prompt tokens, counted once when saved (memory/tokens.py)
+    sender_id: str | None = None  # who wrote a user message (the platform's user id); never sent as a key
+    sender_name: str | None = None  # their display name as the platform showed it then
 
     def to_llm(self) -> dict[str, Any]:
         out: dict[str, Any] = {"role": self.role, "content": self.content}
@@ -66,7 +69,10 @@ class Message:
         return out
 
     def to_record(self) -> dict[str, Any]:
-        return {**self.to_llm(), "ts": self.ts, "tokens": self.tokens}
+        rec = {**self.to_llm(), "ts": self.ts, "tokens": self.tokens}
+        if self.sender_id is not None:
+            rec["sender"] = {"id": self.sender_id, "name": self.sender_name or ""}
+        return rec
 
     def counted(self) -> Message:
         """This message with its token estimate filled in (itself if it has one)."""
@@ -78,6 +84,8 @@ class Message:
         role = rec.get("role")
         if role not in ROLES:
             raise ValueError(f"unknown role {role!r}")
+        sender = rec.get("sender")
+        sender = sender if isinstance(sender, dict) and sender.get("id") is not None else {}
         calls = rec.get("tool_calls") or ()
         if not isinstance(calls, list | tuple) or not all(_is_tool_call(c) for c in calls):
             raise ValueError("malformed tool_calls")
@@ -89,6 +97,8 @@ class Message:
             name=_opt_str(rec.get("name")),
             ts=float(rec.get("ts") or 0.0),
             tokens=int(rec.get("tokens") or 0),
+            sender_id=_opt_str(sender.get("id")),
+            sender_name=_opt_str(sender.get("name")),
         )
 
 

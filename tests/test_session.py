@@ -121,3 +121,18 @@ def test_tool_calls_round_trip(tmp_path):
     again = load(s.files, "http", "a").unconsolidated
     assert again[1].tool_calls == (call,) and again[2].tool_call_id == "c1"
     assert [m.to_llm() for m in again] == [m.to_llm() for m in s.unconsolidated]
+
+
+def test_user_messages_keep_their_sender_and_it_never_reaches_the_model(tmp_path):
+    """A user line stores its sender (id and name); the LLM form has no sender key; old lines load without one."""
+    store = SessionStore(tmp_path)
+    s = store.get("telegram", "-100")
+    store.append(s, [Message("user", "I'm vegetarian", sender_id="42", sender_name="Alice"),
+                     Message("assistant", "noted")])
+    with open(s.files.session, "a") as fh:
+        fh.write(json.dumps({"role": "user", "content": "old line", "ts": 1.0}) + "\n")
+    lines = [json.loads(x) for x in s.files.session.read_text().splitlines()]
+    assert lines[1]["sender"] == {"id": "42", "name": "Alice"} and "sender" not in lines[2]
+    loaded = load(s.files, "telegram", "-100").unconsolidated
+    assert (loaded[0].sender_id, loaded[0].sender_name) == ("42", "Alice")
+    assert loaded[2].sender_id is None and "sender" not in loaded[0].to_llm()
