@@ -196,6 +196,7 @@ class TuskApp:
         if not await self.bus.close(self.settings.shutdown_grace):
             logger.warning("shutdown: turns still running after %.0fs were cancelled", self.settings.shutdown_grace)
         await self.agent.aclose()
+        await self.llm.aclose()
         for channel in reversed(self.channels):
             try:
                 await channel.stop()

@@ -33,6 +33,7 @@ from typing import Any
 
 from memory.paths import ChatFiles
 from memory.tokens import count_message
+from memory.wire import repaired_call
 
 logger = logging.getLogger(__name__)
 
@@ -55,6 +56,8 @@ class Message:
     name: str | None = None
     ts: float = field(default_factory=time.time)
     tokens: int = 0  # estimated prompt tokens, counted once when saved (memory/tokens.py)
+    reasoning: str | None = None  # an assistant tool-call step's reasoning_content, sent back (see to_llm)
+    thinking_blocks: tuple[dict[str, Any], ...] = ()  # the same for Anthropic's signed thinking blocks
     sender_id: str | None = None  # who wrote a user message (the platform's user id); never sent as a key
     sender_name: str | None = None  # their display name as the platform showed it then
 
@@ -66,6 +69,14 @@ class Message:
             out["tool_call_id"] = self.tool_call_id
         if self.name is not None:
             out["name"] = self.name
+        # DeepSeek: "for turns that do perform tool calls, the reasoning_content must be fully passed back
+        # to the API in all subsequent requests" (api-docs.deepseek.com/guides/thinking_mode, else HTTP 400);
+        # Anthropic: thinking blocks must come back unmodified with the tool use they led to
+        # (docs.anthropic.com, extended thinking with tool use). litellm maps both to each provider's form.
+        if self.reasoning:
+            out["reasoning_content"] = self.reasoning
+        if self.thinking_blocks:
+            out["thinking_blocks"] = list(self.thinking_blocks)
         return out
 
     def to_record(self) -> dict[str, Any]:
@@ -87,26 +98,23 @@ class Message:
         sender = rec.get("sender")
         sender = sender if isinstance(sender, dict) and sender.get("id") is not None else {}
         calls = rec.get("tool_calls") or ()
-        if not isinstance(calls, list | tuple) or not all(_is_tool_call(c) for c in calls):
+        if not isinstance(calls, list | tuple):
             raise ValueError("malformed tool_calls")
+        blocks = rec.get("thinking_blocks") or ()
+        blocks = tuple(b for b in blocks if isinstance(b, dict)) if isinstance(blocks, list) else ()
         return cls(
             role=role,
             content=_text(rec.get("content")),
-            tool_calls=tuple(calls),
+            tool_calls=tuple({**wire, "id": original} for original, wire in filter(None, map(repaired_call, calls))),
             tool_call_id=_opt_str(rec.get("tool_call_id")),
             name=_opt_str(rec.get("name")),
             ts=float(rec.get("ts") or 0.0),
             tokens=int(rec.get("tokens") or 0),
+            reasoning=rec["reasoning_content"] if isinstance(rec.get("reasoning_content"), str) else None,
+            thinking_blocks=blocks,
             sender_id=_opt_str(sender.get("id")),
             sender_name=_opt_str(sender.get("name")),
         )
-
-
-def _is_tool_call(call: Any) -> bool:
-    if not isinstance(call, dict):
-        return False
-    fn = call.get("function")
-    return isinstance(call.get("id"), str) and isinstance(fn, dict) and isinstance(fn.get("name"), str)
 
 
 def _text(content: Any) -> str | None:

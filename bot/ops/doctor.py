@@ -67,7 +67,8 @@ async def _llm(settings: Settings) -> Check:
 
     llm_settings = dataclasses.replace(settings.llm_settings(), max_tokens=1, retries=0, fallbacks=())
     try:
-        reply = await LLM(llm_settings).complete([{"role": "user", "content": "Say OK."}])
+        async with LLM(llm_settings) as llm:
+            reply = await llm.complete([{"role": "user", "content": "Say OK."}])
     except LLMError as exc:
         return Check("LLM", "fail", f"{llm_settings.model} did not answer: {exc}",
                      "check TUSK_MODEL, TUSK_API_KEY (or the provider's variable) and TUSK_API_BASE")

@@ -119,6 +119,8 @@ class ToolBox:
         try:
             if tool is None:
                 raise ToolArgumentError(f"no tool named {call.name!r}; available: {', '.join(self.tools)}")
+            if call.error is not None:  # not run on a guess: the model sees what it wrote and tries again
+                raise ToolArgumentError(f"{call.error}; call {call.name} again with a JSON object")
             kwargs = tool.parse(call.arguments)
             if tool.context_param:
                 kwargs[tool.context_param] = ctx

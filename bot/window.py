@@ -1,0 +1,167 @@
+"""The model's real window: what Tusk budgets for, and where that figure came from.
+
+    TUSK_CONTEXT_WINDOW          "configured"
+    $TUSK_HOME/windows.json      "learned": the server said a prompt was too long (bot/llm.py reads
+                                 the N of "maximum context length is N"; without one, a step down)
+    litellm's model list         "litellm"
+    the server, asked at start   "server": vLLM's /v1/models `max_model_len`, Ollama's /api/show
+                                 `<arch>.context_length`, LM Studio's /api/v0/models, llama.cpp's /props
+    65,536                       "default"
+
+A learned window is kept per model in `windows.json` (readable JSON, written atomically) so a
+restart does not overflow again; a larger configured window is never overridden by it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_WINDOW = 65_536
+FILE = "windows.json"
+STEP_DOWN = 0.75  # an overflow that names no size: budget for three quarters of what was tried
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    tokens: int
+    source: str  # configured | learned | litellm | server (...) | default
+
+    def describe(self) -> str:
+        return f"{self.tokens:,} tokens ({self.source})"
+
+
+class WindowBook:
+    """Learned windows per model, in `$TUSK_HOME/windows.json`."""
+
+    def __init__(self, home: Path) -> None:
+        self.path = Path(home) / FILE
+
+    def _read(self) -> dict[str, Any]:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError):
+            logger.warning("%s is unreadable; learned windows start again", self.path)
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def learned(self, model: str) -> int | None:
+        entry = self._read().get(model)
+        tokens = entry.get("window") if isinstance(entry, dict) else None
+        return tokens if isinstance(tokens, int) and tokens > 0 else None
+
+    def learn(self, model: str, tokens: int, reason: str) -> None:
+        data = self._read()
+        data[model] = {"window": tokens, "reason": reason[:300], "learned": time.strftime("%Y-%m-%d %H:%M:%S")}
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_name(f".{FILE}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(data, fh, indent=1)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, self.path)
+
+
+def resolve(model: str, configured: int | None, book: WindowBook, known: int | None) -> Window:
+    """The window to budget for before asking the server: configured, learned, litellm's, default."""
+    if configured:
+        return Window(configured, "configured")
+    if learned := book.learned(model):
+        return Window(learned, "learned")
+    if known:
+        return Window(known, "litellm")
+    return Window(DEFAULT_WINDOW, "default")
+
+
+def step_down(current: int, said: int | None) -> int:
+    """The window after an overflow: what the server said, if smaller; else three quarters of it."""
+    if said and said < current:
+        return said
+    return max(1024, int(current * STEP_DOWN))
+
+
+def _server_root(api_base: str) -> str:
+    root = api_base.rstrip("/")
+    return root[: -len("/v1")] if root.endswith("/v1") else root
+
+
+def _model_id(model: str) -> str:
+    return model.split("/", 1)[1] if "/" in model else model
+
+
+async def ask_server(model: str, api_base: str | None, api_key: str | None, timeout: float = 3.0) -> Window | None:
+    """The model's window as an OpenAI-compatible local server reports it, if it does."""
+    if not api_base:
+        return None
+    root, name = _server_root(api_base), _model_id(model)
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    probes = ((f"{root}/v1/models", "GET", None, _from_openai_models),
+              (f"{root}/api/v0/models/{name}", "GET", None, _from_lmstudio),
+              (f"{root}/api/show", "POST", {"model": name}, _from_ollama_show),
+              (f"{root}/props", "GET", None, _from_llamacpp_props))
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout), headers=headers) as http:
+        for url, method, body, read in probes:
+            try:
+                async with http.request(method, url, json=body) as resp:
+                    if resp.status != 200:
+                        continue
+                    data = await resp.json(content_type=None)
+            except (aiohttp.ClientError, TimeoutError, ValueError):
+                continue
+            tokens = read(data, name)
+            if isinstance(tokens, int) and tokens > 0:
+                return Window(tokens, f"server ({url.removeprefix(root)})")
+    return None
+
+
+def _from_openai_models(data: Any, name: str) -> int | None:
+    """vLLM's `max_model_len` (others' `context_length`) of the entry for this model, or of the only one."""
+    entries = [e for e in (data.get("data") if isinstance(data, dict) else None) or [] if isinstance(e, dict)]
+    entry = next((e for e in entries if e.get("id") == name), entries[0] if len(entries) == 1 else None)
+    for key in ("max_model_len", "context_length", "max_context_length"):
+        if entry is not None and isinstance(entry.get(key), int):
+            return entry[key]
+    return None
+
+
+def _from_lmstudio(data: Any, name: str) -> int | None:
+    if not isinstance(data, dict):
+        return None
+    for key in ("loaded_context_length", "max_context_length"):
+        if isinstance(data.get(key), int):
+            return data[key]
+    return None
+
+
+def _from_ollama_show(data: Any, name: str) -> int | None:
+    """`model_info["<arch>.context_length"]`, or `num_ctx` in the Modelfile parameters when set."""
+    if not isinstance(data, dict):
+        return None
+    for line in str(data.get("parameters") or "").splitlines():
+        key, _, value = line.partition(" ")
+        if key == "num_ctx" and value.strip().isdigit():
+            return int(value.strip())
+    info = data.get("model_info")
+    if isinstance(info, dict):
+        for key, value in info.items():
+            if key.endswith(".context_length") and isinstance(value, int):
+                return value
+    return None
+
+
+def _from_llamacpp_props(data: Any, name: str) -> int | None:
+    settings = data.get("default_generation_settings") if isinstance(data, dict) else None
+    n_ctx = settings.get("n_ctx") if isinstance(settings, dict) else None
+    return n_ctx if isinstance(n_ctx, int) else None
