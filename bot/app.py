@@ -19,11 +19,12 @@ from bot.bus import MessageBus
 from bot.commands import Commands
 from bot.config import Settings
 from bot.ops.console import Console
-from bot.errors import ConfigError
+from bot.errors import ConfigError, ContextOverflow
 from bot.context import ContextBuilder
 from bot.events import InboundMessage
 from bot.inbox import Inbox
-from bot.llm import LLM, litellm
+from bot.llm import LLM, litellm, model_window
+from bot.window import Window, WindowBook, ask_server, resolve as resolve_window, step_down
 from bot.tools.memory import MemoryTools
 from bot.tools.reminders import Reminders
 from bot.scheduler import Sweeper, start_scheduler
@@ -72,10 +73,12 @@ class TuskApp:
         self.bus = MessageBus(self._handle, self.inbox, durable=_durable)
         self.llm = LLM(llm_settings)
         litellm()  # the slow import happens at start, not in the first chat's turn
-        window = settings.window()
+        self.windows = WindowBook(settings.home)
+        window = resolve_window(llm_settings.model, settings.context_window, self.windows,
+                                model_window(llm_settings.model))
         self.consolidator = Consolidator(self.store, self._consolidation_call,
-                                         Budget.for_window(window, settings.max_reply_tokens),
-                                         settings.memory_max_tokens or window // 10)
+                                         Budget.for_window(window.tokens, settings.max_reply_tokens, window.source),
+                                         settings.memory_max_tokens or window.tokens // 10)
         self.memory_tools = MemoryTools(HistorySearch(), self.consolidator.lock, self.consolidator.max_memory_tokens,
                                         notices=settings.memory_notices)
         self.reminders = Reminders(settings.home, settings.reminder_settings(), self.bus.publish)
@@ -88,15 +91,43 @@ class TuskApp:
                                  extra=self.reminders.commands())
         context = ContextBuilder(settings.home, settings.bot_name, self.tools.schemas, settings.timezone)
         self.agent = ChatAgent(settings.agent_settings(), self.store, self.llm, self.tools, context, self.bus.send,
-                               chat_commands, consolidator=self.consolidator)
+                               chat_commands, consolidator=self.consolidator, learn_window=self.learn_window)
         self.channels: list[Channel] = []
         self.sweeper = Sweeper(settings.home, self.agent.consolidate)
         self._scheduler: AsyncIOScheduler | None = None
 
+    def set_window(self, window: Window) -> None:
+        """Budget for `window` from now on (the memory cap follows it unless TUSK_MEMORY_MAX_TOKENS is set)."""
+        c = self.consolidator
+        c.budget = Budget.for_window(window.tokens, self.settings.max_reply_tokens, window.source)
+        if not self.settings.memory_max_tokens:
+            c.max_memory_tokens = window.tokens // 10
+        logger.info("model window: %s", window.describe())
+
+    def learn_window(self, exc: ContextOverflow) -> bool:
+        """The server said a prompt was too long: keep a smaller window (per model, in windows.json).
+        False when there is nothing smaller to learn."""
+        current = self.consolidator.budget.window
+        tokens = step_down(current, exc.window)
+        if tokens >= current:
+            return False
+        said = f"the server named {exc.window:,}" if exc.window else "the server named no size"
+        logger.warning("the prompt was over %s's window; budgeting for %d tokens from now on (was %d; %s)",
+                       self.settings.model, tokens, current, said)
+        self.windows.learn(self.llm.settings.model, tokens, str(exc))
+        self.set_window(Window(tokens, "learned from the server's error"))
+        return True
+
     async def _consolidation_call(self, messages: list[dict], tools: list[dict]) -> str | None:
         """One consolidation request, forcing save_memory; its arguments, or None if it was not called."""
         forced = {"type": "function", "function": {"name": tools[0]["function"]["name"]}}
-        reply = await self.llm.complete(messages, tools, tool_choice=forced, model=self.settings.consolidation_model)
+        try:
+            reply = await self.llm.complete(messages, tools, tool_choice=forced,
+                                            model=self.settings.consolidation_model)
+        except ContextOverflow as exc:
+            if not self.settings.consolidation_model:  # the chat model's window: learn it for the chats too
+                self.learn_window(exc)
+            raise
         return next((c.arguments for c in reply.tool_calls if c.name == forced["function"]["name"]), None)
 
     async def _handle(self, msg: InboundMessage) -> None:
@@ -176,6 +207,10 @@ class TuskApp:
             for channel in reversed(started):
                 await channel.stop()
             raise
+        if self.consolidator.budget.source == "default":  # a model litellm does not know: ask its server
+            s = self.llm.settings
+            if (window := await ask_server(s.model, s.api_base, s.api_key)) is not None:
+                self.set_window(window)
         self._scheduler = start_scheduler(self.sweeper, self.settings.consolidate_every, self.reminders)
         if replay := self.inbox.take_pending():
             logger.warning("running again %d turn(s) a crash or forced stop cut short", len(replay))

@@ -168,7 +168,8 @@ async def _status(ctx: CommandContext, args: str) -> str:
     if c is not None:
         stats = c.stats.get(ctx.files.dir)
         lines[1:1] = [f"Prompt: ~{ctx.fixed_tokens + s.tokens:,} of {c.budget.limit:,} tokens "
-                      f"(window {c.budget.window:,}, {c.budget.reserve:,} kept for the reply)"]
+                      f"(window {c.budget.window:,}{f' from {c.budget.source}' if c.budget.source else ''}, "
+                      f"{c.budget.reserve:,} kept for the reply)"]
         lines.append(f"Consolidations since start: {stats.runs if stats else 0}, "
                      f"~{stats.tokens_sent if stats else 0:,} tokens sent")
         if stats and stats.last_error:

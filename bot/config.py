@@ -24,9 +24,6 @@ from memory.chat_settings import zone
 MODEL_HINT = "set it to a litellm model string such as openai/gpt-4o-mini, anthropic/claude-3-5-haiku-latest or ollama/llama3.1"
 
 
-DEFAULT_WINDOW = 65_536
-
-
 def _env(name: str, default, **kw):
     return Field(default, validation_alias=name, **kw)
 
@@ -135,14 +132,6 @@ class Settings(BaseSettings):
     def task_settings(self, budget_tokens: int) -> TaskSettings:
         return TaskSettings(timeout=self.task_timeout, max_steps=self.task_max_steps, max_running=self.max_tasks,
                             result_max_chars=self.tool_result_max_chars, budget_tokens=budget_tokens)
-
-    def window(self) -> int:
-        """TUSK_CONTEXT_WINDOW, else the model's input window as litellm knows it, else 65,536."""
-        if self.context_window:
-            return self.context_window
-        from bot.llm import model_window
-
-        return model_window(self.model or "") or DEFAULT_WINDOW
 
     def open_allow_lists(self) -> list[str]:
         """The allow-list variables left empty for platforms that are configured (everyone may talk)."""

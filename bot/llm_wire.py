@@ -6,7 +6,8 @@
 - `readable_client(...)`: for the `openai/` route with a base URL (vLLM, LM Studio,
   llama.cpp, a proxy), an OpenAI client for litellm's documented `client` parameter whose
   transport turns a reply's `content` list of parts into its text (thinking parts into
-  `reasoning_content`), which litellm's reply model would otherwise refuse.
+  `reasoning_content`), which litellm's reply model would otherwise refuse, and arguments
+  given as an object into JSON text.
 - `strip_think(text)`: `<think>...</think>` blocks never reach users or the session.
 """
 
@@ -64,11 +65,19 @@ def strip_think(text: str | None) -> str | None:
 
 
 def flatten_content(body: dict[str, Any]) -> bool:
-    """Turn list-of-parts `content` in a chat completion into text in place; True if anything changed."""
+    """Turn list-of-parts `content` in a chat completion into text, and tool-call arguments given as an
+    object into JSON text, in place; True if anything changed."""
     changed = False
     for choice in body.get("choices") or []:
         message = choice.get("message") if isinstance(choice, dict) else None
-        content = message.get("content") if isinstance(message, dict) else None
+        if not isinstance(message, dict):
+            continue
+        for call in message.get("tool_calls") or []:
+            function = call.get("function") if isinstance(call, dict) else None
+            if isinstance(function, dict) and isinstance(function.get("arguments"), dict | list):
+                function["arguments"] = json.dumps(function["arguments"], ensure_ascii=False)
+                changed = True
+        content = message.get("content")
         if not isinstance(content, list):
             continue
         texts, thoughts = [], []

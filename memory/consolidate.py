@@ -64,11 +64,12 @@ Keep it under {max_tokens} tokens.{shrink}"""
 class Budget:
     window: int
     reserve: int
+    source: str = ""  # where the window figure came from (shown by /status and doctor)
 
     @classmethod
-    def for_window(cls, window: int, max_reply_tokens: int | None = None) -> Budget:
+    def for_window(cls, window: int, max_reply_tokens: int | None = None, source: str = "") -> Budget:
         quarter = window // 4
-        return cls(window, min(max_reply_tokens, quarter) if max_reply_tokens else quarter)
+        return cls(window, min(max_reply_tokens, quarter) if max_reply_tokens else quarter, source)
 
     @property
     def limit(self) -> int:

@@ -10,7 +10,9 @@ File format (schema 1), one JSON object per line:
 Messages carry the OpenAI chat keys (`role`, `content`, `tool_calls`, `tool_call_id`,
 `name`) at the top level plus `ts` and `tokens`; a user message also carries its sender,
 `"sender": {"id": "123", "name": "Alice"}` (optional: older files have none). A `pointer` record says how many messages from the
-start are consolidated; the last one wins. Saving appends lines and fsyncs; nothing is
+start are consolidated; the last valid one wins (a pointer is written after the messages it
+counts, so one that is not an integer or points past the messages before it is damaged: it is
+skipped with a warning, never allowed to hide messages). Saving appends lines and fsyncs; nothing is
 ever rewritten. Loading skips lines it cannot decode (a torn last line after a crash, a
 bad hand edit) with a warning and keeps every other line.
 
@@ -274,7 +276,10 @@ def load(files: ChatFiles, channel: str, chat_id: str) -> Session:
                     raise NewerSchemaError(f"{files.session} was written by a newer Tusk (schema {rec['schema']})")
                 session.created = float(rec.get("created") or session.created)
             elif kind == "pointer":
-                pointer = int(rec["last_consolidated"])
+                value = rec.get("last_consolidated")
+                if type(value) is not int or not 0 <= value <= len(messages):  # noqa: E721 (bool is no count)
+                    raise ValueError(f"impossible pointer {value!r} with {len(messages)} messages before it")
+                pointer = value
             elif kind is None:
                 messages.append(Message.from_record(rec))
             else:

@@ -1,5 +1,6 @@
 """Shared fixtures: a fake LLM server, settings pointing at it, a running Tusk with its HTTP channel."""
 
+import contextlib
 import os
 
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"  # before anything imports litellm
@@ -37,7 +38,14 @@ def make_settings(tmp_path, fake_llm, monkeypatch):
 @pytest.fixture
 async def tusk(make_settings):
     """A running Tusk (HTTP channel only) and a helper to post a message and get the replies."""
-    app = TuskApp(make_settings())
+    async with running(make_settings()) as app:
+        yield app
+
+
+@contextlib.asynccontextmanager
+async def running(settings):
+    """Tusk started with `settings` (HTTP channel only), with `say(chat, text)` for the replies."""
+    app = TuskApp(settings)
     http = app.add_http()
     async with app, aiohttp.ClientSession() as client:
         async def say(chat, text, **extra):

@@ -99,6 +99,7 @@ class FakeLLM:
         self._closing = asyncio.Event()
         self._ids = itertools.count(1)
         self.base_url = ""
+        self.models: list[dict[str, Any]] = [{"id": "fake-model", "object": "model"}]  # what /v1/models lists
 
     def script(self, *replies: Reply) -> None:
         self._script.extend(replies)
@@ -128,7 +129,7 @@ class FakeLLM:
         return Reply(text=f"echo: {last_user_text(body)}")
 
     async def _models(self, request: web.Request) -> web.Response:
-        return web.json_response({"object": "list", "data": [{"id": "fake-model", "object": "model"}]})
+        return web.json_response({"object": "list", "data": self.models})
 
     async def _complete(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
