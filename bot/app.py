@@ -24,7 +24,8 @@ from bot.context import ContextBuilder
 from bot.events import InboundMessage
 from bot.inbox import Inbox
 from bot.llm import LLM, litellm, model_window
-from bot.window import Window, WindowBook, ask_server, resolve as resolve_window, step_down
+from bot.learned import ModelBook
+from bot.window import Window, ask_server, resolve as resolve_window, step_down
 from bot.tools.memory import MemoryTools
 from bot.tools.reminders import Reminders
 from bot.scheduler import Sweeper, start_scheduler
@@ -73,8 +74,8 @@ class TuskApp:
         self.bus = MessageBus(self._handle, self.inbox, durable=_durable)
         self.llm = LLM(llm_settings)
         litellm()  # the slow import happens at start, not in the first chat's turn
-        self.windows = WindowBook(settings.home)
-        window = resolve_window(llm_settings.model, settings.context_window, self.windows,
+        self.learned = ModelBook(settings.home)
+        window = resolve_window(llm_settings.model, settings.context_window, self.learned,
                                 model_window(llm_settings.model))
         self.consolidator = Consolidator(self.store, self._consolidation_call,
                                          Budget.for_window(window.tokens, settings.max_reply_tokens, window.source),
@@ -105,7 +106,7 @@ class TuskApp:
         logger.info("model window: %s", window.describe())
 
     def learn_window(self, exc: ContextOverflow) -> bool:
-        """The server said a prompt was too long: keep a smaller window (per model, in windows.json).
+        """The server said a prompt was too long: keep a smaller window (per model, in models.json).
         False when there is nothing smaller to learn."""
         current = self.consolidator.budget.window
         tokens = step_down(current, exc.window)
@@ -114,7 +115,7 @@ class TuskApp:
         said = f"the server named {exc.window:,}" if exc.window else "the server named no size"
         logger.warning("the prompt was over %s's window; budgeting for %d tokens from now on (was %d; %s)",
                        self.settings.model, tokens, current, said)
-        self.windows.learn(self.llm.settings.model, tokens, str(exc))
+        self.learned.note(self.llm.settings.model, str(exc), window=tokens)
         self.set_window(Window(tokens, "learned from the server's error"))
         return True
 

@@ -1,33 +1,30 @@
 """The model's real window: what Tusk budgets for, and where that figure came from.
 
     TUSK_CONTEXT_WINDOW          "configured"
-    $TUSK_HOME/windows.json      "learned": the server said a prompt was too long (bot/llm.py reads
+    $TUSK_HOME/models.json       "learned": the server said a prompt was too long (bot/llm.py reads
                                  the N of "maximum context length is N"; without one, a step down)
     litellm's model list         "litellm"
     the server, asked at start   "server": vLLM's /v1/models `max_model_len`, Ollama's /api/show
                                  `<arch>.context_length`, LM Studio's /api/v0/models, llama.cpp's /props
     65,536                       "default"
 
-A learned window is kept per model in `windows.json` (readable JSON, written atomically) so a
-restart does not overflow again; a larger configured window is never overridden by it.
+A learned window is kept per model (bot/learned.py) so a restart does not overflow again. A
+configured window wins at start; an overflow still teaches the running process a smaller one.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import os
-import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import aiohttp
 
+from bot.learned import ModelBook
+
 logger = logging.getLogger(__name__)
 
 DEFAULT_WINDOW = 65_536
-FILE = "windows.json"
 STEP_DOWN = 0.75  # an overflow that names no size: budget for three quarters of what was tried
 
 
@@ -40,45 +37,11 @@ class Window:
         return f"{self.tokens:,} tokens ({self.source})"
 
 
-class WindowBook:
-    """Learned windows per model, in `$TUSK_HOME/windows.json`."""
-
-    def __init__(self, home: Path) -> None:
-        self.path = Path(home) / FILE
-
-    def _read(self) -> dict[str, Any]:
-        try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return {}
-        except (OSError, ValueError):
-            logger.warning("%s is unreadable; learned windows start again", self.path)
-            return {}
-        return data if isinstance(data, dict) else {}
-
-    def learned(self, model: str) -> int | None:
-        entry = self._read().get(model)
-        tokens = entry.get("window") if isinstance(entry, dict) else None
-        return tokens if isinstance(tokens, int) and tokens > 0 else None
-
-    def learn(self, model: str, tokens: int, reason: str) -> None:
-        data = self._read()
-        data[model] = {"window": tokens, "reason": reason[:300], "learned": time.strftime("%Y-%m-%d %H:%M:%S")}
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(f".{FILE}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=1)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, self.path)
-
-
-def resolve(model: str, configured: int | None, book: WindowBook, known: int | None) -> Window:
+def resolve(model: str, configured: int | None, book: ModelBook, known: int | None) -> Window:
     """The window to budget for before asking the server: configured, learned, litellm's, default."""
     if configured:
         return Window(configured, "configured")
-    if learned := book.learned(model):
+    if learned := book.get(model).window:
         return Window(learned, "learned")
     if known:
         return Window(known, "litellm")

@@ -189,7 +189,7 @@ async def test_a_trickling_body_cannot_hold_the_turn_past_the_timeout(make_setti
 
 @pytest.mark.parametrize("vendor", sorted(OVERFLOW_BODIES))
 async def test_context_overflow_teaches_the_window_and_the_turn_is_answered(make_settings, fake_llm, vendor):
-    """Each server's 'prompt too long': Tusk learns a smaller window, keeps it in windows.json, trims or
+    """Each server's 'prompt too long': Tusk learns a smaller window, keeps it in models.json, trims or
     consolidates, and answers the same turn."""
     from tests.conftest import running
 
@@ -201,7 +201,7 @@ async def test_context_overflow_teaches_the_window_and_the_turn_is_answered(make
         window = tusk.consolidator.budget.window
         named = vendor != "ollama"  # Ollama says by how much, not the window: a step down
         assert window == (4096 if named else int(before * 0.75))
-        learned = json.loads((tusk.settings.home / "windows.json").read_text())
+        learned = json.loads((tusk.settings.home / "models.json").read_text())
         assert learned["openai/fake-model"]["window"] == window
         assert "learned" in (await tusk.say("big", "/status"))[0]
         assert_all_legal(fake_llm)

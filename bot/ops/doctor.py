@@ -1,6 +1,6 @@
 """`tusk doctor`: is this installation able to run? Each check gives a verdict and the fix.
 
-    config  data dir  tokenizer  LLM (a 1-token request)  each platform token  allow-lists
+    config  data dir  tokenizer  the model (bot/ops/probe.py)  each platform token  allow-lists
 
 Platform tokens are checked with one plain HTTPS call each (Telegram `getMe`, Slack
 `auth.test`, Discord `users/@me`), so the doctor needs none of the platform libraries.
@@ -62,19 +62,6 @@ def _tokenizer() -> Check:
     return Check("tokenizer", "ok", "cl100k_base loads offline")
 
 
-async def _llm(settings: Settings) -> Check:
-    from bot.llm import LLM
-
-    llm_settings = dataclasses.replace(settings.llm_settings(), max_tokens=1, retries=0, fallbacks=())
-    try:
-        async with LLM(llm_settings) as llm:
-            reply = await llm.complete([{"role": "user", "content": "Say OK."}])
-    except LLMError as exc:
-        return Check("LLM", "fail", f"{llm_settings.model} did not answer: {exc}",
-                     "check TUSK_MODEL, TUSK_API_KEY (or the provider's variable) and TUSK_API_BASE")
-    return Check("LLM", "ok", f"{reply.model} answered")
-
-
 async def _get_json(method: str, url: str, headers: dict[str, str] | None = None) -> tuple[int, dict]:
     async with aiohttp.ClientSession(timeout=TIMEOUT) as client:
         async with client.request(method, url, headers=headers) as resp:
@@ -133,7 +120,9 @@ async def run_checks(settings: Settings) -> list[Check]:
     checks = [Check("config", "ok", "settings are valid")]
     checks += [_data_dir(settings), _tokenizer()]
     try:
-        checks.append(await _llm(settings))
+        from bot.ops.probe import probe  # imports litellm: only when the model is checked
+
+        checks += await probe(settings)
     except ConfigError as exc:
         checks.append(Check("LLM", "fail", str(exc), "set TUSK_MODEL in the environment or .env"))
     platforms = [("Telegram", settings.telegram_bot_token, _telegram), ("Slack", settings.slack_bot_token, _slack),
