@@ -20,8 +20,9 @@ from dataclasses import dataclass
 
 from bot import commands, logs
 from bot.context import ContextBuilder
-from bot.errors import ContextOverflow, LLMError
+from bot.errors import ContextOverflow, LLMError, ToolsUnsupported
 from bot.events import ChatKey, InboundMessage, OutboundMessage
+from bot.learned import Learner
 from bot.llm import LLM, LLMReply
 from bot.tools.box import ToolBox, ToolContext
 from memory.consolidate import Consolidator, pick_cut
@@ -33,7 +34,6 @@ logger = logging.getLogger(__name__)
 
 Send = Callable[[OutboundMessage], Awaitable[None]]
 PostTurnHook = Callable[[ChatKey], Awaitable[None]]
-LearnWindow = Callable[[ContextOverflow], bool]  # the server said the prompt is too long: smaller window?
 
 CRASH_REPLY = "Something went wrong on my side and your message was not processed. Please try again."
 STEP_LIMIT_REPLY = "I stopped after {n} tool steps without finishing. Try asking for something smaller."
@@ -82,7 +82,7 @@ class AgentSettings:
 class ChatAgent:
     def __init__(self, settings: AgentSettings, store: SessionStore, llm: LLM, tools: ToolBox,
                  context: ContextBuilder, send: Send, chat_commands: commands.Commands | None = None,
-                 consolidator: Consolidator | None = None, learn_window: LearnWindow | None = None) -> None:
+                 consolidator: Consolidator | None = None, learner: Learner | None = None) -> None:
         self.settings = settings
         self.store = store
         self.llm = llm
@@ -91,11 +91,29 @@ class ChatAgent:
         self.send = send
         self.commands = chat_commands or commands.Commands()
         self.consolidator = consolidator
-        self.learn_window = learn_window
+        self.learner = learner  # applies what the server says: window, tools, cut prompts (bot/learned.py)
         self.hooks: list[PostTurnHook] = [self.consolidate] if consolidator else []
         self._background: set[asyncio.Task[None]] = set()
+        self._turns = 0  # turns running now, in any chat
+        self._idle = asyncio.Event()
+        self._idle.set()
+
+    async def until_idle(self) -> None:
+        """Return once no turn is running (background consolidation waits for it: replies go first)."""
+        while self._turns:
+            await self._idle.wait()
 
     async def handle(self, msg: InboundMessage) -> None:
+        self._turns += 1
+        self._idle.clear()
+        try:
+            await self._handle(msg)
+        finally:
+            self._turns -= 1
+            if not self._turns:
+                self._idle.set()
+
+    async def _handle(self, msg: InboundMessage) -> None:
         stats = logs.TurnStats()
         with logs.bound(msg.key, msg.id, stats):
             if self.settings.log_content:
@@ -137,7 +155,8 @@ class ChatAgent:
         if (command := commands.parse(msg.text)) is not None:
             ctx = commands.CommandContext(msg.key, session.files, session, self.store, self.settings.model,
                                           self.consolidator, self.context.fixed_tokens(session.files),
-                                          may_erase=not msg.is_group or msg.sender_is_admin)
+                                          may_erase=not msg.is_group or msg.sender_is_admin,
+                                          model_notes=self.learner.notes() if self.learner else ())
             return await self.commands.run(*command, ctx)
         limit = self.settings.max_message_chars
         if len(msg.text) > limit:
@@ -164,7 +183,7 @@ class ChatAgent:
     async def _converse(self, msg: InboundMessage, session: Session) -> tuple[list[Message], str]:
         """Run the LLM/tool loop; returns the messages to save and the text for the user."""
         new = [user_message(msg)]
-        prompt, room = await self._prompt(session, msg, new)
+        prompt, room, sent = await self._prompt(session, msg, new)
 
         async def notify(text: str) -> None:  # Tusk's own words in the chat, through the reply path
             await self.send(OutboundMessage(msg.key, text, reply_to=msg.id))
@@ -173,13 +192,21 @@ class ChatAgent:
         overflows = cut_retries = 0
         for _ in range(self.settings.max_tool_iterations):
             try:
-                reply = await self.llm.complete(prompt, self.tools.schemas)
+                reply = await self._complete(prompt)
             except ContextOverflow as exc:  # the server's window is smaller than we budgeted for
                 overflows += 1
-                if overflows > MAX_OVERFLOWS or self.learn_window is None or not self.learn_window(exc):
+                if overflows > MAX_OVERFLOWS or self.learner is None or not self.learner.learn_window(exc):
                     raise
-                prompt, room = await self._prompt(session, msg, new)
+                prompt, room, sent = await self._prompt(session, msg, new)
                 continue
+            except ToolsUnsupported as exc:  # asked again without tools; the prompt says there are none
+                if self.learner is None or not self.context.tools_available:
+                    raise
+                self.learner.tools_refused(exc)
+                prompt, room, sent = await self._prompt(session, msg, new)
+                continue
+            if self.learner is not None:
+                self.learner.prompt_counted(sent, reply.prompt_tokens)
             if reply.cut and any(c.error for c in reply.tool_calls) and not cut_retries:
                 cut_retries += 1  # cut inside a call's arguments: a failed step, asked once more
                 logger.warning("a tool call was cut off by the length limit; asking again")
@@ -201,15 +228,23 @@ class ChatAgent:
         new.append(Message(role="assistant", content=text))
         return new, text
 
+    async def _complete(self, prompt: list[dict[str, object]]) -> LLMReply:
+        """One chat request: the tools when the model takes them, the reply bounded by the reserve."""
+        schemas = self.tools.schemas if self.context.tools_available else None
+        reserve = self.consolidator.budget.reserve if self.consolidator else None
+        return await self.llm.complete(prompt, schemas, max_tokens=reserve)
+
     async def _prompt(self, session: Session, msg: InboundMessage,
-                      new: list[Message]) -> tuple[list[dict[str, object]], int]:
+                      new: list[Message]) -> tuple[list[dict[str, object]], int, int]:
         """The request for this turn so far (history fitted to the budget, the message, the tool steps
-        already taken) and the tokens further steps may still add."""
+        already taken), the tokens further steps may still add, and the prompt's estimate without tools."""
         history = await self._fitting_history(session, msg)
         steps = new[1:]
         prompt = self.context.build(session.files, history, msg) + [m.to_llm() for m in steps]
-        room = self._room(session, msg) - sum(m.tokens for m in history) - sum(m.tokens for m in steps)
-        return prompt, room
+        used = sum(m.tokens for m in history) + sum(m.tokens for m in steps)
+        room = self._room(session, msg) - used
+        sent = self.context.fixed_tokens(session.files) - self.context.tool_tokens + used
+        return prompt, room, sent
 
     async def _run_step(self, reply: LLMReply, ctx: ToolContext) -> list[Message]:
         """Run one reply's tool calls; the step as saved (the calls with their reasoning, then the results)."""
@@ -240,7 +275,7 @@ class ChatAgent:
             return c.budget.limit - self._room(session, msg)
 
         if c.over_budget(session, fixed()):
-            await c.run(session, fixed)
+            await c.run(session, fixed, rounds=1)  # the reply waits for one round at most; the rest is cut
         history, room = session.unconsolidated, self._room(session, msg)
         if room < 0:
             raise MessageTooLong(f"That message does not fit in the model's window ({c.budget.window:,} tokens). "
@@ -254,7 +289,7 @@ class ChatAgent:
         """Consolidate this chat if it is over budget (the post-turn hook and the scheduled sweep)."""
         session = self.store.get(key.channel, key.chat_id)
         assert self.consolidator is not None
-        await self.consolidator.run(session, lambda: self.context.fixed_tokens(session.files))
+        await self.consolidator.run(session, lambda: self.context.fixed_tokens(session.files), background=True)
 
     def _truncate(self, text: str) -> str:
         limit = self.settings.tool_result_max_chars

@@ -19,13 +19,13 @@ from bot.bus import MessageBus
 from bot.commands import Commands
 from bot.config import Settings
 from bot.ops.console import Console
-from bot.errors import ConfigError, ContextOverflow
+from bot.errors import ConfigError, ContextOverflow, ToolsUnsupported
 from bot.context import ContextBuilder
 from bot.events import InboundMessage
 from bot.inbox import Inbox
 from bot.llm import LLM, litellm, model_window
-from bot.learned import ModelBook
-from bot.window import Window, ask_server, resolve as resolve_window, step_down
+from bot.learned import Learner, ModelBook
+from bot.window import ask_server, resolve as resolve_window
 from bot.tools.memory import MemoryTools
 from bot.tools.reminders import Reminders
 from bot.scheduler import Sweeper, start_scheduler
@@ -74,8 +74,8 @@ class TuskApp:
         self.bus = MessageBus(self._handle, self.inbox, durable=_durable)
         self.llm = LLM(llm_settings)
         litellm()  # the slow import happens at start, not in the first chat's turn
-        self.learned = ModelBook(settings.home)
-        window = resolve_window(llm_settings.model, settings.context_window, self.learned,
+        book = ModelBook(settings.home)
+        window = resolve_window(settings.context_window, book.get(llm_settings.model).window,
                                 model_window(llm_settings.model))
         self.consolidator = Consolidator(self.store, self._consolidation_call,
                                          Budget.for_window(window.tokens, settings.max_reply_tokens, window.source),
@@ -91,45 +91,36 @@ class TuskApp:
         chat_commands = Commands(settings.timezone, holders=[self.reminders, self.tasks],
                                  extra=self.reminders.commands())
         context = ContextBuilder(settings.home, settings.bot_name, self.tools.schemas, settings.timezone)
+        self.learner = Learner(book, llm_settings.model, self.consolidator, context, self.llm,
+                               settings.max_reply_tokens, settings.memory_max_tokens)
         self.agent = ChatAgent(settings.agent_settings(), self.store, self.llm, self.tools, context, self.bus.send,
-                               chat_commands, consolidator=self.consolidator, learn_window=self.learn_window)
+                               chat_commands, consolidator=self.consolidator, learner=self.learner)
+        self.consolidator.idle = self.agent.until_idle  # background rounds wait for the replies
+        self.consolidator.tools_available = lambda: context.tools_available
         self.channels: list[Channel] = []
         self.sweeper = Sweeper(settings.home, self.agent.consolidate)
         self._scheduler: AsyncIOScheduler | None = None
 
-    def set_window(self, window: Window) -> None:
-        """Budget for `window` from now on (the memory cap follows it unless TUSK_MEMORY_MAX_TOKENS is set)."""
-        c = self.consolidator
-        c.budget = Budget.for_window(window.tokens, self.settings.max_reply_tokens, window.source)
-        if not self.settings.memory_max_tokens:
-            c.max_memory_tokens = window.tokens // 10
-        logger.info("model window: %s", window.describe())
-
-    def learn_window(self, exc: ContextOverflow) -> bool:
-        """The server said a prompt was too long: keep a smaller window (per model, in models.json).
-        False when there is nothing smaller to learn."""
-        current = self.consolidator.budget.window
-        tokens = step_down(current, exc.window)
-        if tokens >= current:
-            return False
-        said = f"the server named {exc.window:,}" if exc.window else "the server named no size"
-        logger.warning("the prompt was over %s's window; budgeting for %d tokens from now on (was %d; %s)",
-                       self.settings.model, tokens, current, said)
-        self.learned.note(self.llm.settings.model, str(exc), window=tokens)
-        self.set_window(Window(tokens, "learned from the server's error"))
-        return True
-
-    async def _consolidation_call(self, messages: list[dict], tools: list[dict]) -> str | None:
-        """One consolidation request, forcing save_memory; its arguments, or None if it was not called."""
-        forced = {"type": "function", "function": {"name": tools[0]["function"]["name"]}}
+    async def _consolidation_call(self, messages: list[dict], tools: list[dict], max_tokens: int) -> str | None:
+        """One consolidation request, forcing save_memory when tools are offered: its arguments, else the
+        reply's text (a model without tools answers in the text form), or None."""
+        forced = {"type": "function", "function": {"name": tools[0]["function"]["name"]}} if tools else None
         try:
-            reply = await self.llm.complete(messages, tools, tool_choice=forced,
-                                            model=self.settings.consolidation_model)
+            reply = await self.llm.complete(messages, tools or None, tool_choice=forced,
+                                            model=self.settings.consolidation_model, max_tokens=max_tokens)
         except ContextOverflow as exc:
             if not self.settings.consolidation_model:  # the chat model's window: learn it for the chats too
-                self.learn_window(exc)
+                self.learner.learn_window(exc)
             raise
-        return next((c.arguments for c in reply.tool_calls if c.name == forced["function"]["name"]), None)
+        except ToolsUnsupported as exc:
+            if not self.settings.consolidation_model:
+                self.learner.tools_refused(exc)
+            raise
+        if forced is not None:
+            called = next((c for c in reply.tool_calls if c.name == forced["function"]["name"]), None)
+            if called is not None:  # arguments it could not read: the raw text, for the lenient parse's reason
+                return called.arguments if called.error is None else called.error
+        return reply.content
 
     async def _handle(self, msg: InboundMessage) -> None:
         await self.agent.handle(msg)
@@ -211,7 +202,7 @@ class TuskApp:
         if self.consolidator.budget.source == "default":  # a model litellm does not know: ask its server
             s = self.llm.settings
             if (window := await ask_server(s.model, s.api_base, s.api_key)) is not None:
-                self.set_window(window)
+                self.learner.set_window(window)
         self._scheduler = start_scheduler(self.sweeper, self.settings.consolidate_every, self.reminders)
         if replay := self.inbox.take_pending():
             logger.warning("running again %d turn(s) a crash or forced stop cut short", len(replay))

@@ -39,6 +39,7 @@ class CommandContext:
     consolidator: Consolidator | None = None
     fixed_tokens: int = 0  # system prompt and tools, as the next turn would send them
     may_erase: bool = True  # False for non-admins in groups: /forget and /memory undo are refused
+    model_notes: tuple[str, ...] = ()  # what the server taught us about the model (bot/learned.py)
 
 
 CommandFn = Callable[[CommandContext, str], Awaitable[str]]
@@ -174,6 +175,7 @@ async def _status(ctx: CommandContext, args: str) -> str:
                      f"~{stats.tokens_sent if stats else 0:,} tokens sent")
         if stats and stats.last_error:
             lines.append(f"Last consolidation problem: {stats.last_error}")
+    lines += ctx.model_notes
     return "\n".join(lines)
 
 

@@ -39,6 +39,12 @@ Answer in the language of the message. Be concise: this is a chat, not a documen
 If you don't know something about the person or this chat, say so rather than guess."""
 
 
+NO_TOOLS = """## Tools
+
+None: this model takes no tools here, so you cannot search older history, set reminders or save notes. \
+Answer from the memory above and the conversation; say so when something would need a tool."""
+
+
 @functools.lru_cache(maxsize=256)
 def _count(text: str) -> int:  # system prompts repeat turn after turn: count each distinct one once
     return count_text(text)
@@ -71,13 +77,14 @@ class ContextBuilder:
         self.bot_name = bot_name
         self.tool_schemas = tool_schemas
         self._tool_tokens = count_text(json.dumps(tool_schemas)) if tool_schemas else 0
+        self.tools_available = True  # False once the model's server refused tools (bot/learned.py)
         self._prompts: OrderedDict[Path, tuple[tuple[object, ...], str]] = OrderedDict()  # chat dir -> (stamp, prompt)
 
     def system_prompt(self, files: ChatFiles) -> str:
         """Built once per version of its files: a turn asks for it several times (budget checks, the
         request), and most turns find AGENTS.md, SOUL.md and MEMORY.md unchanged."""
         paths = (self.home / WORKSPACE_FILES[0], self.home / WORKSPACE_FILES[1], files.memory)
-        stamp = tuple(map(_stamp, paths))
+        stamp = (*map(_stamp, paths), self.tools_available)
         cached = self._prompts.get(files.dir)
         if cached is not None and cached[0] == stamp:
             self._prompts.move_to_end(files.dir)
@@ -95,15 +102,22 @@ class ContextBuilder:
                 parts.append(f"## {name}\n\n{text}")
         memory = _read(files.memory)
         parts.append("## Memory of this chat (MEMORY.md)\n\n" + (memory or "(empty: nothing remembered yet)"))
-        if self.tool_schemas:
+        if self.tool_schemas and not self.tools_available:
+            parts.append(NO_TOOLS)
+        elif self.tool_schemas:
             lines = [f"- {t['function']['name']}: {t['function']['description'].splitlines()[0]}"
                      for t in self.tool_schemas]
             parts.append("## Tools\n\n" + "\n".join(lines))
         return "\n\n".join(parts)
 
+    @property
+    def tool_tokens(self) -> int:
+        """Estimated tokens of the tool schemas sent with each request (none when tools are unavailable)."""
+        return self._tool_tokens if self.tools_available else 0
+
     def fixed_tokens(self, files: ChatFiles) -> int:
         """Estimated tokens of everything in the prompt except the history: system prompt and tools."""
-        return _count(self.system_prompt(files)) + self._tool_tokens
+        return _count(self.system_prompt(files)) + self.tool_tokens
 
     @staticmethod
     def runtime_block(msg: InboundMessage, zone: ZoneInfo) -> str:

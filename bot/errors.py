@@ -8,7 +8,9 @@
         ├── LLMUnavailable   5xx, timeouts, connection errors, rate limits that outlast retries
         └── LLMRejected      the request itself was refused (auth, bad request)
             ├── ContextOverflow  the prompt is over the model's real window (`window`: the size it named)
-            └── LLMFiltered      the provider's content filter refused (no choices, content_filter)
+            ├── LLMFiltered      the provider's content filter refused (no choices, content_filter)
+            ├── ToolsUnsupported the model or server takes no tools ("does not support tools")
+            └── ModelNotFound    the server does not serve the model named in TUSK_MODEL
 
 `LLMError.user_message` is the one sentence a chat user sees; details go to the log.
 """
@@ -57,3 +59,11 @@ class ContextOverflow(LLMRejected):
 
 class LLMFiltered(LLMRejected):
     user_message = "The model provider's content filter refused to answer that message."
+
+
+class ToolsUnsupported(LLMRejected):
+    user_message = "The model cannot use tools; I will answer without them."
+
+
+class ModelNotFound(LLMRejected):
+    user_message = "The model server does not know the configured model. The operator can run `tusk doctor`."

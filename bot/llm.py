@@ -31,8 +31,10 @@ from types import ModuleType
 from typing import Any
 
 from bot import logs
-from bot.errors import ContextOverflow, LLMError, LLMFiltered, LLMRejected, LLMUnavailable
-from bot.llm_wire import overflow_window, readable_client, strip_think, wants_readable_client
+from bot.errors import (ContextOverflow, LLMError, LLMFiltered, LLMRejected, LLMUnavailable, ModelNotFound,
+                        ToolsUnsupported)
+from bot.llm_wire import (model_missing, model_name, overflow_window, readable_client, served_models, strip_think,
+                          tools_refused, wants_readable_client)
 from memory.wire import new_call_id, repair_arguments, repair_name
 
 logger = logging.getLogger(__name__)
@@ -107,6 +109,7 @@ class LLM:
 
     def __init__(self, settings: LLMSettings) -> None:
         self.settings = settings
+        self.window: int | None = None  # the window Tusk budgets for (sent as Ollama's num_ctx)
         self._client: Any = None
 
     async def __aenter__(self) -> LLM:
@@ -119,6 +122,19 @@ class LLM:
         client, self._client = self._client, None
         if client is not None:
             await client.close()
+
+    async def _explained(self, error: LLMError, model: str) -> LLMError:
+        """`error` with the words a chat user can act on, where the cause is plain."""
+        where = self.settings.api_base or ("http://localhost:11434" if model.startswith("ollama") else None)
+        if isinstance(error, LLMUnavailable) and where and "connect" in str(error).lower():
+            server = "Ollama" if model.startswith("ollama") or ":11434" in where else "the model server"
+            error.user_message = f"I can't reach the model: is {server} running at {where}?"
+        elif isinstance(error, ModelNotFound):
+            served = await served_models(where) if where else []
+            error.user_message = (f"The model server does not know the model {model_name(model)!r}."
+                                  + (f" It serves: {', '.join(served[:10])}." if served else "")
+                                  + " The operator can set TUSK_MODEL (tusk doctor lists the models).")
+        return error
 
     def _client_for(self, model: str) -> Any:
         s = self.settings
@@ -136,24 +152,28 @@ class LLM:
         *,
         tool_choice: str | dict[str, Any] | None = None,
         model: str | None = None,
+        max_tokens: int | None = None,
     ) -> LLMReply:
-        """One reply for `messages`; raises LLMUnavailable / LLMRejected when none can be had."""
+        """One reply for `messages`; raises LLMUnavailable / LLMRejected when none can be had.
+        `max_tokens` bounds the reply (TUSK_MAX_REPLY_TOKENS, when set, wins)."""
         models = (model or self.settings.model, *self.settings.fallbacks)
+        options = {"tools": tools or None, "tool_choice": tool_choice if tools else None,
+                   "max_tokens": self.settings.max_tokens or max_tokens}
         error: LLMError | None = None
         for name in models:
             try:
-                return await self._with_retries(name, messages, tools, tool_choice)
+                return await self._with_retries(name, messages, options)
             except LLMUnavailable as exc:
                 error = exc
                 logger.warning("model %s unavailable: %s", name, exc)
         assert error is not None
         raise error
 
-    async def _with_retries(self, model: str, messages, tools, tool_choice) -> LLMReply:
+    async def _with_retries(self, model: str, messages: list[dict[str, Any]], options: dict[str, Any]) -> LLMReply:
         s = self.settings
         for attempt in range(s.retries + 1):
             try:
-                return await self._once(model, messages, tools, tool_choice)
+                return await self._once(model, messages, options)
             except LLMUnavailable as exc:
                 if attempt == s.retries:
                     raise
@@ -162,13 +182,15 @@ class LLM:
                 await asyncio.sleep(delay)
         raise AssertionError("unreachable")
 
-    async def _once(self, model: str, messages, tools, tool_choice) -> LLMReply:
+    async def _once(self, model: str, messages: list[dict[str, Any]], options: dict[str, Any]) -> LLMReply:
         lib = litellm()
         s = self.settings
         kwargs: dict[str, Any] = {"timeout": s.timeout, "num_retries": 0, "max_retries": 0}
-        for key, value in (("api_base", s.api_base), ("api_key", s.api_key), ("max_tokens", s.max_tokens),
-                           ("tools", tools or None), ("tool_choice", tool_choice if tools else None),
-                           ("client", self._client_for(model))):
+        # Ollama runs a model at its own small context and cuts the front of a longer prompt without a word;
+        # its native route takes num_ctx (the OpenAI-compatible one ignores it): the window Tusk budgets for.
+        num_ctx = self.window if model.startswith(("ollama/", "ollama_chat/")) else None
+        for key, value in (("api_base", s.api_base), ("api_key", s.api_key), *options.items(),
+                           ("client", self._client_for(model)), ("num_ctx", num_ctx)):
             if value is not None:
                 kwargs[key] = value
         started = time.monotonic()
@@ -177,7 +199,7 @@ class LLM:
         except TimeoutError as exc:
             raise LLMUnavailable(f"{model} did not answer within {s.timeout:g}s (TUSK_LLM_TIMEOUT)") from exc
         except Exception as exc:  # litellm raises many types; all are translated here
-            raise _translate(exc) from exc
+            raise await self._explained(_translate(exc), model) from exc
         try:
             reply = _parse(response, model)
         except (AttributeError, KeyError, TypeError, ValueError) as exc:
@@ -196,6 +218,10 @@ def _translate(exc: Exception) -> LLMError:
     overflow = overflow_window(exc, isinstance(exc, lib.ContextWindowExceededError))
     if overflow is not None:
         return ContextOverflow(text, window=overflow or None)
+    if status in (400, 404, 500) and tools_refused(exc):
+        return ToolsUnsupported(text)
+    if status in (400, 404) and model_missing(exc):
+        return ModelNotFound(text)
     if isinstance(exc, lib.ContentPolicyViolationError):
         return LLMFiltered(text)
     if isinstance(exc, transient) or status in TRANSIENT_STATUS or not isinstance(status, int):

@@ -57,6 +57,45 @@ def overflow_window(exc: BaseException, known_overflow: bool = False) -> int | N
     return 0 if known_overflow else None
 
 
+_TOOLS_REFUSED = re.compile(r"does not support tools|tools? (?:are|is) not supported|does not support (?:function|tool) "
+                            r"call|tool_choice.*not supported|tool use is not supported", re.I)
+_MODEL_MISSING = re.compile(r"model\W+\S+\W+not found|model .{0,80} does not exist|model_not_found|"
+                            r"no such model|unknown model|model .{0,80} is not (?:loaded|available)", re.I)
+
+
+def tools_refused(exc: BaseException) -> bool:
+    """Ollama's 400 "<model> does not support tools" and its kin."""
+    return bool(_TOOLS_REFUSED.search(_error_texts(exc)))
+
+
+def model_missing(exc: BaseException) -> bool:
+    """Ollama's "model 'x' not found, try pulling it first", vLLM's and OpenAI's "does not exist"."""
+    return bool(_MODEL_MISSING.search(_error_texts(exc)))
+
+
+def model_name(model: str) -> str:
+    """The name the server knows: the litellm model string without its route."""
+    return model.split("/", 1)[1] if "/" in model else model
+
+
+async def served_models(api_base: str) -> list[str]:
+    """The model ids a server lists at /v1/models (Ollama's /api/tags too), or [] if it lists none."""
+    import aiohttp
+
+    root = api_base.rstrip("/").removesuffix("/v1")
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=3)) as http:
+        for path, key, field in (("/v1/models", "data", "id"), ("/api/tags", "models", "name")):
+            try:
+                async with http.get(root + path) as resp:
+                    body = await resp.json(content_type=None)
+                names = [m.get(field) for m in body.get(key, []) if isinstance(m, dict)]
+                if names:
+                    return [str(n) for n in names]
+            except (aiohttp.ClientError, TimeoutError, ValueError, AttributeError):
+                continue
+    return []
+
+
 def strip_think(text: str | None) -> str | None:
     """The text without `<think>` blocks (a block never closed runs to the end)."""
     if not text or "<think" not in text.lower():

@@ -20,7 +20,6 @@ from typing import Any
 
 import aiohttp
 
-from bot.learned import ModelBook
 
 logger = logging.getLogger(__name__)
 
@@ -37,11 +36,11 @@ class Window:
         return f"{self.tokens:,} tokens ({self.source})"
 
 
-def resolve(model: str, configured: int | None, book: ModelBook, known: int | None) -> Window:
+def resolve(configured: int | None, learned: int | None, known: int | None) -> Window:
     """The window to budget for before asking the server: configured, learned, litellm's, default."""
     if configured:
         return Window(configured, "configured")
-    if learned := book.get(model).window:
+    if learned:
         return Window(learned, "learned")
     if known:
         return Window(known, "litellm")

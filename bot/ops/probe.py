@@ -70,7 +70,8 @@ async def probe(settings: Settings) -> list[Check]:
 
 
 async def _window(settings: Settings, s: LLMSettings) -> Check:
-    window = resolve(s.model, settings.context_window, ModelBook(settings.home), model_window(s.model))
+    facts = ModelBook(settings.home).get(s.model)
+    window = resolve(settings.context_window, facts.window, model_window(s.model))
     if window.source == "default":
         window = await ask_server(s.model, s.api_base, s.api_key) or window
     verdict = "warn" if window.source == "default" else "ok"
