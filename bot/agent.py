@@ -274,8 +274,10 @@ class ChatAgent:
         def fixed() -> int:
             return c.budget.limit - self._room(session, msg)
 
-        if c.over_budget(session, fixed()):
-            await c.run(session, fixed, rounds=1)  # the reply waits for one round at most; the rest is cut
+        if c.over_budget(session, fixed()) and not c.lock(session.files.dir).locked():
+            # one round at most, and none while a background round runs (a one-slot server would queue the
+            # reply behind both): what does not fit is left out of this request, not waited for
+            await c.run(session, fixed, rounds=1)
         history, room = session.unconsolidated, self._room(session, msg)
         if room < 0:
             raise MessageTooLong(f"That message does not fit in the model's window ({c.budget.window:,} tokens). "

@@ -199,9 +199,9 @@ class TuskApp:
             for channel in reversed(started):
                 await channel.stop()
             raise
-        if self.consolidator.budget.source == "default":  # a model litellm does not know: ask its server
-            s = self.llm.settings
-            if (window := await ask_server(s.model, s.api_base, s.api_key)) is not None:
+        s, source = self.llm.settings, self.consolidator.budget.source
+        if source == "default" or (source == "litellm" and s.model.startswith(("ollama/", "ollama_chat/"))):
+            if (window := await ask_server(s.model, s.api_base, s.api_key)) is not None:  # the server knows best
                 self.learner.set_window(window)
         self._scheduler = start_scheduler(self.sweeper, self.settings.consolidate_every, self.reminders)
         if replay := self.inbox.take_pending():

@@ -25,6 +25,8 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_WINDOW = 65_536
 STEP_DOWN = 0.75  # an overflow that names no size: budget for three quarters of what was tried
+OLLAMA_CAP = 16_384  # Ollama allocates num_ctx up front: a model's trained 128k would not fit a small box
+OLLAMA_BASE = "http://localhost:11434"  # litellm's default for the ollama routes
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +67,8 @@ def _model_id(model: str) -> str:
 
 async def ask_server(model: str, api_base: str | None, api_key: str | None, timeout: float = 3.0) -> Window | None:
     """The model's window as an OpenAI-compatible local server reports it, if it does."""
+    if not api_base and model.startswith(("ollama/", "ollama_chat/")):
+        api_base = OLLAMA_BASE
     if not api_base:
         return None
     root, name = _server_root(api_base), _model_id(model)
@@ -108,7 +112,8 @@ def _from_lmstudio(data: Any, name: str) -> int | None:
 
 
 def _from_ollama_show(data: Any, name: str) -> int | None:
-    """`model_info["<arch>.context_length"]`, or `num_ctx` in the Modelfile parameters when set."""
+    """`num_ctx` in the Modelfile parameters when set, else `model_info["<arch>.context_length"]` up to
+    OLLAMA_CAP (Tusk sends it back as num_ctx, and Ollama reserves memory for all of it)."""
     if not isinstance(data, dict):
         return None
     for line in str(data.get("parameters") or "").splitlines():
@@ -119,7 +124,7 @@ def _from_ollama_show(data: Any, name: str) -> int | None:
     if isinstance(info, dict):
         for key, value in info.items():
             if key.endswith(".context_length") and isinstance(value, int):
-                return value
+                return min(value, OLLAMA_CAP)
     return None
 
 

@@ -128,6 +128,10 @@ async def test_oversized_memory_is_rejected_and_shrink_requested(small, fake_llm
     fake_llm.responder = respond
     await chat(app, "big", 14)
     files = app.store.get("http", "big").files
+    stats = app.consolidator.stats[files.dir]
+    assert "over 100 tokens" in stats.last_error and stats.shrink and not files.memory.exists()
+    stats.retry_at = 0  # the backoff has passed
+    await chat(app, "big", 1)
     assert memfiles.read_memory(files) == "- short\n"
 
 

@@ -100,6 +100,8 @@ class FakeLLM:
         self._ids = itertools.count(1)
         self.base_url = ""
         self.models: list[dict[str, Any]] = [{"id": "fake-model", "object": "model"}]  # what /v1/models lists
+        self.ollama_context = 131_072  # what Ollama's /api/show says of the model (model_info)
+        self.arrivals: list[float] = []  # time.monotonic() of each request in `requests`
 
     def script(self, *replies: Reply) -> None:
         self._script.extend(replies)
@@ -112,6 +114,9 @@ class FakeLLM:
         app.router.add_post("/v1/chat/completions", self._complete)
         app.router.add_post("/chat/completions", self._complete)
         app.router.add_get("/v1/models", self._models)
+        app.router.add_post("/api/chat", self._ollama_chat)  # Ollama's native API (litellm's ollama_chat/ route)
+        app.router.add_post("/api/show", self._ollama_show)
+        app.router.add_get("/api/tags", self._ollama_tags)
         self._runner, url = await serve(app)
         self.base_url = f"{url}/v1"
         return self
@@ -131,13 +136,49 @@ class FakeLLM:
     async def _models(self, request: web.Request) -> web.Response:
         return web.json_response({"object": "list", "data": self.models})
 
-    async def _complete(self, request: web.Request) -> web.StreamResponse:
+    async def _take(self, request: web.Request) -> tuple[dict[str, Any], Reply]:
         body = await request.json()
         self.requests.append(body)
+        self.arrivals.append(time.monotonic())
         reply = self._next(body)
         if reply.delay:  # cut short when the fake closes, so a test never waits out a slow reply
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._closing.wait(), reply.delay)
+        return body, reply
+
+    async def _ollama_show(self, request: web.Request) -> web.Response:
+        """Ollama's /api/show, as its API docs give it (the parts Tusk reads)."""
+        name = (await request.json()).get("model", "")
+        if not any(m["id"] == name for m in self.models):
+            return web.json_response({"error": f"model '{name}' not found"}, status=404)
+        return web.json_response({"modelfile": "# fake", "parameters": "stop \"<|eot_id|>\"", "template": "",
+                                  "details": {"family": "llama"}, "capabilities": ["completion", "tools"],
+                                  "model_info": {"general.architecture": "llama",
+                                                 "llama.context_length": self.ollama_context}})
+
+    async def _ollama_tags(self, request: web.Request) -> web.Response:
+        return web.json_response({"models": [{"name": m["id"], "model": m["id"]} for m in self.models]})
+
+    async def _ollama_chat(self, request: web.Request) -> web.Response:
+        """Ollama's native /api/chat (non-streaming): its own reply shape and error bodies."""
+        body, reply = await self._take(request)
+        if not any(m["id"] == body.get("model") for m in self.models):
+            return web.json_response({"error": f"model \"{body.get('model')}\" not found, try pulling it first"},
+                                     status=404)
+        if reply.raw_body is not None or reply.status != 200:
+            return await self._send(request, reply, reply.raw_body or json.dumps({"error": "fake error"}))
+        calls = [{"function": {"name": name, "arguments": args if isinstance(args, dict) else json.loads(args)}}
+                 for _, name, args in reply.tool_calls]
+        prompt = len(json.dumps(body.get("messages", []))) // 4
+        return web.json_response({
+            "model": body.get("model"), "created_at": "2026-12-03T08:00:00Z",
+            "message": {"role": "assistant", "content": reply.text or "", **({"tool_calls": calls} if calls else {})},
+            "done": True, "done_reason": reply.finish_reason or "stop",
+            "prompt_eval_count": (reply.usage or {}).get("prompt_tokens", prompt),
+            "eval_count": len(reply.text or "") // 4 + 1})
+
+    async def _complete(self, request: web.Request) -> web.StreamResponse:
+        body, reply = await self._take(request)
         if reply.raw_body is not None:
             return await self._send(request, reply, reply.raw_body)
         if reply.status != 200:
