@@ -255,3 +255,38 @@ def test_impossible_pointers_hide_nothing(tmp_path):
             fh.write(json.dumps({"record": "pointer", "last_consolidated": bad}) + "\n")
     loaded = load(s.files, "http", "p")
     assert [m.content for m in loaded.unconsolidated] == ["c", "d"] and loaded.last_consolidated == 2
+
+
+async def test_provider_quirks_through_tusk_run(fake_llm, tmp_path):
+    """A real `tusk run` process: parts content, reused ids with reasoning, and an overflow are each answered,
+    the window is learned into models.json, and every request the fake saw is legal."""
+    import asyncio
+    import signal
+    import sys
+
+    import aiohttp
+
+    from tests.test_cli import env_for
+
+    env = env_for(fake_llm, tmp_path, TUSK_HTTP_PORT="0", TUSK_HTTP_TOKEN="t" * 32)
+    fake_llm.script(
+        Reply(message={"role": "assistant", "content": [{"type": "text", "text": "from parts"}]}),
+        Reply(message={"role": "assistant", "content": None, "reasoning_content": "clock first",
+                       "tool_calls": [call("current_time", {}, "call_0")]}), Reply(text="noon"),
+        overflow_body("vllm", 5000, 9000), Reply(text="still here"))
+    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "bot.ops.cli", "run", env=env, cwd=tmp_path,
+                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    try:
+        line = (await asyncio.wait_for(proc.stdout.readline(), timeout=60)).decode()
+        url = "http://" + line.split("http://", 1)[1].split()[0]
+        replies = []
+        async with aiohttp.ClientSession(headers={"Authorization": "Bearer " + "t" * 32}) as client:
+            for text in ("hi", "time?", "more"):
+                async with client.post(f"{url}/v1/chats/q/messages", json={"text": text}) as resp:
+                    replies += (await resp.json())["replies"]
+        assert replies == ["from parts", "noon", "still here"]
+        assert json.loads((tmp_path / "data" / "models.json").read_text())["openai/fake-model"]["window"] == 5000
+        assert_all_legal(fake_llm)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(proc.wait(), timeout=30) == 0
