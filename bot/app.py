@@ -23,9 +23,9 @@ from bot.errors import ConfigError, ContextOverflow, ToolsUnsupported
 from bot.context import ContextBuilder
 from bot.events import InboundMessage
 from bot.inbox import Inbox
-from bot.llm import LLM, litellm, model_window
+from bot.llm import LLM, litellm, model_max_output, model_window
 from bot.learned import Learner, ModelBook
-from bot.window import ask_server, resolve as resolve_window
+from bot.window import ask_server, reply_cap, resolve as resolve_window
 from bot.tools.memory import MemoryTools
 from bot.tools.reminders import Reminders
 from bot.scheduler import Sweeper, start_scheduler
@@ -77,8 +77,10 @@ class TuskApp:
         book = ModelBook(settings.home)
         window = resolve_window(settings.context_window, book.get(llm_settings.model).window,
                                 model_window(llm_settings.model))
+        known_output = model_max_output(llm_settings.model)
         self.consolidator = Consolidator(self.store, self._consolidation_call,
-                                         Budget.for_window(window.tokens, settings.max_reply_tokens, window.source),
+                                         Budget.for_window(window.tokens, reply_cap(settings.max_reply_tokens,
+                                                           known_output, window.source), window.source),
                                          settings.memory_max_tokens or window.tokens // 10)
         self.memory_tools = MemoryTools(HistorySearch(), self.consolidator.lock, self.consolidator.max_memory_tokens,
                                         notices=settings.memory_notices)
@@ -92,7 +94,7 @@ class TuskApp:
                                  extra=self.reminders.commands())
         context = ContextBuilder(settings.home, settings.bot_name, self.tools.schemas, settings.timezone)
         self.learner = Learner(book, llm_settings.model, self.consolidator, context, self.llm,
-                               settings.max_reply_tokens, settings.memory_max_tokens)
+                               settings.max_reply_tokens, settings.memory_max_tokens, known_output)
         self.agent = ChatAgent(settings.agent_settings(), self.store, self.llm, self.tools, context, self.bus.send,
                                chat_commands, consolidator=self.consolidator, learner=self.learner)
         self.consolidator.idle = self.agent.until_idle  # background rounds wait for the replies

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.errors import ContextOverflow, ToolsUnsupported
-from bot.window import Window, step_down
+from bot.window import Window, reply_cap, step_down
 from memory.consolidate import Budget, Consolidator
 
 logger = logging.getLogger(__name__)
@@ -97,10 +97,11 @@ class Learner:
     """What the model's server said, applied to the running Tusk and kept in models.json."""
 
     def __init__(self, book: ModelBook, model: str, consolidator: Consolidator, context: Any, llm: Any,
-                 max_reply_tokens: int | None, memory_max_tokens: int | None) -> None:
+                 max_reply_tokens: int | None, memory_max_tokens: int | None, known_output: int | None) -> None:
         self.book, self.model = book, model
         self.consolidator, self.context, self.llm = consolidator, context, llm
         self.max_reply_tokens, self.memory_max_tokens = max_reply_tokens, memory_max_tokens
+        self.known_output = known_output  # the model's largest reply per litellm, if it knows
         facts = book.get(model)
         self.truncates = facts.truncates
         context.tools_available = not facts.no_tools
@@ -109,7 +110,8 @@ class Learner:
     def set_window(self, window: Window) -> None:
         """Budget for `window` from now on (the memory cap follows it unless TUSK_MEMORY_MAX_TOKENS is set)."""
         c = self.consolidator
-        c.budget = Budget.for_window(window.tokens, self.max_reply_tokens, window.source)
+        c.budget = Budget.for_window(window.tokens, reply_cap(self.max_reply_tokens, self.known_output, window.source),
+                                     window.source)
         if not self.memory_max_tokens:
             c.max_memory_tokens = window.tokens // 10
         self.llm.window = window.tokens

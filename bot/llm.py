@@ -64,6 +64,15 @@ def model_window(model: str) -> int | None:
     return info.get("max_input_tokens") or info.get("max_tokens") or None
 
 
+def model_max_output(model: str) -> int | None:
+    """The most tokens the model may write in one reply, from litellm's bundled model list."""
+    try:
+        info = litellm().get_model_info(model)
+    except Exception:  # litellm raises plain Exception for unknown models
+        return None
+    return info.get("max_output_tokens") or None
+
+
 @dataclass(frozen=True, slots=True)
 class LLMSettings:
     model: str
@@ -155,10 +164,10 @@ class LLM:
         max_tokens: int | None = None,
     ) -> LLMReply:
         """One reply for `messages`; raises LLMUnavailable / LLMRejected when none can be had.
-        `max_tokens` bounds the reply (TUSK_MAX_REPLY_TOKENS, when set, wins)."""
+        `max_tokens` bounds the reply (else TUSK_MAX_REPLY_TOKENS, if set)."""
         models = (model or self.settings.model, *self.settings.fallbacks)
         options = {"tools": tools or None, "tool_choice": tool_choice if tools else None,
-                   "max_tokens": self.settings.max_tokens or max_tokens}
+                   "max_tokens": max_tokens or self.settings.max_tokens}
         error: LLMError | None = None
         for name in models:
             try:

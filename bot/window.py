@@ -27,6 +27,7 @@ DEFAULT_WINDOW = 65_536
 STEP_DOWN = 0.75  # an overflow that names no size: budget for three quarters of what was tried
 OLLAMA_CAP = 16_384  # Ollama allocates num_ctx up front: a model's trained 128k would not fit a small box
 OLLAMA_BASE = "http://localhost:11434"  # litellm's default for the ollama routes
+OLLAMA_OPENAI_WINDOW = 4096  # Ollama's default context, all its OpenAI-compatible endpoint runs a model at
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,11 +50,22 @@ def resolve(configured: int | None, learned: int | None, known: int | None) -> W
     return Window(DEFAULT_WINDOW, "default")
 
 
+UNKNOWN_REPLY = 1024  # the reply reserve while the window is a guess: a looping model stops early
+DEFAULT_REPLY = 4096  # ... for a model whose largest reply litellm does not know
+
+
+def reply_cap(configured: int | None, known_output: int | None, source: str) -> int:
+    """The most a reply may take: TUSK_MAX_REPLY_TOKENS, else the model's own limit, else a default
+    (the budget's reserve is this or a quarter of the window, whichever is smaller)."""
+    return configured or known_output or (UNKNOWN_REPLY if source == "default" else DEFAULT_REPLY)
+
+
 def step_down(current: int, said: int | None) -> int:
-    """The window after an overflow: what the server said, if smaller; else three quarters of it."""
+    """The window after an overflow: what the server said, if smaller; a tenth less when it names the window
+    already budgeted for (its tokenizer counts more than Tusk's estimate); else three quarters."""
     if said and said < current:
         return said
-    return max(1024, int(current * STEP_DOWN))
+    return max(1024, int(current * (0.9 if said == current else STEP_DOWN)))
 
 
 def _server_root(api_base: str) -> str:
@@ -73,9 +85,10 @@ async def ask_server(model: str, api_base: str | None, api_key: str | None, time
         return None
     root, name = _server_root(api_base), _model_id(model)
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    native_ollama = model.startswith(("ollama/", "ollama_chat/"))
     probes = ((f"{root}/v1/models", "GET", None, _from_openai_models),
               (f"{root}/api/v0/models/{name}", "GET", None, _from_lmstudio),
-              (f"{root}/api/show", "POST", {"model": name}, _from_ollama_show),
+              (f"{root}/api/show", "POST", {"model": name}, _from_ollama_show if native_ollama else _ollama_default),
               (f"{root}/props", "GET", None, _from_llamacpp_props))
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout), headers=headers) as http:
         for url, method, body, read in probes:
@@ -126,6 +139,12 @@ def _from_ollama_show(data: Any, name: str) -> int | None:
             if key.endswith(".context_length") and isinstance(value, int):
                 return min(value, OLLAMA_CAP)
     return None
+
+
+def _ollama_default(data: Any, name: str) -> int | None:
+    """Ollama behind its OpenAI-compatible endpoint: that runs the model at Ollama's default context
+    whatever the model could take (num_ctx is ignored there), so that is the window."""
+    return OLLAMA_OPENAI_WINDOW if isinstance(data, dict) and "model_info" in data else None
 
 
 def _from_llamacpp_props(data: Any, name: str) -> int | None:

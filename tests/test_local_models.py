@@ -127,6 +127,16 @@ async def test_ollama_native_route_sends_the_budgeted_window_as_num_ctx(make_set
         body = fake_llm.requests[-1]
         assert body["options"]["num_ctx"] == 8192 and body["options"]["num_predict"] == 2048
         assert violations(body["messages"]) == []
+    fake_llm.ollama_context = 131072
+    async with running(make_settings(TUSK_MODEL="ollama_chat/llama3.1", TUSK_API_BASE=base)) as tusk:
+        assert tusk.consolidator.budget.window == 16384  # capped: Ollama reserves memory for all of num_ctx
+
+
+async def test_ollama_behind_its_openai_endpoint_is_budgeted_at_its_default_context(make_settings, fake_llm):
+    """openai/ pointed at Ollama: num_ctx cannot be sent there, so the window is Ollama's default context."""
+    fake_llm.ollama_context = 131072
+    async with running(make_settings()) as tusk:
+        assert tusk.consolidator.budget.window == 4096 and "/api/show" in tusk.consolidator.budget.source
 
 
 async def test_a_server_that_cuts_prompts_is_named_once(make_settings, fake_llm, caplog):

@@ -100,7 +100,7 @@ class FakeLLM:
         self._ids = itertools.count(1)
         self.base_url = ""
         self.models: list[dict[str, Any]] = [{"id": "fake-model", "object": "model"}]  # what /v1/models lists
-        self.ollama_context = 131_072  # what Ollama's /api/show says of the model (model_info)
+        self.ollama_context: int | None = None  # set: /api/show answers as Ollama does, with this context_length
         self.arrivals: list[float] = []  # time.monotonic() of each request in `requests`
 
     def script(self, *replies: Reply) -> None:
@@ -149,6 +149,8 @@ class FakeLLM:
     async def _ollama_show(self, request: web.Request) -> web.Response:
         """Ollama's /api/show, as its API docs give it (the parts Tusk reads)."""
         name = (await request.json()).get("model", "")
+        if self.ollama_context is None:
+            raise web.HTTPNotFound()
         if not any(m["id"] == name for m in self.models):
             return web.json_response({"error": f"model '{name}' not found"}, status=404)
         return web.json_response({"modelfile": "# fake", "parameters": "stop \"<|eot_id|>\"", "template": "",
