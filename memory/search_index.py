@@ -1,0 +1,339 @@
+"""One chat's persisted search index: `search.sqlite` in the chat's folder.
+
+    docs   one row per HISTORY.md entry (negative ids) or user/assistant message (ids 1, 2, ...
+           in session order): kind, seq (message number in session.jsonl), ts, role,
+           speaker (display name) and key (its lowercased form), body, around (the texts of
+           the message before and after it)
+    fts    FTS5 over docs(body, around), porter stemming, accents folded (external content)
+    words  every word the chat used, with a trigram FTS5 over it (spelling fallback)
+    state  where the last read of HISTORY.md and session.jsonl stopped (inode, offset, the
+           last bytes read), the message count and the consolidation pointer
+
+It follows both append-only files by reading only what was added since the last refresh; a
+file that shrank, was replaced or changed before that point is read again from the start.
+A new message costs O(1) index work: its own row, plus the previous message's `around`
+updated in place to include it. The file is a cache of the chat's own files: created 0600
+(never through a symlink), deleted by /forget and `tusk forget`, and rebuilt when it is
+missing, damaged or of another schema.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sqlite3
+import threading
+from datetime import datetime, timezone
+from pathlib import Path
+
+from memory.files import ENTRY_HEADING
+from memory.paths import ChatFiles
+from memory.question import words
+from memory.session import Message
+
+logger = logging.getLogger(__name__)
+
+SCHEMA = 1
+AROUND_CHARS = 400  # each neighbour contributes at most this much text to `around`
+TAIL_MARK = 64
+DDL = """
+CREATE TABLE state (key TEXT PRIMARY KEY, value) WITHOUT ROWID;
+CREATE TABLE docs (id INTEGER PRIMARY KEY, kind TEXT NOT NULL, seq INTEGER NOT NULL, ts REAL NOT NULL,
+                   role TEXT, speaker TEXT, key TEXT, body TEXT NOT NULL, around TEXT NOT NULL DEFAULT '');
+CREATE INDEX docs_key ON docs(key);
+CREATE VIRTUAL TABLE fts USING fts5(body, around, content='docs', content_rowid='id',
+                                    tokenize='porter unicode61 remove_diacritics 2');
+CREATE TABLE words (id INTEGER PRIMARY KEY, word TEXT NOT NULL UNIQUE);
+CREATE VIRTUAL TABLE grams USING fts5(word, content='words', content_rowid='id', tokenize='trigram');
+"""
+QUERY = """SELECT d.id, d.kind, d.seq, d.ts, d.role, d.speaker, d.body, snippet(fts, 0, '', '', ' … ', :tokens),
+     bm25(fts, 1.0, :around) * (CASE d.kind WHEN 'history' THEN :history ELSE 1.0 END)
+       * (CASE WHEN d.key IN ({names}) THEN :named ELSE 1.0 END)
+       * (CASE WHEN d.ts >= :since AND d.ts < :until THEN :dated ELSE 1.0 END) AS score
+   FROM fts JOIN docs d ON d.id = fts.rowid
+   WHERE fts MATCH :match AND (d.kind = 'history' OR d.seq < :pointer)
+   ORDER BY score LIMIT :limit"""
+
+
+def index_path(files: ChatFiles) -> Path:
+    return files.search_index
+
+
+def delete_index(files: ChatFiles) -> None:
+    """Delete the chat's index (and a journal left by an interrupted write)."""
+    path = index_path(files)
+    for stray in (path.with_name(path.name + "-journal"), path):
+        stray.unlink(missing_ok=True)
+
+
+class Tail:
+    """Where the last read of an append-only file stopped, and the bytes just before it."""
+
+    def __init__(self, path: Path, ino: int | None = None, offset: int = 0, mark: bytes = b"") -> None:
+        self.path, self.ino, self.offset, self.mark = path, ino, offset, mark
+
+    def read(self) -> tuple[bytes, bool]:
+        """(the complete lines added since the last read, reset). `reset` is true when the file is
+        new to us, gone or rewritten: the bytes are then all of it (none if it is gone)."""
+        try:
+            fh = open(self.path, "rb")
+        except FileNotFoundError:
+            reset = self.ino is not None
+            self.ino, self.offset, self.mark = None, 0, b""
+            return b"", reset
+        with fh:
+            st = os.fstat(fh.fileno())
+            fh.seek(max(0, self.offset - len(self.mark)))
+            appended = st.st_ino == self.ino and st.st_size >= self.offset and fh.read(len(self.mark)) == self.mark
+            if not appended:
+                self.offset, self.mark = 0, b""
+            fh.seek(self.offset)
+            data = fh.read()
+        data = data[:data.rfind(b"\n") + 1]  # a line still being written is left for the next read
+        self.ino, self.offset = st.st_ino, self.offset + len(data)
+        if data:
+            self.mark = (self.mark + data)[-TAIL_MARK:]
+        return data, not appended
+
+    def state(self, name: str) -> list[tuple[str, object]]:
+        return [(f"{name}.ino", self.ino), (f"{name}.offset", self.offset), (f"{name}.mark", self.mark)]
+
+
+def _heading_ts(heading: str) -> float:
+    try:
+        return datetime.strptime(heading.strip(), "%Y-%m-%d %H:%M UTC").replace(tzinfo=timezone.utc).timestamp()
+    except ValueError:
+        return 0.0
+
+
+def _open_private(path: Path) -> sqlite3.Connection:
+    """Open (creating it 0600, refusing a symlink) the index database."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    os.close(fd)
+    db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+    db.execute("PRAGMA synchronous = NORMAL")
+    return db
+
+
+class ChatIndex:
+    """The index of one chat; call `refresh()` (under `lock`) before reading it."""
+
+    def __init__(self, files: ChatFiles) -> None:
+        self.files = files
+        self.path = index_path(files)
+        self.lock = threading.Lock()
+        self.db: sqlite3.Connection | None = None
+        self.ino: int | None = None
+
+    def close(self) -> None:
+        if self.db is not None:
+            self.db.close()
+        self.db = None
+
+    # -- opening -------------------------------------------------------------------------------
+
+    def _open(self) -> bool:
+        """Make sure `db` is this chat's current index file; False when the chat has no files."""
+        try:
+            ino = os.stat(self.path, follow_symlinks=False).st_ino
+        except FileNotFoundError:
+            ino = None
+        if self.db is not None and ino == self.ino:
+            return True
+        self.close()  # the file went away (/forget) or was replaced under us
+        if ino is None and not (self.files.session.exists() or self.files.history.exists()):
+            return False
+        try:
+            self._connect()
+        except sqlite3.DatabaseError as exc:  # damaged: it is only a cache
+            logger.warning("%s is unreadable (%s); rebuilding it", self.path, exc)
+            self.close()
+            delete_index(self.files)
+            self._connect()
+        return True
+
+    def _connect(self) -> None:
+        self.db = _open_private(self.path)
+        self.ino = os.stat(self.path).st_ino
+        tables = {r[0] for r in self.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if "state" in tables and self._get("schema") == SCHEMA:
+            self._load_state()
+            return
+        self.close()
+        delete_index(self.files)
+        self.db = _open_private(self.path)
+        self.ino = os.stat(self.path).st_ino
+        self.db.executescript(DDL)
+        self.db.execute("INSERT INTO state VALUES ('schema', ?)", (SCHEMA,))
+        self._load_state()
+
+    def _get(self, key: str, default: object = None) -> object:
+        row = self.db.execute("SELECT value FROM state WHERE key = ?", (key,)).fetchone()
+        return default if row is None else row[0]
+
+    def _load_state(self) -> None:
+        self.history = Tail(self.files.history, self._get("history.ino"), self._get("history.offset", 0),
+                            self._get("history.mark", b""))
+        self.session = Tail(self.files.session, self._get("session.ino"), self._get("session.offset", 0),
+                            self._get("session.mark", b""))
+        self.messages = self._get("messages", 0)  # messages seen in session.jsonl (their number is `seq`)
+        self.pointer = self._get("pointer", 0)  # messages [0, pointer) are consolidated
+        self.last_id = self._get("last_id", 0)  # the id of the newest message row
+        self.history_id = self._get("history_id", 0)  # the id of the newest history row (negative)
+
+    def _save_state(self) -> None:
+        rows = [*self.history.state("history"), *self.session.state("session"), ("messages", self.messages),
+                ("pointer", self.pointer), ("last_id", self.last_id), ("history_id", self.history_id)]
+        self.db.executemany("INSERT OR REPLACE INTO state VALUES (?, ?)", rows)
+
+    # -- following the files -------------------------------------------------------------------
+
+    def refresh(self) -> bool:
+        """Index what was appended to HISTORY.md and session.jsonl; False if the chat has no files."""
+        if not self._open():
+            return False
+        try:
+            self._follow()
+        except sqlite3.DatabaseError as exc:
+            logger.warning("%s failed (%s); rebuilding it", self.path, exc)
+            self.close()
+            delete_index(self.files)
+            self._open()
+            self._follow()
+        return True
+
+    def _follow(self) -> None:
+        history, h_reset = self.history.read()
+        if history and not h_reset and not ENTRY_HEADING.match(history.decode("utf-8", "replace")):
+            self.history = Tail(self.files.history)  # not a whole new entry but an edit: read it all again
+            history, h_reset = self.history.read()
+        session, s_reset = self.session.read()
+        if not (history or session or h_reset or s_reset):
+            return
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            if h_reset:
+                self._delete("kind = 'history'")
+                self.history_id = 0
+            if history:
+                self._add_history(history.decode("utf-8", "replace"))
+            if s_reset:
+                self._delete("kind = 'message'")
+                self.messages = self.pointer = self.last_id = 0
+            if session:
+                self._add_messages(session)
+            self._save_state()
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            self._load_state()
+            raise
+
+    def _delete(self, where: str) -> None:
+        self.db.execute(f"INSERT INTO fts(fts, rowid, body, around) SELECT 'delete', id, body, around FROM docs "
+                        f"WHERE {where}")
+        self.db.execute(f"DELETE FROM docs WHERE {where}")
+
+    def _insert(self, rows: list[tuple]) -> None:
+        """rows: (id, kind, seq, ts, role, speaker, key, body, around)."""
+        self.db.executemany("INSERT INTO docs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        self.db.executemany("INSERT INTO fts(rowid, body, around) VALUES (?, ?, ?)",
+                            [(r[0], r[7], r[8]) for r in rows])
+        self._add_words(r[7] for r in rows)
+
+    def _add_words(self, texts) -> None:
+        new = {w for text in texts for w in words(text) if len(w) >= 4 and not w.isdigit()}
+        if not new:
+            return
+        before = self.db.execute("SELECT coalesce(max(id), 0) FROM words").fetchone()[0]
+        self.db.executemany("INSERT OR IGNORE INTO words(word) VALUES (?)", [(w,) for w in new])
+        self.db.execute("INSERT INTO grams(rowid, word) SELECT id, word FROM words WHERE id > ?", (before,))
+
+    def _add_history(self, text: str) -> None:
+        starts = [m.start() for m in ENTRY_HEADING.finditer(text)]
+        rows = []
+        for a, b in zip(starts, [*starts[1:], len(text)]):
+            heading, _, body = text[a:b].strip().partition("\n")
+            self.history_id -= 1
+            rows.append((self.history_id, "history", -1, _heading_ts(heading.removeprefix("## ")), None, None,
+                         None, body.strip(), ""))
+        self._insert(rows)
+
+    def _parse(self, data: bytes) -> list[tuple[int, Message]]:
+        """The text messages among the new lines, numbered as `memory.session.load` numbers them."""
+        out = []
+        for line in data.splitlines():
+            try:
+                rec = json.loads(line)
+                if not isinstance(rec, dict):
+                    continue
+                if rec.get("record") == "pointer":
+                    self.pointer = int(rec["last_consolidated"])
+                    continue
+                if "record" in rec:
+                    continue
+                msg = Message.from_record(rec)
+            except (ValueError, TypeError, KeyError):
+                continue
+            if msg.role in ("user", "assistant") and msg.content and msg.content.strip():
+                out.append((self.messages, msg))
+            self.messages += 1
+        return out
+
+    def _add_messages(self, data: bytes) -> None:
+        new = self._parse(data)
+        if not new:
+            return
+        prev = self.db.execute("SELECT id, body FROM docs WHERE id IN (?, ?) ORDER BY id",
+                               (self.last_id - 1, self.last_id)).fetchall() if self.last_id else []
+        texts = [b[:AROUND_CHARS] for _, b in prev] + [m.content[:AROUND_CHARS] for _, m in new]
+        first = len(prev)  # where the new messages start in `texts`
+        if prev:  # the previous newest message now has a next neighbour: update it in place
+            last_id = prev[-1][0]
+            around = " ".join(texts[first - 2:first - 1] + texts[first:first + 1])
+            old = self.db.execute("SELECT body, around FROM docs WHERE id = ?", (last_id,)).fetchone()
+            self.db.execute("INSERT INTO fts(fts, rowid, body, around) VALUES ('delete', ?, ?, ?)", (last_id, *old))
+            self.db.execute("UPDATE docs SET around = ? WHERE id = ?", (around, last_id))
+            self.db.execute("INSERT INTO fts(rowid, body, around) VALUES (?, ?, ?)", (last_id, old[0], around))
+        rows = []
+        for i, (seq, msg) in enumerate(new, first):
+            around = " ".join(texts[max(0, i - 1):i] + texts[i + 1:i + 2])
+            speaker = msg.sender_name if msg.role == "user" else None
+            key = " ".join(words(speaker)) if speaker else None
+            self.last_id += 1
+            rows.append((self.last_id, "message", seq, msg.ts, msg.role, speaker, key, msg.content, around))
+        self._insert(rows)
+
+    # -- reading -------------------------------------------------------------------------------
+
+    def members(self) -> list[str]:
+        """The display names of everyone who wrote here."""
+        return [r[0] for r in self.db.execute("SELECT DISTINCT speaker FROM docs WHERE speaker IS NOT NULL")]
+
+    def has_term(self, term: str) -> bool:
+        return self.db.execute("SELECT 1 FROM fts WHERE fts MATCH ? LIMIT 1", (f'"{term}"',)).fetchone() is not None
+
+    def words_sharing(self, grams: list[str], limit: int) -> list[str]:
+        """The used words sharing the most of `grams` (three-letter pieces), best first."""
+        expression = " OR ".join(f'"{g}"' for g in grams if '"' not in g)
+        if not expression:
+            return []
+        rows = self.db.execute("SELECT word FROM grams WHERE grams MATCH ? ORDER BY rank LIMIT ?", (expression, limit))
+        return [r[0] for r in rows]
+
+    def query(self, match: str, names: tuple[str, ...], since: float | None, until: float | None, weights,
+              limit: int, tokens: int) -> list[tuple]:
+        """(id, kind, seq, ts, role, speaker, body, excerpt) of the best `limit` docs."""
+        sql = QUERY.replace("{names}", ", ".join(f":n{i}" for i in range(len(names))) or "NULL")
+        params = {"tokens": tokens, "around": weights.around, "history": weights.history, "named": weights.named,
+                  "since": since if since is not None else 1.0, "until": until if until is not None else 0.0,
+                  "dated": weights.dated, "match": match, "pointer": self.pointer, "limit": limit,
+                  **{f"n{i}": name for i, name in enumerate(names)}}
+        return [r[:8] for r in self.db.execute(sql, params).fetchall()]
+
+    def neighbours(self, doc_id: int) -> list[tuple[str | None, str | None, str | None]]:
+        """(role, speaker, text) of the messages just before and after message `doc_id` (Nones at the ends)."""
+        rows = {r[0]: r[1:] for r in self.db.execute(
+            "SELECT id, role, speaker, body FROM docs WHERE id IN (?, ?)", (doc_id - 1, doc_id + 1))}
+        return [rows.get(doc_id - 1, (None, None, None)), rows.get(doc_id + 1, (None, None, None))]
