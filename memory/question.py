@@ -2,11 +2,12 @@
 and the time it points at.
 
     q = read("What did Ana say about her trip in May 2023?", members=["Ana", "Bob"], now=now)
-    q.terms == ("trip",); q.names == ("ana",); q.since/q.until == May 2023 in the chat's zone
+    q.terms == ("ana", "trip"); q.names == ("ana",); q.since/q.until == May 2023 in the chat's zone
 
 - question words, pronouns, auxiliaries and filler ("would", "likely", "kind of") are dropped;
   a possessive `'s` goes with its word instead of becoming a lone `s`;
-- a word that is a member's name (their full display name or one part of it) moves to `names`;
+- a word that is a member's name (their full display name or one part of it) also goes to
+  `names`, so that person's own messages rank higher;
 - month names (with or without a year), years, and relative dates ("last year", "last month",
   "last week", "yesterday", "3 days ago") become a time range in the chat's time zone and are
   not searched as words. A month without a year is its latest occurrence not after `now`.
@@ -139,9 +140,9 @@ def read(text: str, members: Iterable[str] = (), now: datetime | None = None) ->
             i += used
             continue
         w = ws[i]
-        if w in keys:
+        if w in keys:  # searched too: others name the person when they talk to them
             names.append(keys[w])
-        elif w not in STOP_WORDS:
+        if w not in STOP_WORDS:
             terms.append(w)
         i += 1
     if not terms and not names:  # nothing but stop words: search them rather than nothing

@@ -21,7 +21,6 @@ Searches block (SQLite): callers run them in a thread.
 
 from __future__ import annotations
 
-import difflib
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -38,16 +37,17 @@ FULL_TEXT_CHARS = 600  # longer texts are shown as an excerpt around the match
 NEIGHBOUR_CHARS = 200  # each neighbour is shown up to this long
 EXCERPT_TOKENS = 48
 CANDIDATES = 30  # trigram candidates looked at for a misspelt word
+MIN_RESPELL = 5  # shorter unknown words are left alone (too many real words are one edit apart)
 
 
 @dataclass(frozen=True, slots=True)
 class Weights:
     """Ranking knobs (tuned on the dev split of bench/recall.py only)."""
 
-    around: float = 0.3  # a neighbour's words, against the message's own (1.0)
+    around: float = 0.6  # a neighbour's words, against the message's own (1.0)
     history: float = 1.25  # HISTORY.md entries against messages
-    named: float = 1.6  # a message by a member the question names
-    dated: float = 2.0  # something said within the question's dates
+    named: float = 3.0  # a message by a member the question names
+    dated: float = 3.0  # something said within the question's dates
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,17 +87,32 @@ def _trigrams(word: str) -> list[str]:
     return list(dict.fromkeys(word[i:i + 3] for i in range(len(word) - 2)))
 
 
+def distance(a: str, b: str) -> int:
+    """Edits (insert, delete, replace, swap two neighbours) from `a` to `b` (optimal string alignment)."""
+    prev2, prev = [], list(range(len(b) + 1))
+    for i in range(1, len(a) + 1):
+        row = [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            row[j] = min(prev[j] + 1, row[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1]))
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                row[j] = min(row[j], prev2[j - 2] + 1)
+        prev2, prev = prev, row
+    return prev[-1]
+
+
 def respell(index: ChatIndex, terms: tuple[str, ...]) -> tuple[str, ...]:
-    """`terms` with each word that matches nothing (4+ letters) replaced by the closest used word."""
+    """`terms` with each word the chat never used (5+ letters) replaced by the closest word it did use,
+    when one is a typo away: same first letter, one edit (two from 8 letters on)."""
     out = []
     for term in terms:
-        if len(term) < 4 or term.isdigit() or index.has_term(term):
+        if len(term) < MIN_RESPELL or term.isdigit() or index.has_word(term):
             out.append(term)
             continue
-        grams = _trigrams(term)
-        candidates = index.words_sharing(grams, CANDIDATES)
-        close = difflib.get_close_matches(term, candidates, n=1, cutoff=0.75)
-        out.append(close[0] if close else term)
+        allowed = 1 if len(term) < 8 else 2
+        close = [(distance(term, w), w) for w in index.words_sharing(_trigrams(term), CANDIDATES)
+                 if w[0] == term[0] and abs(len(w) - len(term)) <= allowed]
+        best = min(close, default=None)
+        out.append(best[1] if best and best[0] <= allowed else term)
     return tuple(out)
 
 
@@ -134,12 +149,12 @@ class HistorySearch:
             expression = match_expression(terms)
             if expression is None:
                 return []
-            rows = index.query(expression, q.names, q.since, q.until, self.weights, limit, EXCERPT_TOKENS)
+            rows = index.query(expression, q.names, q.since, q.until, self.weights, limit, FULL_TEXT_CHARS,
+                               EXCERPT_TOKENS)
             return [self._hit(index, row) for row in rows]
 
     def _hit(self, index: ChatIndex, row: tuple) -> Hit:
-        doc_id, kind, seq, ts, role, speaker, body, excerpt = row
-        text = body if len(body) <= FULL_TEXT_CHARS else excerpt
+        doc_id, kind, seq, ts, role, speaker, text = row
         if kind == "history":
             return Hit("history", _stamp(ts), text)
         before, after = (Line(r, s, _short(t, NEIGHBOUR_CHARS)) if t is not None else None

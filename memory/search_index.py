@@ -41,19 +41,18 @@ DDL = """
 CREATE TABLE state (key TEXT PRIMARY KEY, value) WITHOUT ROWID;
 CREATE TABLE docs (id INTEGER PRIMARY KEY, kind TEXT NOT NULL, seq INTEGER NOT NULL, ts REAL NOT NULL,
                    role TEXT, speaker TEXT, key TEXT, body TEXT NOT NULL, around TEXT NOT NULL DEFAULT '');
-CREATE INDEX docs_key ON docs(key);
+CREATE INDEX docs_seq ON docs(kind, seq);
+CREATE INDEX docs_ts ON docs(kind, ts);
+CREATE TABLE members (name TEXT PRIMARY KEY) WITHOUT ROWID;
 CREATE VIRTUAL TABLE fts USING fts5(body, around, content='docs', content_rowid='id',
                                     tokenize='porter unicode61 remove_diacritics 2');
 CREATE TABLE words (id INTEGER PRIMARY KEY, word TEXT NOT NULL UNIQUE);
 CREATE VIRTUAL TABLE grams USING fts5(word, content='words', content_rowid='id', tokenize='trigram');
 """
-QUERY = """SELECT d.id, d.kind, d.seq, d.ts, d.role, d.speaker, d.body, snippet(fts, 0, '', '', ' … ', :tokens),
-     bm25(fts, 1.0, :around) * (CASE d.kind WHEN 'history' THEN :history ELSE 1.0 END)
-       * (CASE WHEN d.key IN ({names}) THEN :named ELSE 1.0 END)
-       * (CASE WHEN d.ts >= :since AND d.ts < :until THEN :dated ELSE 1.0 END) AS score
-   FROM fts JOIN docs d ON d.id = fts.rowid
-   WHERE fts MATCH :match AND (d.kind = 'history' OR d.seq < :pointer)
-   ORDER BY score LIMIT :limit"""
+RANK = """SELECT rowid, bm25(fts, 1.0, :around) * (CASE WHEN rowid < 0 THEN :history ELSE 1.0 END)
+       * (CASE WHEN rowid BETWEEN :m0 AND :m1 OR rowid BETWEEN :h0 AND :h1 THEN :dated ELSE 1.0 END) AS score
+   FROM fts WHERE fts MATCH :match AND rowid <= :last ORDER BY score LIMIT :limit"""
+EXCERPT = "SELECT snippet(fts, 0, '', '', ' … ', ?) FROM fts WHERE fts MATCH ? AND rowid = ?"
 
 
 def index_path(files: ChatFiles) -> Path:
@@ -220,6 +219,7 @@ class ChatIndex:
                 self._add_history(history.decode("utf-8", "replace"))
             if s_reset:
                 self._delete("kind = 'message'")
+                self.db.execute("DELETE FROM members")
                 self.messages = self.pointer = self.last_id = 0
             if session:
                 self._add_messages(session)
@@ -304,15 +304,17 @@ class ChatIndex:
             self.last_id += 1
             rows.append((self.last_id, "message", seq, msg.ts, msg.role, speaker, key, msg.content, around))
         self._insert(rows)
+        self.db.executemany("INSERT OR IGNORE INTO members VALUES (?)", {(r[5],) for r in rows if r[5]})
 
     # -- reading -------------------------------------------------------------------------------
 
     def members(self) -> list[str]:
         """The display names of everyone who wrote here."""
-        return [r[0] for r in self.db.execute("SELECT DISTINCT speaker FROM docs WHERE speaker IS NOT NULL")]
+        return [r[0] for r in self.db.execute("SELECT name FROM members")]
 
-    def has_term(self, term: str) -> bool:
-        return self.db.execute("SELECT 1 FROM fts WHERE fts MATCH ? LIMIT 1", (f'"{term}"',)).fetchone() is not None
+    def has_word(self, word: str) -> bool:
+        """Whether the chat ever used `word` (4+ letters) as it is written."""
+        return self.db.execute("SELECT 1 FROM words WHERE word = ?", (word,)).fetchone() is not None
 
     def words_sharing(self, grams: list[str], limit: int) -> list[str]:
         """The used words sharing the most of `grams` (three-letter pieces), best first."""
@@ -322,15 +324,43 @@ class ChatIndex:
         rows = self.db.execute("SELECT word FROM grams WHERE grams MATCH ? ORDER BY rank LIMIT ?", (expression, limit))
         return [r[0] for r in rows]
 
+    def _span(self, kind: str, since: float | None, until: float | None) -> tuple[int, int]:
+        """The ids of the `kind` docs dated within [since, until) as a range (ids follow time)."""
+        if since is None or until is None:
+            return 1, 0
+        lo, hi = self.db.execute("SELECT min(id), max(id) FROM docs WHERE kind = ? AND ts >= ? AND ts < ?",
+                                 (kind, since, until)).fetchone()
+        return (lo, hi) if lo is not None else (1, 0)
+
     def query(self, match: str, names: tuple[str, ...], since: float | None, until: float | None, weights,
-              limit: int, tokens: int) -> list[tuple]:
-        """(id, kind, seq, ts, role, speaker, body, excerpt) of the best `limit` docs."""
-        sql = QUERY.replace("{names}", ", ".join(f":n{i}" for i in range(len(names))) or "NULL")
-        params = {"tokens": tokens, "around": weights.around, "history": weights.history, "named": weights.named,
-                  "since": since if since is not None else 1.0, "until": until if until is not None else 0.0,
-                  "dated": weights.dated, "match": match, "pointer": self.pointer, "limit": limit,
-                  **{f"n{i}": name for i, name in enumerate(names)}}
-        return [r[:8] for r in self.db.execute(sql, params).fetchall()]
+              limit: int, long: int, tokens: int) -> list[tuple]:
+        """(id, kind, seq, ts, role, speaker, text) of the best `limit` docs, best first; a body
+        longer than `long` characters is replaced by an excerpt of about `tokens` words around the match.
+
+        Only consolidated messages count: ids up to the newest one before the pointer. The member
+        boost re-ranks a pool of the best candidates (the rest are too far behind to catch up)."""
+        last = self.db.execute("SELECT max(id) FROM docs WHERE kind = 'message' AND seq < ?",
+                               (self.pointer,)).fetchone()[0] or 0
+        (m0, m1), (h0, h1) = self._span("message", since, until), self._span("history", since, until)
+        pool = max(50, limit * 5) if names else limit
+        params = {"around": weights.around, "history": weights.history, "dated": weights.dated, "m0": m0, "m1": m1,
+                  "h0": h0, "h1": h1, "match": match, "last": last, "limit": pool}
+        scored = self.db.execute(RANK, params).fetchall()
+        if names:
+            keys = dict(self.db.execute(f"SELECT id, key FROM docs WHERE id IN ({', '.join('?' * len(scored))})",
+                                        [i for i, _ in scored]).fetchall())
+            scored = sorted(((i, s * (weights.named if keys.get(i) in names else 1.0)) for i, s in scored),
+                            key=lambda r: r[1])[:limit]
+        ids = [i for i, _ in scored]
+        rows = {r[0]: r for r in self.db.execute(
+            f"SELECT id, kind, seq, ts, role, speaker, body FROM docs WHERE id IN ({', '.join('?' * len(ids))})", ids)}
+        out = []
+        for doc_id in ids:
+            row = rows[doc_id]
+            if len(row[6]) > long:
+                row = (*row[:6], self.db.execute(EXCERPT, (tokens, match, doc_id)).fetchone()[0])
+            out.append(row)
+        return out
 
     def neighbours(self, doc_id: int) -> list[tuple[str | None, str | None, str | None]]:
         """(role, speaker, text) of the messages just before and after message `doc_id` (Nones at the ends)."""
