@@ -143,3 +143,21 @@ async def test_remember_waits_for_a_running_consolidation(tusk, fake_llm):
     lock.release()
     assert await turn == ["Noted: new fact", "ok"]
     assert memfiles.read_memory(files) == "- consolidated summary\n- new fact\n"
+
+
+async def test_results_name_the_speakers_and_show_the_neighbours(tusk, fake_llm):
+    """A message hit is shown with its speaker, the bot as itself, and the messages before and after it."""
+    session = tusk.store.get("http", "group")
+    tusk.store.append(session, [
+        Message("user", "Ana, what are your plans for the summer?", ts=time.time() - 90 * DAY, sender_id="2",
+                sender_name="Bob"),
+        Message("user", "Hiking the Inca trail in Peru!", ts=time.time() - 90 * DAY + 60, sender_id="1",
+                sender_name="Ana"),
+        Message("assistant", "That sounds wonderful, Ana.", ts=time.time() - 90 * DAY + 120)])
+    tusk.store.set_pointer(session, 3)
+    fake_llm.script(searching("What are Ana's plans for the summer?"), Reply(text="Peru."))
+    await tusk.say("group", "where is Ana going this summer?")
+    result = fake_llm.requests[1]["messages"][-1]["content"].splitlines()
+    assert result[1].startswith("1. [messages, ")
+    assert result[2:5] == ["   Bob: Ana, what are your plans for the summer?", " > Ana: Hiking the Inca trail in Peru!",
+                           "   Tusk (you): That sounds wonderful, Ana."]
