@@ -23,6 +23,7 @@ import json
 import logging
 import os
 import sqlite3
+import string
 import threading
 from datetime import datetime, timezone
 from pathlib import Path
@@ -37,6 +38,7 @@ logger = logging.getLogger(__name__)
 SCHEMA = 1
 AROUND_CHARS = 400  # each neighbour contributes at most this much text to `around`
 TAIL_MARK = 64
+SPACES = str.maketrans({c: " " for c in string.punctuation + "’‘“”…–—"})
 DDL = """
 CREATE TABLE state (key TEXT PRIMARY KEY, value) WITHOUT ROWID;
 CREATE TABLE docs (id INTEGER PRIMARY KEY, kind TEXT NOT NULL, seq INTEGER NOT NULL, ts REAL NOT NULL,
@@ -157,15 +159,13 @@ class ChatIndex:
         self.ino = os.stat(self.path).st_ino
         tables = {r[0] for r in self.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         if "state" in tables and self._get("schema") == SCHEMA:
-            self._load_state()
             return
         self.close()
         delete_index(self.files)
         self.db = _open_private(self.path)
         self.ino = os.stat(self.path).st_ino
-        self.db.executescript(DDL)
+        self.db.executescript(f"BEGIN; {DDL} COMMIT;")
         self.db.execute("INSERT INTO state VALUES ('schema', ?)", (SCHEMA,))
-        self._load_state()
 
     def _get(self, key: str, default: object = None) -> object:
         row = self.db.execute("SELECT value FROM state WHERE key = ?", (key,)).fetchone()
@@ -203,15 +203,16 @@ class ChatIndex:
         return True
 
     def _follow(self) -> None:
-        history, h_reset = self.history.read()
-        if history and not h_reset and not ENTRY_HEADING.match(history.decode("utf-8", "replace")):
-            self.history = Tail(self.files.history)  # not a whole new entry but an edit: read it all again
-            history, h_reset = self.history.read()
-        session, s_reset = self.session.read()
-        if not (history or session or h_reset or s_reset):
-            return
+        """Under the database's write lock, from the state it holds (so another process or index
+        object that indexed meanwhile is never indexed twice), read and index what was appended."""
         self.db.execute("BEGIN IMMEDIATE")
         try:
+            self._load_state()
+            history, h_reset = self.history.read()
+            if history and not h_reset and not ENTRY_HEADING.match(history.decode("utf-8", "replace")):
+                self.history = Tail(self.files.history)  # not a whole new entry but an edit: read it all again
+                history, h_reset = self.history.read()
+            session, s_reset = self.session.read()
             if h_reset:
                 self._delete("kind = 'history'")
                 self.history_id = 0
@@ -223,11 +224,11 @@ class ChatIndex:
                 self.messages = self.pointer = self.last_id = 0
             if session:
                 self._add_messages(session)
-            self._save_state()
+            if history or session or h_reset or s_reset:
+                self._save_state()
             self.db.execute("COMMIT")
         except BaseException:
             self.db.execute("ROLLBACK")
-            self._load_state()
             raise
 
     def _delete(self, where: str) -> None:
@@ -243,7 +244,8 @@ class ChatIndex:
         self._add_words(r[7] for r in rows)
 
     def _add_words(self, texts) -> None:
-        new = {w for text in texts for w in words(text) if len(w) >= 4 and not w.isdigit()}
+        # the words the spelling fallback may offer: 4+ letters
+        new = {w for w in "\n".join(texts).lower().translate(SPACES).split() if len(w) >= 4 and w.isalpha()}
         if not new:
             return
         before = self.db.execute("SELECT coalesce(max(id), 0) FROM words").fetchone()[0]

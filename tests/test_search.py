@@ -92,19 +92,22 @@ def test_history_entries_and_messages_rank_together_dated(tmp_path):
 def test_index_is_private_persisted_and_incremental(tmp_path):
     """search.sqlite is 0600, a restart reads nothing again, and a new message updates its neighbour in place."""
     store, session = chat(tmp_path, [("Ana", "where should we go in August?", ts(2023, 7, 1))], pending=0)
-    HistorySearch().search(session.files, "August", now=NOW)
+    first = HistorySearch()
+    first.search(session.files, "August", now=NOW)
     path = session.files.search_index
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     size = session.files.session.stat().st_size
     restarted = ChatIndex(session.files)
-    assert restarted._open() and restarted.session.offset == size  # nothing to read again after a restart
+    assert restarted._open() and restarted._get("session.offset") == size  # where the last process stopped
     store.append(session, [Message("user", "Norway, the fjords!", ts=ts(2023, 7, 1, 0, 5), sender_id="b",
                                    sender_name="Bob")])
     store.set_pointer(session, 2)
     restarted.refresh()
-    assert restarted.db.execute("SELECT around FROM docs WHERE id = 1").fetchone()[0] == "Norway, the fjords!"
-    hits = HistorySearch().search(session.files, "which fjords in Norway?", now=NOW)
+    rows = restarted.db.execute("SELECT id, around FROM docs ORDER BY id").fetchall()
+    assert rows == [(1, "Norway, the fjords!"), (2, "where should we go in August?")]
+    hits = first.search(session.files, "which fjords in Norway?", now=NOW)  # the older object indexes nothing twice
     assert [h.speaker for h in hits] == ["Bob", "Ana"]
+    assert restarted.db.execute("SELECT count(*) FROM docs").fetchone()[0] == 2
 
 
 def test_a_damaged_index_is_rebuilt(tmp_path):
