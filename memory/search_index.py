@@ -1,6 +1,6 @@
 """One chat's persisted search index: `search.sqlite` in the chat's folder.
 
-    docs   one row per HISTORY.md entry (negative ids) or user/assistant message (ids 1, 2, ...
+    docs   one row per HISTORY.md entry (negative ids, rising) or user/assistant message (ids 1, 2, ...
            in session order): kind, seq (message number in session.jsonl), ts, role,
            speaker (display name) and key (its lowercased form), body, around (the texts of
            the message before and after it)
@@ -38,6 +38,7 @@ logger = logging.getLogger(__name__)
 SCHEMA = 1
 AROUND_CHARS = 400  # each neighbour contributes at most this much text to `around`
 TAIL_MARK = 64
+HISTORY_IDS = -(1 << 40)  # history rows count up from here (FTS5 inserts fast only with rising ids), all < 0
 SPACES = str.maketrans({c: " " for c in string.punctuation + "’‘“”…–—"})
 DDL = """
 CREATE TABLE state (key TEXT PRIMARY KEY, value) WITHOUT ROWID;
@@ -102,10 +103,10 @@ class Tail:
 
 
 def _heading_ts(heading: str) -> float:
-    try:
-        return datetime.strptime(heading.strip(), "%Y-%m-%d %H:%M UTC").replace(tzinfo=timezone.utc).timestamp()
-    except ValueError:
-        return 0.0
+    """The time of a "2026-11-12 18:40 UTC" entry heading (ENTRY_HEADING matched it already)."""
+    h = heading.strip()
+    return datetime(int(h[0:4]), int(h[5:7]), int(h[8:10]), int(h[11:13]), int(h[14:16]),
+                    tzinfo=timezone.utc).timestamp()
 
 
 def _open_private(path: Path) -> sqlite3.Connection:
@@ -179,7 +180,7 @@ class ChatIndex:
         self.messages = self._get("messages", 0)  # messages seen in session.jsonl (their number is `seq`)
         self.pointer = self._get("pointer", 0)  # messages [0, pointer) are consolidated
         self.last_id = self._get("last_id", 0)  # the id of the newest message row
-        self.history_id = self._get("history_id", 0)  # the id of the newest history row (negative)
+        self.history_id = self._get("history_id", HISTORY_IDS)  # the id of the newest history row
 
     def _save_state(self) -> None:
         rows = [*self.history.state("history"), *self.session.state("session"), ("messages", self.messages),
@@ -215,7 +216,7 @@ class ChatIndex:
             session, s_reset = self.session.read()
             if h_reset:
                 self._delete("kind = 'history'")
-                self.history_id = 0
+                self.history_id = HISTORY_IDS
             if history:
                 self._add_history(history.decode("utf-8", "replace"))
             if s_reset:
@@ -245,7 +246,7 @@ class ChatIndex:
 
     def _add_words(self, texts) -> None:
         # the words the spelling fallback may offer: 4+ letters
-        new = {w for w in "\n".join(texts).lower().translate(SPACES).split() if len(w) >= 4 and w.isalpha()}
+        new = {w for w in set("\n".join(texts).lower().translate(SPACES).split()) if len(w) >= 4 and w.isalpha()}
         if not new:
             return
         before = self.db.execute("SELECT coalesce(max(id), 0) FROM words").fetchone()[0]
@@ -257,7 +258,7 @@ class ChatIndex:
         rows = []
         for a, b in zip(starts, [*starts[1:], len(text)]):
             heading, _, body = text[a:b].strip().partition("\n")
-            self.history_id -= 1
+            self.history_id += 1
             rows.append((self.history_id, "history", -1, _heading_ts(heading.removeprefix("## ")), None, None,
                          None, body.strip(), ""))
         self._insert(rows)
