@@ -68,8 +68,11 @@ class Hit:
     seq: int = -1  # the message's number in session.jsonl (-1 for history entries)
 
 
-def match_expression(terms: list[str] | tuple[str, ...]) -> str | None:
-    """An FTS5 expression matching any of `terms`, each quoted so no FTS5 syntax gets through."""
+def match_expression(terms: str | list[str] | tuple[str, ...]) -> str | None:
+    """An FTS5 expression matching any of `terms` (or of a question's terms), each quoted so no
+    FTS5 syntax gets through."""
+    if isinstance(terms, str):
+        terms = questions.read(terms).terms
     quoted = [f'"{t}"' for t in terms if t and '"' not in t]
     return " OR ".join(quoted) if quoted else None
 

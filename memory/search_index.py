@@ -148,6 +148,8 @@ class ChatIndex:
             return False
         try:
             self._connect()
+        except sqlite3.OperationalError:
+            raise
         except sqlite3.DatabaseError as exc:  # damaged: it is only a cache
             logger.warning("%s is unreadable (%s); rebuilding it", self.path, exc)
             self.close()
@@ -195,6 +197,8 @@ class ChatIndex:
             return False
         try:
             self._follow()
+        except sqlite3.OperationalError:  # locked, disk full, ...: not a damaged file, so nothing is deleted
+            raise
         except sqlite3.DatabaseError as exc:
             logger.warning("%s failed (%s); rebuilding it", self.path, exc)
             self.close()

@@ -71,6 +71,7 @@ def test_match_expression_quotes_words_and_drops_stop_words():
     assert match_expression(read('what did we decide about "the trip"?').terms) == '"decide" OR "trip"'
     assert match_expression(read("NEAR(a b) OR *").terms) == '"near" OR "b"'
     assert match_expression(read("the").terms) == '"the"' and match_expression(read("?!").terms) is None
+    assert match_expression("Tell me about Bob's trip") == '"bob" OR "trip"'  # a question is read first
 
 
 async def test_chat_b_cannot_find_chat_a_history(tusk, fake_llm):
