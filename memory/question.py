@@ -37,7 +37,7 @@ MONTHS = {name: i for i, names in enumerate((
     ("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",), ("june", "jun"),
     ("july", "jul"), ("august", "aug"), ("september", "sep", "sept"), ("october", "oct"), ("november", "nov"),
     ("december", "dec")), 1) for name in names}
-AMBIGUOUS_MONTHS = frozenset({"may", "mar", "jan", "jun", "dec", "oct", "aug", "sep"})  # also plain words
+AMBIGUOUS_MONTHS = frozenset({"may", "march", "mar", "jan", "jun", "dec", "oct", "aug", "sep"})  # also plain words
 MONTH_CUES = frozenset({"in", "of", "since", "during", "early", "late", "mid", "last", "this", "next", "before",
                         "after", "until"})
 UNITS = {"day": 1, "days": 1, "week": 7, "weeks": 7, "month": 30, "months": 30, "year": 365, "years": 365}

@@ -47,6 +47,8 @@ def test_question_dates_become_a_range_in_the_chat_zone():
     assert read("the concert in December", now=NOW).since == ts(2022, 12, 1)  # the latest December before now
     assert read("trips last year", now=NOW).until == ts(2023, 1, 1)
     assert read("may I ask about the trip", now=NOW).since is None  # "may" without a cue is not a month
+    assert read("did they march in the parade", now=NOW).terms == ("march", "parade")
+    assert read("what happened 3 weeks ago", now=NOW).until == ts(2023, 8, 17)  # about 21 days, give or take 5
 
 
 def test_the_answer_in_a_reply_is_found_with_its_question_and_speaker(tmp_path):
