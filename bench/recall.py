@@ -4,7 +4,8 @@ Each conversation becomes a Tusk chat (every turn a user message with its sender
 consolidated); each question is searched as the model would ask it; a question counts as
 recalled at k when one of its answer turns is among the first k results. Reported for
 Tusk's search (memory/search.py) and, in the same run, a plain BM25 baseline (one FTS5 row
-per message, porter stemming, the question's words OR-ed: the search before issue 17).
+per message or HISTORY.md entry, porter stemming, the question's words OR-ed: the search
+before issue 17). A HISTORY.md entry among the results counts for the answer turns it states.
 "In context" also counts an answer turn shown as a hit's neighbour (what the model sees).
 
     python bench/recall.py                   generated conversations (bench/recall_data.py):
@@ -37,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.recall_data import Ask, Chat, generate, read_locomo  # noqa: E402
 from memory import files as memfiles  # noqa: E402
 from memory.paths import ChatFiles  # noqa: E402
-from memory.search import Hit, HistorySearch  # noqa: E402
+from memory.search import HistorySearch  # noqa: E402
 from memory.session import Message, SessionStore  # noqa: E402
 
 KS = (1, 5, 10)
@@ -69,13 +70,15 @@ def header(title: str, questions: int) -> str:
 
 
 class PlainBM25:
-    """The baseline: one FTS5 row per message, bm25 order (the search as it was before)."""
+    """The baseline: one FTS5 row per message or HISTORY.md entry (rowid -1, -2, ...), bm25 order, entries
+    weighted 1.25 (the search as it was before)."""
 
     def __init__(self, chat: Chat) -> None:
         self.db = sqlite3.connect(":memory:")
         self.db.execute("CREATE VIRTUAL TABLE docs USING fts5(body, tokenize='porter unicode61 remove_diacritics 2')")
         self.db.executemany("INSERT INTO docs(rowid, body) VALUES (?, ?)",
-                            [(i, t.text) for i, t in enumerate(chat.turns)])
+                            [(-i, e.text) for i, e in enumerate(chat.history, 1)]
+                            + [(i, t.text) for i, t in enumerate(chat.turns)])
 
     def search(self, question: str, limit: int) -> list[int]:
         words = list(dict.fromkeys(re.findall(r"\w+", question.lower())))
@@ -83,29 +86,30 @@ class PlainBM25:
         if not kept:
             return []
         match = " OR ".join(f'"{w}"' for w in kept)
-        return [r[0] for r in self.db.execute("SELECT rowid FROM docs WHERE docs MATCH ? ORDER BY rank LIMIT ?",
-                                              (match, limit))]
+        return [r[0] for r in self.db.execute(
+            "SELECT rowid, bm25(docs) * (CASE WHEN rowid < 0 THEN 1.25 ELSE 1.0 END) AS score FROM docs "
+            "WHERE docs MATCH ? ORDER BY score LIMIT ?", (match, limit))]
 
 
 def write_chat(home: Path, chat: Chat) -> ChatFiles:
-    """The conversation as a Tusk chat: every turn a consolidated user message with its sender."""
+    """The conversation as a Tusk chat: every turn a consolidated user message with its sender, and
+    its HISTORY.md entries."""
     store = SessionStore(home)
     session = store.get("bench", chat.name)
+    for entry in chat.history:
+        memfiles.append_history(session.files, entry.text, when=entry.ts)
     store.append(session, [Message("user", t.text, ts=t.ts, tokens=1, sender_id=t.speaker, sender_name=t.speaker)
                            for t in chat.turns])
     store.set_pointer(session, len(chat.turns))
     return session.files
 
 
-def score(figures: Figures, ranked: list[int], shown: list[set[int]], wanted: set[int]) -> None:
+def score(figures: Figures, held: list[set[int]], shown: list[set[int]], wanted: set[int]) -> None:
+    """`held[i]`: the turns result i states (itself, or what an entry summarises); `shown[i]`: with neighbours."""
     figures.questions += 1
     for k in KS:
-        figures.hits[k] += bool(wanted & set(ranked[:k]))
-        figures.context[k] += bool(wanted & set().union(*shown[:k])) if shown else 0
-
-
-def shown_seqs(hit: Hit) -> set[int]:
-    return {hit.seq - 1, hit.seq, hit.seq + 1} if hit.seq >= 0 else set()
+        figures.hits[k] += bool(wanted & set().union(*held[:k]))
+        figures.context[k] += bool(wanted & set().union(*shown[:k]))
 
 
 def evaluate(chats: list[Chat], home: Path, search: HistorySearch) -> tuple[Figures, Figures]:
@@ -114,6 +118,9 @@ def evaluate(chats: list[Chat], home: Path, search: HistorySearch) -> tuple[Figu
     for chat in chats:
         files = write_chat(home, chat)
         seq = {t.id: i for i, t in enumerate(chat.turns)}
+        entries = [{seq[c] for c in e.covers} for e in chat.history]
+        by_date = {datetime.fromtimestamp(e.ts, timezone.utc).strftime("%Y-%m-%d %H:%M UTC"): covered
+                   for e, covered in zip(chat.history, entries)}
         now = datetime.fromtimestamp(chat.turns[-1].ts, timezone.utc)
         baseline = PlainBM25(chat)
         search.search(files, "warm up", 1, now=now)  # builds the index; queries are timed on it
@@ -122,11 +129,13 @@ def evaluate(chats: list[Chat], home: Path, search: HistorySearch) -> tuple[Figu
             t = time.perf_counter()
             hits = search.search(files, ask.question, max(KS), now=now)
             tusk.times.append(time.perf_counter() - t)
-            score(tusk, [h.seq for h in hits], [shown_seqs(h) for h in hits], wanted)
+            held = [by_date[h.at] if h.source == "history" else {h.seq} for h in hits]
+            score(tusk, held, [s | {h.seq - 1, h.seq + 1} if h.seq >= 0 else s for s, h in zip(held, hits)], wanted)
             t = time.perf_counter()
             ranked = baseline.search(ask.question, max(KS))
             plain.times.append(time.perf_counter() - t)
-            score(plain, ranked, [{r} for r in ranked], wanted)
+            held = [entries[-r - 1] if r < 0 else {r} for r in ranked]
+            score(plain, held, held, wanted)
     return tusk, plain
 
 

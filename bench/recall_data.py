@@ -3,7 +3,9 @@
 A `Chat` is a list of turns (speaker, text, timestamp, turn id) and the questions about it,
 each with the ids of the turns that hold its answer.
 
-The generator writes multi-session conversations between named friends. Each fact is told
+The generator writes multi-session conversations between named friends; the older half of
+each is also summarised into HISTORY.md entries (one per session, in a third wording), as
+consolidation would leave it, so entries and messages compete. Each fact is told
 in one of several statement wordings, most often as the *reply* to a friend's question
 ("Any plans for the summer?" / "Yes! Hiking the Inca trail in Peru"), and is asked about
 later with wordings from a separate set of question templates that never reuse the
@@ -45,17 +47,28 @@ class Ask:
     category: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """A HISTORY.md entry: a summary of turns that are also in the session (as after consolidation)."""
+
+    ts: float
+    text: str
+    covers: tuple[str, ...]  # the ids of the answer turns it states
+
+
 @dataclass(slots=True)
 class Chat:
     name: str
     turns: list[Turn] = field(default_factory=list)
     questions: list[Ask] = field(default_factory=list)
+    history: list[Entry] = field(default_factory=list)
 
 
 # topic: values (answer, words that show in the statement), prompts a friend asks, statements (the
 # reply holding the answer), questions asked later (other words than the statements)
 TOPICS = {
     "trip": {
+        "summary": "{p} told {f} about a coming trip to {v}.",
         "values": ["Lisbon", "Kyoto", "Reykjavik", "Marrakesh", "Vancouver", "Crete", "Patagonia", "Tallinn"],
         "prompts": ["Any plans for the holidays, {p}?", "So {p}, what are you up to next month?",
                     "Are you going anywhere nice soon?"],
@@ -66,6 +79,7 @@ TOPICS = {
                       "What place was {p} going to visit {when}?", "Where was {p} heading on the trip?"],
     },
     "pet": {
+        "summary": "{p} has a new pet at home, a {v}.",
         "values": ["beagle puppy", "grey kitten", "green parrot", "rescue greyhound", "pair of rabbits",
                    "corn snake"],
         "prompts": ["Anything new at home, {p}?", "How's the flat, {p}? Still quiet?"],
@@ -75,6 +89,7 @@ TOPICS = {
                       "What kind of animal lives at {p}'s home now?"],
     },
     "hobby": {
+        "summary": "{p} now does {v} regularly.",
         "values": ["pottery", "salsa dancing", "rock climbing", "watercolour painting", "chess", "sourdough baking"],
         "prompts": ["What do you do in the evenings these days, {p}?", "Found anything fun to do lately?"],
         "statements": ["I signed up for {v} classes at the community centre.", "I'm obsessed with {v} right now.",
@@ -83,6 +98,7 @@ TOPICS = {
                       "How does {p} have fun lately?"],
     },
     "job": {
+        "summary": "{p} accepted a job offer: {v}.",
         "values": ["nurse at the children's hospital", "data analyst at a bank", "teacher at the primary school",
                    "chef in a hotel kitchen", "park ranger", "translator for a publisher"],
         "prompts": ["How did the interview go, {p}?", "Any news on the work front?"],
@@ -92,6 +108,7 @@ TOPICS = {
                       "Which job did {p} sign a contract for {when}?"],
     },
     "study": {
+        "summary": "{p} is going back to studies: {v}.",
         "values": ["marine biology", "architecture", "nursing", "computer science", "art history", "economics"],
         "prompts": ["Are you still thinking about going back to school, {p}?", "What about university, {p}?"],
         "statements": ["Yes, I enrolled in a {v} degree, lectures start soon.",
@@ -100,6 +117,7 @@ TOPICS = {
                       "What degree did {p} enroll in?"],
     },
     "instrument": {
+        "summary": "{p} now plays the {v}.",
         "values": ["cello", "ukulele", "drums", "saxophone", "harp", "piano"],
         "prompts": ["Was that music I heard on your call, {p}?", "Still doing the music thing, {p}?"],
         "statements": ["That was me practising the {v}, lessons every Tuesday.", "Yes, I bought a second-hand {v}.",
@@ -107,6 +125,7 @@ TOPICS = {
         "questions": ["Which instrument does {p} practise?", "What music lessons does {p} take?"],
     },
     "race": {
+        "summary": "{p} completed the {v}.",
         "values": ["half marathon in Berlin", "10k charity run", "triathlon by the lake", "cycling sportive",
                    "trail ultra in the Alps"],
         "prompts": ["You look tired, {p}, long weekend?", "How was Sunday, {p}?"],
@@ -114,6 +133,7 @@ TOPICS = {
         "questions": ["What sporting event did {p} finish?", "Which race did {p} take part in {when}?"],
     },
     "move": {
+        "summary": "{p} is moving house, to {v}.",
         "values": ["Leeds", "Porto", "Montreal", "Bristol", "Utrecht", "Gdansk"],
         "prompts": ["Is the lease ending soon, {p}?", "Any news about the flat hunt?"],
         "statements": ["We found a place in {v}, we're moving in March.", "Packing boxes, we're off to {v}."],
@@ -185,15 +205,21 @@ def generate(n_chats: int = 20, sessions: int = 12, seed: int = 17) -> list[Chat
             todays = [f for f in facts if f[0] == s]
             slots = sorted(rng.sample(range(18), min(len(todays), 18)))
             todo = dict(zip(slots, todays))
+            summary, covers = [], []
             for slot in range(18):
                 if slot in todo:
                     _, topic, person, friend, value = todo[slot]
                     turns, answer = _fact_turns(rng, topic, person, friend, value, ts, ids)
                     chat.turns += turns
                     stated.append((topic, person, value, day, answer))
+                    summary.append(TOPICS[topic]["summary"].format(p=person, f=friend, v=value))
+                    covers.append(answer)
                 else:
                     chat.turns.append(Turn(rng.choice(people), rng.choice(SMALL_TALK), ts, next(ids)))
                 ts = chat.turns[-1].ts + 60
+            if s < sessions // 2:  # the older half was consolidated: a dated summary per session
+                text = " ".join(summary + ["The rest was small talk about work, plans and the weather."])
+                chat.history.append(Entry(ts + 3600, text, tuple(covers)))
         for topic, person, value, day, answer in stated:
             twice = sum(1 for t, p, *_ in stated if (t, p) == (topic, person)) > 1
             templates = TOPICS[topic]["questions"]

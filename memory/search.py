@@ -44,8 +44,8 @@ MIN_RESPELL = 5  # shorter unknown words are left alone (too many real words are
 class Weights:
     """Ranking knobs (tuned on the dev split of bench/recall.py only)."""
 
-    around: float = 0.6  # a neighbour's words, against the message's own (1.0)
-    history: float = 1.25  # HISTORY.md entries against messages
+    around: float = 0.5  # a neighbour's words, against the message's own (1.0)
+    history: float = 2.0  # HISTORY.md entries (dated summaries, denser) against messages
     named: float = 3.0  # a message by a member the question names
     dated: float = 3.0  # something said within the question's dates
 
