@@ -8,7 +8,7 @@ per message or HISTORY.md entry, porter stemming, the question's words OR-ed: th
 before issue 17). A HISTORY.md entry among the results counts for the answer turns it states.
 "In context" also counts an answer turn shown as a hit's neighbour (what the model sees).
 
-    python bench/recall.py                   generated conversations (bench/recall_data.py):
+    python bench/recall.py [--no-history]    generated conversations (bench/recall_data.py):
                                              dev split (tune on it) and held-out test split
     python bench/recall.py --locomo FILE     the public LoCoMo file (locomo10.json), all held out
     python bench/recall.py --model MODEL [--api-base URL] [--api-key KEY] [--questions N]
@@ -195,6 +195,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--locomo", type=Path, help="a LoCoMo-format JSON file (e.g. locomo10.json)")
     parser.add_argument("--chats", type=int, default=20, help="generated conversations (the last 60%% are held out)")
+    parser.add_argument("--no-history", action="store_true", help="generated conversations without HISTORY.md")
     parser.add_argument("--model", help="a litellm model string: also answer the questions and judge them")
     parser.add_argument("--api-base", default=os.environ.get("TUSK_API_BASE"))
     parser.add_argument("--api-key", default=os.environ.get("TUSK_API_KEY"))
@@ -207,7 +208,7 @@ def main(argv: list[str] | None = None) -> None:
             held_out = read_locomo(args.locomo)
             report(f"LoCoMo {args.locomo.name}", held_out, home, search)
         else:
-            chats = generate(args.chats)
+            chats = generate(args.chats, history=not args.no_history)
             cut = max(1, len(chats) * 2 // 5)
             held_out = chats[cut:]
             report("generated, dev split", chats[:cut], home, search)

@@ -179,8 +179,9 @@ def _fact_turns(rng, topic, person, friend, value, ts, ids) -> tuple[list[Turn],
     return turns, answer.id
 
 
-def generate(n_chats: int = 20, sessions: int = 12, seed: int = 17) -> list[Chat]:
-    """`n_chats` conversations of `sessions` dated sessions each (a few thousand turns in all)."""
+def generate(n_chats: int = 20, sessions: int = 12, seed: int = 17, history: bool = True) -> list[Chat]:
+    """`n_chats` conversations of `sessions` dated sessions each (a few thousand turns in all), the
+    older half also summarised in HISTORY.md entries unless `history` is false."""
     rng = random.Random(seed)
     chats = []
     for c in range(n_chats):
@@ -217,7 +218,7 @@ def generate(n_chats: int = 20, sessions: int = 12, seed: int = 17) -> list[Chat
                 else:
                     chat.turns.append(Turn(rng.choice(people), rng.choice(SMALL_TALK), ts, next(ids)))
                 ts = chat.turns[-1].ts + 60
-            if s < sessions // 2:  # the older half was consolidated: a dated summary per session
+            if history and s < sessions // 2:  # the older half was consolidated: a dated summary per session
                 text = " ".join(summary + ["The rest was small talk about work, plans and the weather."])
                 chat.history.append(Entry(ts + 3600, text, tuple(covers)))
         for topic, person, value, day, answer in stated:
