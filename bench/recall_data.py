@@ -260,7 +260,8 @@ def read_locomo(path: Path) -> list[Chat]:
                                        turn["dia_id"]))
         known = {t.id for t in chat.turns}
         for qa in sample.get("qa", []):
-            evidence = tuple(e for e in qa.get("evidence", []) if e in known)
+            ids = [i for e in qa.get("evidence", []) for i in re.split(r"[;,\s]+", str(e)) if i]  # "D8:6; D9:17"
+            evidence = tuple(i for i in ids if i in known)
             if str(qa.get("category")) == "5" or "answer" not in qa or not evidence:
                 continue
             chat.questions.append(Ask(qa["question"], str(qa["answer"]), evidence, str(qa.get("category", ""))))

@@ -40,12 +40,16 @@ def write_locomo(tmp_path):
 
 def test_locomo_reader_keeps_turns_dates_and_answerable_questions(tmp_path):
     """Turns get their session's date and photo caption; adversarial and unanchored questions are left out."""
-    (chat,) = read_locomo(write_locomo(tmp_path))
+    extra = {"question": "What does Melanie do to relax?", "answer": 2023, "evidence": ["D2:1; D2:2"], "category": 2}
+    path = tmp_path / "locomo_extra.json"
+    path.write_text(json.dumps([{**LOCOMO[0], "qa": [*LOCOMO[0]["qa"], extra]}]))
+    (chat,) = read_locomo(path)
     assert [t.id for t in chat.turns] == ["D1:1", "D1:2", "D1:3", "D2:1", "D2:2"]
     assert chat.turns[2].text == "Look at this [shares a photo: a photo of a red tent]"
     assert chat.turns[3].ts - chat.turns[0].ts == (43 * 24 - 3) * 3600 - 56 * 60  # 8 May 13:56 -> 20 June 10:00
-    assert [(q.question, q.evidence) for q in chat.questions] == [("What are Melanie's plans for the summer?",
-                                                                   ("D1:2",))]
+    assert [(q.question, q.answer, q.evidence) for q in chat.questions] == [
+        ("What are Melanie's plans for the summer?", "camping in the mountains", ("D1:2",)),
+        ("What does Melanie do to relax?", "2023", ("D2:1", "D2:2"))]  # several ids in one string, a number
 
 
 def test_locomo_mode_reports_recall_for_both_searches(tmp_path, capsys):
