@@ -11,6 +11,7 @@ import contextlib
 import logging
 from collections.abc import Iterator
 from typing import TypeVar
+from zoneinfo import ZoneInfo
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
@@ -83,7 +84,8 @@ class TuskApp:
                                                            known_output, window.source), window.source),
                                          settings.memory_max_tokens or window.tokens // 10)
         self.memory_tools = MemoryTools(HistorySearch(), self.consolidator.lock, self.consolidator.max_memory_tokens,
-                                        notices=settings.memory_notices)
+                                        notices=settings.memory_notices, bot_name=settings.bot_name,
+                                        default_zone=ZoneInfo(settings.timezone))
         self.reminders = Reminders(settings.home, settings.reminder_settings(), self.bus.publish)
         self.tasks = Tasks(settings.task_settings(self.consolidator.budget.limit), self.llm.complete,
                            ToolBox([self.memory_tools.search_history]), self.bus.publish, settings.bot_name)

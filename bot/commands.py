@@ -23,6 +23,7 @@ from memory import chat_settings
 from memory import files as memfiles
 from memory.consolidate import Consolidator
 from memory.paths import ChatFiles
+from memory.search_index import delete_index
 from memory.session import Session, SessionStore
 from memory.tokens import count_text
 
@@ -232,4 +233,7 @@ def _inventory(ctx: CommandContext) -> list[Owned]:
              (f.session, lambda: f"{ctx.session.total} session messages (session.jsonl)"),
              (f.versions, lambda: f"{len(memfiles.versions(f))} earlier memory versions"),
              (f.settings, lambda: f"chat settings (settings.json: time zone {chat_settings.read(f).timezone})")]
-    return [Owned(label(), partial(_delete_path, path)) for path, label in items if path.exists()]
+    owned = [Owned(label(), partial(_delete_path, path)) for path, label in items if path.exists()]
+    if f.search_index.exists():
+        owned.append(Owned("the search index of the above (search.sqlite)", partial(delete_index, f)))
+    return owned

@@ -62,11 +62,12 @@ def list_chats(home: Path) -> list[ChatSummary]:
 
 
 def export(files: ChatFiles, target: Path) -> list[str]:
-    """Write the chat's folder as a .tar.gz at `target`; returns the names it holds."""
+    """Write the chat's folder as a .tar.gz at `target`; returns the names it holds (not the
+    search index: a cache rebuilt from the other files)."""
     names = []
     with tarfile.open(target, "w:gz") as tar:
         for path in sorted(files.dir.rglob("*")):
-            if path.is_file() and not path.name.endswith(".tmp"):
+            if path.is_file() and not path.name.endswith(".tmp") and not path.name.startswith("search.sqlite"):
                 name = f"{files.dir.name}/{path.relative_to(files.dir).as_posix()}"
                 tar.add(path, arcname=name, recursive=False)
                 names.append(name)

@@ -4,6 +4,7 @@ import asyncio
 import time
 
 from memory import files as memfiles
+from memory.question import read
 from memory.search import HistorySearch, match_expression
 from memory.session import Message
 from tests.fakes.fake_llm import Reply
@@ -48,7 +49,8 @@ async def test_search_covers_consolidated_messages_not_the_recent_ones(tusk, fak
     seed(tusk, "c", messages=[("user", "my locker code is 4711"), ("assistant", "noted, 4711"),
                               ("user", "the locker is on floor 3"), ("assistant", "ok")], consolidated=2)
     hits = HistorySearch().search(tusk.store.get("http", "c").files, "locker")
-    assert [(h.source, h.text) for h in hits] == [("user", "my locker code is 4711")]
+    assert [(h.source, h.text) for h in hits] == [("user", "my locker code is 4711"), ("assistant", "noted, 4711")]
+    assert hits[0].after.text == "noted, 4711"  # the reply ranks by its neighbour's words, below the match
 
 
 async def test_search_follows_appends_and_rewrites(tusk):
@@ -66,9 +68,10 @@ async def test_search_follows_appends_and_rewrites(tusk):
 
 def test_match_expression_quotes_words_and_drops_stop_words():
     """Queries become an OR of quoted words, so FTS5 syntax in a query cannot break the search."""
-    assert match_expression('what did we decide about "the trip"?') == '"decide" OR "trip"'
-    assert match_expression("NEAR(a b) OR *") == '"near" OR "b"'
-    assert match_expression("the") == '"the"' and match_expression("?!") is None
+    assert match_expression(read('what did we decide about "the trip"?').terms) == '"decide" OR "trip"'
+    assert match_expression(read("NEAR(a b) OR *").terms) == '"near" OR "b"'
+    assert match_expression(read("the").terms) == '"the"' and match_expression(read("?!").terms) is None
+    assert match_expression("Tell me about Bob's trip") == '"bob" OR "trip"'  # a question is read first
 
 
 async def test_chat_b_cannot_find_chat_a_history(tusk, fake_llm):
@@ -141,3 +144,21 @@ async def test_remember_waits_for_a_running_consolidation(tusk, fake_llm):
     lock.release()
     assert await turn == ["Noted: new fact", "ok"]
     assert memfiles.read_memory(files) == "- consolidated summary\n- new fact\n"
+
+
+async def test_results_name_the_speakers_and_show_the_neighbours(tusk, fake_llm):
+    """A message hit is shown with its speaker, the bot as itself, and the messages before and after it."""
+    session = tusk.store.get("http", "group")
+    tusk.store.append(session, [
+        Message("user", "Ana, what are your plans for the summer?", ts=time.time() - 90 * DAY, sender_id="2",
+                sender_name="Bob"),
+        Message("user", "Hiking the Inca trail in Peru!", ts=time.time() - 90 * DAY + 60, sender_id="1",
+                sender_name="Ana"),
+        Message("assistant", "That sounds wonderful, Ana.", ts=time.time() - 90 * DAY + 120)])
+    tusk.store.set_pointer(session, 3)
+    fake_llm.script(searching("What are Ana's plans for the summer?"), Reply(text="Peru."))
+    await tusk.say("group", "where is Ana going this summer?")
+    result = fake_llm.requests[1]["messages"][-1]["content"].splitlines()
+    assert result[1].startswith("1. [messages, ")
+    assert result[2:5] == ["   Bob: Ana, what are your plans for the summer?", " > Ana: Hiking the Inca trail in Peru!",
+                           "   Tusk (you): That sounds wonderful, Ana."]
