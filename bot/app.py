@@ -21,18 +21,21 @@ from bot.config import Settings
 from bot.ops.console import Console
 from bot.errors import ConfigError
 from bot.context import ContextBuilder
-from bot.events import InboundMessage
+from bot.events import ChatKey, InboundMessage
+from bot.flood import FloodGate
 from bot.inbox import Inbox
 from bot.llm import LLM, litellm
+from bot.pairing import PairingStore
 from bot.tools.memory import MemoryTools
 from bot.tools.reminders import Reminders
 from bot.scheduler import Sweeper, start_scheduler
 from bot.tools.tasks import Tasks
 from bot.tools.box import BUILTIN_TOOLS, ToolBox
-from channels.base import Channel
+from channels.base import Access, Channel
 from channels.http import HttpChannel, HttpSettings
 from memory import tokens
 from memory.consolidate import Budget, Consolidator
+from memory.paths import ChatFiles
 from memory.search import HistorySearch
 from memory.session import SessionStore
 
@@ -90,6 +93,9 @@ class TuskApp:
         self.agent = ChatAgent(settings.agent_settings(), self.store, self.llm, self.tools, context, self.bus.send,
                                chat_commands, consolidator=self.consolidator)
         self.channels: list[Channel] = []
+        self.access = Access(settings.dm_policy, PairingStore(settings.home, settings.pairing_ttl * 60,  # type: ignore[arg-type]
+                                                              settings.pairing_max_pending))
+        self.flood = FloodGate(settings.flood_limits(), self.bus.publish, self.bus.send, self._known)
         self.sweeper = Sweeper(settings.home, self.agent.consolidate)
         self._scheduler: AsyncIOScheduler | None = None
 
@@ -98,6 +104,10 @@ class TuskApp:
         forced = {"type": "function", "function": {"name": tools[0]["function"]["name"]}}
         reply = await self.llm.complete(messages, tools, tool_choice=forced, model=self.settings.consolidation_model)
         return next((c.arguments for c in reply.tool_calls if c.name == forced["function"]["name"]), None)
+
+    def _known(self, key: ChatKey) -> bool:
+        """A chat Tusk already keeps files for (not a new chat for the flood limits)."""
+        return ChatFiles.locate(self.settings.home, key.channel, key.chat_id).dir.exists()
 
     async def _handle(self, msg: InboundMessage) -> None:
         await self.agent.handle(msg)
@@ -137,7 +147,7 @@ class TuskApp:
             allow_from=frozenset(s.telegram_allow_from), webhook_url=s.telegram_webhook_url,
             webhook_listen=s.telegram_webhook_listen, webhook_port=s.telegram_webhook_port,
             webhook_secret=s.telegram_webhook_secret.get_secret_value() if s.telegram_webhook_secret else None,
-        ), self.bus.publish, self.menu())
+        ), self.flood.publish, self.menu(), access=self.access)
 
     def _discord(self) -> Channel:
         s = self.settings
@@ -147,7 +157,7 @@ class TuskApp:
         return DiscordChannel(DiscordSettings(
             token=s.discord_bot_token.get_secret_value(), api_base=s.discord_api_base,
             gateway_url=s.discord_gateway_url, allow_from=frozenset(s.discord_allow_from), guild_id=s.discord_guild_id,
-        ), self.bus.publish, self.menu())
+        ), self.flood.publish, self.menu(), access=self.access)
 
     def _slack(self) -> Channel:
         s = self.settings
@@ -163,7 +173,7 @@ class TuskApp:
             signing_secret=s.slack_signing_secret.get_secret_value() if s.slack_signing_secret else None,
             api_url=s.slack_api_url, allow_from=frozenset(s.slack_allow_from), admins=frozenset(s.slack_admins),
             thread_sessions=s.slack_thread_sessions, http_host=s.slack_http_host, http_port=s.slack_http_port,
-        ), self.bus.publish, self.menu())
+        ), self.flood.publish, self.menu(), access=self.access)
 
     async def __aenter__(self) -> TuskApp:
         self.settings.home.mkdir(parents=True, exist_ok=True)

@@ -118,12 +118,14 @@ class Inbox:
         if not self.path.exists():
             return []
         pending = self._pending_records()
+        ours = [rec for jid, rec in pending.items() if jid.startswith(f"{self._run}:")]  # already queued in this run
         messages = []
-        for rec in pending.values():
+        for rec in (rec for jid, rec in pending.items() if not jid.startswith(f"{self._run}:")):
             try:
                 messages.append(_message(rec))
             except (ValueError, TypeError, KeyError) as exc:
                 logger.error("%s: cannot replay a message (%s)", self.path, exc)
-        write_atomic(self.path, "".join(map(self._line, messages)))
+        write_atomic(self.path, "".join(json.dumps(rec, ensure_ascii=False, separators=(",", ":")) + "\n" for rec in ours)
+                     + "".join(map(self._line, messages)))
         self._written = {m.id for m in messages}
         return messages

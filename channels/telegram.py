@@ -28,7 +28,7 @@ from telegram.ext import AIORateLimiter, Application, ContextTypes, TypeHandler
 
 from bot.errors import BusClosed, ConfigError, DeliveryError
 from bot.events import ChatKey, InboundMessage, OutboundMessage
-from channels.base import AllowList, Publish
+from channels.base import Access, Publish
 from channels.split import split_message, utf16_len
 
 logger = logging.getLogger(__name__)
@@ -44,7 +44,7 @@ ALIASES = {"start": "help"}  # Telegram clients send /start when a user first op
 class TelegramSettings:
     token: str
     api_base: str = "https://api.telegram.org"
-    allow_from: frozenset[str] = frozenset()  # user ids or @usernames; empty: everyone
+    allow_from: frozenset[str] = frozenset()  # user ids (and group ids); see channels/base.py AllowList
     webhook_url: str | None = None  # set: webhook mode, else long polling
     webhook_listen: str = "127.0.0.1"
     webhook_port: int = 8443
@@ -129,13 +129,13 @@ def _measure(piece: str) -> int:
 class TelegramChannel:
     name = "telegram"
 
-    def __init__(self, settings: TelegramSettings, publish: Publish, menu: list[tuple[str, str]]) -> None:
+    def __init__(self, settings: TelegramSettings, publish: Publish, menu: list[tuple[str, str]],
+                 access: Access = Access()) -> None:
         self.settings = settings
         self._publish = publish
         self._menu = menu
         self._commands = frozenset(name for name, _ in menu) | frozenset(ALIASES)
-        self._allow = AllowList(frozenset(a if a.lstrip("-").isdigit() else "@" + a.lstrip("@").lower()
-                                          for a in settings.allow_from), "TELEGRAM_ALLOW_FROM")
+        self._allow = access.allow_list(settings.allow_from, "TELEGRAM_ALLOW_FROM", self.name)
         self._replying_to: dict[int, int] = {}  # InboundMessage.id -> Telegram message id, while its turn runs
         self._typing: set[asyncio.Task[None]] = set()
         self.app: Application | None = None
@@ -203,7 +203,12 @@ class TelegramChannel:
             return
         user = update.message.from_user
         assert user is not None
-        if not self._allow.admits(str(user.id), f"@{user.username.lower()}" if user.username else None):
+        chat = update.message.chat
+        verdict = self._allow.check(str(user.id), user.full_name, group=str(chat.id) if msg.is_group else None,
+                                    group_name=chat.title or "")
+        if not verdict.admitted:
+            if verdict.reply:
+                await self._tell(msg.key, verdict.reply)
             return
         if msg.is_group and msg.text.startswith("/") and not msg.sender_is_admin:
             msg = await self._with_admin_rights(msg, update.message.chat_id, user.id)
@@ -217,6 +222,13 @@ class TelegramChannel:
         task = asyncio.create_task(self._keep_typing(msg, done), name=f"typing {msg.key}")
         self._typing.add(task)
         task.add_done_callback(self._typing.discard)
+
+    async def _tell(self, key: ChatKey, text: str) -> None:
+        """Tusk's own words to a sender who is not let in (a pairing code): no turn, no session."""
+        try:
+            await self.send(OutboundMessage(key, text))
+        except DeliveryError as exc:
+            logger.warning("could not tell %s its pairing code: %s", key, exc)
 
     async def _with_admin_rights(self, msg: InboundMessage, chat_id: int, user_id: int) -> InboundMessage:
         assert self.app is not None
