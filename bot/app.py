@@ -87,7 +87,7 @@ class TuskApp:
         self.tools = ToolBox([*BUILTIN_TOOLS, self.memory_tools.search_history, self.memory_tools.remember,
                               self.reminders.set_reminder, self.reminders.list_reminders,
                               self.reminders.cancel_reminder, self.tasks.start_task])
-        chat_commands = Commands(settings.timezone, holders=[self.reminders, self.tasks],
+        chat_commands = Commands(settings.timezone, holders=[self.reminders, self.tasks, self.inbox],
                                  extra=self.reminders.commands())
         context = ContextBuilder(settings.home, settings.bot_name, self.tools.schemas, settings.timezone)
         self.agent = ChatAgent(settings.agent_settings(), self.store, self.llm, self.tools, context, self.bus.send,
