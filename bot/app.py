@@ -80,7 +80,8 @@ class TuskApp:
                                          Budget.for_window(window, settings.max_reply_tokens),
                                          settings.memory_max_tokens or window // 10)
         self.memory_tools = MemoryTools(HistorySearch(), self.consolidator.lock, self.consolidator.max_memory_tokens,
-                                        notices=settings.memory_notices)
+                                        notices=settings.memory_notices,
+                                        everyone_in_groups=settings.group_remember == "everyone")
         self.reminders = Reminders(settings.home, settings.reminder_settings(), self.bus.publish)
         self.tasks = Tasks(settings.task_settings(self.consolidator.budget.limit), self.llm.complete,
                            ToolBox([self.memory_tools.search_history]), self.bus.publish, settings.bot_name)

@@ -1,7 +1,7 @@
 """Telegram, on python-telegram-bot 22's `Application`, run inside Tusk's own event loop.
 
     update -> to_inbound() (pure: gating, mention stripping, chat key)
-           -> allow-list -> admin check (group commands only) -> publish -> typing until done
+           -> allow-list / pairing -> admin check (groups; cached) -> publish -> typing until done
     reply  -> split_message() on the Markdown source -> Telegram HTML per piece
            -> plain text if Telegram rejects the entities; 429s wait (AIORateLimiter),
               network errors retry with backoff
@@ -18,6 +18,7 @@ import asyncio
 import dataclasses
 import logging
 import secrets
+import time
 from dataclasses import dataclass
 
 from chatgpt_md_converter import telegram_format
@@ -37,6 +38,7 @@ ADMINS = frozenset({ChatMemberStatus.ADMINISTRATOR, ChatMemberStatus.OWNER})
 UPDATES = ["message"]  # edits, reactions, channel posts: never asked for
 TYPING_EVERY = 4.0  # Telegram shows "typing" for 5 s
 SEND_ATTEMPTS = 4  # for network errors; 429s are retried by the rate limiter
+ADMIN_TTL = 300.0  # seconds a getChatMember answer (admin or not) is trusted
 ALIASES = {"start": "help"}  # Telegram clients send /start when a user first opens the bot
 
 
@@ -138,6 +140,7 @@ class TelegramChannel:
         self._allow = access.allow_list(settings.allow_from, "TELEGRAM_ALLOW_FROM", self.name)
         self._replying_to: dict[int, int] = {}  # InboundMessage.id -> Telegram message id, while its turn runs
         self._typing: set[asyncio.Task[None]] = set()
+        self._admins: dict[tuple[int, int], tuple[float, bool]] = {}  # (chat, user) -> (valid until, is admin)
         self.app: Application | None = None
 
     def _build(self) -> Application:
@@ -210,7 +213,7 @@ class TelegramChannel:
             if verdict.reply:
                 await self._tell(msg.key, verdict.reply)
             return
-        if msg.is_group and msg.text.startswith("/") and not msg.sender_is_admin:
+        if msg.is_group and not msg.sender_is_admin:  # commands and the remember tool need it
             msg = await self._with_admin_rights(msg, update.message.chat_id, user.id)
         try:
             done = self._publish(msg)
@@ -231,15 +234,21 @@ class TelegramChannel:
             logger.warning("could not tell %s its pairing code: %s", key, exc)
 
     async def _with_admin_rights(self, msg: InboundMessage, chat_id: int, user_id: int) -> InboundMessage:
+        """`sender_is_admin` from getChatMember, trusted for ADMIN_TTL seconds per group and user."""
         assert self.app is not None
+        now = time.monotonic()
+        cached = self._admins.get((chat_id, user_id))
+        if cached is not None and cached[0] > now:
+            return dataclasses.replace(msg, sender_is_admin=cached[1])
         try:
             member = await self.app.bot.get_chat_member(chat_id, user_id)
         except TelegramError as exc:
             logger.warning("could not check the sender's rights in this group: %s", exc)
             return msg
-        if member.status not in ADMINS:
-            return msg
-        return dataclasses.replace(msg, sender_is_admin=True)
+        if len(self._admins) > 1000:
+            self._admins = {k: v for k, v in self._admins.items() if v[0] > now}
+        self._admins[(chat_id, user_id)] = (now + ADMIN_TTL, member.status in ADMINS)
+        return dataclasses.replace(msg, sender_is_admin=member.status in ADMINS)
 
     async def _keep_typing(self, msg: InboundMessage, done: asyncio.Future[None]) -> None:
         """Show "typing" until the turn is done (the reply is out), then forget the turn."""
