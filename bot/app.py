@@ -125,6 +125,10 @@ class TuskApp:
         http.add_routes(Console(s.home, self.store, self.agent.commands, self.consolidator,
                                 self.agent.context.fixed_tokens, s.model or "", self.consolidator.lock,
                                 self.bus.in_order).routes())
+        if self.access.pairing is not None:
+            from bot.ops.pairing import routes as pairing_routes
+
+            http.add_routes(pairing_routes(self.access.pairing))
         return self.add(http)
 
     def menu(self) -> list[tuple[str, str]]:

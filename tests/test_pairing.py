@@ -150,3 +150,20 @@ def test_default_policy_is_pairing(make_settings):
     """Without TUSK_DM_POLICY, strangers are paired, and an empty allow-list is no longer reported as open."""
     s = load_settings(TUSK_MODEL="openai/x", TELEGRAM_BOT_TOKEN="1:X", TUSK_HOME=str(make_settings().home))
     assert s.dm_policy == "pairing" and s.open_allow_lists() == []
+
+
+async def test_console_lists_approves_and_revokes(tusk):
+    """The HTTP API's pairing routes list requests, approve a code (JSON only), refuse unknown ones and revoke."""
+    request, new = tusk.access.pairing.request("telegram", "user", "42", "Ann")
+    assert new
+    async with tusk.client.get(f"{tusk.url}/api/pairing") as resp:
+        assert [r["code"] for r in (await resp.json())["pending"]] == [request.code]
+    async with tusk.client.post(f"{tusk.url}/api/pairing/approve", data=request.code) as resp:
+        assert resp.status == 415
+    async with tusk.client.post(f"{tusk.url}/api/pairing/approve", json={"code": "NOPE2345"}) as resp:
+        assert resp.status == 404 and "no pending request" in (await resp.json())["error"]
+    async with tusk.client.post(f"{tusk.url}/api/pairing/approve", json={"code": request.code}) as resp:
+        assert resp.status == 200 and (await resp.json())["approved"]["id"] == "42"
+    assert tusk.access.pairing.approved("telegram", "user", "42")
+    async with tusk.client.post(f"{tusk.url}/api/pairing/revoke", json={"target": "telegram:42"}) as resp:
+        assert resp.status == 200 and not tusk.access.pairing.approved("telegram", "user", "42")
