@@ -481,3 +481,19 @@ async def test_non_json_error_bodies_never_break_the_adapter(settings, slack, fa
     assert "users.info for U0ANN failed (HTTP 502, not a Slack answer)" in caplog.text
     assert "users.info for U0CAROL failed (HTTP 503, not a Slack answer)" in caplog.text
     assert [t.rsplit("\n", 1)[-1] for t in user_texts(fake_llm)] == ["first", "second"]
+
+
+async def test_stranger_gets_a_pairing_code_on_slack(settings, slack, fake_llm):
+    """Default pairing policy: a stranger's DM is answered with a code only; no users.info call, no LLM call."""
+    s = settings(TUSK_DM_POLICY="pairing")
+    async with running(s) as (app, _):
+        await slack.wait_connected()
+        await slack.send_event(slack.dm("hello", user="U0CAROL", channel="D0CAROL"))
+        await slack.wait_for(lambda: slack.posted)
+        code = app.access.pairing.state().pending[0].code
+        assert code in slack.posted[0]["text"] and slack.posted[0]["channel"] == "D0CAROL"
+        assert slack.calls_to("users.info") == [] and fake_llm.requests == []
+        app.access.pairing.approve(code)
+        await slack.send_event(slack.dm("now?", user="U0CAROL", channel="D0CAROL"))
+        await slack.wait_for(lambda: len(slack.posted) == 2)
+    assert len(fake_llm.requests) == 1 and chats(s) == ["D0CAROL"]
