@@ -94,7 +94,7 @@ class TuskApp:
         self.agent = ChatAgent(settings.agent_settings(), self.store, self.llm, self.tools, context, self.bus.send,
                                chat_commands, consolidator=self.consolidator)
         self.channels: list[Channel] = []
-        self.access = Access(settings.dm_policy, PairingStore(settings.home, settings.pairing_ttl * 60,  # type: ignore[arg-type]
+        self.access = Access(settings.dm_policy, PairingStore(settings.home, settings.pairing_ttl * 60,
                                                               settings.pairing_max_pending))
         self.flood = FloodGate(settings.flood_limits(), self.bus.publish, self.bus.send, self._known)
         self.sweeper = Sweeper(settings.home, self.agent.consolidate)

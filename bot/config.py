@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -97,13 +97,13 @@ class Settings(BaseSettings):
     slack_http_port: int = _env("SLACK_HTTP_PORT", 3000, ge=0, le=65535)
 
     # who may talk to Tusk (bot/pairing.py, channels/base.py) and how fast (bot/flood.py)
-    dm_policy: str = _env("TUSK_DM_POLICY", "pairing", pattern=r"^(pairing|allowlist|open)$")
+    dm_policy: Literal["pairing", "allowlist", "open"] = _env("TUSK_DM_POLICY", "pairing")
     pairing_ttl: float = _env("TUSK_PAIRING_TTL", 60.0, gt=0)  # minutes a pairing code stays valid
     pairing_max_pending: int = _env("TUSK_PAIRING_MAX_PENDING", 20, ge=1, le=1000)
     rate_sender_per_minute: int = _env("TUSK_RATE_SENDER_PER_MINUTE", 20, ge=0)
     rate_chat_per_minute: int = _env("TUSK_RATE_CHAT_PER_MINUTE", 30, ge=0)
     rate_new_chats_per_hour: int = _env("TUSK_RATE_NEW_CHATS_PER_HOUR", 60, ge=0)
-    group_remember: str = _env("TUSK_GROUP_REMEMBER", "admins", pattern=r"^(admins|everyone)$")
+    group_remember: Literal["admins", "everyone"] = _env("TUSK_GROUP_REMEMBER", "admins")
 
     @field_validator("fallback_models", "telegram_allow_from", "discord_allow_from", "slack_allow_from",
                      "slack_admins", mode="before")

@@ -115,13 +115,20 @@ class Inbox:
     def owned(self, key: ChatKey) -> list[Owned]:
         """For /forget (and `tusk forget`): every line of this chat in the journal, answered or not, so a
         forgotten chat's text does not linger in inbox.jsonl until the file is emptied."""
-        def ids() -> set[str]:
-            return {rec["id"] for _, rec in self._lines()
+        def records() -> dict[str, dict[str, Any]]:
+            return {rec["id"]: rec for _, rec in self._lines()
                     if rec is not None and rec.get("key") == [key.channel, key.chat_id] and "id" in rec}
 
-        mine = ids()
+        def ids() -> set[str]:
+            return set(records())
+
+        found = records()
+        mine = set(found)
         if not mine:
             return []
+        running = {jid for jid in mine if jid.startswith(f"{self._run}:") and int(jid.split(":")[1]) in self._open}
+        # only commands (never saved anywhere else) and turns still running, such as this /forget itself
+        quiet = all(jid in running or str(found[jid].get("text", "")).startswith("/") for jid in mine)
         waiting = set(self._pending_records()) & mine
         waiting -= {jid for jid in waiting if jid.startswith(f"{self._run}:")}  # this run's: being answered now
         if waiting == mine:
@@ -138,7 +145,7 @@ class Inbox:
             prefix = f"{self._run}:"  # this run's turns of the chat end without a `done` line naming them
             self._open -= {int(jid[len(prefix):]) for jid in gone if jid.startswith(prefix)}
 
-        return [Owned(label, delete)]
+        return [Owned(label, delete, quiet=quiet)]
 
     def take_pending(self) -> list[InboundMessage]:
         """The messages whose turn never ended, oldest first, with new ids; the file is replaced (atomically)

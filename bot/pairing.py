@@ -99,6 +99,10 @@ def normal_code(code: str) -> str:
     return "".join(ch for ch in code.upper() if ch.isalnum())
 
 
+def _new_code() -> str:
+    return "".join(secrets.choice(ALPHABET) for _ in range(CODE_LENGTH))
+
+
 def _stamp(path: Path) -> tuple[int, int, int] | None:
     try:
         st = path.stat()
@@ -187,8 +191,9 @@ class PairingStore:
             if held is not None:
                 return held, False
             taken = {r.code for r in state.pending}
-            code = next(c for c in iter(lambda: "".join(secrets.choice(ALPHABET) for _ in range(CODE_LENGTH)), "")
-                        if c not in taken)
+            code = _new_code()
+            while code in taken:
+                code = _new_code()
             new = Request(code, channel, kind, id, name[:100], now, now + self.ttl)
             pending = sorted((*state.pending, new), key=lambda r: r.at)[-self.max_pending:]
             self._write(replace(state, pending=tuple(pending)))
