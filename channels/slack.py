@@ -31,17 +31,14 @@ from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
 from slack_bolt.app.async_app import AsyncApp
 from slack_sdk.errors import SlackApiError
-from slack_sdk.http_retry.async_handler import AsyncRetryHandler
 from slack_sdk.http_retry.builtin_async_handlers import (AsyncConnectionErrorRetryHandler,
                                                          AsyncRateLimitErrorRetryHandler)
-from slack_sdk.http_retry.request import HttpRequest
-from slack_sdk.http_retry.response import HttpResponse
-from slack_sdk.http_retry.state import RetryState
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.errors import BusClosed, ConfigError, DeliveryError
 from bot.events import ChatKey, InboundMessage, OutboundMessage
 from channels.base import Access, Publish
+from channels.slack_api import ServerErrorRetry, error_code as _error_code, scope_hint as _scope_hint
 from channels.slack_events import (Route, Sender, command_to_inbound, reply_route, route_of, sender_of,
                                    to_inbound)
 from channels.slack_format import split_for_slack
@@ -102,42 +99,6 @@ class _Seen:
         return new
 
 
-def _error_code(exc: BaseException) -> str:
-    """Slack's error code, else the HTTP status: a proxy's HTML page carries no JSON to read a code from
-    (slack_sdk then hands over a text body, or the raw aiohttp response)."""
-    if isinstance(exc, SlackApiError):
-        data = getattr(exc.response, "data", None)
-        if isinstance(data, dict) and data.get("error"):
-            return str(data["error"])
-        status = getattr(exc.response, "status_code", None) or getattr(exc.response, "status", None)
-        return f"HTTP {status}, not a Slack answer" if status else "an unreadable answer"
-    return type(exc).__name__
-
-
-def _status(response: HttpResponse | None, error: Exception | None) -> int:
-    if response is not None:
-        return response.status_code
-    return getattr(getattr(error, "response", None), "status", 0) if isinstance(error, SlackApiError) else 0
-
-
-class _ServerErrorRetry(AsyncRetryHandler):
-    """5xx answers are retried with backoff, whatever their body: Slack's JSON, or a proxy's HTML 502 page
-    (which slack_sdk reports as an error without a response when the proxy calls it JSON)."""
-
-    async def _can_retry_async(self, *, state: RetryState, request: HttpRequest,
-                               response: HttpResponse | None = None, error: Exception | None = None) -> bool:
-        status = _status(response, error)
-        if status < 500:
-            return False
-        logger.warning("Slack answered HTTP %d to %s (attempt %d); retrying", status,
-                       request.url.rsplit("/", 1)[-1], state.current_attempt + 1)
-        return True
-
-
-def _scope_hint(exc: BaseException, scope: str) -> str:
-    return f"; add the {scope} scope to the Slack app" if _error_code(exc) == "missing_scope" else ""
-
-
 class SlackChannel:
     name = "slack"
 
@@ -178,7 +139,7 @@ class SlackChannel:
         url = self.settings.api_url if self.settings.api_url.endswith("/") else self.settings.api_url + "/"
         self._session = aiohttp.ClientSession()
         retries = [AsyncConnectionErrorRetryHandler(), AsyncRateLimitErrorRetryHandler(max_retry_count=2),
-                   _ServerErrorRetry(max_retry_count=2)]
+                   ServerErrorRetry(max_retry_count=2)]
         return AsyncWebClient(token=self.settings.bot_token, base_url=url, session=self._session,
                               logger=_library_log, retry_handlers=retries)
 
