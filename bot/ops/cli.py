@@ -137,6 +137,9 @@ async def _run(settings: Settings) -> None:
     for variable in settings.open_allow_lists():
         logger.warning("%s is empty: anyone who finds the bot can talk to it and spend your LLM credits. "
                        "Set it to the user ids allowed to use Tusk.", variable)
+    if platforms and settings.dm_policy == "pairing":
+        logger.info("strangers who write to the bot get a pairing code: `tusk pairing list` shows them, "
+                    "`tusk pairing approve CODE` lets one in")
     async with app:
         names = ", ".join(c.name for c in platforms)
         where = http.url
