@@ -188,7 +188,8 @@ class ChatAgent:
         async def notify(text: str) -> None:  # Tusk's own words in the chat, through the reply path
             await self.send(OutboundMessage(msg.key, text, reply_to=msg.id))
 
-        ctx = ToolContext(msg.key, session.files, notify)
+        ctx = ToolContext(msg.key, session.files, notify, sender_id=msg.sender_id, sender_name=msg.sender_name,
+                          is_group=msg.is_group, sender_is_admin=msg.sender_is_admin)
         overflows = cut_retries = 0
         for _ in range(self.settings.max_tool_iterations):
             try:

@@ -22,20 +22,23 @@ from bot.config import Settings
 from bot.ops.console import Console
 from bot.errors import ConfigError, ContextOverflow, ToolsUnsupported
 from bot.context import ContextBuilder
-from bot.events import InboundMessage
+from bot.events import ChatKey, InboundMessage
+from bot.flood import FloodGate
 from bot.inbox import Inbox
 from bot.llm import LLM, litellm, model_max_output, model_window
 from bot.learned import Learner, ModelBook
 from bot.window import ask_server, reply_cap, resolve as resolve_window
+from bot.pairing import PairingStore
 from bot.tools.memory import MemoryTools
 from bot.tools.reminders import Reminders
 from bot.scheduler import Sweeper, start_scheduler
 from bot.tools.tasks import Tasks
 from bot.tools.box import BUILTIN_TOOLS, ToolBox
-from channels.base import Channel
+from channels.base import Access, Channel
 from channels.http import HttpChannel, HttpSettings
 from memory import tokens
 from memory.consolidate import Budget, Consolidator
+from memory.paths import ChatFiles
 from memory.search import HistorySearch
 from memory.session import SessionStore
 
@@ -85,14 +88,15 @@ class TuskApp:
                                          settings.memory_max_tokens or window.tokens // 10)
         self.memory_tools = MemoryTools(HistorySearch(), self.consolidator.lock, self.consolidator.max_memory_tokens,
                                         notices=settings.memory_notices, bot_name=settings.bot_name,
-                                        default_zone=ZoneInfo(settings.timezone))
+                                        default_zone=ZoneInfo(settings.timezone),
+                                        everyone_in_groups=settings.group_remember == "everyone")
         self.reminders = Reminders(settings.home, settings.reminder_settings(), self.bus.publish)
         self.tasks = Tasks(settings.task_settings(self.consolidator.budget.limit), self.llm.complete,
                            ToolBox([self.memory_tools.search_history]), self.bus.publish, settings.bot_name)
         self.tools = ToolBox([*BUILTIN_TOOLS, self.memory_tools.search_history, self.memory_tools.remember,
                               self.reminders.set_reminder, self.reminders.list_reminders,
                               self.reminders.cancel_reminder, self.tasks.start_task])
-        chat_commands = Commands(settings.timezone, holders=[self.reminders, self.tasks],
+        chat_commands = Commands(settings.timezone, holders=[self.reminders, self.tasks, self.inbox],
                                  extra=self.reminders.commands())
         context = ContextBuilder(settings.home, settings.bot_name, self.tools.schemas, settings.timezone)
         self.learner = Learner(book, llm_settings.model, self.consolidator, context, self.llm,
@@ -102,6 +106,9 @@ class TuskApp:
         self.consolidator.idle = self.agent.until_idle  # background rounds wait for the replies
         self.consolidator.tools_available = lambda: context.tools_available
         self.channels: list[Channel] = []
+        self.access = Access(settings.dm_policy, PairingStore(settings.home, settings.pairing_ttl * 60,
+                                                              settings.pairing_max_pending))
+        self.flood = FloodGate(settings.flood_limits(), self.bus.publish, self.bus.send, self._known)
         self.sweeper = Sweeper(settings.home, self.agent.consolidate)
         self._scheduler: AsyncIOScheduler | None = None
 
@@ -126,6 +133,10 @@ class TuskApp:
                 return called.arguments if called.error is None else called.error
         return reply.content
 
+    def _known(self, key: ChatKey) -> bool:
+        """A chat Tusk already keeps files for (not a new chat for the flood limits)."""
+        return ChatFiles.locate(self.settings.home, key.channel, key.chat_id).dir.exists()
+
     async def _handle(self, msg: InboundMessage) -> None:
         await self.agent.handle(msg)
 
@@ -141,6 +152,10 @@ class TuskApp:
         http.add_routes(Console(s.home, self.store, self.agent.commands, self.consolidator,
                                 self.agent.context.fixed_tokens, s.model or "", self.consolidator.lock,
                                 self.bus.in_order).routes())
+        if self.access.pairing is not None:
+            from bot.ops.pairing import routes as pairing_routes
+
+            http.add_routes(pairing_routes(self.access.pairing))
         return self.add(http)
 
     def menu(self) -> list[tuple[str, str]]:
@@ -164,7 +179,7 @@ class TuskApp:
             allow_from=frozenset(s.telegram_allow_from), webhook_url=s.telegram_webhook_url,
             webhook_listen=s.telegram_webhook_listen, webhook_port=s.telegram_webhook_port,
             webhook_secret=s.telegram_webhook_secret.get_secret_value() if s.telegram_webhook_secret else None,
-        ), self.bus.publish, self.menu())
+        ), self.flood.publish, self.menu(), access=self.access)
 
     def _discord(self) -> Channel:
         s = self.settings
@@ -174,7 +189,7 @@ class TuskApp:
         return DiscordChannel(DiscordSettings(
             token=s.discord_bot_token.get_secret_value(), api_base=s.discord_api_base,
             gateway_url=s.discord_gateway_url, allow_from=frozenset(s.discord_allow_from), guild_id=s.discord_guild_id,
-        ), self.bus.publish, self.menu())
+        ), self.flood.publish, self.menu(), access=self.access)
 
     def _slack(self) -> Channel:
         s = self.settings
@@ -190,7 +205,7 @@ class TuskApp:
             signing_secret=s.slack_signing_secret.get_secret_value() if s.slack_signing_secret else None,
             api_url=s.slack_api_url, allow_from=frozenset(s.slack_allow_from), admins=frozenset(s.slack_admins),
             thread_sessions=s.slack_thread_sessions, http_host=s.slack_http_host, http_port=s.slack_http_port,
-        ), self.bus.publish, self.menu())
+        ), self.flood.publish, self.menu(), access=self.access)
 
     async def __aenter__(self) -> TuskApp:
         self.settings.home.mkdir(parents=True, exist_ok=True)

@@ -59,6 +59,7 @@ class Owned:
 
     label: str
     delete: Callable[[], None]
+    quiet: bool = False  # deleted with the rest, but alone it is not "something kept" (journaled commands)
 
 
 class Holder(Protocol):
@@ -110,7 +111,7 @@ class Commands:
         if not ctx.may_erase:
             return ADMINS_ONLY.format(what="make me forget this chat")
         items = _inventory(ctx) + [item for holder in self.holders for item in holder.owned(ctx.key)]
-        if not items:
+        if all(item.quiet for item in items):
             return "I keep nothing about this chat: there is nothing to forget."
         if args.strip().lower() != "confirm":
             return ("This would delete:\n" + "\n".join(f"- {item.label}" for item in items)

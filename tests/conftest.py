@@ -29,7 +29,8 @@ def make_settings(tmp_path, fake_llm, monkeypatch):
     def make(**env):
         base = {"TUSK_HOME": str(tmp_path / "data"), "TUSK_MODEL": "openai/fake-model",
                 "TUSK_API_BASE": fake_llm.base_url, "TUSK_API_KEY": "sk-test-secret-key",
-                "TUSK_HTTP_PORT": "0", "TUSK_LLM_RETRIES": "0", "TUSK_LLM_BACKOFF": "0.01", "TUSK_SHUTDOWN_GRACE": "5"}
+                "TUSK_HTTP_PORT": "0", "TUSK_LLM_RETRIES": "0", "TUSK_LLM_BACKOFF": "0.01", "TUSK_SHUTDOWN_GRACE": "5",
+                "TUSK_DM_POLICY": "open"}  # tests about who may talk set their own policy
         return load_settings(**{**base, **{k: str(v) for k, v in env.items()}})
 
     return make

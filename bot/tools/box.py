@@ -45,6 +45,10 @@ class ToolContext:
     key: ChatKey
     files: ChatFiles
     notify: Notify = no_notice  # posts Tusk's own words (not the model's) to this chat, like a reply
+    sender_id: str = ""  # who wrote the message the tool runs for ("tusk" for turns Tusk starts itself)
+    sender_name: str = ""
+    is_group: bool = False
+    sender_is_admin: bool = False  # an admin of this group (the platform's rights), as on the InboundMessage
 
 
 @dataclass(frozen=True, slots=True)
