@@ -44,7 +44,7 @@ async def chat(app, chat_id, turns, start=0):
 
 @pytest.fixture
 def small(make_settings):
-    return lambda **env: TuskApp(make_settings(TUSK_CONTEXT_WINDOW=2048, **env))
+    return lambda **env: TuskApp(make_settings(TUSK_CONTEXT_WINDOW=2560, **env))
 
 
 def test_pick_cut_only_before_user_messages():
@@ -86,7 +86,7 @@ async def test_every_request_is_legal_and_within_the_window(small, fake_llm):
         if not is_consolidation(body):
             assert violations(body["messages"]) == []
         size = count_text(json.dumps(body["messages"])) + count_text(json.dumps(body.get("tools", [])))
-        assert size <= 2048
+        assert size <= 2560
 
 
 async def test_failed_rounds_advance_nothing_then_raw_fallback(small, fake_llm):
@@ -229,6 +229,6 @@ async def test_tool_results_never_push_a_request_over_budget(small, fake_llm):
     assert "token budget" in sent[0]
     for body in fake_llm.requests:
         estimate = sum(count_text(json.dumps(m)) for m in body["messages"])
-        assert estimate <= 2048
+        assert estimate <= 2560
     session = app.store.get("http", "tools")
     assert violations([{"role": "system", "content": ""}, *(m.to_llm() for m in session.unconsolidated)]) == []
