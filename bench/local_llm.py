@@ -90,8 +90,9 @@ async def run(base: str, turns: int) -> dict[str, object]:
         files = tusk.store.get("http", "bench").files
         entries = memfiles.history_entries(files)
         budget = tusk.consolidator.budget
-        return {"turns": turns, "answered": turns - failures, "consolidations": len(entries),
-                "raw fallbacks": sum(e.startswith("[raw]") for e in entries),
+        raw = sum("\n[raw] " in e for e in entries)  # each entry starts with its dated heading
+        return {"turns": turns, "answered": turns - failures, "consolidations written by the model": len(entries) - raw,
+                "raw fallbacks": raw,
                 "MEMORY.md tokens": len(memfiles.read_memory(files).split()),
                 "window": f"{budget.window} ({budget.source})", "reserve": budget.reserve,
                 "reply p50 s": round(statistics.median(latencies), 2),

@@ -44,7 +44,7 @@ async def test_a_long_chat_works_with_only_model_and_base_url(make_settings):
         await tusk.agent.aclose()
         assert tusk.consolidator.budget.window == 2048 and "learned" in tusk.consolidator.budget.source
         entries = memfiles.history_entries(files)
-        assert entries and not all(e.startswith("[raw]") for e in entries)
+        assert entries and not all("\n[raw] " in e for e in entries)
         assert "noted your words" in memfiles.read_memory(files)
 
 
