@@ -122,7 +122,8 @@ class ChatAgent:
         if (command := commands.parse(msg.text)) is not None:
             ctx = commands.CommandContext(msg.key, session.files, session, self.store, self.settings.model,
                                           self.consolidator, self.context.fixed_tokens(session.files),
-                                          may_erase=not msg.is_group or msg.sender_is_admin)
+                                          may_erase=not msg.is_group or msg.sender_is_admin,
+                                          tool_status=tuple(self.tools.status(msg)))
             return await self.commands.run(*command, ctx)
         limit = self.settings.max_message_chars
         if len(msg.text) > limit:
@@ -148,6 +149,7 @@ class ChatAgent:
 
     async def _converse(self, msg: InboundMessage, session: Session) -> tuple[list[Message], str]:
         """Run the LLM/tool loop; returns the messages to save and the text for the user."""
+        tools = self.tools.for_chat(msg)  # the built-in tools, plus the MCP servers this chat may use
         history = await self._fitting_history(session, msg)
         prompt = self.context.build(session.files, history, msg)
         room = self._room(session, msg) - sum(m.tokens for m in history)  # what tool steps may still add
@@ -158,7 +160,7 @@ class ChatAgent:
 
         ctx = ToolContext(msg.key, session.files, notify)
         for _ in range(self.settings.max_tool_iterations):
-            reply = await self.llm.complete(prompt, self.tools.schemas)
+            reply = await self.llm.complete(prompt, tools.schemas)
             if not reply.tool_calls:
                 text = (reply.content or "").strip()
                 if text:
@@ -167,7 +169,7 @@ class ChatAgent:
             step = [Message(role="assistant", content=reply.content or None,
                             tool_calls=tuple(c.to_wire() for c in reply.tool_calls)).counted()]
             for call in reply.tool_calls:
-                result = await self.tools.run(call, ctx)
+                result = await tools.run(call, ctx)
                 step.append(Message(role="tool", tool_call_id=call.id, name=call.name,
                                     content=self._truncate(result.for_model())).counted())
             new.extend(step)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Iterator
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
@@ -19,6 +19,7 @@ from bot.bus import MessageBus
 from bot.commands import Commands
 from bot.config import Settings
 from bot.ops.console import Console
+from bot.ops.mcp_status import mcp_routes
 from bot.errors import ConfigError
 from bot.context import ContextBuilder
 from bot.events import InboundMessage
@@ -35,6 +36,9 @@ from memory import tokens
 from memory.consolidate import Budget, Consolidator
 from memory.search import HistorySearch
 from memory.session import SessionStore
+
+if TYPE_CHECKING:
+    from bot.tools.mcp.hub import McpHub
 
 logger = logging.getLogger(__name__)
 
@@ -59,6 +63,16 @@ def _needs(extra: str, variable: str) -> Iterator[None]:
                           f"pip install 'tuskbot[{extra}]'") from exc
 
 
+def _mcp_hub(settings: Settings) -> McpHub | None:
+    """The MCP servers of mcp.json, or None without any (the SDK is then not even imported)."""
+    servers = settings.mcp_servers()  # a bad mcp.json stops Tusk here, naming the problem
+    if not servers:
+        return None
+    from bot.tools.mcp.hub import McpHub
+
+    return McpHub(servers, settings.mcp_settings())
+
+
 class TuskApp:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
@@ -81,12 +95,14 @@ class TuskApp:
         self.reminders = Reminders(settings.home, settings.reminder_settings(), self.bus.publish)
         self.tasks = Tasks(settings.task_settings(self.consolidator.budget.limit), self.llm.complete,
                            ToolBox([self.memory_tools.search_history]), self.bus.publish, settings.bot_name)
+        self.mcp = _mcp_hub(settings)
         self.tools = ToolBox([*BUILTIN_TOOLS, self.memory_tools.search_history, self.memory_tools.remember,
                               self.reminders.set_reminder, self.reminders.list_reminders,
-                              self.reminders.cancel_reminder, self.tasks.start_task])
+                              self.reminders.cancel_reminder, self.tasks.start_task], extra=self.mcp)
         chat_commands = Commands(settings.timezone, holders=[self.reminders, self.tasks],
                                  extra=self.reminders.commands())
-        context = ContextBuilder(settings.home, settings.bot_name, self.tools.schemas, settings.timezone)
+        context = ContextBuilder(settings.home, settings.bot_name, self.tools.schemas, settings.timezone,
+                                 chat_tools=self.mcp)
         self.agent = ChatAgent(settings.agent_settings(), self.store, self.llm, self.tools, context, self.bus.send,
                                chat_commands, consolidator=self.consolidator)
         self.channels: list[Channel] = []
@@ -114,6 +130,7 @@ class TuskApp:
         http.add_routes(Console(s.home, self.store, self.agent.commands, self.consolidator,
                                 self.agent.context.fixed_tokens, s.model or "", self.consolidator.lock,
                                 self.bus.in_order).routes())
+        http.add_routes(mcp_routes(self.mcp))
         return self.add(http)
 
     def menu(self) -> list[tuple[str, str]]:
@@ -167,6 +184,8 @@ class TuskApp:
 
     async def __aenter__(self) -> TuskApp:
         self.settings.home.mkdir(parents=True, exist_ok=True)
+        if self.mcp is not None:  # MCP servers start with Tusk, before any turn can want them
+            await self.mcp.start()
         started: list[Channel] = []
         try:
             for channel in self.channels:
@@ -175,6 +194,8 @@ class TuskApp:
         except BaseException:
             for channel in reversed(started):
                 await channel.stop()
+            if self.mcp is not None:
+                await self.mcp.stop()
             raise
         self._scheduler = start_scheduler(self.sweeper, self.settings.consolidate_every, self.reminders)
         if replay := self.inbox.take_pending():
@@ -201,3 +222,5 @@ class TuskApp:
                 await channel.stop()
             except Exception:  # shutdown boundary: one channel failing to stop must not strand the others
                 logger.exception("channel %s did not stop cleanly", channel.name)
+        if self.mcp is not None:
+            await self.mcp.stop()

@@ -39,6 +39,7 @@ class CommandContext:
     consolidator: Consolidator | None = None
     fixed_tokens: int = 0  # system prompt and tools, as the next turn would send them
     may_erase: bool = True  # False for non-admins in groups: /forget and /memory undo are refused
+    tool_status: tuple[str, ...] = ()  # lines about this chat's MCP servers, for /status
 
 
 CommandFn = Callable[[CommandContext, str], Awaitable[str]]
@@ -173,7 +174,7 @@ async def _status(ctx: CommandContext, args: str) -> str:
                      f"~{stats.tokens_sent if stats else 0:,} tokens sent")
         if stats and stats.last_error:
             lines.append(f"Last consolidation problem: {stats.last_error}")
-    return "\n".join(lines)
+    return "\n".join([*lines, *ctx.tool_status])
 
 
 async def _new(ctx: CommandContext, args: str) -> str:

@@ -4,9 +4,10 @@
     ├── ConfigError          settings missing or invalid; the message says what to set
     ├── BusClosed            a message arrived while shutting down
     ├── DeliveryError        a platform refused a reply or stayed unreachable after retries
-    └── LLMError             the model call failed after retries
-        ├── LLMUnavailable   5xx, timeouts, connection errors, rate limits that outlast retries
-        └── LLMRejected      the request itself was refused (auth, bad request, context too long)
+    ├── LLMError             the model call failed after retries
+    │   ├── LLMUnavailable   5xx, timeouts, connection errors, rate limits that outlast retries
+    │   └── LLMRejected      the request itself was refused (auth, bad request, context too long)
+    └── McpToolError         one MCP tool call failed (server down, timeout, crash, malformed reply)
 
 `LLMError.user_message` is the one sentence a chat user sees; details go to the log.
 """
@@ -42,3 +43,8 @@ class LLMUnavailable(LLMError):
 
 class LLMRejected(LLMError):
     user_message = "The model refused this request; the operator can find the reason in Tusk's log."
+
+
+class McpToolError(TuskError):
+    """A call to an MCP server's tool failed (not running, timed out, crashed, malformed reply). It costs
+    that call only: the model sees the message as the tool's error result."""
