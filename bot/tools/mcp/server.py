@@ -83,10 +83,12 @@ class McpServer:
         self.tools: tuple[RemoteTool, ...] = ()
         self.state = "stopped"  # starting | ready | down | stopped
         self.last_error = ""
+        self.last_stderr = ""  # the stderr tail of the last connection that failed (secrets masked)
         self.restarts = 0
         self.stderr = StderrTail()
         self._session: ClientSession | None = None
         self._broken = ""  # why the current connection ended, for the calls it cut short
+        self._lost = asyncio.Event()  # set when the current connection ends
         self._signal = asyncio.Event()
         self._refresh = False
         self._stopping = False
@@ -122,21 +124,35 @@ class McpServer:
         self.state = "stopped"
 
     async def call(self, tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
-        """One tools/call within the timeout; a failure of any kind raises McpToolError."""
-        session = self._session
+        """One tools/call within the timeout; a failure of any kind raises McpToolError. The call also
+        ends as soon as its connection does (the process died, a malformed line), not at its deadline."""
+        session, lost = self._session, self._lost
         if session is None:
             why = f": {self.last_error}" if self.last_error else ""
             raise McpToolError(f"MCP server {self.name!r} is not running{why}; Tusk keeps restarting it")
+        call = asyncio.ensure_future(session.call_tool(tool, arguments))
+        watch = asyncio.ensure_future(lost.wait())
         try:
-            async with asyncio.timeout(self.timeout):
-                return await session.call_tool(tool, arguments)
-        except TimeoutError:
-            logger.warning("MCP server %s: %s did not answer within %g s", self.name, tool, self.timeout)
-            raise McpToolError(f"MCP server {self.name!r} did not answer {tool} within {self.timeout:g} s") from None
+            await asyncio.wait({call, watch}, timeout=self.timeout, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (call, watch):
+                task.cancel()
+            await asyncio.gather(call, watch, return_exceptions=True)
+        if not call.cancelled():
+            return self._outcome(call)
+        if watch.done() and not watch.cancelled():
+            raise McpToolError(f"MCP server {self.name!r} {self._broken or 'closed the connection'} during the call; "
+                               "Tusk is restarting it")
+        logger.warning("MCP server %s: %s did not answer within %g s", self.name, tool, self.timeout)
+        raise McpToolError(f"MCP server {self.name!r} did not answer {tool} within {self.timeout:g} s")
+
+    def _outcome(self, call: asyncio.Future[types.CallToolResult]) -> types.CallToolResult:
+        try:
+            return call.result()
         except McpError as exc:
             if exc.error.code == types.CONNECTION_CLOSED:
-                reason = self._broken or "closed the connection"
-                raise McpToolError(f"MCP server {self.name!r} {reason} during the call; it is being restarted") from None
+                raise McpToolError(f"MCP server {self.name!r} {self._broken or 'closed the connection'} "
+                                   "during the call; Tusk is restarting it") from None
             raise McpToolError(f"MCP server {self.name!r} refused the call: {exc.error.message}") from None
         except ValidationError as exc:
             raise McpToolError(f"MCP server {self.name!r} sent a result that is not valid MCP "
@@ -153,10 +169,10 @@ class McpServer:
                 await self._connect_and_serve()
             except Exception as exc:  # supervisor boundary: log, wait, connect again
                 self.last_error = self._describe(exc)
+                self.last_stderr = tail = mask(self.stderr.text(), self.config.secrets())
                 if not self._stopping:
-                    tail = self.stderr.text()
                     logger.warning("MCP server %s is down: %s%s", self.name, self.last_error,
-                                   f"\nits stderr ends with:\n{mask(tail, self.config.secrets())}" if tail else "")
+                                   f"\nits stderr ends with:\n{tail}" if tail else "")
             finally:
                 self._session = None
                 self.tools = ()
@@ -182,9 +198,10 @@ class McpServer:
 
     async def _connect_and_serve(self) -> None:
         self._broken = ""
+        self._lost = asyncio.Event()
         async with contextlib.AsyncExitStack() as stack:
             source = await self._open_transport(stack)
-            reader_end, writer_end = anyio.create_memory_object_stream[Any](0)
+            writer_end, reader_end = anyio.create_memory_object_stream[Any](0)
             group = await stack.enter_async_context(anyio.create_task_group())
             stack.callback(group.cancel_scope.cancel)
             group.start_soon(self._pump, source, writer_end)
@@ -233,6 +250,7 @@ class McpServer:
                         else "closed the connection"
             except (anyio.ClosedResourceError, anyio.EndOfStream):
                 self._broken = self._broken or "closed the connection"
+        self._lost.set()
         self._signal.set()
 
     async def _on_message(self, message: Any) -> None:
