@@ -6,7 +6,7 @@ A server that does not start is reported with its error and the last lines of it
 
 from __future__ import annotations
 
-from bot.tools.mcp.config import McpSettings, ServerConfig
+from bot.tools.mcp.config import McpSettings, ServerConfig, mask
 from bot.tools.mcp.server import McpServer
 
 MAX_LISTED = 12
@@ -17,9 +17,9 @@ async def probe(config: ServerConfig, settings: McpSettings) -> tuple[str, str, 
     server = McpServer(config, settings.timeout, settings.backoff)
     server.start()
     try:
-        ready = await server.wait_started(server.timeout)
+        ready = await server.wait_started(server.start_timeout)
         tools = [t.name for t in server.tools]
-        error, stderr = server.last_error or "no answer", server.stderr.text()
+        error, stderr = server.last_error or "no answer", mask(server.stderr.text(), config.secrets())
     finally:
         await server.stop()
     where = config.describe()

@@ -82,7 +82,7 @@ class McpHub:
     async def start(self) -> None:
         for server in self.servers.values():
             server.start()
-        await asyncio.gather(*(s.wait_started(s.timeout) for s in self.servers.values()))
+        await asyncio.gather(*(s.wait_started(s.start_timeout) for s in self.servers.values()))
         for server in self.servers.values():
             if server.state != "ready":
                 logger.warning("MCP server %s did not start (%s); retrying in the background",

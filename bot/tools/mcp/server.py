@@ -40,6 +40,7 @@ from bot.tools.mcp.config import ServerConfig, mask
 logger = logging.getLogger(__name__)
 
 MAX_BACKOFF = 60.0
+START_TIMEOUT = 30.0  # seconds a server may take to start and list its tools, at least
 STABLE_AFTER = 60.0  # seconds up after which the next failure starts the backoff afresh
 TAIL_LINES = 20
 TAIL_LINE_CHARS = 500
@@ -78,6 +79,7 @@ class McpServer:
                  on_change: Callable[[], None] = lambda: None) -> None:
         self.config = config
         self.timeout = config.timeout or timeout
+        self.start_timeout = max(self.timeout, START_TIMEOUT)
         self.backoff = backoff
         self.on_change = on_change  # called whenever the tool list changes (connect, refresh, loss)
         self.tools: tuple[RemoteTool, ...] = ()
@@ -201,13 +203,15 @@ class McpServer:
         self._lost = asyncio.Event()
         async with contextlib.AsyncExitStack() as stack:
             source = await self._open_transport(stack)
+            stack.push_async_callback(source.aclose)  # the HTTP transport leaves its receiving end to us
             writer_end, reader_end = anyio.create_memory_object_stream[Any](0)
+            stack.push_async_callback(reader_end.aclose)
             group = await stack.enter_async_context(anyio.create_task_group())
             stack.callback(group.cancel_scope.cancel)
             group.start_soon(self._pump, source, writer_end)
             session = await stack.enter_async_context(ClientSession(reader_end, self._write,
                                                                   message_handler=self._on_message))
-            async with asyncio.timeout(self.timeout):
+            async with asyncio.timeout(self.start_timeout):
                 await session.initialize()
                 await self._list_tools(session)
             self._session, self.state, self.last_error = session, "ready", ""
