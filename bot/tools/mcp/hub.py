@@ -248,8 +248,11 @@ class ChatTools:
             except (ValueError, AttributeError, McpToolError) as exc:
                 return ToolResult(call, error=exc)
         tool = self.mcp.get(call.name)
-        if tool is None or (self.gated and tool.server not in self.opened):
+        if tool is None:
             return await self.box.run(call, ctx)  # built-in, or "no tool named ..."
+        if self.gated and tool.server not in self.opened:
+            return ToolResult(call, error=McpToolError(f"{call.name} is a tool of MCP server {tool.server!r}: "
+                                                       f"call {OPEN_TOOL}(server={tool.server!r}) first"))
         try:
             return ToolResult(call, output=await self.hub.call(tool, call.arguments))
         except McpToolError as exc:
