@@ -206,6 +206,7 @@ class McpServer:
             stack.push_async_callback(source.aclose)  # the HTTP transport leaves its receiving end to us
             writer_end, reader_end = anyio.create_memory_object_stream[Any](0)
             stack.push_async_callback(reader_end.aclose)
+            stack.push_async_callback(writer_end.aclose)  # if the pump never got to run
             group = await stack.enter_async_context(anyio.create_task_group())
             stack.callback(group.cancel_scope.cancel)
             group.start_soon(self._pump, source, writer_end)
