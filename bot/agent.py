@@ -24,7 +24,7 @@ from bot.errors import ContextOverflow, LLMError, ToolsUnsupported
 from bot.events import ChatKey, InboundMessage, OutboundMessage
 from bot.learned import Learner
 from bot.llm import LLM, LLMReply
-from bot.tools.box import ToolBox, ToolContext
+from bot.tools.box import ToolBox, ToolContext, Toolset
 from memory.consolidate import Consolidator, pick_cut
 from memory.paths import ChatFiles
 from memory.session import Message, Session, SessionStore
@@ -156,7 +156,8 @@ class ChatAgent:
             ctx = commands.CommandContext(msg.key, session.files, session, self.store, self.settings.model,
                                           self.consolidator, self.context.fixed_tokens(session.files),
                                           may_erase=not msg.is_group or msg.sender_is_admin,
-                                          model_notes=self.learner.notes() if self.learner else ())
+                                          model_notes=self.learner.notes() if self.learner else (),
+                                          tool_status=tuple(self.tools.status(msg)))
             return await self.commands.run(*command, ctx)
         limit = self.settings.max_message_chars
         if len(msg.text) > limit:
@@ -182,6 +183,7 @@ class ChatAgent:
 
     async def _converse(self, msg: InboundMessage, session: Session) -> tuple[list[Message], str]:
         """Run the LLM/tool loop; returns the messages to save and the text for the user."""
+        tools = self.tools.for_chat(msg)  # the built-in tools, plus the MCP servers this chat may use
         new = [user_message(msg)]
         prompt, room, sent = await self._prompt(session, msg, new)
 
@@ -193,7 +195,7 @@ class ChatAgent:
         overflows = cut_retries = 0
         for _ in range(self.settings.max_tool_iterations):
             try:
-                reply = await self._complete(prompt)
+                reply = await self._complete(prompt, tools)
             except ContextOverflow as exc:  # the server's window is smaller than we budgeted for
                 overflows += 1
                 if overflows > MAX_OVERFLOWS or self.learner is None or not self.learner.learn_window(exc):
@@ -217,7 +219,7 @@ class ChatAgent:
                 if text:
                     new.append(Message(role="assistant", content=text))
                 return new, text or EMPTY_REPLY
-            step = await self._run_step(reply, ctx)
+            step = await self._run_step(reply, ctx, tools)
             new.extend(step)
             room -= sum(m.tokens for m in step)
             if room < 0:  # the next request would be over budget: stop here rather than send it
@@ -229,9 +231,9 @@ class ChatAgent:
         new.append(Message(role="assistant", content=text))
         return new, text
 
-    async def _complete(self, prompt: list[dict[str, object]]) -> LLMReply:
-        """One chat request: the tools when the model takes them, the reply bounded by the reserve."""
-        schemas = self.tools.schemas if self.context.tools_available else None
+    async def _complete(self, prompt: list[dict[str, object]], tools: Toolset) -> LLMReply:
+        """One chat request: the chat's tools when the model takes them, the reply bounded by the reserve."""
+        schemas = tools.schemas if self.context.tools_available else None
         reserve = self.consolidator.budget.reserve if self.consolidator else None
         return await self.llm.complete(prompt, schemas, max_tokens=reserve)
 
@@ -247,13 +249,13 @@ class ChatAgent:
         sent = self.context.fixed_tokens(session.files) - self.context.tool_tokens + used
         return prompt, room, sent
 
-    async def _run_step(self, reply: LLMReply, ctx: ToolContext) -> list[Message]:
+    async def _run_step(self, reply: LLMReply, ctx: ToolContext, tools: Toolset) -> list[Message]:
         """Run one reply's tool calls; the step as saved (the calls with their reasoning, then the results)."""
         step = [Message(role="assistant", content=reply.content or None, reasoning=reply.reasoning,
                         thinking_blocks=reply.thinking_blocks,
                         tool_calls=tuple(c.to_wire() for c in reply.tool_calls)).counted()]
         for call in reply.tool_calls:
-            result = await self.tools.run(call, ctx)
+            result = await tools.run(call, ctx)
             step.append(Message(role="tool", tool_call_id=call.id, name=call.name,
                                 content=self._truncate(result.for_model())).counted())
         return step

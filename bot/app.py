@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Iterator
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 from zoneinfo import ZoneInfo
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
@@ -21,6 +21,7 @@ from bot.commands import Commands
 from bot.config import Settings
 from bot.ops.console import Console
 from bot.errors import ConfigError, ContextOverflow, ToolsUnsupported
+from bot.ops.mcp_status import mcp_routes
 from bot.context import ContextBuilder
 from bot.events import ChatKey, InboundMessage
 from bot.flood import FloodGate
@@ -41,6 +42,9 @@ from memory.consolidate import Budget, Consolidator
 from memory.paths import ChatFiles
 from memory.search import HistorySearch
 from memory.session import SessionStore
+
+if TYPE_CHECKING:
+    from bot.tools.mcp.hub import McpHub
 
 logger = logging.getLogger(__name__)
 
@@ -63,6 +67,16 @@ def _needs(extra: str, variable: str) -> Iterator[None]:
     except ImportError as exc:
         raise ConfigError(f"{variable} is set but the {extra} support is not installed ({exc.name} is missing): "
                           f"pip install 'tuskbot[{extra}]'") from exc
+
+
+def _mcp_hub(settings: Settings) -> McpHub | None:
+    """The MCP servers of mcp.json, or None without any (the SDK is then not even imported)."""
+    servers = settings.mcp_servers()  # a bad mcp.json stops Tusk here, naming the problem
+    if not servers:
+        return None
+    from bot.tools.mcp.hub import McpHub
+
+    return McpHub(servers, settings.mcp_settings())
 
 
 class TuskApp:
@@ -93,12 +107,14 @@ class TuskApp:
         self.reminders = Reminders(settings.home, settings.reminder_settings(), self.bus.publish)
         self.tasks = Tasks(settings.task_settings(self.consolidator.budget.limit), self.llm.complete,
                            ToolBox([self.memory_tools.search_history]), self.bus.publish, settings.bot_name)
+        self.mcp = _mcp_hub(settings)
         self.tools = ToolBox([*BUILTIN_TOOLS, self.memory_tools.search_history, self.memory_tools.remember,
                               self.reminders.set_reminder, self.reminders.list_reminders,
-                              self.reminders.cancel_reminder, self.tasks.start_task])
+                              self.reminders.cancel_reminder, self.tasks.start_task], extra=self.mcp)
         chat_commands = Commands(settings.timezone, holders=[self.reminders, self.tasks, self.inbox],
                                  extra=self.reminders.commands())
-        context = ContextBuilder(settings.home, settings.bot_name, self.tools.schemas, settings.timezone)
+        context = ContextBuilder(settings.home, settings.bot_name, self.tools.schemas, settings.timezone,
+                                 chat_tools=self.mcp)
         self.learner = Learner(book, llm_settings.model, self.consolidator, context, self.llm,
                                settings.max_reply_tokens, settings.memory_max_tokens, known_output)
         self.agent = ChatAgent(settings.agent_settings(), self.store, self.llm, self.tools, context, self.bus.send,
@@ -156,6 +172,7 @@ class TuskApp:
             from bot.ops.pairing import routes as pairing_routes
 
             http.add_routes(pairing_routes(self.access.pairing))
+        http.add_routes(mcp_routes(self.mcp))
         return self.add(http)
 
     def menu(self) -> list[tuple[str, str]]:
@@ -209,6 +226,8 @@ class TuskApp:
 
     async def __aenter__(self) -> TuskApp:
         self.settings.home.mkdir(parents=True, exist_ok=True)
+        if self.mcp is not None:  # MCP servers start with Tusk, before any turn can want them
+            await self.mcp.start()
         started: list[Channel] = []
         try:
             for channel in self.channels:
@@ -217,6 +236,8 @@ class TuskApp:
         except BaseException:
             for channel in reversed(started):
                 await channel.stop()
+            if self.mcp is not None:
+                await self.mcp.stop()
             raise
         s, source = self.llm.settings, self.consolidator.budget.source
         if source == "default" or (source == "litellm" and s.model.startswith(("ollama/", "ollama_chat/"))):
@@ -248,3 +269,5 @@ class TuskApp:
                 await channel.stop()
             except Exception:  # shutdown boundary: one channel failing to stop must not strand the others
                 logger.exception("channel %s did not stop cleanly", channel.name)
+        if self.mcp is not None:
+            await self.mcp.stop()

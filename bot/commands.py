@@ -41,6 +41,7 @@ class CommandContext:
     fixed_tokens: int = 0  # system prompt and tools, as the next turn would send them
     may_erase: bool = True  # False for non-admins in groups: /forget and /memory undo are refused
     model_notes: tuple[str, ...] = ()  # what the server taught us about the model (bot/learned.py)
+    tool_status: tuple[str, ...] = ()  # lines about this chat's MCP servers, for /status
 
 
 CommandFn = Callable[[CommandContext, str], Awaitable[str]]
@@ -177,8 +178,8 @@ async def _status(ctx: CommandContext, args: str) -> str:
                      f"~{stats.tokens_sent if stats else 0:,} tokens sent")
         if stats and stats.last_error:
             lines.append(f"Last consolidation problem: {stats.last_error}")
-    lines += ctx.model_notes
-    return "\n".join(lines)
+    model_notes: tuple[str, ...] = ()  # what the server taught us about the model (bot/learned.py)
+    tool_status: tuple[str, ...] = ()  # lines about this chat's MCP servers, for /status
 
 
 async def _new(ctx: CommandContext, args: str) -> str:

@@ -19,6 +19,8 @@ from bot.agent import AgentSettings
 from bot.errors import ConfigError
 from bot.flood import FloodLimits
 from bot.llm import LLMSettings
+from bot.tools.mcp.config import McpSettings, ServerConfig
+from bot.tools.mcp.config import load as load_mcp
 from bot.tools.reminders import ReminderSettings
 from bot.tools.tasks import TaskSettings
 from memory.chat_settings import zone
@@ -63,6 +65,11 @@ class Settings(BaseSettings):
     task_timeout: float = _env("TUSK_TASK_TIMEOUT", 300.0, gt=0)
     task_max_steps: int = _env("TUSK_TASK_MAX_STEPS", 8, ge=1, le=50)
     max_tasks: int = _env("TUSK_MAX_TASKS", 3, ge=1, le=20)
+
+    mcp_config: Path | None = _env("TUSK_MCP_CONFIG", None)  # default: mcp.json beside the settings file
+    mcp_timeout: float = _env("TUSK_MCP_TIMEOUT", 60.0, gt=0, le=3600)
+    mcp_tool_tokens: int = _env("TUSK_MCP_TOOL_TOKENS", 4000, ge=0)
+    mcp_restart_backoff: float = _env("TUSK_MCP_RESTART_BACKOFF", 1.0, gt=0, le=60)
 
     http_host: str = _env("TUSK_HTTP_HOST", "127.0.0.1")
     http_port: int = _env("TUSK_HTTP_PORT", 8765, ge=0, le=65535)
@@ -111,7 +118,8 @@ class Settings(BaseSettings):
     @field_validator("model", "api_base", "api_key", "http_token", "max_reply_tokens", "consolidation_model",
                      "context_window", "memory_max_tokens", "telegram_bot_token", "telegram_webhook_url",
                      "telegram_webhook_secret", "discord_bot_token", "discord_api_base", "discord_gateway_url",
-                     "discord_guild_id", "slack_bot_token", "slack_app_token", "slack_signing_secret", mode="before")
+                     "discord_guild_id", "slack_bot_token", "slack_app_token", "slack_signing_secret", "mcp_config",
+                     mode="before")
     @classmethod
     def _blank_is_unset(cls, value: object) -> object:
         return None if isinstance(value, str) and not value.strip() else value
@@ -152,6 +160,15 @@ class Settings(BaseSettings):
     def flood_limits(self) -> FloodLimits:
         return FloodLimits(self.rate_sender_per_minute, self.rate_chat_per_minute, self.rate_new_chats_per_hour)
 
+    def mcp_servers(self) -> list[ServerConfig]:
+        """The MCP servers of mcp.json (TUSK_MCP_CONFIG, else beside the settings file); none if it is absent."""
+        path = self.mcp_config or Path(os.environ.get("TUSK_ENV_FILE") or ".env").parent / "mcp.json"
+        return load_mcp(path, required=self.mcp_config is not None)
+
+    def mcp_settings(self) -> McpSettings:
+        return McpSettings(timeout=self.mcp_timeout, tool_tokens=self.mcp_tool_tokens,
+                           backoff=self.mcp_restart_backoff, result_max_chars=self.tool_result_max_chars)
+
     def open_allow_lists(self) -> list[str]:
         """The allow-list variables left empty for platforms that are configured (everyone may talk)."""
         if self.dm_policy != "open":
@@ -165,7 +182,11 @@ class Settings(BaseSettings):
         """Values that must never appear in a log line."""
         values = (self.api_key, self.http_token, self.telegram_bot_token, self.telegram_webhook_secret,
                   self.discord_bot_token, self.slack_bot_token, self.slack_app_token, self.slack_signing_secret)
-        return [s.get_secret_value() for s in values if s is not None]
+        try:
+            mcp = [secret for server in self.mcp_servers() for secret in server.secrets()]
+        except ConfigError:  # reported where the servers are loaded; nothing to mask from a file not read
+            mcp = []
+        return [s.get_secret_value() for s in values if s is not None] + mcp
 
 
 def load_settings(**overrides: object) -> Settings:

@@ -1,7 +1,8 @@
 """What the LLM is sent for a turn.
 
     system   identity + $TUSK_HOME/AGENTS.md and SOUL.md (if present) + this chat's MEMORY.md
-             + the tool list. It depends only on those files, so it is byte-identical from
+             + the tool list (+ for a chat that may use MCP servers, a note naming them). It
+             depends only on those files (and that chat's MCP servers), so it is byte-identical from
              turn to turn until memory changes, and provider prompt caches keep working.
     history  the chat's unconsolidated messages, made legal (memory/history.py)
     user     a one-line runtime context (time in the chat's time zone, channel, sender) + the
@@ -18,7 +19,7 @@ import logging
 from collections import OrderedDict
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 from zoneinfo import ZoneInfo
 
 from bot.events import InboundMessage
@@ -72,9 +73,18 @@ def _read(path: Path) -> str:
         return ""
 
 
+class ChatToolInfo(Protocol):
+    """Tools only some chats get (MCP servers): their note in the system prompt, their schemas' tokens."""
+
+    def prompt_note(self, files: ChatFiles) -> str: ...
+
+    def schema_tokens(self, files: ChatFiles) -> int: ...
+
+
 class ContextBuilder:
     def __init__(self, home: Path, bot_name: str, tool_schemas: list[dict[str, Any]],
-                 default_timezone: str = "UTC") -> None:
+                 default_timezone: str = "UTC", chat_tools: ChatToolInfo | None = None) -> None:
+        self.chat_tools = chat_tools
         self.home = Path(home)
         self.default_zone = chat_settings.zone(default_timezone)
         self.bot_name = bot_name
@@ -87,18 +97,19 @@ class ContextBuilder:
         """Built once per version of its files: a turn asks for it several times (budget checks, the
         request), and most turns find AGENTS.md, SOUL.md and MEMORY.md unchanged."""
         paths = (self.home / WORKSPACE_FILES[0], self.home / WORKSPACE_FILES[1], files.memory)
-        stamp = (*map(_stamp, paths), self.tools_available)
+        note = self.chat_tools.prompt_note(files) if self.chat_tools is not None else ""
+        stamp = (*map(_stamp, paths), self.tools_available, note)
         cached = self._prompts.get(files.dir)
         if cached is not None and cached[0] == stamp:
             self._prompts.move_to_end(files.dir)
             return cached[1]
-        prompt = self._build_system_prompt(files)
+        prompt = self._build_system_prompt(files, note)
         self._prompts[files.dir] = (stamp, prompt)
         if len(self._prompts) > PROMPT_CACHE:
             self._prompts.popitem(last=False)
         return prompt
 
-    def _build_system_prompt(self, files: ChatFiles) -> str:
+    def _build_system_prompt(self, files: ChatFiles, note: str = "") -> str:
         parts = [IDENTITY.format(name=self.bot_name)]
         for name in WORKSPACE_FILES:
             if text := _read(self.home / name):
@@ -111,6 +122,8 @@ class ContextBuilder:
             lines = [f"- {t['function']['name']}: {t['function']['description'].splitlines()[0]}"
                      for t in self.tool_schemas]
             parts.append("## Tools\n\n" + "\n".join(lines))
+        if note:
+            parts.append(note)
         return "\n\n".join(parts)
 
     @property
@@ -120,7 +133,8 @@ class ContextBuilder:
 
     def fixed_tokens(self, files: ChatFiles) -> int:
         """Estimated tokens of everything in the prompt except the history: system prompt and tools."""
-        return _count(self.system_prompt(files)) + self.tool_tokens
+        extra = self.chat_tools.schema_tokens(files) if self.chat_tools is not None else 0
+        return _count(self.system_prompt(files)) + self.tool_tokens + extra
 
     @staticmethod
     def runtime_block(msg: InboundMessage, zone: ZoneInfo) -> str:

@@ -4,13 +4,14 @@
     ├── ConfigError          settings missing or invalid; the message says what to set
     ├── BusClosed            a message arrived while shutting down
     ├── DeliveryError        a platform refused a reply or stayed unreachable after retries
-    └── LLMError             the model call failed after retries
-        ├── LLMUnavailable   5xx, timeouts, connection errors, rate limits that outlast retries
-        └── LLMRejected      the request itself was refused (auth, bad request)
-            ├── ContextOverflow  the prompt is over the model's real window (`window`: the size it named)
-            ├── LLMFiltered      the provider's content filter refused (no choices, content_filter)
-            ├── ToolsUnsupported the model or server takes no tools ("does not support tools")
-            └── ModelNotFound    the server does not serve the model named in TUSK_MODEL
+    ├── LLMError             the model call failed after retries
+    │   ├── LLMUnavailable   5xx, timeouts, connection errors, rate limits that outlast retries
+    │   └── LLMRejected      the request itself was refused (auth, bad request)
+    │       ├── ContextOverflow  the prompt is over the model's real window (`window`: the size it named)
+    │       ├── LLMFiltered      the provider's content filter refused (no choices, content_filter)
+    │       ├── ToolsUnsupported the model or server takes no tools ("does not support tools")
+    │       └── ModelNotFound    the server does not serve the model named in TUSK_MODEL
+    └── McpToolError         one MCP tool call failed (server down, timeout, crash, malformed reply)
 
 `LLMError.user_message` is the one sentence a chat user sees; details go to the log.
 """
@@ -67,3 +68,8 @@ class ToolsUnsupported(LLMRejected):
 
 class ModelNotFound(LLMRejected):
     user_message = "The model server does not know the configured model. The operator can run `tusk doctor`."
+
+
+class McpToolError(TuskError):
+    """A call to an MCP server's tool failed (not running, timed out, crashed, malformed reply). It costs
+    that call only: the model sees the message as the tool's error result."""

@@ -201,3 +201,29 @@ async def test_token_is_asked_once_and_sent_with_every_call(make_settings, fake_
         async with client.get(http.url + "/api/chats") as resp:
             assert resp.status == 401
     assert json.dumps(fake_llm.requests[-1]["messages"]).count("hello") >= 1
+
+
+async def test_the_tools_page_lists_mcp_servers_without_their_secrets(make_settings, tmp_path, browser):
+    """The Tools page shows each MCP server, its chats, state and tools; an env value never reaches the page."""
+    import sys
+    from pathlib import Path
+
+    fake = str(Path(__file__).resolve().parent / "fakes" / "fake_mcp.py")
+    secret = "s3cr3t-console-value"
+    (tmp_path / "mcp.json").write_text(json.dumps({"mcpServers": {"notes": {
+        "command": sys.executable, "args": [fake, "hang"], "cwd": str(tmp_path), "env": {"NOTES_TOKEN": secret},
+        "chats": ["telegram:*"]}}}))
+    app = TuskApp(make_settings(TUSK_MCP_CONFIG=str(tmp_path / "mcp.json")))
+    http = app.add_http()
+    async with app:
+        def scenario(page):
+            page.goto(f"http://127.0.0.1:{http.port}/#/tools")
+            row = page.locator("tr[data-server='notes']")
+            expect(row).to_contain_text("telegram:*")
+            expect(row).to_contain_text("ready")
+            expect(row).to_contain_text("notes__hang, notes__ping")
+            expect(row).to_contain_text("NOTES_TOKEN=***")
+            return page.content()
+
+        html = await browser.run(scenario)
+    assert secret not in html

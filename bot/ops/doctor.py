@@ -1,6 +1,6 @@
 """`tusk doctor`: is this installation able to run? Each check gives a verdict and the fix.
 
-    config  data dir  tokenizer  the model (bot/ops/probe.py)  each platform token  allow-lists
+    config  data dir  tokenizer  the model (bot/ops/probe.py)  each platform token  each MCP server  allow-lists
 
 Platform tokens are checked with one plain HTTPS call each (Telegram `getMe`, Slack
 `auth.test`, Discord `users/@me`), so the doctor needs none of the platform libraries.
@@ -8,6 +8,7 @@ Platform tokens are checked with one plain HTTPS call each (Telegram `getMe`, Sl
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import shutil
 import tempfile
@@ -133,10 +134,25 @@ async def run_checks(settings: Settings) -> list[Check]:
     if not any(token for _, token, _ in platforms):
         checks.append(Check("platforms", "warn", "no platform token is set: only the local HTTP API and "
                             "`tusk chat` will run", "set TELEGRAM_BOT_TOKEN, DISCORD_BOT_TOKEN or SLACK_BOT_TOKEN"))
+    checks += await _mcp(settings)
     for variable in settings.open_allow_lists():
         checks.append(Check("allow-list", "warn", f"{variable} is empty: anyone may talk to the bot",
                             f"set {variable} to the user ids allowed to use Tusk"))
     return checks
+
+
+async def _mcp(settings: Settings) -> list[Check]:
+    """One check per MCP server in mcp.json: started alone, its tools listed (none if there is no mcp.json)."""
+    try:
+        servers = settings.mcp_servers()
+    except ConfigError as exc:
+        return [Check("MCP", "fail", str(exc), "fix mcp.json (or TUSK_MCP_CONFIG)")]
+    if not servers:
+        return []
+    from bot.tools.mcp.doctor import probe
+
+    results = await asyncio.gather(*(probe(server, settings.mcp_settings()) for server in servers))
+    return [Check(f"MCP {server.name}", *result) for server, result in zip(servers, results)]
 
 
 def exit_code(checks: list[Check]) -> int:

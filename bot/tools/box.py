@@ -10,7 +10,8 @@ broken turn.
 
 The chat's tools live beside what they serve: bot/tools/memory.py (search_history,
 remember), bot/tools/reminders.py (set_reminder, list_reminders, cancel_reminder), bot/tools/tasks.py
-(start_task). There are no shell or filesystem tools.
+(start_task). There are no shell or filesystem tools. Tools of MCP servers (bot/tools/mcp/) join
+per chat through `ToolBox.extra`: `for_chat(msg)` gives one turn's tool set.
 """
 
 from __future__ import annotations
@@ -21,12 +22,12 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, get_type_hints
+from typing import Any, Protocol, get_type_hints
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import pydantic
 
-from bot.events import ChatKey
+from bot.events import ChatKey, InboundMessage
 from bot.llm import ToolCall
 from memory.paths import ChatFiles
 
@@ -109,14 +110,40 @@ class Tool:
             raise ToolArgumentError(f"invalid arguments for {self.name}: {exc}") from exc
 
 
+class ChatToolSource(Protocol):
+    """Tools some chats get besides the built-in ones (MCP servers, bot/tools/mcp/)."""
+
+    def for_chat(self, box: ToolBox, msg: InboundMessage) -> Toolset: ...
+
+    def status_lines(self, msg: InboundMessage) -> list[str]: ...
+
+
+class Toolset(Protocol):
+    """What one turn calls: the schemas to offer and how to run a call."""
+
+    @property
+    def schemas(self) -> list[dict[str, Any]]: ...
+
+    async def run(self, call: ToolCall, ctx: ToolContext) -> ToolResult: ...
+
+
 class ToolBox:
-    def __init__(self, fns: Iterable[ToolFn]) -> None:
+    def __init__(self, fns: Iterable[ToolFn], extra: ChatToolSource | None = None) -> None:
+        self.extra = extra
         self.tools: dict[str, Tool] = {}
         for tool in map(Tool.from_function, fns):
             if tool.name in self.tools:
                 raise ValueError(f"two tools are named {tool.name!r}")
             self.tools[tool.name] = tool
         self.schemas = [tool.schema() for tool in self.tools.values()]
+
+    def for_chat(self, msg: InboundMessage) -> Toolset:
+        """The tools of one turn in `msg`'s chat: this box itself unless `extra` adds some for that chat."""
+        return self.extra.for_chat(self, msg) if self.extra is not None else self
+
+    def status(self, msg: InboundMessage) -> list[str]:
+        """Lines /status adds about the extra tools of `msg`'s chat (none without `extra`)."""
+        return self.extra.status_lines(msg) if self.extra is not None else []
 
     async def run(self, call: ToolCall, ctx: ToolContext) -> ToolResult:
         tool = self.tools.get(call.name)

@@ -2,10 +2,12 @@
 //   #/chat/{chat}                  talk in a local chat
 //   #/memory                       every chat across channels
 //   #/memory/{channel}/{chat}      one chat's memory
+//   #/tools                        the MCP servers and their tools
 
 import { renderChat } from "./chat.js";
 import { h } from "./dom.js";
 import { renderChatDetail, renderMemoryList } from "./memory.js";
+import { renderTools } from "./tools.js";
 
 const view = document.getElementById("view");
 let generation = 0;
@@ -13,13 +15,14 @@ let generation = 0;
 async function route() {
   const mine = ++generation;
   const parts = window.location.hash.replace(/^#\/?/, "").split("/");
-  const page = parts[0] === "memory" ? "memory" : "chat";
+  const page = ["memory", "tools"].includes(parts[0]) ? parts[0] : "chat";
   for (const link of document.querySelectorAll("header nav a")) {
     link.setAttribute("aria-current", String(link.dataset.page === page));
   }
   try {
     const [first, ...rest] = parts.slice(1).map(decodeURIComponent);
-    if (page === "memory" && first && rest.length) await renderChatDetail(view, first, rest.join("/"));
+    if (page === "tools") await renderTools(view);
+    else if (page === "memory" && first && rest.length) await renderChatDetail(view, first, rest.join("/"));
     else if (page === "memory") await renderMemoryList(view);
     else await renderChat(view, first || null);
   } catch (err) {
