@@ -178,8 +178,7 @@ async def _status(ctx: CommandContext, args: str) -> str:
                      f"~{stats.tokens_sent if stats else 0:,} tokens sent")
         if stats and stats.last_error:
             lines.append(f"Last consolidation problem: {stats.last_error}")
-    model_notes: tuple[str, ...] = ()  # what the server taught us about the model (bot/learned.py)
-    tool_status: tuple[str, ...] = ()  # lines about this chat's MCP servers, for /status
+    return "\n".join([*lines, *ctx.model_notes, *ctx.tool_status])
 
 
 async def _new(ctx: CommandContext, args: str) -> str:
