@@ -156,7 +156,8 @@ class ChatAgent:
             ctx = commands.CommandContext(msg.key, session.files, session, self.store, self.settings.model,
                                           self.consolidator, self.context.fixed_tokens(session.files),
                                           may_erase=not msg.is_group or msg.sender_is_admin,
-                                          model_notes=self.learner.notes() if self.learner else ())
+                                          model_notes=self.learner.notes() if self.learner else (),
+                                          sender_id=msg.sender_id, sender_name=msg.sender_name, is_group=msg.is_group)
             return await self.commands.run(*command, ctx)
         limit = self.settings.max_message_chars
         if len(msg.text) > limit:

@@ -17,6 +17,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from bot.agent import ChatAgent
 from bot.bus import MessageBus
 from bot.commands import Commands
+from bot.erasure import MemberErasure, ReminderMembers, SearchMembers, model_rewrite
 from bot.config import Settings
 from bot.ops.console import Console
 from bot.errors import ConfigError, ContextOverflow, ToolsUnsupported
@@ -89,7 +90,9 @@ class TuskApp:
                               self.reminders.set_reminder, self.reminders.list_reminders,
                               self.reminders.cancel_reminder, self.tasks.start_task])
         chat_commands = Commands(settings.timezone, holders=[self.reminders, self.tasks],
-                                 extra=self.reminders.commands())
+                                 extra=self.reminders.commands(), erasure=MemberErasure(
+                                     model_rewrite(self.llm.complete, settings.consolidation_model),
+                                     [ReminderMembers(self.reminders), SearchMembers(self.memory_tools.index)]))
         context = ContextBuilder(settings.home, settings.bot_name, self.tools.schemas, settings.timezone)
         self.learner = Learner(book, llm_settings.model, self.consolidator, context, self.llm,
                                settings.max_reply_tokens, settings.memory_max_tokens)

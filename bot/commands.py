@@ -1,6 +1,7 @@
 """Chat commands: answered by Tusk itself, never sent to the LLM and never saved in the session.
 
     /help  /status  /new  /memory [history [n] | undo]  /forget [confirm]  /timezone [Area/City | reset]
+    /forget me [confirm]  /forget @name|id:<id> [confirm]  (one member of a group: bot/erasure.py)
     (+ what the app adds: /reminders from bot/tools/reminders.py)
 
 /forget lists and deletes everything the chat owns: its files, and what other components keep
@@ -16,7 +17,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from functools import partial
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from bot.events import ChatKey
 from memory import chat_settings
@@ -25,6 +26,9 @@ from memory.consolidate import Consolidator
 from memory.paths import ChatFiles
 from memory.session import Session, SessionStore
 from memory.tokens import count_text
+
+if TYPE_CHECKING:
+    from bot.erasure import MemberErasure
 
 COMMAND = re.compile(r"/([A-Za-z][A-Za-z0-9_]{0,31})(?:@\S+)?(?:\s+(.*))?", re.DOTALL)
 
@@ -40,6 +44,9 @@ class CommandContext:
     fixed_tokens: int = 0  # system prompt and tools, as the next turn would send them
     may_erase: bool = True  # False for non-admins in groups: /forget and /memory undo are refused
     model_notes: tuple[str, ...] = ()  # what the server taught us about the model (bot/learned.py)
+    sender_id: str = ""  # who sent the command (platform user id), for /forget me
+    sender_name: str = ""
+    is_group: bool = False
 
 
 CommandFn = Callable[[CommandContext, str], Awaitable[str]]
@@ -77,15 +84,17 @@ def parse(text: str) -> tuple[str, str] | None:
 
 class Commands:
     def __init__(self, default_timezone: str = "UTC", holders: Sequence[Holder] = (),
-                 extra: Iterable[Command] = ()) -> None:
+                 extra: Iterable[Command] = (), erasure: MemberErasure | None = None) -> None:
         self.default_timezone = default_timezone
         self.holders = tuple(holders)
+        self.erasure = erasure  # /forget me, /forget @name, /forget id:<id> (bot/erasure.py)
         self.table: dict[str, Command] = {}
         for name, summary, fn in (("help", "this list", self._help),
                                   ("status", "model, conversation and memory size", _status),
                                   ("new", "start a fresh conversation (memory is kept)", _new),
                                   ("memory", "what I remember here; '/memory history [n]', '/memory undo'", _memory),
-                                  ("forget", "erase everything I keep about this chat", self._forget),
+                                  ("forget", "erase everything I keep about this chat; '/forget me' just what you left here",
+                                   self._forget),
                                   ("timezone", "this chat's time zone; '/timezone Europe/Berlin' sets it",
                                    self._timezone)):
             self.add(Command(name, summary, fn))
@@ -106,6 +115,12 @@ class Commands:
         return "Commands:\n" + "\n".join(lines) + "\n\nAnything else you write goes to the model."
 
     async def _forget(self, ctx: CommandContext, args: str) -> str:
+        words = args.split()
+        if words and (words[0].lower() == "me" or words[0][:1] == "@" or words[0].lower().startswith("id:")):
+            if words[0].lower() == "me" and not ctx.is_group:  # in a direct chat, all of it is theirs
+                args = " ".join(words[1:])
+            elif self.erasure is not None:
+                return await self.erasure.run(ctx, words)
         if not ctx.may_erase:
             return ADMINS_ONLY.format(what="make me forget this chat")
         items = _inventory(ctx) + [item for holder in self.holders for item in holder.owned(ctx.key)]

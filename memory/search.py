@@ -180,6 +180,18 @@ class HistorySearch:
             self._indexes.move_to_end(files.dir)
             return index
 
+    def has(self, files: ChatFiles) -> bool:
+        """Is this chat's index in memory (it holds copies of the chat's text)?"""
+        return files.dir in self._indexes
+
+    def drop(self, files: ChatFiles) -> None:
+        """Forget this chat's index (`/forget me`): the next search builds it again from the files."""
+        with self._lock:
+            index = self._indexes.pop(files.dir, None)
+        if index is not None:
+            with index.lock:
+                index.db.close()
+
     def search(self, files: ChatFiles, query: str, limit: int = 5) -> list[Hit]:
         """The `limit` best matches for `query` in this chat, best first (blocking: run it in a thread)."""
         return self.index(files).search(query, limit)
