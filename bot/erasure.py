@@ -175,6 +175,8 @@ class MemberErasure:
                 report.append(f"- removed their section from MEMORY.md" if current else "- MEMORY.md had no section")
                 report[-1] += f" and from {versions} earlier version(s)" if versions else ""
             report += await self._history(ctx.files, who)
+            for stray in ctx.files.dir.glob(".*.tmp"):  # a rewrite cut short by a crash: it may hold their text
+                stray.unlink(missing_ok=True)
         except OSError as exc:
             report.append(f"- FAILED: {exc.strerror or exc} (nothing after this step was done)")
             return report
