@@ -17,7 +17,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from bot.agent import ChatAgent
 from bot.bus import MessageBus
 from bot.commands import Commands
-from bot.erasure import MemberErasure, ReminderMembers, SearchMembers, model_rewrite
+from bot.erasure import InboxMembers, MemberErasure, ReminderMembers, SearchMembers, model_rewrite
 from bot.config import Settings
 from bot.ops.console import Console
 from bot.errors import ConfigError, ContextOverflow, ToolsUnsupported
@@ -92,7 +92,8 @@ class TuskApp:
         chat_commands = Commands(settings.timezone, holders=[self.reminders, self.tasks],
                                  extra=self.reminders.commands(), erasure=MemberErasure(
                                      model_rewrite(self.llm.complete, settings.consolidation_model),
-                                     [ReminderMembers(self.reminders), SearchMembers(self.memory_tools.index)]))
+                                     [ReminderMembers(self.reminders), InboxMembers(self.inbox.path),
+                                      SearchMembers(self.memory_tools.index)]))
         context = ContextBuilder(settings.home, settings.bot_name, self.tools.schemas, settings.timezone)
         self.learner = Learner(book, llm_settings.model, self.consolidator, context, self.llm,
                                settings.max_reply_tokens, settings.memory_max_tokens)

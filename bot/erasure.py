@@ -7,7 +7,8 @@ member who left): take one person out of a group chat's memory.
         MEMORY.md         their `## <Name>` section, in the file and in every kept version
         HISTORY.md        each entry that names them, rewritten by the model without them; if the
                           model is unavailable (or its rewrite still names them), the entry is removed
-        elsewhere         what `MemberHolder`s keep for them (reminders they set, the search index)
+        elsewhere         what `MemberHolder`s keep for them (reminders they set, their messages in the
+                          inbox journal, the search index)
 
 In a direct chat `/forget me` is `/forget`. The work runs under the chat's MEMORY.md lock, so a
 consolidation round cannot write back what was just removed; the cached session is dropped,
@@ -16,8 +17,10 @@ so a round already running discards its result (memory/consolidate.py).
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
 from typing import Any, Protocol
 
 from bot.commands import ADMINS_ONLY, CommandContext, Owned
@@ -25,6 +28,7 @@ from bot.errors import LLMError
 from bot.events import ChatKey
 from memory import erase
 from memory.erase import Member
+from memory.files import write_atomic
 from memory.paths import ChatFiles
 from memory.search import HistorySearch
 
@@ -71,6 +75,37 @@ def _sender_of(record: dict[str, Any]) -> str | None:
         sender = sender.get("id")
     sender = sender if sender is not None else record.get("sender_id")
     return None if sender is None else str(sender)
+
+
+class InboxMembers:
+    """The member's messages in inbox.jsonl (the journal keeps a message's text until it is compacted)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def _theirs(self, key: ChatKey, member_id: str, line: str) -> bool:
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            return False
+        return (isinstance(rec, dict) and rec.get("key") == [key.channel, key.chat_id]
+                and str(rec.get("sender_id")) == member_id)
+
+    def owned_by(self, key: ChatKey, files: ChatFiles, member_id: str) -> list[Owned]:
+        try:
+            lines = self.path.read_text(encoding="utf-8").splitlines(keepends=True)
+        except FileNotFoundError:
+            return []
+        count = sum(self._theirs(key, member_id, line) for line in lines)
+        if not count:
+            return []
+
+        def delete() -> None:
+            kept = [line for line in self.path.read_text(encoding="utf-8").splitlines(keepends=True)
+                    if not self._theirs(key, member_id, line)]
+            write_atomic(self.path, "".join(kept))
+
+        return [Owned(f"{count} of their message(s) from the journal (inbox.jsonl)", delete)]
 
 
 class SearchMembers:

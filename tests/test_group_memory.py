@@ -97,8 +97,9 @@ async def test_forget_me_removes_one_member_from_every_file(tusk, tg, fake_llm):
     assert "removed their section from MEMORY.md and from 1 earlier version(s)" in report
     assert "rewrote 1 history entry without them (by the model)" in report
     assert "removed 1 history entry only about them" in report and "search index" in report
+    assert "of their message(s) from the journal (inbox.jsonl)" in report
 
-    for path, text in every_file_text(files.dir).items():
+    for path, text in [*every_file_text(files.dir).items(), (tusk.inbox.path, tusk.inbox.path.read_text())]:
         for canary in ("mint-tea-7a1", "gecko-7d4", "kayak-7f6", "tandem-7g8"):
             assert canary not in text, f"{canary} left in {path}"
     memory = files.memory.read_text()
