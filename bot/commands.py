@@ -2,6 +2,7 @@
 
     /help  /status  /new  /memory [history [n] | undo]  /forget [confirm]  /timezone [Area/City | reset]
     /forget me [confirm]  /forget @name|id:<id> [confirm]  (one member of a group: bot/erasure.py)
+    /listen [on | off]  (a group's messages not addressed to the bot kept as context; admins)
     (+ what the app adds: /reminders from bot/tools/reminders.py)
 
 /forget lists and deletes everything the chat owns: its files, and what other components keep
@@ -96,7 +97,9 @@ class Commands:
                                   ("forget", "erase everything I keep about this chat; '/forget me' just what you left here",
                                    self._forget),
                                   ("timezone", "this chat's time zone; '/timezone Europe/Berlin' sets it",
-                                   self._timezone)):
+                                   self._timezone),
+                                  ("listen", "in a group: '/listen on' keeps messages not meant for me as context",
+                                   _listen)):
             self.add(Command(name, summary, fn))
         for command in extra:
             self.add(command)
@@ -190,8 +193,35 @@ async def _status(ctx: CommandContext, args: str) -> str:
                      f"~{stats.tokens_sent if stats else 0:,} tokens sent")
         if stats and stats.last_error:
             lines.append(f"Last consolidation problem: {stats.last_error}")
+    if ctx.is_group or chat_settings.read(ctx.files).listen:
+        lines.append(LISTEN_STATUS[chat_settings.read(ctx.files).listen])
     lines += ctx.model_notes
     return "\n".join(lines)
+
+
+LISTEN_STATUS = {True: "Listening: on (messages here not meant for me are kept as context; /listen off stops it)",
+                 False: "Listening: off (only messages meant for me are kept; /listen on keeps all as context)"}
+
+
+async def _listen(ctx: CommandContext, args: str) -> str:
+    """/listen on|off: whether a group's messages not addressed to the bot are saved as context."""
+    current = chat_settings.read(ctx.files)
+    word = args.strip().lower()
+    if not word:
+        return LISTEN_STATUS[current.listen]
+    if word not in ("on", "off"):
+        return "Use /listen on or /listen off."
+    if not ctx.is_group:
+        return "Listening is for group chats: here every message is already meant for me."
+    if not ctx.may_erase:
+        return ADMINS_ONLY.format(what="change what I listen to")
+    if current.listen != (word == "on"):
+        chat_settings.write(ctx.files, replace(current, listen=word == "on"))
+    if word == "on":
+        return ("Listening: on. Messages here that are not meant for me are now saved, with who wrote them, and "
+                "become part of this chat's memory; I don't answer them. The platform must deliver them to me "
+                "(see the README). /forget me takes a member out again.")
+    return "Listening: off. From now on I keep only messages meant for me."
 
 
 async def _new(ctx: CommandContext, args: str) -> str:

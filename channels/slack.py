@@ -16,6 +16,7 @@ Payload mapping: channels/slack_events.py; Markdown to mrkdwn: channels/slack_fo
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 import re
@@ -292,6 +293,10 @@ class SlackChannel:
         return sender
 
     def _dispatch(self, msg: InboundMessage, route: Route, marker: tuple[str, str] | None) -> None:
+        if not msg.addressed:  # channel chatter: no reply, no marker; the agent keeps it or drops it
+            with contextlib.suppress(BusClosed):
+                self._publish(msg)
+            return
         self._routes[msg.id] = route
         try:
             done = self._publish(msg)

@@ -8,13 +8,15 @@
 
 Chat key: the chat id; in forum supergroups `<chat id>.<topic id>`, so every topic keeps
 its own memory. DMs: every message is a turn. Groups: only messages that mention the bot,
-reply to it, or are commands meant for it. Only new messages are asked for (`message`
+reply to it, or are commands meant for it, are turns; the others are handed over marked
+`addressed=False` (kept as context if the chat listens, /listen). Only new messages are asked for (`message`
 updates), so edits never come back as second turns.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 import secrets
@@ -104,12 +106,12 @@ def to_inbound(message: Message | None, me: User, commands: frozenset[str]) -> I
     key = ChatKey("telegram", chat_id_of(message.chat, thread))
     is_group = message.chat.type != Chat.PRIVATE
     text = message.text or message.caption or ""
-    if is_group:
+    addressed = True
+    if is_group:  # a message not for the bot is handed over as such: the chat's /listen decides (bot/agent.py)
         addressed, text = _addressed(message, me, commands)
-        if not addressed:
-            return None
-    return InboundMessage(key, _alias(text), sender_id=str(user.id), sender_name=user.full_name, is_group=is_group,
-                          sender_is_admin=anonymous_admin, ts=message.date.timestamp())
+    return InboundMessage(key, _alias(text) if addressed else text, sender_id=str(user.id),
+                          sender_name=user.full_name, is_group=is_group, sender_is_admin=anonymous_admin,
+                          ts=message.date.timestamp(), addressed=addressed)
 
 
 def _alias(text: str) -> str:
@@ -204,6 +206,10 @@ class TelegramChannel:
         user = update.message.from_user
         assert user is not None
         if not self._allow.admits(str(user.id), f"@{user.username.lower()}" if user.username else None):
+            return
+        if not msg.addressed:  # no typing, no reply: the agent keeps it or drops it
+            with contextlib.suppress(BusClosed):
+                self._publish(msg)
             return
         if msg.is_group and msg.text.startswith("/") and not msg.sender_is_admin:
             msg = await self._with_admin_rights(msg, update.message.chat_id, user.id)
