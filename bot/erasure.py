@@ -264,6 +264,6 @@ class MemberErasure:
 HISTORY_OUTCOMES = {
     "rewritten": "rewrote {n} history entr{s} without them (by the model)",
     "emptied": "removed {n} history entr{s} only about them (the model left nothing)",
-    "unavailable": "removed {n} history entr{s} that mention them (the model was unavailable to rewrite them)",
-    "unfit": "removed {n} history entr{s} that mention them (the model's rewrite still named them)",
+    "unavailable": "removed {n} history entr{s} naming them (the model was unavailable to rewrite them)",
+    "unfit": "removed {n} history entr{s} naming them (the model's rewrite still named them)",
 }

@@ -127,3 +127,56 @@ async def test_forget_me_lists_first_and_is_everyones_right(tusk, tg, fake_llm):
     assert "Forgotten Bob" in await say(tg, 9, "/forget@tusk_bot id:8 confirm")
     text = chat_files(tusk).session.read_text()
     assert "espresso-8b2" not in text and "mint-tea-7a1" in text and legal(fake_llm)
+
+
+async def test_listen_on_keeps_unaddressed_chatter_without_a_model_call(tusk, tg, fake_llm):
+    """With /listen off chatter is dropped; after an admin's /listen on it is saved with its sender, costs no
+    LLM call, gets no reply, and reaches the next consolidation under its speaker."""
+    files = chat_files(tusk)
+    tg.push_message(GROUP, "my secret is dropped-7z0", chat_type="group", user_id=7, username="alice")
+    assert "only its administrators" in await say(tg, 8, "/listen@tusk_bot on")
+    tg.members[(GROUP, 9)] = "administrator"
+    assert "Listening: on" in await say(tg, 9, "/listen@tusk_bot on")
+    assert json.loads(files.settings.read_text())["listen"] is True
+    assert "Listening: on" in await say(tg, 8, "/status@tusk_bot")
+    calls, replies = len(fake_llm.requests), len(tg.sent)
+    tg.push_message(GROUP, "my snack is pretzel-7h9", chat_type="group", user_id=7, username="alice")
+    tg.push_message(GROUP, "my snack is olive-8i1", chat_type="group", user_id=8, username="bob")
+    await tg.wait_for(lambda: len(tusk.store.get("telegram", str(GROUP)).unconsolidated) == 2)
+    assert len(fake_llm.requests) == calls and len(tg.sent) == replies
+    saved = tusk.store.get("telegram", str(GROUP)).unconsolidated
+    assert [(m.sender_name, m.content) for m in saved] == [("Alice", "my snack is pretzel-7h9"),
+                                                          ("Bob", "my snack is olive-8i1")]
+    await say(tg, 9, "@tusk_bot my snack is grape-9j2")
+    convo = [m["content"] for m in fake_llm.requests[-1]["messages"] if m["role"] == "user"]
+    assert convo[0].startswith("Alice: my snack is pretzel-7h9\n\nBob: my snack is olive-8i1\n\n[context:")
+    await say(tg, 9, "/new@tusk_bot")
+    memory = files.memory.read_text()
+    assert "## Alice\n\n- snack: pretzel-7h9" in memory and "## Bob\n\n- snack: olive-8i1" in memory
+    assert "dropped-7z0" not in json.dumps(fake_llm.requests) and "dropped-7z0" not in files.session.read_text()
+    assert "Listening: off" in await say(tg, 9, "/listen@tusk_bot off")
+    assert legal(fake_llm)
+
+
+async def test_forget_me_without_the_model_removes_history_entries(tusk, tg, fake_llm):
+    """When the model cannot rewrite a history entry naming the member, the entry is removed, and the report says why."""
+    await say(tg, 7, "@tusk_bot my drink is mint-tea-7a1")
+    await say(tg, 8, "@tusk_bot my drink is espresso-8b2")
+    await say(tg, 8, "/new@tusk_bot")
+    fake_llm.script(Reply(status=503))
+    report = await say(tg, 7, "/forget@tusk_bot me confirm")
+    assert "removed 1 history entry naming them (the model was unavailable to rewrite them)" in report
+    assert not chat_files(tusk).history.read_text().strip() and "mint-tea" not in chat_files(tusk).memory.read_text()
+    assert "espresso-8b2" in chat_files(tusk).memory.read_text()
+
+
+async def test_forget_me_in_a_direct_chat_is_forget(tusk, tg, fake_llm):
+    """In a direct chat /forget me is /forget: it lists the whole chat, and with confirm deletes its folder."""
+    tg.push_message(42, "my drink is mint-tea-7a1", user_id=7, username="alice")
+    await tg.wait_for(lambda: tg.sent)
+    tg.push_message(42, "/forget me", user_id=7, username="alice")
+    await tg.wait_for(lambda: len(tg.sent) == 2)
+    assert "Send /forget confirm" in tg.sent[-1]["plain"]
+    tg.push_message(42, "/forget me confirm", user_id=7, username="alice")
+    await tg.wait_for(lambda: len(tg.sent) == 3)
+    assert "Forgotten:" in tg.sent[-1]["plain"] and not tusk.store.get("telegram", "42").files.dir.exists()
