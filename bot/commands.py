@@ -94,11 +94,11 @@ class Commands:
                                   ("status", "model, conversation and memory size", _status),
                                   ("new", "start a fresh conversation (memory is kept)", _new),
                                   ("memory", "what I remember here; '/memory history [n]', '/memory undo'", _memory),
-                                  ("forget", "erase everything I keep about this chat; '/forget me' just what you left here",
-                                   self._forget),
+                                  ("forget", "erase everything I keep about this chat; "
+                                   "'/forget me' just what you left here", self._forget),
                                   ("timezone", "this chat's time zone; '/timezone Europe/Berlin' sets it",
                                    self._timezone),
-                                  ("listen", "in a group: '/listen on' keeps messages not meant for me as context",
+                                  ("listen", "in a group: '/listen on' keeps messages not for me as context",
                                    _listen)):
             self.add(Command(name, summary, fn))
         for command in extra:
