@@ -49,6 +49,8 @@ C = TypeVar("C", bound=Channel)
 def _durable(msg: InboundMessage) -> bool:
     """Journaled until its turn ends: what a platform (or the reminder store) already let go of.
     An HTTP or terminal user sees a failure and can send again, so theirs are not."""
+    if not msg.addressed:  # group chatter: never written to disk before the chat's /listen says to keep it
+        return False
     return msg.key.channel not in LOCAL_CHANNELS or msg.injected is not None
 
 

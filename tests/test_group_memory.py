@@ -58,6 +58,21 @@ async def test_history_sent_to_the_model_names_each_speaker(tusk, tg, fake_llm):
     assert "from Carol (id 9)" in convo[2] and convo[2].endswith("\n\nand I like water")
     saved = [m.content for m in tusk.store.get("telegram", str(GROUP)).unconsolidated if m.role == "user"]
     assert saved == ["I like tea", "I like coffee", "and I like water"] and legal(fake_llm)
+    assert fake_llm.requests[-1]["messages"][0] == fake_llm.requests[-2]["messages"][0]  # system prompt unchanged
+
+
+async def test_a_member_of_two_groups_carries_nothing_across(tusk, tg, fake_llm):
+    """The same person in two groups: neither group's people or words reach the other's prompt."""
+    await say(tg, 8, "@tusk_bot my drink is espresso-8b2")
+    before = len(tg.sent)
+    tg.push_message(-400, "@tusk_bot hello other group", chat_type="group", user_id=7, username="alice")
+    tg.push_message(-400, "@tusk_bot hi", chat_type="group", user_id=9, username="carol")
+    await tg.wait_for(lambda: len(tg.sent) == before + 2)
+    await say(tg, 7, "@tusk_bot and me here")
+    other = json.dumps(fake_llm.requests[2]["messages"])
+    assert "Alice: hello other group" in other and "espresso" not in other and "Bob" not in other
+    here = json.dumps(fake_llm.requests[-1]["messages"])
+    assert "Bob: my drink is espresso-8b2" in here and "other group" not in here and "Carol" not in here
 
 
 async def test_facts_land_in_each_members_section(tusk, tg, fake_llm):
@@ -154,6 +169,7 @@ async def test_listen_on_keeps_unaddressed_chatter_without_a_model_call(tusk, tg
     memory = files.memory.read_text()
     assert "## Alice\n\n- snack: pretzel-7h9" in memory and "## Bob\n\n- snack: olive-8i1" in memory
     assert "dropped-7z0" not in json.dumps(fake_llm.requests) and "dropped-7z0" not in files.session.read_text()
+    assert "dropped-7z0" not in tusk.inbox.path.read_text()  # not even journaled
     assert "Listening: off" in await say(tg, 9, "/listen@tusk_bot off")
     assert legal(fake_llm)
 
