@@ -141,7 +141,8 @@ def pick_cut(messages: Sequence[Message], excess: int, cap: int | None = None) -
 
 PEOPLE = """
 Each user line of the excerpt names who said it. Attribute every fact to the person it is about, by name
-("Alice is vegetarian"), never to "the user"."""
+("Alice is vegetarian"), never to "the user". If MEMORY.md is organised by person
+(`## <Name>` sections), keep that layout."""
 
 GROUP = """
 This is a group chat with several members: organise memory_update by person, one `## <Name>` section per
