@@ -25,6 +25,7 @@ from bot.events import ChatKey, InboundMessage, OutboundMessage
 from bot.learned import Learner
 from bot.llm import LLM, LLMReply
 from bot.tools.box import ToolBox, ToolContext, Toolset
+from memory import chat_settings
 from memory.consolidate import Consolidator, pick_cut
 from memory.paths import ChatFiles
 from memory.session import Message, Session, SessionStore
@@ -114,6 +115,9 @@ class ChatAgent:
                 self._idle.set()
 
     async def _handle(self, msg: InboundMessage) -> None:
+        if not msg.addressed:  # group chatter: saved if the chat listens, never answered
+            await self._overheard(msg)
+            return
         stats = logs.TurnStats()
         with logs.bound(msg.key, msg.id, stats):
             if self.settings.log_content:
@@ -134,6 +138,19 @@ class ChatAgent:
                 logger.info("reply: %s", text)
             figures = stats.fields()  # time to the reply; hooks run after it
             self._spawn(self._finish(msg.key, figures, runs_before), f"hooks {msg.key}")
+
+    async def _overheard(self, msg: InboundMessage) -> None:
+        """A group message not addressed to the bot: with /listen on, saved with its sender (no reply, no LLM
+        call; the post-turn hooks may consolidate); otherwise dropped, its text never logged."""
+        with logs.bound(msg.key, msg.id, logs.TurnStats()):
+            session = self.store.get(msg.key.channel, msg.key.chat_id)
+            if msg.injected is not None or not msg.text.strip() or not chat_settings.read(session.files).listen:
+                return
+            if len(msg.text) > self.settings.max_message_chars:
+                logger.info("an overheard message over TUSK_MAX_MESSAGE_CHARS was not kept")
+                return
+            self.store.append(session, [user_message(msg)])
+            self._spawn(self._run_hooks(msg.key), f"hooks {msg.key}")
 
     async def _finish(self, key: ChatKey, figures: dict[str, object], runs_before: int) -> None:
         """Run the post-turn hooks, then write the turn's one summary line."""
@@ -157,7 +174,8 @@ class ChatAgent:
                                           self.consolidator, self.context.fixed_tokens(session.files),
                                           may_erase=not msg.is_group or msg.sender_is_admin,
                                           model_notes=self.learner.notes() if self.learner else (),
-                                          tool_status=tuple(self.tools.status(msg)))
+                                          tool_status=tuple(self.tools.status(msg)),
+                                          sender_id=msg.sender_id, sender_name=msg.sender_name, is_group=msg.is_group)
             return await self.commands.run(*command, ctx)
         limit = self.settings.max_message_chars
         if len(msg.text) > limit:

@@ -18,6 +18,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from bot.agent import ChatAgent
 from bot.bus import MessageBus
 from bot.commands import Commands
+from bot.erasure import InboxMembers, MemberErasure, ReminderMembers, SearchMembers, model_rewrite
 from bot.config import Settings
 from bot.ops.console import Console
 from bot.errors import ConfigError, ContextOverflow, ToolsUnsupported
@@ -56,6 +57,8 @@ C = TypeVar("C", bound=Channel)
 def _durable(msg: InboundMessage) -> bool:
     """Journaled until its turn ends: what a platform (or the reminder store) already let go of.
     An HTTP or terminal user sees a failure and can send again, so theirs are not."""
+    if not msg.addressed:  # group chatter: never written to disk before the chat's /listen says to keep it
+        return False
     return msg.key.channel not in LOCAL_CHANNELS or msg.injected is not None
 
 
@@ -112,7 +115,10 @@ class TuskApp:
                               self.reminders.set_reminder, self.reminders.list_reminders,
                               self.reminders.cancel_reminder, self.tasks.start_task], extra=self.mcp)
         chat_commands = Commands(settings.timezone, holders=[self.reminders, self.tasks, self.inbox],
-                                 extra=self.reminders.commands())
+                                 extra=self.reminders.commands(), erasure=MemberErasure(
+                                     model_rewrite(self.llm.complete, settings.consolidation_model),
+                                     [ReminderMembers(self.reminders), InboxMembers(self.inbox.path),
+                                      SearchMembers(self.memory_tools.index)]))
         context = ContextBuilder(settings.home, settings.bot_name, self.tools.schemas, settings.timezone,
                                  chat_tools=self.mcp)
         self.learner = Learner(book, llm_settings.model, self.consolidator, context, self.llm,

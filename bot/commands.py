@@ -1,6 +1,8 @@
 """Chat commands: answered by Tusk itself, never sent to the LLM and never saved in the session.
 
     /help  /status  /new  /memory [history [n] | undo]  /forget [confirm]  /timezone [Area/City | reset]
+    /forget me [confirm]  /forget @name|id:<id> [confirm]  (one member of a group: bot/erasure.py)
+    /listen [on | off]  (a group's messages not addressed to the bot kept as context; admins)
     (+ what the app adds: /reminders from bot/tools/reminders.py)
 
 /forget lists and deletes everything the chat owns: its files, and what other components keep
@@ -16,7 +18,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from functools import partial
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from bot.events import ChatKey
 from memory import chat_settings
@@ -26,6 +28,9 @@ from memory.paths import ChatFiles
 from memory.search_index import delete_index
 from memory.session import Session, SessionStore
 from memory.tokens import count_text
+
+if TYPE_CHECKING:
+    from bot.erasure import MemberErasure
 
 COMMAND = re.compile(r"/([A-Za-z][A-Za-z0-9_]{0,31})(?:@\S+)?(?:\s+(.*))?", re.DOTALL)
 
@@ -42,6 +47,9 @@ class CommandContext:
     may_erase: bool = True  # False for non-admins in groups: /forget and /memory undo are refused
     model_notes: tuple[str, ...] = ()  # what the server taught us about the model (bot/learned.py)
     tool_status: tuple[str, ...] = ()  # lines about this chat's MCP servers, for /status
+    sender_id: str = ""  # who sent the command (platform user id), for /forget me
+    sender_name: str = ""
+    is_group: bool = False
 
 
 CommandFn = Callable[[CommandContext, str], Awaitable[str]]
@@ -80,17 +88,21 @@ def parse(text: str) -> tuple[str, str] | None:
 
 class Commands:
     def __init__(self, default_timezone: str = "UTC", holders: Sequence[Holder] = (),
-                 extra: Iterable[Command] = ()) -> None:
+                 extra: Iterable[Command] = (), erasure: MemberErasure | None = None) -> None:
         self.default_timezone = default_timezone
         self.holders = tuple(holders)
+        self.erasure = erasure  # /forget me, /forget @name, /forget id:<id> (bot/erasure.py)
         self.table: dict[str, Command] = {}
         for name, summary, fn in (("help", "this list", self._help),
                                   ("status", "model, conversation and memory size", _status),
                                   ("new", "start a fresh conversation (memory is kept)", _new),
                                   ("memory", "what I remember here; '/memory history [n]', '/memory undo'", _memory),
-                                  ("forget", "erase everything I keep about this chat", self._forget),
+                                  ("forget", "erase everything I keep about this chat; "
+                                   "'/forget me' just what you left here", self._forget),
                                   ("timezone", "this chat's time zone; '/timezone Europe/Berlin' sets it",
-                                   self._timezone)):
+                                   self._timezone),
+                                  ("listen", "in a group: '/listen on' keeps messages not for me as context",
+                                   _listen)):
             self.add(Command(name, summary, fn))
         for command in extra:
             self.add(command)
@@ -109,6 +121,12 @@ class Commands:
         return "Commands:\n" + "\n".join(lines) + "\n\nAnything else you write goes to the model."
 
     async def _forget(self, ctx: CommandContext, args: str) -> str:
+        words = args.split()
+        if words and (words[0].lower() == "me" or words[0][:1] == "@" or words[0].lower().startswith("id:")):
+            if words[0].lower() == "me" and not ctx.is_group:  # in a direct chat, all of it is theirs
+                args = " ".join(words[1:])
+            elif self.erasure is not None:
+                return await self.erasure.run(ctx, words)
         if not ctx.may_erase:
             return ADMINS_ONLY.format(what="make me forget this chat")
         items = _inventory(ctx) + [item for holder in self.holders for item in holder.owned(ctx.key)]
@@ -178,7 +196,35 @@ async def _status(ctx: CommandContext, args: str) -> str:
                      f"~{stats.tokens_sent if stats else 0:,} tokens sent")
         if stats and stats.last_error:
             lines.append(f"Last consolidation problem: {stats.last_error}")
+    listen = chat_settings.read(ctx.files).listen
+    if ctx.is_group or listen:
+        lines.append(LISTEN_STATUS[listen])
     return "\n".join([*lines, *ctx.model_notes, *ctx.tool_status])
+
+
+LISTEN_STATUS = {True: "Listening: on (messages here not meant for me are kept as context; /listen off stops it)",
+                 False: "Listening: off (only messages meant for me are kept; /listen on keeps all as context)"}
+
+
+async def _listen(ctx: CommandContext, args: str) -> str:
+    """/listen on|off: whether a group's messages not addressed to the bot are saved as context."""
+    current = chat_settings.read(ctx.files)
+    word = args.strip().lower()
+    if not word:
+        return LISTEN_STATUS[current.listen]
+    if word not in ("on", "off"):
+        return "Use /listen on or /listen off."
+    if not ctx.is_group:
+        return "Listening is for group chats: here every message is already meant for me."
+    if not ctx.may_erase:
+        return ADMINS_ONLY.format(what="change what I listen to")
+    if current.listen != (word == "on"):
+        chat_settings.write(ctx.files, replace(current, listen=word == "on"))
+    if word == "on":
+        return ("Listening: on. Messages here that are not meant for me are now saved, with who wrote them, and "
+                "become part of this chat's memory; I don't answer them. The platform must deliver them to me "
+                "(see the README). /forget me takes a member out again.")
+    return "Listening: off. From now on I keep only messages meant for me."
 
 
 async def _new(ctx: CommandContext, args: str) -> str:

@@ -4,7 +4,8 @@
              + the tool list (+ for a chat that may use MCP servers, a note naming them). It
              depends only on those files (and that chat's MCP servers), so it is byte-identical from
              turn to turn until memory changes, and provider prompt caches keep working.
-    history  the chat's unconsolidated messages, made legal (memory/history.py)
+    history  the chat's unconsolidated messages, made legal (memory/history.py); in a group chat
+             each user message as `Name: text` (memory/speakers.py), the stored text unchanged
     user     a one-line runtime context (time in the chat's time zone, channel, sender) + the
              new text; only the text itself is saved. On a turn Tusk starts itself (a reminder,
              a task result) the injected context takes the text's place in the prompt, and the
@@ -27,6 +28,7 @@ from memory import chat_settings
 from memory.history import legal_history
 from memory.paths import ChatFiles
 from memory.session import Message
+from memory.speakers import named
 from memory.tokens import count_text
 
 logger = logging.getLogger(__name__)
@@ -150,5 +152,7 @@ class ContextBuilder:
         text = msg.injected.text if msg.injected is not None else msg.text
         block = self.runtime_block(msg, chat_settings.chat_zone(files, self.default_zone))
         user = Message(role="user", content=f"{block}\n\n{text}", ts=msg.ts)
+        if msg.is_group:  # who said what: `Name: text` for each earlier user message
+            history = named(history, [(msg.sender_id, msg.sender_name)])
         convo = legal_history([*history, user])
         return [{"role": "system", "content": self.system_prompt(files)}, *(m.to_llm() for m in convo)]

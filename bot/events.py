@@ -62,6 +62,7 @@ class InboundMessage:
     ts: float = field(default_factory=time.time)
     id: int = field(default_factory=lambda: next(_ids))  # process-unique, ties replies to it
     injected: Injected | None = None
+    addressed: bool = True  # False: group chatter not for the bot, kept only if the chat listens (/listen)
 
 
 @dataclass(frozen=True, slots=True)

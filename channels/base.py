@@ -61,8 +61,9 @@ class AllowList:
         self._remember = remember
 
     def check(self, sender_id: str, sender_name: str = "", *, group: str | None = None,
-              group_name: str = "") -> Verdict:
-        """May this sender talk here (`group`: the group's id, None in a direct chat)?"""
+              group_name: str = "", addressed: bool = True) -> Verdict:
+        """May this sender talk here (`group`: the group's id, None in a direct chat)? Chatter not
+        addressed to the bot (`addressed=False`, kept only in chats that /listen) never starts pairing."""
         if sender_id in self.entries or group is not None and group in self.entries:
             return Verdict(True)
         if self.policy == "open" and not self.entries:
@@ -70,7 +71,7 @@ class AllowList:
         if self.pairing is not None and (self.pairing.approved(self.channel, "user", sender_id) or group is not None
                                          and self.pairing.approved(self.channel, "group", group)):
             return Verdict(True)
-        if self.policy == "pairing" and self.pairing is not None:
+        if self.policy == "pairing" and self.pairing is not None and addressed:
             return self._pair(sender_id, sender_name, group, group_name)
         self._log(sender_id)
         return Verdict(False)

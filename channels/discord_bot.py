@@ -10,7 +10,8 @@
 
 Chat key: the channel id: a DM channel, a guild channel, or a thread (each thread keeps its
 own memory). DMs: every message is a turn. Guild channels: only messages that mention the
-bot or reply to it, the mention stripped. In guilds, /forget and /memory undo need the
+bot or reply to it, the mention stripped, are turns; the others are handed over marked
+`addressed=False` (kept as context if the channel listens, /listen). In guilds, /forget and /memory undo need the
 Manage Messages permission (`sender_is_admin`). Intents: guilds, guild and DM messages,
 message content; not the privileged members intent.
 
@@ -134,12 +135,11 @@ def to_inbound(message: Any, me_id: int) -> InboundMessage | None:
     if author.bot or message.webhook_id is not None or message.type not in TURNS:
         return None
     is_group = message.guild is not None
-    if is_group and not _addressed(message, me_id):
-        return None
+    addressed = not is_group or _addressed(message, me_id)  # if not, the chat's /listen decides (bot/agent.py)
     return InboundMessage(ChatKey("discord", str(message.channel.id)), _strip_mention(message.content, me_id),
                           sender_id=str(author.id), sender_name=author.display_name, is_group=is_group,
                           sender_is_admin=is_group and _manages_messages(message.channel, author),
-                          ts=message.created_at.timestamp())
+                          ts=message.created_at.timestamp(), addressed=addressed)
 
 
 def command_to_inbound(interaction: Any, name: str, args: str) -> InboundMessage | None:
@@ -297,7 +297,7 @@ class DiscordChannel:
         if not self._accepting:
             return False
         verdict = self._allow.check(msg.sender_id, msg.sender_name, group=str(guild.id) if guild else None,
-                                    group_name=getattr(guild, "name", "") or "")
+                                    group_name=getattr(guild, "name", "") or "", addressed=msg.addressed)
         if verdict.reply:
             try:
                 await self.send(OutboundMessage(msg.key, verdict.reply))
@@ -309,6 +309,9 @@ class DiscordChannel:
         assert self.client is not None and self.client.user is not None
         msg = to_inbound(message, self.client.user.id)
         if msg is None or not await self._admit(msg, message.guild):
+            return
+        if not msg.addressed:  # no typing, no reply: the agent keeps it or drops it
+            self._take(msg)
             return
         reference = message.to_reference(fail_if_not_exists=False) if msg.is_group else None
         if reference is not None:

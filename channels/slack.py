@@ -16,6 +16,7 @@ Payload mapping: channels/slack_events.py; Markdown to mrkdwn: channels/slack_fo
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 import re
@@ -248,7 +249,7 @@ class SlackChannel:
 
     async def _admit(self, msg: InboundMessage, channel: str, response_url: str | None = None) -> bool:
         """The allow-list's verdict (no API call for a refused sender); a pairing code is told here."""
-        verdict = self._allow.check(msg.sender_id, group=channel if msg.is_group else None)
+        verdict = self._allow.check(msg.sender_id, group=channel if msg.is_group else None, addressed=msg.addressed)
         if verdict.reply:
             try:
                 if response_url:
@@ -298,6 +299,10 @@ class SlackChannel:
         return sender
 
     def _dispatch(self, msg: InboundMessage, route: Route, marker: tuple[str, str] | None) -> None:
+        if not msg.addressed:  # channel chatter: no reply, no marker; the agent keeps it or drops it
+            with contextlib.suppress(BusClosed):
+                self._publish(msg)
+            return
         self._routes[msg.id] = route
         try:
             done = self._publish(msg)

@@ -73,11 +73,25 @@ def to_inbound(event: dict[str, Any], *, bot_user_id: str | None,
         return None
     direct = _direct(event)
     if kind == "message" and not direct:
-        return None  # in channels only mentions are for Tusk
+        return _overheard(event, bot_user_id, thread_sessions)
     thread = _thread(event, thread_sessions) if thread_sessions else None
     text = from_slack(event.get("text") or "", bot_user_id)
     return InboundMessage(ChatKey("slack", chat_id(channel, thread)), text, sender_id=user, is_group=not direct,
                           ts=_seconds(event["ts"]))
+
+
+def _overheard(event: dict[str, Any], bot_user_id: str | None, thread_sessions: bool) -> InboundMessage | None:
+    """A channel message not addressed to Tusk (`addressed=False`: kept if the chat listens, /listen), in the
+    chat it belongs to: the channel, or with thread sessions its thread (top-level chatter then has no chat).
+    A message that mentions Tusk is left to its `app_mention` event."""
+    if bot_user_id and f"<@{bot_user_id}" in (event.get("text") or ""):
+        return None
+    thread = event.get("thread_ts") if thread_sessions else None
+    if thread_sessions and not thread:
+        return None
+    return InboundMessage(ChatKey("slack", chat_id(event["channel"], thread)),
+                          from_slack(event.get("text") or "", bot_user_id), sender_id=event["user"], is_group=True,
+                          ts=_seconds(event["ts"]), addressed=False)
 
 
 def _seconds(ts: str) -> float:

@@ -8,13 +8,15 @@
 
 Chat key: the chat id; in forum supergroups `<chat id>.<topic id>`, so every topic keeps
 its own memory. DMs: every message is a turn. Groups: only messages that mention the bot,
-reply to it, or are commands meant for it. Only new messages are asked for (`message`
+reply to it, or are commands meant for it, are turns; the others are handed over marked
+`addressed=False` (kept as context if the chat listens, /listen). Only new messages are asked for (`message`
 updates), so edits never come back as second turns.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 import secrets
@@ -106,12 +108,12 @@ def to_inbound(message: Message | None, me: User, commands: frozenset[str]) -> I
     key = ChatKey("telegram", chat_id_of(message.chat, thread))
     is_group = message.chat.type != Chat.PRIVATE
     text = message.text or message.caption or ""
-    if is_group:
+    addressed = True
+    if is_group:  # a message not for the bot is handed over as such: the chat's /listen decides (bot/agent.py)
         addressed, text = _addressed(message, me, commands)
-        if not addressed:
-            return None
-    return InboundMessage(key, _alias(text), sender_id=str(user.id), sender_name=user.full_name, is_group=is_group,
-                          sender_is_admin=anonymous_admin, ts=message.date.timestamp())
+    return InboundMessage(key, _alias(text) if addressed else text, sender_id=str(user.id),
+                          sender_name=user.full_name, is_group=is_group, sender_is_admin=anonymous_admin,
+                          ts=message.date.timestamp(), addressed=addressed)
 
 
 def _alias(text: str) -> str:
@@ -208,10 +210,14 @@ class TelegramChannel:
         assert user is not None
         chat = update.message.chat
         verdict = self._allow.check(str(user.id), user.full_name, group=str(chat.id) if msg.is_group else None,
-                                    group_name=chat.title or "")
+                                    group_name=chat.title or "", addressed=msg.addressed)
         if not verdict.admitted:
             if verdict.reply:
                 await self._tell(msg.key, verdict.reply)
+            return
+        if not msg.addressed:  # no typing, no reply: the agent keeps it or drops it
+            with contextlib.suppress(BusClosed):
+                self._publish(msg)
             return
         if msg.is_group and not msg.sender_is_admin:  # commands and the remember tool need it
             msg = await self._with_admin_rights(msg, update.message.chat_id, user.id)

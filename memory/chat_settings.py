@@ -1,6 +1,7 @@
-"""A chat's own settings, in its folder: `settings.json`, today just its time zone.
+"""A chat's own settings, in its folder: `settings.json`: its time zone, and whether a group's
+messages not addressed to the bot are kept (`listen`, /listen; default off).
 
-    {"schema": 1, "timezone": "Europe/Berlin"}
+    {"schema": 1, "timezone": "Europe/Berlin", "listen": false}
 
 Written atomically and deleted with the rest of the chat by /forget. A missing file means
 the defaults; an unreadable one is logged and read as the defaults, never fatal.
@@ -24,6 +25,7 @@ SCHEMA = 1
 @dataclass(frozen=True, slots=True)
 class ChatSettings:
     timezone: str | None = None  # an IANA name; None: the bot's default (TUSK_TIMEZONE)
+    listen: bool = False  # a group's chatter not addressed to the bot is saved (no reply, no LLM call)
 
 
 def zone(name: str) -> ZoneInfo:
@@ -41,7 +43,10 @@ def read(files: ChatFiles) -> ChatSettings:
         tz = raw.get("timezone")
         if tz is not None:
             zone(tz)
-        return ChatSettings(timezone=tz)
+        listen = raw.get("listen", False)
+        if not isinstance(listen, bool):
+            raise ValueError(f"listen is {listen!r}, not true or false")
+        return ChatSettings(timezone=tz, listen=listen)
     except FileNotFoundError:
         return ChatSettings()
     except (OSError, ValueError, AttributeError) as exc:  # a hand edit gone wrong: defaults, and say so
@@ -50,7 +55,7 @@ def read(files: ChatFiles) -> ChatSettings:
 
 
 def write(files: ChatFiles, settings: ChatSettings) -> None:
-    record = {"schema": SCHEMA, "timezone": settings.timezone}
+    record = {"schema": SCHEMA, "timezone": settings.timezone, "listen": settings.listen}
     write_atomic(files.settings, json.dumps(record, ensure_ascii=False, indent=1) + "\n")
 
 

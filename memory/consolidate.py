@@ -43,6 +43,7 @@ from typing import Any
 
 from memory import files as memfiles
 from memory.session import Message, Session, SessionStore
+from memory.speakers import labels, speakers
 from memory.tokens import count_text
 from memory.wire import parse_lenient
 
@@ -140,7 +141,26 @@ def pick_cut(messages: Sequence[Message], excess: int, cap: int | None = None) -
     return last
 
 
+PEOPLE = """
+Each user line of the excerpt names who said it. Attribute every fact to the person it is about, by name
+("Alice is vegetarian"), never to "the user". If MEMORY.md is organised by person
+(`## <Name>` sections), keep that layout."""
+
+GROUP = """
+This is a group chat with several members: organise memory_update by person, one `## <Name>` section per
+member (the name as the excerpt shows it) holding that member's facts, preferences and plans, then a
+`## The group` section for what concerns the group as a whole. Keep every existing section."""
+
+
+def people_instructions(chunk: Sequence[Message]) -> str:
+    """What the instructions add for a chunk with senders: attribution, and per-person sections in a group."""
+    count = len(speakers(chunk))
+    return (PEOPLE + GROUP) if count > 1 else PEOPLE if count else ""
+
+
 def transcript(chunk: Sequence[Message]) -> str:
+    """The chunk as the model reads it: one dated line per message, user lines by their speaker's name."""
+    who = labels(chunk)
     lines = []
     for m in chunk:
         when = datetime.fromtimestamp(m.ts, timezone.utc).strftime("%Y-%m-%d %H:%M")
@@ -149,6 +169,8 @@ def transcript(chunk: Sequence[Message]) -> str:
         elif m.tool_calls:
             calls = ", ".join(f"{c['function']['name']}({c['function'].get('arguments', '')})" for c in m.tool_calls)
             lines.append(f"[{when}] {m.role}: {m.content or ''} (called {calls})")
+        elif m.role == "user" and m.sender_id in who:
+            lines.append(f"[{when}] {who[m.sender_id]}: {m.content or ''}")
         else:
             lines.append(f"[{when}] {m.role}: {m.content or ''}")
     return "\n".join(lines)
@@ -286,6 +308,7 @@ class Consolidator:
                   if stats.shrink else "")
         tools = [SAVE_MEMORY] if self.tools_available() else []
         instructions = INSTRUCTIONS.format(today=today, max_tokens=self.max_memory_tokens, shrink=shrink)
+        instructions += people_instructions(chunk)
         if not tools:
             instructions = instructions.replace("then call save_memory once:", "then write two parts:") + TEXT_FORMAT
         prompt = [

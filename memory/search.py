@@ -29,7 +29,7 @@ from pathlib import Path
 
 from memory import question as questions
 from memory.paths import ChatFiles
-from memory.search_index import ChatIndex, delete_index
+from memory.search_index import ChatIndex, delete_index, index_path
 
 __all__ = ["Hit", "HistorySearch", "Line", "Weights", "delete_index", "match_expression"]
 
@@ -163,3 +163,16 @@ class HistorySearch:
         before, after = (Line(r, s, _short(t, NEIGHBOUR_CHARS)) if t is not None else None
                          for r, s, t in index.neighbours(doc_id))
         return Hit(role, _stamp(ts), text, speaker, before, after, seq)
+
+    def has(self, files: ChatFiles) -> bool:
+        """Does this chat have an index (it holds copies of the chat's text)?"""
+        return files.dir in self._indexes or index_path(files).exists()
+
+    def drop(self, files: ChatFiles) -> None:
+        """Delete this chat's index (`/forget me`): the next search builds it again from the files."""
+        with self._lock:
+            index = self._indexes.pop(files.dir, None)
+        if index is not None:
+            with index.lock:
+                index.close()
+        delete_index(files)

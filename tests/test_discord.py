@@ -48,8 +48,8 @@ def test_dm_is_a_turn_keyed_by_its_channel():
 
 def test_guild_message_needs_a_mention_which_is_stripped():
     """In a guild only messages mentioning the bot count, with both mention forms removed from the text."""
-    assert to_inbound(message("hello all"), ME) is None
-    assert to_inbound(message("hi <@2000>", mentions=[2000]), ME) is None
+    assert not to_inbound(message("hello all"), ME).addressed  # handed over as chatter: /listen decides
+    assert not to_inbound(message("hi <@2000>", mentions=[2000]), ME).addressed
     msg = to_inbound(message(f"<@{ME}> what is <@!{ME}> up?", mentions=[ME]), ME)
     assert msg is not None and msg.text == "what is up?" and msg.is_group
 
@@ -57,10 +57,10 @@ def test_guild_message_needs_a_mention_which_is_stripped():
 def test_reply_to_the_bot_counts_as_addressed():
     """A reply to one of the bot's messages is a turn even without a mention; a reply to someone else is not."""
     assert to_inbound(message("and then?", reply_author=ME), ME).text == "and then?"
-    assert to_inbound(message("and then?", reply_author=2000), ME) is None
+    assert not to_inbound(message("and then?", reply_author=2000), ME).addressed
     deleted = message("hm", mentions=())
     deleted.reference = SimpleNamespace(resolved=SimpleNamespace(id=1))  # DeletedReferencedMessage has no author
-    assert to_inbound(deleted, ME) is None
+    assert not to_inbound(deleted, ME).addressed
 
 
 def test_bots_webhooks_and_system_messages_are_ignored():

@@ -200,7 +200,7 @@ async def test_each_thread_keeps_its_own_memory(settings, slack, fake_llm):
     assert chats(s) == sorted([f"C0GENERAL-{first['ts']}", f"C0GENERAL-{second['ts']}"])
     assert sorted(p["thread_ts"] for p in slack.posted) == sorted([first["ts"], second["ts"], first["ts"]])
     third = [m["content"] for m in fake_llm.requests[-1]["messages"] if m["role"] != "system"]
-    assert third[0] == "one" and third[-1].endswith("again") and len(third) == 3
+    assert third[0] == "ann: one" and third[-1].endswith("again") and len(third) == 3
 
 
 async def test_without_thread_sessions_a_channel_is_one_chat(settings, slack, fake_llm):
@@ -244,7 +244,7 @@ async def test_messages_of_a_chat_keep_their_order(settings, slack, fake_llm):
         await slack.wait_for(lambda: slack.calls_to("users.info"))
         await slack.send_event(slack.mention("second", user="U0BOSS", thread_ts=first["ts"]))
         await slack.wait_for(lambda: len(slack.posted) == 2)
-    assert [t.rsplit("\n", 1)[-1] for t in user_texts(fake_llm)[-2:]] == ["first", "second"]
+    assert [t.rsplit("\n", 1)[-1] for t in user_texts(fake_llm)[-2:]] == ["ann: first", "second"]  # the earlier one by its speaker
     assert "from boss (id U0BOSS)" in user_texts(fake_llm)[-1]
 
 

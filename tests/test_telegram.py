@@ -305,7 +305,7 @@ def test_to_inbound_dm_and_keys():
 
 
 def test_to_inbound_group_gating():
-    """Group messages count only when addressed; bare commands only when they are Tusk's."""
+    """Group messages are turns only when addressed (the rest come marked unaddressed); bare commands only when Tusk's."""
     group = {"id": -1, "type": "group", "title": "g"}
 
     def cmd(text):
@@ -313,9 +313,9 @@ def test_to_inbound_group_gating():
         return to_inbound(message(text=text, chat=group,
                                   entities=[{"type": "bot_command", "offset": 0, "length": length}]), ME, COMMANDS)
 
-    assert to_inbound(message(text="hello all", chat=group), ME, COMMANDS) is None
-    assert cmd("/memory undo").text == "/memory undo"
-    assert cmd("/weather") is None and cmd("/memory@someone_else") is None
+    assert not to_inbound(message(text="hello all", chat=group), ME, COMMANDS).addressed
+    assert cmd("/memory undo").text == "/memory undo" and cmd("/memory undo").addressed
+    assert not cmd("/weather").addressed and not cmd("/memory@someone_else").addressed
     assert cmd("/weather@tusk_bot").text == "/weather@tusk_bot"
     mentioned = to_inbound(message(text="hey 👋 @TUSK_BOT how are you", chat=group,
                                    entities=[{"type": "mention", "offset": 7, "length": 9}]), ME, COMMANDS)

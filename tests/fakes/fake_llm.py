@@ -8,6 +8,12 @@
 Replies come from the script (FIFO), then from `responder(body)` if set, else echo the
 last user message as "echo: <text>". Streaming requests get SSE chunks.
 
+`attributing_responder` (set it as `responder`) plays a model that keeps a group's memory: a
+consolidation request gets `save_memory` with each "my X is Y" filed under its speaker's
+`## <Name>` section (plus `## The group`) and a history entry quoting who said what; a
+request to erase a person from a history entry gets the entry without the sentences naming
+them; anything else is echoed.
+
 A `Reply` can take the shapes real providers send: a verbatim `message` (content as a list
 of parts, reasoning fields, odd tool calls), `choices` (e.g. none at all), a
 `finish_reason` ("length", "content_filter"), `reasoning` (DeepSeek's `reasoning_content`),
@@ -21,6 +27,7 @@ import asyncio
 import contextlib
 import itertools
 import json
+import re
 import time
 from collections import deque
 from collections.abc import Callable
@@ -88,6 +95,63 @@ def last_user_text(body: dict[str, Any]) -> str:
                 return "\n".join(p.get("text", "") for p in content if isinstance(p, dict))
             return content or ""
     return ""
+
+
+_LINE = re.compile(r"^\[[^\]]+\] (?P<who>.+?): (?P<text>.*)$")
+_FACT = re.compile(r"\bmy ([\w ]+?) is ([^.!?,;]+)", re.IGNORECASE)
+_SECTION = re.compile(r"^## (.+)$", re.MULTILINE)
+GROUP_SECTION = "The group"
+
+
+def _sections(memory: str) -> dict[str, list[str]]:
+    """`## Name` -> its lines (text before the first heading is dropped)."""
+    out: dict[str, list[str]] = {}
+    parts = _SECTION.split(memory)
+    for name, body in zip(parts[1::2], parts[2::2]):
+        out[name.strip()] = [line for line in body.strip().splitlines() if line.strip()]
+    return out
+
+
+def consolidate_by_person(user_text: str) -> dict[str, str]:
+    """The save_memory arguments a careful model gives for this consolidation request."""
+    memory = user_text.split("## Current MEMORY.md", 1)[-1].split("## Conversation excerpt", 1)[0].strip()
+    excerpt = user_text.split("## Conversation excerpt", 1)[-1]
+    sections = _sections("" if memory == "(empty)" else memory)
+    said = []
+    for line in excerpt.splitlines():
+        match = _LINE.match(line.strip())
+        if not match or match["who"] in ("user", "assistant") or match["who"].startswith("tool"):
+            continue
+        who, text = match["who"], match["text"].strip()
+        said.append(f"{who} said: {text.rstrip('.')}.")
+        facts = sections.setdefault(who, [])
+        facts += [f"- {key.strip()}: {value.strip()}" for key, value in _FACT.findall(text)]
+    group = sections.pop(GROUP_SECTION, []) or ["- a group chat"]
+    sections[GROUP_SECTION] = group
+    body = "\n\n".join(f"## {name}\n\n" + "\n".join(lines) for name, lines in sections.items())
+    return {"history_entry": " ".join(said) or "Nothing of note.", "memory_update": body + "\n"}
+
+
+def erase_from_entry(user_text: str) -> str:
+    """A history entry without the sentences that name any of the listed names."""
+    names_line = next(line for line in user_text.splitlines() if line.startswith("Names:"))
+    names = [n.strip() for n in names_line.removeprefix("Names:").split(";") if n.strip()]
+    entry = user_text.split("## Entry", 1)[-1].strip()
+    sentences = re.split(r"(?<=[.!?])\s+", entry)
+    kept = [s for s in sentences if not any(n.lower() in s.lower() for n in names)]
+    return " ".join(kept).strip() or "NOTHING"
+
+
+def attributing_responder(body: dict[str, Any]) -> Reply:
+    """A model that keeps memory by person (see the module docstring)."""
+    system = next((m.get("content") or "" for m in body.get("messages", []) if m.get("role") == "system"), "")
+    tools = [t["function"]["name"] for t in body.get("tools") or []]
+    if "save_memory" in tools:
+        return Reply(text=None, tool_calls=[(f"save{len(system) % 97}", "save_memory",
+                                             consolidate_by_person(last_user_text(body)))])
+    if system.startswith("You erase a person from"):
+        return Reply(text=erase_from_entry(last_user_text(body)))
+    return Reply(text=f"echo: {last_user_text(body)}")
 
 
 class FakeLLM:
