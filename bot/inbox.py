@@ -27,6 +27,7 @@ from typing import Any
 from bot.commands import Owned
 from bot.events import ChatKey, InboundMessage, Injected
 from memory.files import write_atomic
+from memory.paths import open_private
 
 logger = logging.getLogger(__name__)
 
@@ -59,7 +60,8 @@ class Inbox:
         return json.dumps({**_record(msg), "id": self._jid(msg)}, ensure_ascii=False, separators=(",", ":")) + "\n"
 
     def _append(self, line: str) -> None:
-        with open(self.path, "a", encoding="utf-8") as fh:
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
+        with os.fdopen(open_private(self.path, flags), "a", encoding="utf-8") as fh:  # 0600, no symlink
             fh.write(line)
             fh.flush()
             os.fsync(fh.fileno())
@@ -108,7 +110,7 @@ class Inbox:
         def delete() -> None:
             kept = [rec for rec in self._pending_records().values() if not ours(rec)]
             write_atomic(self.path, "".join(json.dumps(rec, ensure_ascii=False, separators=(",", ":")) + "\n"
-                                            for rec in kept))
+                                            for rec in kept), follow_dir=True)
 
         return [Owned(f"{count} message(s) waiting to be answered after a crash (inbox.jsonl)", delete)]
 
@@ -124,6 +126,6 @@ class Inbox:
                 messages.append(_message(rec))
             except (ValueError, TypeError, KeyError) as exc:
                 logger.error("%s: cannot replay a message (%s)", self.path, exc)
-        write_atomic(self.path, "".join(map(self._line, messages)))
+        write_atomic(self.path, "".join(map(self._line, messages)), follow_dir=True)
         self._written = {m.id for m in messages}
         return messages

@@ -22,7 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from memory.files import ENTRY_HEADING
-from memory.paths import ChatFiles
+from memory.paths import ChatFiles, open_private
 from memory.session import Message
 
 HISTORY_WEIGHT = 1.25  # bm25 is negative (lower is better): history entries rank this much higher
@@ -72,7 +72,7 @@ class _Tail:
         """(the complete lines added since the last read, reset). `reset` is true when the file is
         new to us, gone or rewritten: the bytes are then all of it (none if it is gone)."""
         try:
-            fh = open(self.path, "rb")
+            fh = os.fdopen(open_private(self.path, os.O_RDONLY), "rb")
         except FileNotFoundError:
             reset = self.ino is not None
             self.ino, self.offset, self.mark = None, 0, b""
