@@ -56,4 +56,5 @@ def _with_helpers(app, http, client):
     app.say = say
     app.url = f"http://127.0.0.1:{http.port}"
     app.client = client
+    app.token = http.settings.token
     return app

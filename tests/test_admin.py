@@ -60,7 +60,7 @@ async def test_doctor_all_well_with_a_good_setup(make_settings, fake_llm):
     async with FakeTelegram(token="123:GOOD") as tg:
         checks = await doctor.run_checks(make_settings(TELEGRAM_BOT_TOKEN=tg.token, TELEGRAM_API_BASE=tg.base_url))
     verdicts = {c.name: c.verdict for c in checks}
-    assert verdicts == {"config": "ok", "data dir": "ok", "tokenizer": "ok", "LLM": "ok", "Telegram": "ok",
+    assert verdicts == {"config": "ok", "data dir": "ok", "HTTP access": "ok", "tokenizer": "ok", "LLM": "ok", "Telegram": "ok",
                         "allow-list": "warn"}
     assert fake_llm.requests[0]["max_tokens"] == 1 and doctor.exit_code(checks) == 0
 

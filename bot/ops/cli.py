@@ -87,9 +87,12 @@ def _admin(args: argparse.Namespace, settings: Settings) -> int:
 def _doctor(settings: Settings) -> int:
     from bot.ops import doctor
 
+    from bot.ops.access import log_secrets
+
     checks = asyncio.run(doctor.run_checks(settings))
+    secrets = settings.secrets() + log_secrets(settings)
     for check in checks:
-        print(check.line())
+        print(logs.mask(check.line(), secrets))  # exactly as the log masks them
     code = doctor.exit_code(checks)
     print("All is well." if code == 0 else "Something is broken: see FAIL above.")
     return code

@@ -3,6 +3,7 @@
 //   #/memory                       every chat across channels
 //   #/memory/{channel}/{chat}      one chat's memory
 
+import { takeTokenFromLink } from "./api.js";
 import { renderChat } from "./chat.js";
 import { h } from "./dom.js";
 import { renderChatDetail, renderMemoryList } from "./memory.js";
@@ -27,5 +28,6 @@ async function route() {
   }
 }
 
+takeTokenFromLink();
 window.addEventListener("hashchange", route);
 route();
