@@ -43,10 +43,10 @@ async def tusk(make_settings):
         origin = f"http://127.0.0.1:{http.port}"  # the console token, sent like the console page sends it
         headers = {"Authorization": f"Bearer {http.settings.token}", "Origin": origin}
         async with aiohttp.ClientSession(headers=headers) as client:
-            yield _with_helpers(app, http, client)
+            yield with_helpers(app, http, client)
 
 
-def _with_helpers(app, http, client):
+def with_helpers(app, http, client):
     async def say(chat, text, **extra):
         url = f"http://127.0.0.1:{http.port}/v1/chats/{chat}/messages"
         async with client.post(url, json={"text": text, **extra}) as resp:

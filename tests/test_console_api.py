@@ -17,7 +17,7 @@ from bot.app import TuskApp
 from bot.errors import ConfigError
 from channels.http import CONSOLE_DIR
 from tests.fakes.fake_llm import Reply
-from tests.conftest import _with_helpers
+from tests.conftest import with_helpers
 from tests.test_cli import env_for
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -329,7 +329,7 @@ async def test_foreign_host_names_and_cross_origin_writes_are_refused(make_setti
     app = TuskApp(make_settings(TUSK_HTTP_TOKEN="off"))
     http = app.add_http()
     async with app, aiohttp.ClientSession(headers={"Origin": http.url}) as client:
-        tusk = _with_helpers(app, http, client)
+        tusk = with_helpers(app, http, client)
         files = await chat_with_memory(tusk)
         status, data = await call(tusk, "GET", "/api/chats", headers={"Host": "evil.example:80"})
         assert status == 403 and "TUSK_HTTP_TOKEN" in data["error"]

@@ -6,13 +6,16 @@ import os
 import stat
 import sys
 
+import aiohttp
 import pytest
 
+from bot.app import TuskApp
 from memory import files as memfiles
 from memory.paths import ChatFiles, UnsafePathError
 from memory.session import SessionStore
+from tests.conftest import with_helpers
 from tests.fakes.fake_llm import Reply
-from tests.test_cli import env_for
+from tests.test_cli import api_from, env_for
 from tests.test_cli import tusk as tusk_cli
 
 
@@ -33,10 +36,6 @@ def loose_modes(home):
 
 async def test_every_file_of_a_real_run_is_owner_only_under_umask_000(open_umask, make_settings, fake_llm):
     """Sessions, MEMORY.md, versions, HISTORY.md, settings.json, reminders.json, inbox.jsonl and the token are 0600 in 0700 folders."""
-    from bot.app import TuskApp
-    from tests.conftest import _with_helpers
-    import aiohttp
-
     fake_llm.script(Reply(text=None, tool_calls=[("r1", "remember", {"fact": "likes tea"})]), Reply(text="noted"),
                     Reply(text=None, tool_calls=[("r2", "remember", {"fact": "likes coffee"})]), Reply(text="noted"),
                     Reply(text=None, tool_calls=[("r3", "set_reminder", {"when": "in 0.3 seconds", "text": "tea"})]),
@@ -48,7 +47,7 @@ async def test_every_file_of_a_real_run_is_owner_only_under_umask_000(open_umask
     async with app:
         headers = {"Authorization": f"Bearer {http.settings.token}", "Origin": http.url}
         async with aiohttp.ClientSession(headers=headers) as client:
-            tusk = _with_helpers(app, http, client)
+            tusk = with_helpers(app, http, client)
             await tusk.say("a", "remember tea")
             await tusk.say("a", "remember coffee")
             await tusk.say("a", "remind me")
@@ -68,10 +67,6 @@ async def test_every_file_of_a_real_run_is_owner_only_under_umask_000(open_umask
 
 async def test_tusk_run_started_under_umask_000_keeps_its_files_private(fake_llm, tmp_path):
     """A real `tusk run` process started with umask 000: its data dir, token and chat files are owner-only."""
-    import aiohttp
-
-    from tests.test_cli import api_from
-
     env = env_for(fake_llm, tmp_path, TUSK_HTTP_PORT="0")
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "bot.ops.cli", "run", env=env, cwd=tmp_path,
