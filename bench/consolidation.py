@@ -48,7 +48,7 @@ class ScriptedLLM:
         self.peak_prompt = max(self.peak_prompt, size)
         return LLMReply(content=f"reply {WORDS}", tool_calls=(), model="scripted")
 
-    async def consolidate(self, messages, tools):
+    async def consolidate(self, messages, tools, max_tokens=None):
         self.consolidations += 1
         self.consolidation_tokens += count_text(json.dumps(messages))
         self.memory_lines = (self.memory_lines + [f"- fact number {self.consolidations}"])[-40:]

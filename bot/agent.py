@@ -20,9 +20,10 @@ from dataclasses import dataclass
 
 from bot import commands, logs
 from bot.context import ContextBuilder
-from bot.errors import LLMError
+from bot.errors import ContextOverflow, LLMError, ToolsUnsupported
 from bot.events import ChatKey, InboundMessage, OutboundMessage
-from bot.llm import LLM
+from bot.learned import Learner
+from bot.llm import LLM, LLMReply
 from bot.tools.box import ToolBox, ToolContext
 from memory.consolidate import Consolidator, pick_cut
 from memory.paths import ChatFiles
@@ -45,6 +46,16 @@ def user_message(msg: InboundMessage) -> Message:
                    sender_name=msg.sender_name or None)
 
 
+def shown_text(reply: LLMReply) -> str:
+    """The reply's text as the user sees it and the session keeps it: with a note when it was cut."""
+    text = (reply.content or "").strip()
+    if text and reply.cut:
+        text += CUT_NOTE
+    elif text and reply.finish_reason == "content_filter":
+        text += FILTER_NOTE
+    return text
+
+
 class MessageTooLong(Exception):
     """The new message alone leaves no room in the window; its text is the user's answer."""
 
@@ -54,6 +65,9 @@ OUT_OF_ROOM_REPLY = ("The tool results filled this conversation's token budget b
 NO_TEXT_REPLY = ("I can only read text so far (and the captions of photos and files), and that message had none. "
                  "Stickers, voice messages and attachments without a caption are beyond me.")
 EMPTY_REPLY = "The model sent an empty reply. Please try again or rephrase."
+CUT_NOTE = "\n\n_(cut off here: the reply reached its length limit)_"
+FILTER_NOTE = "\n\n_(stopped here by the model provider's content filter)_"
+MAX_OVERFLOWS = 3  # times a turn learns a smaller window and tries again before it gives up
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +82,7 @@ class AgentSettings:
 class ChatAgent:
     def __init__(self, settings: AgentSettings, store: SessionStore, llm: LLM, tools: ToolBox,
                  context: ContextBuilder, send: Send, chat_commands: commands.Commands | None = None,
-                 consolidator: Consolidator | None = None) -> None:
+                 consolidator: Consolidator | None = None, learner: Learner | None = None) -> None:
         self.settings = settings
         self.store = store
         self.llm = llm
@@ -77,10 +91,29 @@ class ChatAgent:
         self.send = send
         self.commands = chat_commands or commands.Commands()
         self.consolidator = consolidator
+        self.learner = learner  # applies what the server says: window, tools, cut prompts (bot/learned.py)
         self.hooks: list[PostTurnHook] = [self.consolidate] if consolidator else []
         self._background: set[asyncio.Task[None]] = set()
+        self._turns = 0  # turns running now, in any chat
+        self._idle = asyncio.Event()
+        self._idle.set()
+
+    async def until_idle(self) -> None:
+        """Return once no turn is running (background consolidation waits for it: replies go first)."""
+        while self._turns:
+            await self._idle.wait()
 
     async def handle(self, msg: InboundMessage) -> None:
+        self._turns += 1
+        self._idle.clear()
+        try:
+            await self._handle(msg)
+        finally:
+            self._turns -= 1
+            if not self._turns:
+                self._idle.set()
+
+    async def _handle(self, msg: InboundMessage) -> None:
         stats = logs.TurnStats()
         with logs.bound(msg.key, msg.id, stats):
             if self.settings.log_content:
@@ -122,7 +155,8 @@ class ChatAgent:
         if (command := commands.parse(msg.text)) is not None:
             ctx = commands.CommandContext(msg.key, session.files, session, self.store, self.settings.model,
                                           self.consolidator, self.context.fixed_tokens(session.files),
-                                          may_erase=not msg.is_group or msg.sender_is_admin)
+                                          may_erase=not msg.is_group or msg.sender_is_admin,
+                                          model_notes=self.learner.notes() if self.learner else ())
             return await self.commands.run(*command, ctx)
         limit = self.settings.max_message_chars
         if len(msg.text) > limit:
@@ -148,28 +182,42 @@ class ChatAgent:
 
     async def _converse(self, msg: InboundMessage, session: Session) -> tuple[list[Message], str]:
         """Run the LLM/tool loop; returns the messages to save and the text for the user."""
-        history = await self._fitting_history(session, msg)
-        prompt = self.context.build(session.files, history, msg)
-        room = self._room(session, msg) - sum(m.tokens for m in history)  # what tool steps may still add
         new = [user_message(msg)]
+        prompt, room, sent = await self._prompt(session, msg, new)
 
         async def notify(text: str) -> None:  # Tusk's own words in the chat, through the reply path
             await self.send(OutboundMessage(msg.key, text, reply_to=msg.id))
 
-        ctx = ToolContext(msg.key, session.files, notify)
+        ctx = ToolContext(msg.key, session.files, notify, sender_id=msg.sender_id, sender_name=msg.sender_name,
+                          is_group=msg.is_group, sender_is_admin=msg.sender_is_admin)
+        overflows = cut_retries = 0
         for _ in range(self.settings.max_tool_iterations):
-            reply = await self.llm.complete(prompt, self.tools.schemas)
+            try:
+                reply = await self._complete(prompt)
+            except ContextOverflow as exc:  # the server's window is smaller than we budgeted for
+                overflows += 1
+                if overflows > MAX_OVERFLOWS or self.learner is None or not self.learner.learn_window(exc):
+                    raise
+                prompt, room, sent = await self._prompt(session, msg, new)
+                continue
+            except ToolsUnsupported as exc:  # asked again without tools; the prompt says there are none
+                if self.learner is None or not self.context.tools_available:
+                    raise
+                self.learner.tools_refused(exc)
+                prompt, room, sent = await self._prompt(session, msg, new)
+                continue
+            if self.learner is not None:
+                self.learner.prompt_counted(sent, reply.prompt_tokens)
+            if reply.cut and any(c.error for c in reply.tool_calls) and not cut_retries:
+                cut_retries += 1  # cut inside a call's arguments: a failed step, asked once more
+                logger.warning("a tool call was cut off by the length limit; asking again")
+                continue
             if not reply.tool_calls:
-                text = (reply.content or "").strip()
+                text = shown_text(reply)
                 if text:
                     new.append(Message(role="assistant", content=text))
                 return new, text or EMPTY_REPLY
-            step = [Message(role="assistant", content=reply.content or None,
-                            tool_calls=tuple(c.to_wire() for c in reply.tool_calls)).counted()]
-            for call in reply.tool_calls:
-                result = await self.tools.run(call, ctx)
-                step.append(Message(role="tool", tool_call_id=call.id, name=call.name,
-                                    content=self._truncate(result.for_model())).counted())
+            step = await self._run_step(reply, ctx)
             new.extend(step)
             room -= sum(m.tokens for m in step)
             if room < 0:  # the next request would be over budget: stop here rather than send it
@@ -180,6 +228,35 @@ class ChatAgent:
             text = STEP_LIMIT_REPLY.format(n=self.settings.max_tool_iterations)
         new.append(Message(role="assistant", content=text))
         return new, text
+
+    async def _complete(self, prompt: list[dict[str, object]]) -> LLMReply:
+        """One chat request: the tools when the model takes them, the reply bounded by the reserve."""
+        schemas = self.tools.schemas if self.context.tools_available else None
+        reserve = self.consolidator.budget.reserve if self.consolidator else None
+        return await self.llm.complete(prompt, schemas, max_tokens=reserve)
+
+    async def _prompt(self, session: Session, msg: InboundMessage,
+                      new: list[Message]) -> tuple[list[dict[str, object]], int, int]:
+        """The request for this turn so far (history fitted to the budget, the message, the tool steps
+        already taken), the tokens further steps may still add, and the prompt's estimate without tools."""
+        history = await self._fitting_history(session, msg)
+        steps = new[1:]
+        prompt = self.context.build(session.files, history, msg) + [m.to_llm() for m in steps]
+        used = sum(m.tokens for m in history) + sum(m.tokens for m in steps)
+        room = self._room(session, msg) - used
+        sent = self.context.fixed_tokens(session.files) - self.context.tool_tokens + used
+        return prompt, room, sent
+
+    async def _run_step(self, reply: LLMReply, ctx: ToolContext) -> list[Message]:
+        """Run one reply's tool calls; the step as saved (the calls with their reasoning, then the results)."""
+        step = [Message(role="assistant", content=reply.content or None, reasoning=reply.reasoning,
+                        thinking_blocks=reply.thinking_blocks,
+                        tool_calls=tuple(c.to_wire() for c in reply.tool_calls)).counted()]
+        for call in reply.tool_calls:
+            result = await self.tools.run(call, ctx)
+            step.append(Message(role="tool", tool_call_id=call.id, name=call.name,
+                                content=self._truncate(result.for_model())).counted())
+        return step
 
     def _room(self, session: Session, msg: InboundMessage) -> int:
         """Tokens left in the budget for history and tool steps, once the rest of the prompt is in."""
@@ -198,8 +275,10 @@ class ChatAgent:
         def fixed() -> int:
             return c.budget.limit - self._room(session, msg)
 
-        if c.over_budget(session, fixed()):
-            await c.run(session, fixed)
+        if c.over_budget(session, fixed()) and not c.lock(session.files.dir).locked():
+            # one round at most, and none while a background round runs (a one-slot server would queue the
+            # reply behind both): what does not fit is left out of this request, not waited for
+            await c.run(session, fixed, rounds=1)
         history, room = session.unconsolidated, self._room(session, msg)
         if room < 0:
             raise MessageTooLong(f"That message does not fit in the model's window ({c.budget.window:,} tokens). "
@@ -213,7 +292,7 @@ class ChatAgent:
         """Consolidate this chat if it is over budget (the post-turn hook and the scheduled sweep)."""
         session = self.store.get(key.channel, key.chat_id)
         assert self.consolidator is not None
-        await self.consolidator.run(session, lambda: self.context.fixed_tokens(session.files))
+        await self.consolidator.run(session, lambda: self.context.fixed_tokens(session.files), background=True)
 
     def _truncate(self, text: str) -> str:
         limit = self.settings.tool_result_max_chars

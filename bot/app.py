@@ -11,6 +11,7 @@ import contextlib
 import logging
 from collections.abc import Iterator
 from typing import TypeVar
+from zoneinfo import ZoneInfo
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
@@ -20,21 +21,25 @@ from bot.commands import Commands
 from bot.config import Settings
 from bot.ops import access
 from bot.ops.console import Console
-from bot.errors import ConfigError
+from bot.errors import ConfigError, ContextOverflow, ToolsUnsupported
 from bot.context import ContextBuilder
-from bot.events import InboundMessage
+from bot.events import ChatKey, InboundMessage
+from bot.flood import FloodGate
 from bot.inbox import Inbox
-from bot.llm import LLM, litellm
+from bot.llm import LLM, litellm, model_max_output, model_window
+from bot.learned import Learner, ModelBook
+from bot.window import ask_server, reply_cap, resolve as resolve_window
+from bot.pairing import PairingStore
 from bot.tools.memory import MemoryTools
 from bot.tools.reminders import Reminders
 from bot.scheduler import Sweeper, start_scheduler
 from bot.tools.tasks import Tasks
 from bot.tools.box import BUILTIN_TOOLS, ToolBox
-from channels.base import Channel
+from channels.base import Access, Channel
 from channels.http import HttpChannel, HttpSettings
 from memory import tokens
 from memory.consolidate import Budget, Consolidator
-from memory.paths import private_dir
+from memory.paths import ChatFiles, private_dir
 from memory.search import HistorySearch
 from memory.session import SessionStore
 
@@ -74,32 +79,64 @@ class TuskApp:
         self.bus = MessageBus(self._handle, self.inbox, durable=_durable)
         self.llm = LLM(llm_settings)
         litellm()  # the slow import happens at start, not in the first chat's turn
-        window = settings.window()
+        book = ModelBook(settings.home)
+        window = resolve_window(settings.context_window, book.get(llm_settings.model).window,
+                                model_window(llm_settings.model))
+        known_output = model_max_output(llm_settings.model)
         self.consolidator = Consolidator(self.store, self._consolidation_call,
-                                         Budget.for_window(window, settings.max_reply_tokens),
-                                         settings.memory_max_tokens or window // 10)
+                                         Budget.for_window(window.tokens, reply_cap(settings.max_reply_tokens,
+                                                           known_output, window.source), window.source),
+                                         settings.memory_max_tokens or window.tokens // 10)
         self.memory_tools = MemoryTools(HistorySearch(), self.consolidator.lock, self.consolidator.max_memory_tokens,
-                                        notices=settings.memory_notices)
+                                        notices=settings.memory_notices, bot_name=settings.bot_name,
+                                        default_zone=ZoneInfo(settings.timezone),
+                                        everyone_in_groups=settings.group_remember == "everyone")
         self.reminders = Reminders(settings.home, settings.reminder_settings(), self.bus.publish)
         self.tasks = Tasks(settings.task_settings(self.consolidator.budget.limit), self.llm.complete,
                            ToolBox([self.memory_tools.search_history]), self.bus.publish, settings.bot_name)
         self.tools = ToolBox([*BUILTIN_TOOLS, self.memory_tools.search_history, self.memory_tools.remember,
                               self.reminders.set_reminder, self.reminders.list_reminders,
                               self.reminders.cancel_reminder, self.tasks.start_task])
-        chat_commands = Commands(settings.timezone, holders=[self.reminders, self.tasks],
+        chat_commands = Commands(settings.timezone, holders=[self.reminders, self.tasks, self.inbox],
                                  extra=self.reminders.commands())
         context = ContextBuilder(settings.home, settings.bot_name, self.tools.schemas, settings.timezone)
+        self.learner = Learner(book, llm_settings.model, self.consolidator, context, self.llm,
+                               settings.max_reply_tokens, settings.memory_max_tokens, known_output)
         self.agent = ChatAgent(settings.agent_settings(), self.store, self.llm, self.tools, context, self.bus.send,
-                               chat_commands, consolidator=self.consolidator)
+                               chat_commands, consolidator=self.consolidator, learner=self.learner)
+        self.consolidator.idle = self.agent.until_idle  # background rounds wait for the replies
+        self.consolidator.tools_available = lambda: context.tools_available
         self.channels: list[Channel] = []
+        self.access = Access(settings.dm_policy, PairingStore(settings.home, settings.pairing_ttl * 60,
+                                                              settings.pairing_max_pending))
+        self.flood = FloodGate(settings.flood_limits(), self.bus.publish, self.bus.send, self._known)
         self.sweeper = Sweeper(settings.home, self.agent.consolidate)
         self._scheduler: AsyncIOScheduler | None = None
 
-    async def _consolidation_call(self, messages: list[dict], tools: list[dict]) -> str | None:
-        """One consolidation request, forcing save_memory; its arguments, or None if it was not called."""
-        forced = {"type": "function", "function": {"name": tools[0]["function"]["name"]}}
-        reply = await self.llm.complete(messages, tools, tool_choice=forced, model=self.settings.consolidation_model)
-        return next((c.arguments for c in reply.tool_calls if c.name == forced["function"]["name"]), None)
+    async def _consolidation_call(self, messages: list[dict], tools: list[dict], max_tokens: int) -> str | None:
+        """One consolidation request, forcing save_memory when tools are offered: its arguments, else the
+        reply's text (a model without tools answers in the text form), or None."""
+        forced = {"type": "function", "function": {"name": tools[0]["function"]["name"]}} if tools else None
+        try:
+            reply = await self.llm.complete(messages, tools or None, tool_choice=forced,
+                                            model=self.settings.consolidation_model, max_tokens=max_tokens)
+        except ContextOverflow as exc:
+            if not self.settings.consolidation_model:  # the chat model's window: learn it for the chats too
+                self.learner.learn_window(exc)
+            raise
+        except ToolsUnsupported as exc:
+            if not self.settings.consolidation_model:
+                self.learner.tools_refused(exc)
+            raise
+        if forced is not None:
+            called = next((c for c in reply.tool_calls if c.name == forced["function"]["name"]), None)
+            if called is not None:  # arguments it could not read: the raw text, for the lenient parse's reason
+                return called.arguments if called.error is None else called.error
+        return reply.content
+
+    def _known(self, key: ChatKey) -> bool:
+        """A chat Tusk already keeps files for (not a new chat for the flood limits)."""
+        return ChatFiles.locate(self.settings.home, key.channel, key.chat_id).dir.exists()
 
     async def _handle(self, msg: InboundMessage) -> None:
         await self.agent.handle(msg)
@@ -117,6 +154,10 @@ class TuskApp:
         http.add_routes(Console(s.home, self.store, self.agent.commands, self.consolidator,
                                 self.agent.context.fixed_tokens, s.model or "", self.consolidator.lock,
                                 self.bus.in_order).routes())
+        if self.access.pairing is not None:
+            from bot.ops.pairing import routes as pairing_routes
+
+            http.add_routes(pairing_routes(self.access.pairing))
         return self.add(http)
 
     def menu(self) -> list[tuple[str, str]]:
@@ -140,7 +181,7 @@ class TuskApp:
             allow_from=frozenset(s.telegram_allow_from), webhook_url=s.telegram_webhook_url,
             webhook_listen=s.telegram_webhook_listen, webhook_port=s.telegram_webhook_port,
             webhook_secret=s.telegram_webhook_secret.get_secret_value() if s.telegram_webhook_secret else None,
-        ), self.bus.publish, self.menu())
+        ), self.flood.publish, self.menu(), access=self.access)
 
     def _discord(self) -> Channel:
         s = self.settings
@@ -150,7 +191,7 @@ class TuskApp:
         return DiscordChannel(DiscordSettings(
             token=s.discord_bot_token.get_secret_value(), api_base=s.discord_api_base,
             gateway_url=s.discord_gateway_url, allow_from=frozenset(s.discord_allow_from), guild_id=s.discord_guild_id,
-        ), self.bus.publish, self.menu())
+        ), self.flood.publish, self.menu(), access=self.access)
 
     def _slack(self) -> Channel:
         s = self.settings
@@ -166,7 +207,7 @@ class TuskApp:
             signing_secret=s.slack_signing_secret.get_secret_value() if s.slack_signing_secret else None,
             api_url=s.slack_api_url, allow_from=frozenset(s.slack_allow_from), admins=frozenset(s.slack_admins),
             thread_sessions=s.slack_thread_sessions, http_host=s.slack_http_host, http_port=s.slack_http_port,
-        ), self.bus.publish, self.menu())
+        ), self.flood.publish, self.menu(), access=self.access)
 
     async def __aenter__(self) -> TuskApp:
         private_dir(self.settings.home, follow=True)
@@ -179,6 +220,10 @@ class TuskApp:
             for channel in reversed(started):
                 await channel.stop()
             raise
+        s, source = self.llm.settings, self.consolidator.budget.source
+        if source == "default" or (source == "litellm" and s.model.startswith(("ollama/", "ollama_chat/"))):
+            if (window := await ask_server(s.model, s.api_base, s.api_key)) is not None:  # the server knows best
+                self.learner.set_window(window)
         self._scheduler = start_scheduler(self.sweeper, self.settings.consolidate_every, self.reminders)
         if replay := self.inbox.take_pending():
             logger.warning("running again %d turn(s) a crash or forced stop cut short", len(replay))
@@ -199,6 +244,7 @@ class TuskApp:
         if not await self.bus.close(self.settings.shutdown_grace):
             logger.warning("shutdown: turns still running after %.0fs were cancelled", self.settings.shutdown_grace)
         await self.agent.aclose()
+        await self.llm.aclose()
         for channel in reversed(self.channels):
             try:
                 await channel.stop()

@@ -23,6 +23,7 @@ from memory import chat_settings
 from memory import files as memfiles
 from memory.consolidate import Consolidator
 from memory.paths import ChatFiles
+from memory.search_index import delete_index
 from memory.session import Session, SessionStore
 from memory.tokens import count_text
 
@@ -39,6 +40,7 @@ class CommandContext:
     consolidator: Consolidator | None = None
     fixed_tokens: int = 0  # system prompt and tools, as the next turn would send them
     may_erase: bool = True  # False for non-admins in groups: /forget and /memory undo are refused
+    model_notes: tuple[str, ...] = ()  # what the server taught us about the model (bot/learned.py)
 
 
 CommandFn = Callable[[CommandContext, str], Awaitable[str]]
@@ -57,6 +59,7 @@ class Owned:
 
     label: str
     delete: Callable[[], None]
+    quiet: bool = False  # deleted with the rest, but alone it is not "something kept" (journaled commands)
 
 
 class Holder(Protocol):
@@ -108,7 +111,7 @@ class Commands:
         if not ctx.may_erase:
             return ADMINS_ONLY.format(what="make me forget this chat")
         items = _inventory(ctx) + [item for holder in self.holders for item in holder.owned(ctx.key)]
-        if not items:
+        if all(item.quiet for item in items):
             return "I keep nothing about this chat: there is nothing to forget."
         if args.strip().lower() != "confirm":
             return ("This would delete:\n" + "\n".join(f"- {item.label}" for item in items)
@@ -168,11 +171,13 @@ async def _status(ctx: CommandContext, args: str) -> str:
     if c is not None:
         stats = c.stats.get(ctx.files.dir)
         lines[1:1] = [f"Prompt: ~{ctx.fixed_tokens + s.tokens:,} of {c.budget.limit:,} tokens "
-                      f"(window {c.budget.window:,}, {c.budget.reserve:,} kept for the reply)"]
+                      f"(window {c.budget.window:,}{f' from {c.budget.source}' if c.budget.source else ''}, "
+                      f"{c.budget.reserve:,} kept for the reply)"]
         lines.append(f"Consolidations since start: {stats.runs if stats else 0}, "
                      f"~{stats.tokens_sent if stats else 0:,} tokens sent")
         if stats and stats.last_error:
             lines.append(f"Last consolidation problem: {stats.last_error}")
+    lines += ctx.model_notes
     return "\n".join(lines)
 
 
@@ -229,4 +234,7 @@ def _inventory(ctx: CommandContext) -> list[Owned]:
              (f.session, lambda: f"{ctx.session.total} session messages (session.jsonl)"),
              (f.versions, lambda: f"{len(memfiles.versions(f))} earlier memory versions"),
              (f.settings, lambda: f"chat settings (settings.json: time zone {chat_settings.read(f).timezone})")]
-    return [Owned(label(), partial(_delete_path, path)) for path, label in items if path.exists()]
+    owned = [Owned(label(), partial(_delete_path, path)) for path, label in items if path.exists()]
+    if f.search_index.exists():
+        owned.append(Owned("the search index of the above (search.sqlite)", partial(delete_index, f)))
+    return owned

@@ -9,22 +9,21 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from bot.access import ids_only
 from bot.agent import AgentSettings
 from bot.errors import ConfigError
+from bot.flood import FloodLimits
 from bot.llm import LLMSettings
 from bot.tools.reminders import ReminderSettings
 from bot.tools.tasks import TaskSettings
 from memory.chat_settings import zone
 
 MODEL_HINT = "set it to a litellm model string such as openai/gpt-4o-mini, anthropic/claude-3-5-haiku-latest or ollama/llama3.1"
-
-
-DEFAULT_WINDOW = 65_536
 
 
 def _env(name: str, default, **kw):
@@ -96,6 +95,15 @@ class Settings(BaseSettings):
     slack_http_host: str = _env("SLACK_HTTP_HOST", "127.0.0.1")
     slack_http_port: int = _env("SLACK_HTTP_PORT", 3000, ge=0, le=65535)
 
+    # who may talk to Tusk (bot/pairing.py, channels/base.py) and how fast (bot/flood.py)
+    dm_policy: Literal["pairing", "allowlist", "open"] = _env("TUSK_DM_POLICY", "pairing")
+    pairing_ttl: float = _env("TUSK_PAIRING_TTL", 60.0, gt=0)  # minutes a pairing code stays valid
+    pairing_max_pending: int = _env("TUSK_PAIRING_MAX_PENDING", 20, ge=1, le=1000)
+    rate_sender_per_minute: int = _env("TUSK_RATE_SENDER_PER_MINUTE", 20, ge=0)
+    rate_chat_per_minute: int = _env("TUSK_RATE_CHAT_PER_MINUTE", 30, ge=0)
+    rate_new_chats_per_hour: int = _env("TUSK_RATE_NEW_CHATS_PER_HOUR", 60, ge=0)
+    group_remember: Literal["admins", "everyone"] = _env("TUSK_GROUP_REMEMBER", "admins")
+
     @field_validator("fallback_models", "telegram_allow_from", "discord_allow_from", "slack_allow_from",
                      "slack_admins", mode="before")
     @classmethod
@@ -109,6 +117,11 @@ class Settings(BaseSettings):
     @classmethod
     def _blank_is_unset(cls, value: object) -> object:
         return None if isinstance(value, str) and not value.strip() else value
+
+    @field_validator("telegram_allow_from", "discord_allow_from", "slack_allow_from")
+    @classmethod
+    def _ids_only(cls, value: tuple[str, ...], info) -> tuple[str, ...]:
+        return ids_only(f"{info.field_name.upper()}", value)  # usernames stop Tusk here (bot/access.py)
 
     @field_validator("timezone")
     @classmethod
@@ -138,16 +151,13 @@ class Settings(BaseSettings):
         return TaskSettings(timeout=self.task_timeout, max_steps=self.task_max_steps, max_running=self.max_tasks,
                             result_max_chars=self.tool_result_max_chars, budget_tokens=budget_tokens)
 
-    def window(self) -> int:
-        """TUSK_CONTEXT_WINDOW, else the model's input window as litellm knows it, else 65,536."""
-        if self.context_window:
-            return self.context_window
-        from bot.llm import model_window
-
-        return model_window(self.model or "") or DEFAULT_WINDOW
+    def flood_limits(self) -> FloodLimits:
+        return FloodLimits(self.rate_sender_per_minute, self.rate_chat_per_minute, self.rate_new_chats_per_hour)
 
     def open_allow_lists(self) -> list[str]:
         """The allow-list variables left empty for platforms that are configured (everyone may talk)."""
+        if self.dm_policy != "open":
+            return []  # strangers get a pairing code, or nothing
         pairs = (("TELEGRAM_ALLOW_FROM", self.telegram_bot_token, self.telegram_allow_from),
                  ("DISCORD_ALLOW_FROM", self.discord_bot_token, self.discord_allow_from),
                  ("SLACK_ALLOW_FROM", self.slack_bot_token, self.slack_allow_from))

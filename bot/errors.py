@@ -6,7 +6,11 @@
     ├── DeliveryError        a platform refused a reply or stayed unreachable after retries
     └── LLMError             the model call failed after retries
         ├── LLMUnavailable   5xx, timeouts, connection errors, rate limits that outlast retries
-        └── LLMRejected      the request itself was refused (auth, bad request, context too long)
+        └── LLMRejected      the request itself was refused (auth, bad request)
+            ├── ContextOverflow  the prompt is over the model's real window (`window`: the size it named)
+            ├── LLMFiltered      the provider's content filter refused (no choices, content_filter)
+            ├── ToolsUnsupported the model or server takes no tools ("does not support tools")
+            └── ModelNotFound    the server does not serve the model named in TUSK_MODEL
 
 `LLMError.user_message` is the one sentence a chat user sees; details go to the log.
 """
@@ -42,3 +46,24 @@ class LLMUnavailable(LLMError):
 
 class LLMRejected(LLMError):
     user_message = "The model refused this request; the operator can find the reason in Tusk's log."
+
+
+class ContextOverflow(LLMRejected):
+    user_message = ("This conversation no longer fits in the model's window, even after condensing it. "
+                    "Try /new to start afresh; your memory is kept.")
+
+    def __init__(self, message: str, window: int | None = None) -> None:
+        super().__init__(message)
+        self.window = window  # the window the server named, if it did
+
+
+class LLMFiltered(LLMRejected):
+    user_message = "The model provider's content filter refused to answer that message."
+
+
+class ToolsUnsupported(LLMRejected):
+    user_message = "The model cannot use tools; I will answer without them."
+
+
+class ModelNotFound(LLMRejected):
+    user_message = "The model server does not know the configured model. The operator can run `tusk doctor`."

@@ -98,21 +98,56 @@ class Inbox:
             pass
         return pending
 
-    def owned(self, key: ChatKey) -> list[Owned]:
-        """For `tusk forget` (no bot running): this chat's messages waiting to be run again."""
-        def ours(rec: dict[str, Any]) -> bool:
-            return rec.get("key") == [key.channel, key.chat_id]
-
-        count = sum(map(ours, self._pending_records().values()))
-        if not count:
+    def _lines(self) -> list[tuple[str, dict[str, Any] | None]]:
+        """Every line of the file with its record (None: unreadable, e.g. a torn write)."""
+        try:
+            with open(self.path, encoding="utf-8") as fh:
+                raw = fh.readlines()
+        except FileNotFoundError:
             return []
+        out: list[tuple[str, dict[str, Any] | None]] = []
+        for line in raw:
+            try:
+                rec = json.loads(line)
+                out.append((line, rec if isinstance(rec, dict) else None))
+            except ValueError:
+                out.append((line, None))
+        return out
+
+    def owned(self, key: ChatKey) -> list[Owned]:
+        """For /forget (and `tusk forget`): every line of this chat in the journal, answered or not, so a
+        forgotten chat's text does not linger in inbox.jsonl until the file is emptied."""
+        def records() -> dict[str, dict[str, Any]]:
+            return {rec["id"]: rec for _, rec in self._lines()
+                    if rec is not None and rec.get("key") == [key.channel, key.chat_id] and "id" in rec}
+
+        def ids() -> set[str]:
+            return set(records())
+
+        found = records()
+        mine = set(found)
+        if not mine:
+            return []
+        running = {jid for jid in mine if jid.startswith(f"{self._run}:") and int(jid.split(":")[1]) in self._open}
+        # only commands (never saved anywhere else) and turns still running, such as this /forget itself
+        quiet = all(jid in running or str(found[jid].get("text", "")).startswith("/") for jid in mine)
+        waiting = set(self._pending_records()) & mine
+        waiting -= {jid for jid in waiting if jid.startswith(f"{self._run}:")}  # this run's: being answered now
+        if waiting == mine:
+            label = f"{len(mine)} message(s) waiting to be answered after a crash (inbox.jsonl)"
+        else:
+            label = f"{len(mine)} message(s) in the inbox journal (inbox.jsonl)" + (
+                f", {len(waiting)} of them waiting to be answered after a crash" if waiting else "")
 
         def delete() -> None:
-            kept = [rec for rec in self._pending_records().values() if not ours(rec)]
-            write_atomic(self.path, "".join(json.dumps(rec, ensure_ascii=False, separators=(",", ":")) + "\n"
-                                            for rec in kept), follow_dir=True)
+            gone = ids()
+            kept = [line for line, rec in self._lines()
+                    if rec is not None and rec.get("id") not in gone and rec.get("done") not in gone]
+            write_atomic(self.path, "".join(kept), follow_dir=True)
+            prefix = f"{self._run}:"  # this run's turns of the chat end without a `done` line naming them
+            self._open -= {int(jid[len(prefix):]) for jid in gone if jid.startswith(prefix)}
 
-        return [Owned(f"{count} message(s) waiting to be answered after a crash (inbox.jsonl)", delete)]
+        return [Owned(label, delete, quiet=quiet)]
 
     def take_pending(self) -> list[InboundMessage]:
         """The messages whose turn never ended, oldest first, with new ids; the file is replaced (atomically)
@@ -120,12 +155,14 @@ class Inbox:
         if not self.path.exists():
             return []
         pending = self._pending_records()
+        ours = [rec for jid, rec in pending.items() if jid.startswith(f"{self._run}:")]  # already queued in this run
         messages = []
-        for rec in pending.values():
+        for rec in (rec for jid, rec in pending.items() if not jid.startswith(f"{self._run}:")):
             try:
                 messages.append(_message(rec))
             except (ValueError, TypeError, KeyError) as exc:
                 logger.error("%s: cannot replay a message (%s)", self.path, exc)
-        write_atomic(self.path, "".join(map(self._line, messages)), follow_dir=True)
+        write_atomic(self.path, "".join(json.dumps(rec, ensure_ascii=False, separators=(",", ":")) + "\n" for rec in ours)
+                     + "".join(map(self._line, messages)), follow_dir=True)
         self._written = {m.id for m in messages}
         return messages

@@ -3,7 +3,17 @@
 `LLM.complete` sends one chat request, retrying transient failures (429, 5xx, timeouts,
 connection errors, unreadable replies) with exponential backoff that honours
 `Retry-After`, then each fallback model in turn. litellm's exceptions never leave this
-module: they become `LLMUnavailable` or `LLMRejected` (bot/errors.py).
+module: they become `LLMUnavailable`, `LLMRejected`, `ContextOverflow` (with the window the
+server named, if it did) or `LLMFiltered` (bot/errors.py). `TUSK_LLM_TIMEOUT` bounds the
+whole request, body included.
+
+Replies are read as real providers send them (bot/llm.py `_parse`, memory/wire.py): tool
+calls get Tusk's own ids, repaired names and arguments; `<think>` blocks leave the text;
+reasoning (`reasoning_content`, Anthropic's `thinking_blocks`) is kept apart for the caller
+to store with a tool-call step; `finish_reason` says whether the text was cut. For
+OpenAI-compatible servers (the `openai/` route with a base URL) litellm is handed a client
+whose transport reads a message `content` given as a list of parts as its text: litellm's
+own reply model takes only a string there and would refuse the whole reply.
 
 litellm is imported on first use: the import costs seconds, and without
 `LITELLM_LOCAL_MODEL_COST_MAP` it would block on a network fetch of a price list.
@@ -21,7 +31,11 @@ from types import ModuleType
 from typing import Any
 
 from bot import logs
-from bot.errors import LLMError, LLMRejected, LLMUnavailable
+from bot.errors import (ContextOverflow, LLMError, LLMFiltered, LLMRejected, LLMUnavailable, ModelNotFound,
+                        ToolsUnsupported)
+from bot.llm_wire import (model_missing, model_name, overflow_window, readable_client, served_models, strip_think,
+                          tools_refused, wants_readable_client)
+from memory.wire import new_call_id, repair_arguments, repair_name
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +64,15 @@ def model_window(model: str) -> int | None:
     return info.get("max_input_tokens") or info.get("max_tokens") or None
 
 
+def model_max_output(model: str) -> int | None:
+    """The most tokens the model may write in one reply, from litellm's bundled model list."""
+    try:
+        info = litellm().get_model_info(model)
+    except Exception:  # litellm raises plain Exception for unknown models
+        return None
+    return info.get("max_output_tokens") or None
+
+
 @dataclass(frozen=True, slots=True)
 class LLMSettings:
     model: str
@@ -65,9 +88,10 @@ class LLMSettings:
 
 @dataclass(frozen=True, slots=True)
 class ToolCall:
-    id: str
+    id: str  # Tusk's own (memory/wire.py), whatever the provider sent
     name: str
-    arguments: str  # JSON text as the model wrote it; validated by the tool box
+    arguments: str  # the text of a JSON object, repaired; "{}" when the model's could not be read
+    error: str | None = None  # why the model's arguments could not be read (its raw text included)
 
     def to_wire(self) -> dict[str, Any]:
         return {"id": self.id, "type": "function", "function": {"name": self.name, "arguments": self.arguments}}
@@ -75,16 +99,60 @@ class ToolCall:
 
 @dataclass(frozen=True, slots=True)
 class LLMReply:
-    content: str | None
+    content: str | None  # the text for the user: no <think> block, no reasoning
     tool_calls: tuple[ToolCall, ...]
     model: str
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    finish_reason: str = "stop"  # "length": cut by max_tokens; "content_filter": stopped by the provider
+    reasoning: str | None = None  # reasoning_content (DeepSeek, Qwen, Kimi, OpenRouter, vLLM)
+    thinking_blocks: tuple[dict[str, Any], ...] = ()  # Anthropic's signed thinking blocks
+
+    @property
+    def cut(self) -> bool:
+        return self.finish_reason == "length"
 
 
 class LLM:
+    """`aclose()` (or `async with`) releases its client when done."""
+
     def __init__(self, settings: LLMSettings) -> None:
         self.settings = settings
+        self.window: int | None = None  # the window Tusk budgets for (sent as Ollama's num_ctx)
+        self._client: Any = None
+
+    async def __aenter__(self) -> LLM:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            await client.close()
+
+    async def _explained(self, error: LLMError, model: str) -> LLMError:
+        """`error` with the words a chat user can act on, where the cause is plain."""
+        where = self.settings.api_base or ("http://localhost:11434" if model.startswith("ollama") else None)
+        if isinstance(error, LLMUnavailable) and where and "connect" in str(error).lower():
+            server = "Ollama" if model.startswith("ollama") or ":11434" in where else "the model server"
+            error.user_message = f"I can't reach the model: is {server} running at {where}?"
+        elif isinstance(error, ModelNotFound):
+            served = await served_models(where) if where else []
+            error.user_message = (f"The model server does not know the model {model_name(model)!r}."
+                                  + (f" It serves: {', '.join(served[:10])}." if served else "")
+                                  + " The operator can set TUSK_MODEL (tusk doctor lists the models).")
+        return error
+
+    def _client_for(self, model: str) -> Any:
+        s = self.settings
+        if not wants_readable_client(model, s.api_base):
+            return None
+        if self._client is None:
+            assert s.api_base is not None
+            self._client = readable_client(s.api_base, s.api_key)
+        return self._client
 
     async def complete(
         self,
@@ -93,24 +161,28 @@ class LLM:
         *,
         tool_choice: str | dict[str, Any] | None = None,
         model: str | None = None,
+        max_tokens: int | None = None,
     ) -> LLMReply:
-        """One reply for `messages`; raises LLMUnavailable / LLMRejected when none can be had."""
+        """One reply for `messages`; raises LLMUnavailable / LLMRejected when none can be had.
+        `max_tokens` bounds the reply (else TUSK_MAX_REPLY_TOKENS, if set)."""
         models = (model or self.settings.model, *self.settings.fallbacks)
+        options = {"tools": tools or None, "tool_choice": tool_choice if tools else None,
+                   "max_tokens": max_tokens or self.settings.max_tokens}
         error: LLMError | None = None
         for name in models:
             try:
-                return await self._with_retries(name, messages, tools, tool_choice)
+                return await self._with_retries(name, messages, options)
             except LLMUnavailable as exc:
                 error = exc
                 logger.warning("model %s unavailable: %s", name, exc)
         assert error is not None
         raise error
 
-    async def _with_retries(self, model: str, messages, tools, tool_choice) -> LLMReply:
+    async def _with_retries(self, model: str, messages: list[dict[str, Any]], options: dict[str, Any]) -> LLMReply:
         s = self.settings
         for attempt in range(s.retries + 1):
             try:
-                return await self._once(model, messages, tools, tool_choice)
+                return await self._once(model, messages, options)
             except LLMUnavailable as exc:
                 if attempt == s.retries:
                     raise
@@ -119,22 +191,27 @@ class LLM:
                 await asyncio.sleep(delay)
         raise AssertionError("unreachable")
 
-    async def _once(self, model: str, messages, tools, tool_choice) -> LLMReply:
+    async def _once(self, model: str, messages: list[dict[str, Any]], options: dict[str, Any]) -> LLMReply:
         lib = litellm()
         s = self.settings
         kwargs: dict[str, Any] = {"timeout": s.timeout, "num_retries": 0, "max_retries": 0}
-        for key, value in (("api_base", s.api_base), ("api_key", s.api_key), ("max_tokens", s.max_tokens),
-                           ("tools", tools or None), ("tool_choice", tool_choice if tools else None)):
+        # Ollama runs a model at its own small context and cuts the front of a longer prompt without a word;
+        # its native route takes num_ctx (the OpenAI-compatible one ignores it): the window Tusk budgets for.
+        num_ctx = self.window if model.startswith(("ollama/", "ollama_chat/")) else None
+        for key, value in (("api_base", s.api_base), ("api_key", s.api_key), *options.items(),
+                           ("client", self._client_for(model)), ("num_ctx", num_ctx)):
             if value is not None:
                 kwargs[key] = value
         started = time.monotonic()
-        try:
-            response = await lib.acompletion(model=model, messages=messages, **kwargs)
+        try:  # litellm's timeout bounds each read; a server that trickles bytes is bounded here
+            response = await asyncio.wait_for(lib.acompletion(model=model, messages=messages, **kwargs), s.timeout)
+        except TimeoutError as exc:
+            raise LLMUnavailable(f"{model} did not answer within {s.timeout:g}s (TUSK_LLM_TIMEOUT)") from exc
         except Exception as exc:  # litellm raises many types; all are translated here
-            raise _translate(exc) from exc
+            raise await self._explained(_translate(exc), model) from exc
         try:
             reply = _parse(response, model)
-        except (AttributeError, IndexError, KeyError, TypeError, ValueError) as exc:
+        except (AttributeError, KeyError, TypeError, ValueError) as exc:
             raise LLMUnavailable(f"unreadable reply from {model}: {exc!r}") from exc
         if (stats := logs.current_stats()) is not None:
             stats.add_call(reply.prompt_tokens, reply.completion_tokens, (time.monotonic() - started) * 1000)
@@ -147,6 +224,15 @@ def _translate(exc: Exception) -> LLMError:
     transient = (lib.Timeout, lib.APIConnectionError, lib.RateLimitError, lib.ServiceUnavailableError,
                  lib.InternalServerError)
     text = f"{type(exc).__name__}: {str(exc)[:300]}"
+    overflow = overflow_window(exc, isinstance(exc, lib.ContextWindowExceededError))
+    if overflow is not None:
+        return ContextOverflow(text, window=overflow or None)
+    if status in (400, 404, 500) and tools_refused(exc):
+        return ToolsUnsupported(text)
+    if status in (400, 404) and model_missing(exc):
+        return ModelNotFound(text)
+    if isinstance(exc, lib.ContentPolicyViolationError):
+        return LLMFiltered(text)
     if isinstance(exc, transient) or status in TRANSIENT_STATUS or not isinstance(status, int):
         return LLMUnavailable(text, retry_after=_retry_after(exc))
     return LLMRejected(text)
@@ -165,16 +251,36 @@ def _retry_after(exc: Exception) -> float | None:
 
 
 def _parse(response: Any, model: str) -> LLMReply:
-    message = response.choices[0].message
-    calls = tuple(
-        ToolCall(id=str(c.id), name=str(c.function.name), arguments=c.function.arguments or "{}")
-        for c in (message.tool_calls or ())
-    )
+    if not response.choices:  # what Azure and others send when their filter drops the whole answer
+        raise LLMFiltered(f"{model} returned no choices")
+    choice = response.choices[0]
+    message = choice.message
+    finish = str(getattr(choice, "finish_reason", None) or "stop")
+    calls = tuple(filter(None, map(_call, message.tool_calls or ())))
+    content = strip_think(message.content if isinstance(message.content, str) else None)
+    if finish == "content_filter" and not content and not calls:
+        raise LLMFiltered(f"{model} stopped with finish_reason content_filter")
     usage = getattr(response, "usage", None)
+    reasoning = getattr(message, "reasoning_content", None)
+    blocks = getattr(message, "thinking_blocks", None) or ()
     return LLMReply(
-        content=message.content if isinstance(message.content, str) else None,
+        content=content,
         tool_calls=calls,
         model=getattr(response, "model", None) or model,
         prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
         completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+        finish_reason=finish,
+        reasoning=reasoning if isinstance(reasoning, str) and reasoning.strip() else None,
+        thinking_blocks=tuple(dict(b) for b in blocks if isinstance(b, dict)),
     )
+
+
+def _call(raw: Any) -> ToolCall | None:
+    """Tusk's form of one tool call, or None (logged) when it names nothing usable."""
+    function = getattr(raw, "function", None)
+    name = repair_name(getattr(function, "name", None))
+    if name is None:
+        logger.warning("dropped a tool call without a usable name: %r", getattr(function, "name", None))
+        return None
+    arguments, error = repair_arguments(getattr(function, "arguments", None))
+    return ToolCall(id=new_call_id(), name=name, arguments=arguments, error=error)

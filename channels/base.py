@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable
-from typing import Protocol
+from dataclasses import dataclass
+from typing import Literal, Protocol
 
 from bot.events import InboundMessage, OutboundMessage
+from bot.pairing import PairingError, PairingStore
 
 logger = logging.getLogger(__name__)
 
@@ -21,24 +24,95 @@ Publish = Callable[[InboundMessage], asyncio.Future[None]]
 
 
 
-class AllowList:
-    """Who may talk to the bot (`*_ALLOW_FROM`; empty: everyone). A refused sender costs nothing and
-    is logged once, by id (so the operator can find theirs), never with what they wrote."""
+Policy = Literal["pairing", "allowlist", "open"]
 
-    def __init__(self, entries: frozenset[str], variable: str, remember: int = 10_000) -> None:
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """What the allow-list decided: let the message in, or not; `reply` is for the sender alone (a pairing
+    code), sent by the channel outside any chat session."""
+
+    admitted: bool
+    reply: str | None = None
+
+
+class AllowList:
+    """Who may talk to the bot: ids in `*_ALLOW_FROM` (user ids anywhere, group ids for everyone in that
+    group), then those the owner approved by pairing (bot/pairing.py), then TUSK_DM_POLICY for the rest:
+
+        pairing    a stranger gets a code for `tusk pairing approve` (a group gets one for the group)
+        allowlist  strangers are ignored
+        open       an empty allow-list admits everyone (a non-empty one still restricts)
+
+    A refused sender costs no LLM call and is logged once, by id (so the operator can find theirs),
+    never with what they wrote. A code is told once, and again at most every `REMIND_EVERY` seconds."""
+
+    REMIND_EVERY = 600.0
+
+    def __init__(self, entries: frozenset[str], variable: str, channel: str = "", policy: Policy = "open",
+                 pairing: PairingStore | None = None, remember: int = 10_000) -> None:
         self.entries = entries
         self.variable = variable
+        self.channel = channel
+        self.policy: Policy = policy if pairing is not None or policy != "pairing" else "allowlist"
+        self.pairing = pairing
         self._logged: set[str] = set()
+        self._told: dict[str, float] = {}  # code -> when it was last told
         self._remember = remember
 
-    def admits(self, sender_id: str, *aliases: str | None) -> bool:
-        """True if the list is empty or names the sender's id or one of its aliases (a @username)."""
-        if not self.entries or any(i is not None and i in self.entries for i in (sender_id, *aliases)):
-            return True
+    def check(self, sender_id: str, sender_name: str = "", *, group: str | None = None,
+              group_name: str = "") -> Verdict:
+        """May this sender talk here (`group`: the group's id, None in a direct chat)?"""
+        if sender_id in self.entries or group is not None and group in self.entries:
+            return Verdict(True)
+        if self.policy == "open" and not self.entries:
+            return Verdict(True)
+        if self.pairing is not None and (self.pairing.approved(self.channel, "user", sender_id) or group is not None
+                                         and self.pairing.approved(self.channel, "group", group)):
+            return Verdict(True)
+        if self.policy == "pairing" and self.pairing is not None:
+            return self._pair(sender_id, sender_name, group, group_name)
+        self._log(sender_id)
+        return Verdict(False)
+
+    def _pair(self, sender_id: str, sender_name: str, group: str | None, group_name: str) -> Verdict:
+        assert self.pairing is not None
+        try:
+            if group is None:
+                request, _ = self.pairing.request(self.channel, "user", sender_id, sender_name)
+            else:
+                request, _ = self.pairing.request(self.channel, "group", group, group_name)
+        except (PairingError, OSError) as exc:
+            logger.error("pairing: no code could be issued (%s)", exc)
+            return Verdict(False)
+        now = time.monotonic()
+        last = self._told.get(request.code)
+        if last is not None and now - last < self.REMIND_EVERY:
+            return Verdict(False)
+        if len(self._told) >= self._remember:
+            self._told.clear()
+        self._told[request.code] = now
+        minutes = max(1, round((request.expires - request.at) / 60))
+        who = "this group" if group is not None else "you"
+        return Verdict(False, f"I don't know {who} yet. To talk with me, ask my owner to approve this code: "
+                              f"{request.code}\n(they run: tusk pairing approve {request.code}). "
+                              f"It expires in {minutes} min.")
+
+    def _log(self, sender_id: str) -> None:
         if sender_id not in self._logged and len(self._logged) < self._remember:
             self._logged.add(sender_id)
             logger.info("ignoring messages from %s: not in %s", sender_id, self.variable)
-        return False
+
+
+@dataclass(frozen=True, slots=True)
+class Access:
+    """What every platform channel shares about strangers: TUSK_DM_POLICY and the pairing store."""
+
+    policy: Policy = "open"
+    pairing: PairingStore | None = None
+
+    def allow_list(self, entries: frozenset[str], variable: str, channel: str) -> AllowList:
+        return AllowList(entries, variable, channel, self.policy, self.pairing)
 
 
 class Channel(Protocol):

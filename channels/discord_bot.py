@@ -39,7 +39,7 @@ from discord import app_commands
 
 from bot.errors import BusClosed, ConfigError, DeliveryError
 from bot.events import ChatKey, InboundMessage, OutboundMessage
-from channels.base import AllowList, Publish
+from channels.base import Access, Publish
 from channels.split import split_message
 
 logger = logging.getLogger(__name__)
@@ -65,7 +65,7 @@ class DiscordSettings:
     token: str
     api_base: str | None = None  # e.g. http://nirn-proxy:8080 or http://127.0.0.1:9000/api/v10; None: discord.com
     gateway_url: str | None = None  # e.g. ws://127.0.0.1:9000/gateway; None: wss://gateway.discord.gg
-    allow_from: frozenset[str] = frozenset()  # user ids; empty: everyone
+    allow_from: frozenset[str] = frozenset()  # user ids (and guild ids); see channels/base.py AllowList
     guild_id: int | None = None  # sync the slash commands to this guild only (instant, for development)
 
 
@@ -180,13 +180,14 @@ class _Slash:
 class DiscordChannel:
     name = "discord"
 
-    def __init__(self, settings: DiscordSettings, publish: Publish, menu: list[tuple[str, str]]) -> None:
+    def __init__(self, settings: DiscordSettings, publish: Publish, menu: list[tuple[str, str]],
+                 access: Access = Access()) -> None:
         self.settings = settings
         self._publish = publish
         self._menu = menu
         self._routes: dict[int, discord.MessageReference | _Slash] = {}  # InboundMessage.id -> reply target
         self._typing: set[asyncio.Task[None]] = set()
-        self._allow = AllowList(settings.allow_from, "DISCORD_ALLOW_FROM")
+        self._allow = access.allow_list(settings.allow_from, "DISCORD_ALLOW_FROM", self.name)
         self._accepting = False
         self._undo_aim: Callable[[], None] | None = None
         self._connection: asyncio.Task[None] | None = None
@@ -224,11 +225,13 @@ class DiscordChannel:
         try:
             await self._login(client)
             await self._sync(tree)
+            # from READY on, discord.py dispatches messages while it still waits for the guilds (GUILD_READY_WAIT):
+            # they are taken (the bus queues them), not dropped because start() has not returned yet
+            self._accepting = True
             await self._connect(client)
         except BaseException:
             await self._close()
             raise
-        self._accepting = True
         assert client.user is not None
         logger.info("Discord channel running as %s (id %d) in %d guilds", client.user.name, client.user.id,
                     len(client.guilds))
@@ -278,6 +281,7 @@ class DiscordChannel:
         self._routes.clear()
 
     async def _close(self) -> None:
+        self._accepting = False
         if self.client is not None:
             await self.client.close()
             self.client = None
@@ -288,15 +292,23 @@ class DiscordChannel:
             self._undo_aim()
             self._undo_aim = None
 
-    def _admit(self, user: discord.abc.User) -> bool:
+    async def _admit(self, msg: InboundMessage, guild: Any) -> bool:
+        """The allow-list's verdict; a stranger's pairing code is told here, outside any turn."""
         if not self._accepting:
             return False
-        return self._allow.admits(str(user.id))
+        verdict = self._allow.check(msg.sender_id, msg.sender_name, group=str(guild.id) if guild else None,
+                                    group_name=getattr(guild, "name", "") or "")
+        if verdict.reply:
+            try:
+                await self.send(OutboundMessage(msg.key, verdict.reply))
+            except DeliveryError as exc:
+                logger.warning("could not tell %s its pairing code: %s", msg.key, exc)
+        return verdict.admitted
 
     async def on_message(self, message: discord.Message) -> None:
         assert self.client is not None and self.client.user is not None
         msg = to_inbound(message, self.client.user.id)
-        if msg is None or not self._admit(message.author):
+        if msg is None or not await self._admit(msg, message.guild):
             return
         reference = message.to_reference(fail_if_not_exists=False) if msg.is_group else None
         if reference is not None:
@@ -309,7 +321,8 @@ class DiscordChannel:
 
     async def on_command(self, interaction: discord.Interaction, name: str, args: str) -> None:
         msg = command_to_inbound(interaction, name, args)
-        if msg is None or not self._admit(interaction.user):
+        if msg is None or not await self._admit(msg, interaction.guild or (
+                discord.Object(interaction.guild_id) if interaction.guild_id else None)):
             return
         ephemeral = msg.is_group and name in PRIVATE
         try:

@@ -37,7 +37,8 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.errors import BusClosed, ConfigError, DeliveryError
 from bot.events import ChatKey, InboundMessage, OutboundMessage
-from channels.base import AllowList, Publish
+from channels.base import Access, Publish
+from channels.slack_api import ServerErrorRetry, error_code as _error_code, scope_hint as _scope_hint
 from channels.slack_events import (Route, Sender, command_to_inbound, reply_route, route_of, sender_of,
                                    to_inbound)
 from channels.slack_format import split_for_slack
@@ -98,24 +99,15 @@ class _Seen:
         return new
 
 
-def _error_code(exc: BaseException) -> str:
-    if isinstance(exc, SlackApiError):
-        return str(exc.response.get("error", exc.response.status_code))
-    return type(exc).__name__
-
-
-def _scope_hint(exc: BaseException, scope: str) -> str:
-    return f"; add the {scope} scope to the Slack app" if _error_code(exc) == "missing_scope" else ""
-
-
 class SlackChannel:
     name = "slack"
 
-    def __init__(self, settings: SlackSettings, publish: Publish, menu: Iterable[tuple[str, str]] = ()) -> None:
+    def __init__(self, settings: SlackSettings, publish: Publish, menu: Iterable[tuple[str, str]] = (),
+                 access: Access = Access()) -> None:
         self.settings = settings
         self._publish = publish
         self._commands = frozenset(name for name, _ in menu)
-        self._allow = AllowList(settings.allow_from, "SLACK_ALLOW_FROM")
+        self._allow = access.allow_list(settings.allow_from, "SLACK_ALLOW_FROM", self.name)
         self._routes: dict[int, Route] = {}  # InboundMessage.id -> where its replies go, until its turn is done
         self._seen = _Seen()
         self._users: dict[str, tuple[float, Sender]] = {}  # user id -> (valid until, sender)
@@ -146,7 +138,8 @@ class SlackChannel:
     def _web_client(self) -> AsyncWebClient:
         url = self.settings.api_url if self.settings.api_url.endswith("/") else self.settings.api_url + "/"
         self._session = aiohttp.ClientSession()
-        retries = [AsyncConnectionErrorRetryHandler(), AsyncRateLimitErrorRetryHandler(max_retry_count=2)]
+        retries = [AsyncConnectionErrorRetryHandler(), AsyncRateLimitErrorRetryHandler(max_retry_count=2),
+                   ServerErrorRetry(max_retry_count=2)]
         return AsyncWebClient(token=self.settings.bot_token, base_url=url, session=self._session,
                               logger=_library_log, retry_handlers=retries)
 
@@ -240,7 +233,7 @@ class SlackChannel:
         if not self._seen.first(*keys):
             logger.info("Slack event %s for a message already taken: ignored", body.get("event_id"))
             return
-        if not self._allow.admits(msg.sender_id):
+        if not await self._admit(msg, event["channel"]):
             return
         await self._accept(msg, reply_route(event, self.settings.thread_sessions), (event["channel"], event["ts"]))
 
@@ -249,9 +242,22 @@ class SlackChannel:
         msg = command_to_inbound(command, self._commands)
         if msg is None or not self._seen.first(("command", command.get("trigger_id") or msg.id)):
             return
-        if not self._allow.admits(msg.sender_id):
+        if not await self._admit(msg, command.get("channel_id", ""), command.get("response_url")):
             return
         await self._accept(msg, Route(msg.key.chat_id, response_url=command.get("response_url")), None)
+
+    async def _admit(self, msg: InboundMessage, channel: str, response_url: str | None = None) -> bool:
+        """The allow-list's verdict (no API call for a refused sender); a pairing code is told here."""
+        verdict = self._allow.check(msg.sender_id, group=channel if msg.is_group else None)
+        if verdict.reply:
+            try:
+                if response_url:
+                    await self._respond(response_url, verdict.reply)
+                else:
+                    await self.send(OutboundMessage(msg.key, verdict.reply))
+            except SlackError as exc:
+                logger.warning("could not tell %s its pairing code: %s", msg.key, exc)
+        return verdict.admitted
 
     async def _on_other_event(self) -> None:
         return None

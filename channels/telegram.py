@@ -1,7 +1,7 @@
 """Telegram, on python-telegram-bot 22's `Application`, run inside Tusk's own event loop.
 
     update -> to_inbound() (pure: gating, mention stripping, chat key)
-           -> allow-list -> admin check (group commands only) -> publish -> typing until done
+           -> allow-list / pairing -> admin check (groups; cached) -> publish -> typing until done
     reply  -> split_message() on the Markdown source -> Telegram HTML per piece
            -> plain text if Telegram rejects the entities; 429s wait (AIORateLimiter),
               network errors retry with backoff
@@ -18,6 +18,7 @@ import asyncio
 import dataclasses
 import logging
 import secrets
+import time
 from dataclasses import dataclass
 
 from chatgpt_md_converter import telegram_format
@@ -28,7 +29,7 @@ from telegram.ext import AIORateLimiter, Application, ContextTypes, TypeHandler
 
 from bot.errors import BusClosed, ConfigError, DeliveryError
 from bot.events import ChatKey, InboundMessage, OutboundMessage
-from channels.base import AllowList, Publish
+from channels.base import Access, Publish
 from channels.split import split_message, utf16_len
 
 logger = logging.getLogger(__name__)
@@ -50,6 +51,7 @@ def bound_webhook_server() -> None:
                          idle_connection_timeout=WEBHOOK_TIMEOUT)
 TYPING_EVERY = 4.0  # Telegram shows "typing" for 5 s
 SEND_ATTEMPTS = 4  # for network errors; 429s are retried by the rate limiter
+ADMIN_TTL = 300.0  # seconds a getChatMember answer (admin or not) is trusted
 ALIASES = {"start": "help"}  # Telegram clients send /start when a user first opens the bot
 
 
@@ -57,7 +59,7 @@ ALIASES = {"start": "help"}  # Telegram clients send /start when a user first op
 class TelegramSettings:
     token: str
     api_base: str = "https://api.telegram.org"
-    allow_from: frozenset[str] = frozenset()  # user ids or @usernames; empty: everyone
+    allow_from: frozenset[str] = frozenset()  # user ids (and group ids); see channels/base.py AllowList
     webhook_url: str | None = None  # set: webhook mode, else long polling
     webhook_listen: str = "127.0.0.1"
     webhook_port: int = 8443
@@ -142,15 +144,16 @@ def _measure(piece: str) -> int:
 class TelegramChannel:
     name = "telegram"
 
-    def __init__(self, settings: TelegramSettings, publish: Publish, menu: list[tuple[str, str]]) -> None:
+    def __init__(self, settings: TelegramSettings, publish: Publish, menu: list[tuple[str, str]],
+                 access: Access = Access()) -> None:
         self.settings = settings
         self._publish = publish
         self._menu = menu
         self._commands = frozenset(name for name, _ in menu) | frozenset(ALIASES)
-        self._allow = AllowList(frozenset(a if a.lstrip("-").isdigit() else "@" + a.lstrip("@").lower()
-                                          for a in settings.allow_from), "TELEGRAM_ALLOW_FROM")
+        self._allow = access.allow_list(settings.allow_from, "TELEGRAM_ALLOW_FROM", self.name)
         self._replying_to: dict[int, int] = {}  # InboundMessage.id -> Telegram message id, while its turn runs
         self._typing: set[asyncio.Task[None]] = set()
+        self._admins: dict[tuple[int, int], tuple[float, bool]] = {}  # (chat, user) -> (valid until, is admin)
         self.app: Application | None = None
 
     def _build(self) -> Application:
@@ -217,9 +220,14 @@ class TelegramChannel:
             return
         user = update.message.from_user
         assert user is not None
-        if not self._allow.admits(str(user.id), f"@{user.username.lower()}" if user.username else None):
+        chat = update.message.chat
+        verdict = self._allow.check(str(user.id), user.full_name, group=str(chat.id) if msg.is_group else None,
+                                    group_name=chat.title or "")
+        if not verdict.admitted:
+            if verdict.reply:
+                await self._tell(msg.key, verdict.reply)
             return
-        if msg.is_group and msg.text.startswith("/") and not msg.sender_is_admin:
+        if msg.is_group and not msg.sender_is_admin:  # commands and the remember tool need it
             msg = await self._with_admin_rights(msg, update.message.chat_id, user.id)
         try:
             done = self._publish(msg)
@@ -232,16 +240,29 @@ class TelegramChannel:
         self._typing.add(task)
         task.add_done_callback(self._typing.discard)
 
+    async def _tell(self, key: ChatKey, text: str) -> None:
+        """Tusk's own words to a sender who is not let in (a pairing code): no turn, no session."""
+        try:
+            await self.send(OutboundMessage(key, text))
+        except DeliveryError as exc:
+            logger.warning("could not tell %s its pairing code: %s", key, exc)
+
     async def _with_admin_rights(self, msg: InboundMessage, chat_id: int, user_id: int) -> InboundMessage:
+        """`sender_is_admin` from getChatMember, trusted for ADMIN_TTL seconds per group and user."""
         assert self.app is not None
+        now = time.monotonic()
+        cached = self._admins.get((chat_id, user_id))
+        if cached is not None and cached[0] > now:
+            return dataclasses.replace(msg, sender_is_admin=cached[1])
         try:
             member = await self.app.bot.get_chat_member(chat_id, user_id)
         except TelegramError as exc:
             logger.warning("could not check the sender's rights in this group: %s", exc)
             return msg
-        if member.status not in ADMINS:
-            return msg
-        return dataclasses.replace(msg, sender_is_admin=True)
+        if len(self._admins) > 1000:
+            self._admins = {k: v for k, v in self._admins.items() if v[0] > now}
+        self._admins[(chat_id, user_id)] = (now + ADMIN_TTL, member.status in ADMINS)
+        return dataclasses.replace(msg, sender_is_admin=member.status in ADMINS)
 
     async def _keep_typing(self, msg: InboundMessage, done: asyncio.Future[None]) -> None:
         """Show "typing" until the turn is done (the reply is out), then forget the turn."""

@@ -64,8 +64,9 @@ def list_chats(home: Path) -> list[ChatSummary]:
 
 
 def export(files: ChatFiles, target: Path) -> list[str]:
-    """Write the chat's folder as a .tar.gz at `target` (0600); returns the names it holds. Only regular
-    files are taken: a symlink inside the folder is skipped, never followed."""
+    """Write the chat's folder as a .tar.gz at `target` (0600); returns the names it holds (not the
+    search index: a cache rebuilt from the other files). Only regular files are taken: a symlink
+    inside the folder is skipped, never followed."""
     files.check()
     names = []
     fd = open_private(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
@@ -74,7 +75,8 @@ def export(files: ChatFiles, target: Path) -> list[str]:
             dirs.sort()
             for name in sorted(names_here):
                 path = Path(folder) / name
-                if not stat.S_ISREG(os.lstat(path).st_mode) or name.endswith(".tmp"):
+                if (not stat.S_ISREG(os.lstat(path).st_mode) or name.endswith(".tmp")
+                        or name.startswith("search.sqlite")):
                     continue
                 arcname = f"{files.dir.name}/{path.relative_to(files.dir).as_posix()}"
                 with os.fdopen(open_private(path, os.O_RDONLY), "rb") as fh:

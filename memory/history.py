@@ -2,6 +2,7 @@
 
 Rules (Anthropic's are the strictest, so those):
 - it starts at the first user message;
+- every tool call is well formed (memory/wire.py: id, name, type, arguments), ids unique;
 - an assistant message with tool calls is followed by exactly one result for each call;
   calls without a result are dropped from it (and the message too, when nothing is left);
   results without a declaring call (orphans, duplicates) are dropped;
@@ -18,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from memory.session import Message
+from memory.wire import ID, derived_call_id, repaired_call
 
 
 def legal_history(messages: Sequence[Message]) -> list[Message]:
@@ -32,27 +34,47 @@ def _pair_tool_calls(messages: Sequence[Message]) -> list[Message]:
         msg = messages[i]
         i += 1
         if msg.role == "assistant" and msg.tool_calls:
-            results: dict[str, Message] = {}
+            results: list[Message] = []
             while i < n and messages[i].role == "tool":
-                result = messages[i]
+                results.append(messages[i])
                 i += 1
-                if result.tool_call_id is not None:
-                    results.setdefault(result.tool_call_id, result)
-            calls, seen = [], set()
-            for call in msg.tool_calls:
-                if call["id"] in results and call["id"] not in used_ids | seen:
-                    seen.add(call["id"])
-                    calls.append(call)
-            used_ids |= seen
+            calls, answers = _answered_calls(msg, results, used_ids)
             if calls:
                 out.append(replace(msg, tool_calls=tuple(calls)))
-                out.extend(replace(results[c["id"]], content=results[c["id"]].content or "") for c in calls)
+                out.extend(answers)
             elif msg.content and msg.content.strip():
-                out.append(replace(msg, tool_calls=()))
+                out.append(replace(msg, tool_calls=(), reasoning=None, thinking_blocks=()))
         elif msg.role in ("user", "assistant") and msg.content and msg.content.strip():
             out.append(replace(msg, tool_call_id=None) if msg.tool_call_id else msg)
         # tool results reaching here are orphans; system messages are never taken from a session
     return out
+
+
+def _answered_calls(msg: Message, results: list[Message], used_ids: set[str]) -> tuple[list[dict], list[Message]]:
+    """The message's well-formed calls that have a result, each with an id unique in the request, and
+    their results in the same order. A result answers the first call with its id (an id-less result
+    the first id-less call); calls without a result and results without a call are left out."""
+    taken: set[int] = set()
+    calls: list[dict] = []
+    answers: list[Message] = []
+    for call in msg.tool_calls:
+        fixed = repaired_call(call)
+        if fixed is None:
+            continue
+        original, wire = fixed
+        match = next((j for j, r in enumerate(results) if j not in taken and (r.tool_call_id or "") == original),
+                     None)
+        if match is None:
+            continue
+        taken.add(match)
+        call_id = original if ID.fullmatch(original) and original not in used_ids else ""
+        salt = 0
+        while not call_id or call_id in used_ids:
+            call_id, salt = derived_call_id(msg.ts, original, salt), salt + 1
+        used_ids.add(call_id)
+        calls.append({**wire, "id": call_id})
+        answers.append(replace(results[match], tool_call_id=call_id, content=results[match].content or ""))
+    return calls, answers
 
 
 def _merge_runs(messages: list[Message]) -> list[Message]:

@@ -125,3 +125,8 @@ class ChatFiles:
     @property
     def settings(self) -> Path:
         return self.dir / "settings.json"
+
+    @property
+    def search_index(self) -> Path:
+        """search_history's index (a cache of HISTORY.md and session.jsonl: memory/search_index.py)."""
+        return self.dir / "search.sqlite"

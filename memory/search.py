@@ -1,44 +1,60 @@
-"""Ranked keyword search over one chat's past: its HISTORY.md entries and the session
-messages already consolidated (the newer ones are in the prompt anyway).
+"""Ranked search over one chat's past, built for questions: its HISTORY.md entries and the
+session messages already consolidated (the newer ones are in the prompt anyway).
 
-Each searched chat gets an in-memory SQLite FTS5 index (porter stemming, accents folded,
-bm25 ranking, history entries weighted a little above raw messages since they are the
-summaries). The index follows both append-only files by reading only what was added since
-the last search; a file that shrank, was replaced or changed before that point is read
-again from the start. Indexes of the chats searched last are kept (LRU); nothing is
-written to disk. Searches block (SQLite): callers run them in a thread.
+    hits = HistorySearch().search(files, "What are Ana's plans for the summer?", limit=5, zone=zone)
+    hits[0].speaker, hits[0].text, hits[0].before, hits[0].after, hits[0].at
+
+Each chat has a persisted SQLite FTS5 index in its folder, `search.sqlite` (0600; a cache:
+deleted by /forget, rebuilt from the files if it is gone, damaged or of an older schema;
+see memory/search_index.py). Ranking is bm25 over a message's own words and, weighted
+below them, the words of its neighbours (the message before and after), so a question
+finds the reply that answers it and not only the line that shares its words. On top:
+
+- the question is read by memory/question.py: stop words dropped, members named in it
+  boost their own messages, its dates (in the chat's time zone) boost what was said then;
+- a word that matches nothing is replaced by the closest word the chat has used
+  (trigram candidates, then edit similarity), so "educaton" finds "education";
+- HISTORY.md entries (dated summaries, denser) and messages rank in one list.
+
+Searches block (SQLite): callers run them in a thread.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import re
-import sqlite3
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, timezone, tzinfo
 from pathlib import Path
 
-from memory.files import ENTRY_HEADING
-from memory.paths import ChatFiles, open_private
-from memory.session import Message
+from memory import question as questions
+from memory.paths import ChatFiles
+from memory.search_index import ChatIndex, delete_index
 
-HISTORY_WEIGHT = 1.25  # bm25 is negative (lower is better): history entries rank this much higher
-FULL_TEXT_CHARS = 600  # longer documents are shown as an excerpt around the match
+__all__ = ["Hit", "HistorySearch", "Line", "Weights", "delete_index", "match_expression"]
+
+FULL_TEXT_CHARS = 600  # longer texts are shown as an excerpt around the match
+NEIGHBOUR_CHARS = 200  # each neighbour is shown up to this long
 EXCERPT_TOKENS = 48
-STOP_WORDS = frozenset(
-    "a about an and are as at be but by did do does for from had has have how i in is it me my of on or our "
-    "so that the their them then there they this to us was we were what when where which who why will with "
-    "you your".split())
+CANDIDATES = 30  # trigram candidates looked at for a misspelt word
+MIN_RESPELL = 5  # shorter unknown words are left alone (too many real words are one edit apart)
 
-SCHEMA = """CREATE VIRTUAL TABLE docs USING fts5(
-    body, source UNINDEXED, seq UNINDEXED, at UNINDEXED, tokenize = 'porter unicode61 remove_diacritics 2')"""
-QUERY = """SELECT source, at, body, snippet(docs, 0, '', '', ' … ', ?),
-                  bm25(docs) * (CASE source WHEN 'history' THEN ? ELSE 1.0 END) AS score
-           FROM docs WHERE docs MATCH ? AND (source = 'history' OR seq < ?)
-           ORDER BY score LIMIT ?"""
+
+@dataclass(frozen=True, slots=True)
+class Weights:
+    """Ranking knobs (tuned on the dev split of bench/recall.py only)."""
+
+    around: float = 0.5  # a neighbour's words, against the message's own (1.0)
+    history: float = 2.0  # HISTORY.md entries (dated summaries, denser) against messages
+    named: float = 3.0  # a message by a member the question names
+    dated: float = 3.0  # something said within the question's dates
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    role: str  # "user" or "assistant"
+    speaker: str | None  # the user's display name (None: unknown, or the assistant)
+    text: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,129 +62,71 @@ class Hit:
     source: str  # "history" (a HISTORY.md entry), "user" or "assistant" (a consolidated message)
     at: str  # "2026-11-12 18:40 UTC"
     text: str  # the whole entry or message, or an excerpt around the match when it is long
+    speaker: str | None = None  # who wrote a user message, when the platform said
+    before: Line | None = None  # the message just before (messages only)
+    after: Line | None = None  # the message just after
+    seq: int = -1  # the message's number in session.jsonl (-1 for history entries)
 
 
-def match_expression(query: str) -> str | None:
-    """An FTS5 expression matching any of the query's words (stop words dropped unless that is all)."""
-    words = list(dict.fromkeys(re.findall(r"\w+", query.lower())))
-    kept = [w for w in words if w not in STOP_WORDS] or words
-    return " OR ".join(f'"{w}"' for w in kept) if kept else None
+def match_expression(terms: str | list[str] | tuple[str, ...]) -> str | None:
+    """An FTS5 expression matching any of `terms` (or of a question's terms), each quoted so no
+    FTS5 syntax gets through."""
+    if isinstance(terms, str):
+        terms = questions.read(terms).terms
+    quoted = [f'"{t}"' for t in terms if t and '"' not in t]
+    return " OR ".join(quoted) if quoted else None
 
 
 def _stamp(ts: float) -> str:
     return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 
 
-class _Tail:
-    """Where the last read of an append-only file stopped, and the bytes just before it."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.ino: int | None = None
-        self.offset = 0
-        self.mark = b""  # the last bytes read: if they changed, the file was rewritten
-
-    def read(self) -> tuple[bytes, bool]:
-        """(the complete lines added since the last read, reset). `reset` is true when the file is
-        new to us, gone or rewritten: the bytes are then all of it (none if it is gone)."""
-        try:
-            fh = os.fdopen(open_private(self.path, os.O_RDONLY), "rb")
-        except FileNotFoundError:
-            reset = self.ino is not None
-            self.ino, self.offset, self.mark = None, 0, b""
-            return b"", reset
-        with fh:
-            st = os.fstat(fh.fileno())
-            fh.seek(max(0, self.offset - len(self.mark)))
-            appended = st.st_ino == self.ino and st.st_size >= self.offset and fh.read(len(self.mark)) == self.mark
-            if not appended:
-                self.offset, self.mark = 0, b""
-            fh.seek(self.offset)
-            data = fh.read()
-        data = data[:data.rfind(b"\n") + 1]  # a line still being written is left for the next read
-        self.ino, self.offset = st.st_ino, self.offset + len(data)
-        if data:
-            self.mark = (self.mark + data)[-64:]
-        return data, not appended
+def _short(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
-class ChatIndex:
-    def __init__(self, files: ChatFiles) -> None:
-        self.files = files
-        self.db = sqlite3.connect(":memory:", check_same_thread=False)
-        self.db.execute(SCHEMA)
-        self.lock = threading.Lock()
-        self.history = _Tail(files.history)
-        self.session = _Tail(files.session)
-        self.messages = 0  # messages seen in the session file (their index is `seq`)
-        self.pointer = 0  # messages [0, pointer) are consolidated
+def _trigrams(word: str) -> list[str]:
+    return list(dict.fromkeys(word[i:i + 3] for i in range(len(word) - 2)))
 
-    def refresh(self) -> None:
-        """Index whatever was appended to HISTORY.md and session.jsonl since the last refresh."""
-        data, reset = self.history.read()
-        if data and not reset and not ENTRY_HEADING.match(data.decode("utf-8", "replace")):
-            self.history = _Tail(self.files.history)  # not a whole new entry but an edit: read it all again
-            data, reset = self.history.read()
-        if reset:
-            self.db.execute("DELETE FROM docs WHERE source = 'history'")
-        if data:
-            self._add_history(data.decode("utf-8", "replace"))
-        data, reset = self.session.read()
-        if reset:
-            self.db.execute("DELETE FROM docs WHERE source != 'history'")
-            self.messages = self.pointer = 0
-        if data:
-            self._add_messages(data)
-        self.db.commit()
 
-    def _add_history(self, text: str) -> None:
-        starts = [m.start() for m in ENTRY_HEADING.finditer(text)]
-        rows = []
-        for a, b in zip(starts, [*starts[1:], len(text)]):
-            entry = text[a:b].strip()
-            heading, _, body = entry.partition("\n")
-            rows.append((body.strip(), "history", -1, heading.removeprefix("## ").strip()))
-        self.db.executemany("INSERT INTO docs (body, source, seq, at) VALUES (?, ?, ?, ?)", rows)
+def distance(a: str, b: str) -> int:
+    """Edits (insert, delete, replace, swap two neighbours) from `a` to `b` (optimal string alignment)."""
+    prev2, prev = [], list(range(len(b) + 1))
+    for i in range(1, len(a) + 1):
+        row = [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            row[j] = min(prev[j] + 1, row[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1]))
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                row[j] = min(row[j], prev2[j - 2] + 1)
+        prev2, prev = prev, row
+    return prev[-1]
 
-    def _add_messages(self, data: bytes) -> None:
-        """The same lines `memory.session.load` counts as messages get the same numbers here."""
-        rows = []
-        for line in data.splitlines():
-            try:
-                rec = json.loads(line)
-                if not isinstance(rec, dict):
-                    continue
-                if rec.get("record") == "pointer":
-                    self.pointer = int(rec["last_consolidated"])
-                    continue
-                if "record" in rec:
-                    continue
-                msg = Message.from_record(rec)
-            except (ValueError, TypeError, KeyError):
-                continue
-            if msg.role in ("user", "assistant") and msg.content and msg.content.strip():
-                rows.append((msg.content, msg.role, self.messages, _stamp(msg.ts)))
-            self.messages += 1
-        self.db.executemany("INSERT INTO docs (body, source, seq, at) VALUES (?, ?, ?, ?)", rows)
 
-    def search(self, query: str, limit: int) -> list[Hit]:
-        expression = match_expression(query)
-        if expression is None:
-            return []
-        with self.lock:
-            self.refresh()
-            rows = self.db.execute(QUERY, (EXCERPT_TOKENS, HISTORY_WEIGHT, expression, self.pointer, limit))
-            return [Hit(source, at, body if len(body) <= FULL_TEXT_CHARS else excerpt)
-                    for source, at, body, excerpt, _ in rows.fetchall()]
+def respell(index: ChatIndex, terms: tuple[str, ...]) -> tuple[str, ...]:
+    """`terms` with each word the chat never used (5+ letters) replaced by the closest word it did use,
+    when one is a typo away: same first letter, one edit (two from 8 letters on)."""
+    out = []
+    for term in terms:
+        if len(term) < MIN_RESPELL or term.isdigit() or index.has_word(term):
+            out.append(term)
+            continue
+        allowed = 1 if len(term) < 8 else 2
+        close = [(distance(term, w), w) for w in index.words_sharing(_trigrams(term), CANDIDATES)
+                 if w[0] == term[0] and abs(len(w) - len(term)) <= allowed]
+        best = min(close, default=None)
+        out.append(best[1] if best and best[0] <= allowed else term)
+    return tuple(out)
 
 
 class HistorySearch:
-    """The indexes of the chats searched last (an LRU of `cache_size` chats)."""
+    """The open indexes of the chats searched last (an LRU of `cache_size` chats)."""
 
-    def __init__(self, cache_size: int = 4) -> None:
+    def __init__(self, cache_size: int = 4, weights: Weights = Weights()) -> None:
         self._indexes: OrderedDict[Path, ChatIndex] = OrderedDict()
         self._cache_size = cache_size
         self._lock = threading.Lock()
+        self.weights = weights
 
     def index(self, files: ChatFiles) -> ChatIndex:
         with self._lock:
@@ -176,10 +134,32 @@ class HistorySearch:
             if index is None:
                 index = self._indexes[files.dir] = ChatIndex(files)
                 while len(self._indexes) > self._cache_size:
-                    self._indexes.popitem(last=False)[1].db.close()
+                    self._indexes.popitem(last=False)[1].close()
             self._indexes.move_to_end(files.dir)
             return index
 
-    def search(self, files: ChatFiles, query: str, limit: int = 5) -> list[Hit]:
-        """The `limit` best matches for `query` in this chat, best first (blocking: run it in a thread)."""
-        return self.index(files).search(query, limit)
+    def search(self, files: ChatFiles, query: str, limit: int = 5, zone: tzinfo = timezone.utc,
+               now: datetime | None = None) -> list[Hit]:
+        """The `limit` best matches for the question `query` in this chat, best first (blocking).
+
+        Dates in the question are read in `zone`, relative ones from `now` (default: the present)."""
+        index = self.index(files)
+        with index.lock:
+            if not index.refresh():
+                return []
+            q = questions.read(query, index.members(), now or datetime.now(zone))
+            terms = respell(index, q.terms)
+            expression = match_expression(terms)
+            if expression is None:
+                return []
+            rows = index.query(expression, q.names, q.since, q.until, self.weights, limit, FULL_TEXT_CHARS,
+                               EXCERPT_TOKENS)
+            return [self._hit(index, row) for row in rows]
+
+    def _hit(self, index: ChatIndex, row: tuple) -> Hit:
+        doc_id, kind, seq, ts, role, speaker, text = row
+        if kind == "history":
+            return Hit("history", _stamp(ts), text)
+        before, after = (Line(r, s, _short(t, NEIGHBOUR_CHARS)) if t is not None else None
+                         for r, s, t in index.neighbours(doc_id))
+        return Hit(role, _stamp(ts), text, speaker, before, after, seq)

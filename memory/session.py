@@ -10,7 +10,9 @@ File format (schema 1), one JSON object per line:
 Messages carry the OpenAI chat keys (`role`, `content`, `tool_calls`, `tool_call_id`,
 `name`) at the top level plus `ts` and `tokens`; a user message also carries its sender,
 `"sender": {"id": "123", "name": "Alice"}` (optional: older files have none). A `pointer` record says how many messages from the
-start are consolidated; the last one wins. Saving appends lines and fsyncs; nothing is
+start are consolidated; the last valid one wins (a pointer is written after the messages it
+counts, so one that is not an integer or points past the messages before it is damaged: it is
+skipped with a warning, never allowed to hide messages). Saving appends lines and fsyncs; nothing is
 ever rewritten. Loading skips lines it cannot decode (a torn last line after a crash, a
 bad hand edit) with a warning and keeps every other line.
 
@@ -33,6 +35,7 @@ from typing import Any
 
 from memory.paths import ChatFiles, open_private
 from memory.tokens import count_message
+from memory.wire import repaired_call
 
 logger = logging.getLogger(__name__)
 
@@ -55,6 +58,8 @@ class Message:
     name: str | None = None
     ts: float = field(default_factory=time.time)
     tokens: int = 0  # estimated prompt tokens, counted once when saved (memory/tokens.py)
+    reasoning: str | None = None  # an assistant tool-call step's reasoning_content, sent back (see to_llm)
+    thinking_blocks: tuple[dict[str, Any], ...] = ()  # the same for Anthropic's signed thinking blocks
     sender_id: str | None = None  # who wrote a user message (the platform's user id); never sent as a key
     sender_name: str | None = None  # their display name as the platform showed it then
 
@@ -66,6 +71,14 @@ class Message:
             out["tool_call_id"] = self.tool_call_id
         if self.name is not None:
             out["name"] = self.name
+        # DeepSeek: "for turns that do perform tool calls, the reasoning_content must be fully passed back
+        # to the API in all subsequent requests" (api-docs.deepseek.com/guides/thinking_mode, else HTTP 400);
+        # Anthropic: thinking blocks must come back unmodified with the tool use they led to
+        # (docs.anthropic.com, extended thinking with tool use). litellm maps both to each provider's form.
+        if self.reasoning:
+            out["reasoning_content"] = self.reasoning
+        if self.thinking_blocks:
+            out["thinking_blocks"] = list(self.thinking_blocks)
         return out
 
     def to_record(self) -> dict[str, Any]:
@@ -87,26 +100,23 @@ class Message:
         sender = rec.get("sender")
         sender = sender if isinstance(sender, dict) and sender.get("id") is not None else {}
         calls = rec.get("tool_calls") or ()
-        if not isinstance(calls, list | tuple) or not all(_is_tool_call(c) for c in calls):
+        if not isinstance(calls, list | tuple):
             raise ValueError("malformed tool_calls")
+        blocks = rec.get("thinking_blocks") or ()
+        blocks = tuple(b for b in blocks if isinstance(b, dict)) if isinstance(blocks, list) else ()
         return cls(
             role=role,
             content=_text(rec.get("content")),
-            tool_calls=tuple(calls),
+            tool_calls=tuple({**wire, "id": original} for original, wire in filter(None, map(repaired_call, calls))),
             tool_call_id=_opt_str(rec.get("tool_call_id")),
             name=_opt_str(rec.get("name")),
             ts=float(rec.get("ts") or 0.0),
             tokens=int(rec.get("tokens") or 0),
+            reasoning=rec["reasoning_content"] if isinstance(rec.get("reasoning_content"), str) else None,
+            thinking_blocks=blocks,
             sender_id=_opt_str(sender.get("id")),
             sender_name=_opt_str(sender.get("name")),
         )
-
-
-def _is_tool_call(call: Any) -> bool:
-    if not isinstance(call, dict):
-        return False
-    fn = call.get("function")
-    return isinstance(call.get("id"), str) and isinstance(fn, dict) and isinstance(fn.get("name"), str)
 
 
 def _text(content: Any) -> str | None:
@@ -266,7 +276,10 @@ def load(files: ChatFiles, channel: str, chat_id: str) -> Session:
                     raise NewerSchemaError(f"{files.session} was written by a newer Tusk (schema {rec['schema']})")
                 session.created = float(rec.get("created") or session.created)
             elif kind == "pointer":
-                pointer = int(rec["last_consolidated"])
+                value = rec.get("last_consolidated")
+                if type(value) is not int or not 0 <= value <= len(messages):  # noqa: E721 (bool is no count)
+                    raise ValueError(f"impossible pointer {value!r} with {len(messages)} messages before it")
+                pointer = value
             elif kind is None:
                 messages.append(Message.from_record(rec))
             else:

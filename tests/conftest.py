@@ -1,5 +1,6 @@
 """Shared fixtures: a fake LLM server, settings pointing at it, a running Tusk with its HTTP channel."""
 
+import contextlib
 import os
 
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"  # before anything imports litellm
@@ -28,7 +29,8 @@ def make_settings(tmp_path, fake_llm, monkeypatch):
     def make(**env):
         base = {"TUSK_HOME": str(tmp_path / "data"), "TUSK_MODEL": "openai/fake-model",
                 "TUSK_API_BASE": fake_llm.base_url, "TUSK_API_KEY": "sk-test-secret-key",
-                "TUSK_HTTP_PORT": "0", "TUSK_LLM_RETRIES": "0", "TUSK_LLM_BACKOFF": "0.01", "TUSK_SHUTDOWN_GRACE": "5"}
+                "TUSK_HTTP_PORT": "0", "TUSK_LLM_RETRIES": "0", "TUSK_LLM_BACKOFF": "0.01", "TUSK_SHUTDOWN_GRACE": "5",
+                "TUSK_DM_POLICY": "open"}  # tests about who may talk set their own policy
         return load_settings(**{**base, **{k: str(v) for k, v in env.items()}})
 
     return make
@@ -37,7 +39,14 @@ def make_settings(tmp_path, fake_llm, monkeypatch):
 @pytest.fixture
 async def tusk(make_settings):
     """A running Tusk (HTTP channel only) and a helper to post a message and get the replies."""
-    app = TuskApp(make_settings())
+    async with running(make_settings()) as app:
+        yield app
+
+
+@contextlib.asynccontextmanager
+async def running(settings):
+    """Tusk started with `settings` (HTTP channel only), with `say(chat, text)` for the replies."""
+    app = TuskApp(settings)
     http = app.add_http()
     async with app:
         origin = f"http://127.0.0.1:{http.port}"  # the console token, sent like the console page sends it

@@ -1,6 +1,35 @@
-"""The provider rules a conversation sent to an LLM must meet (shared by several tests)."""
+"""The provider rules a conversation sent to an LLM must meet (shared by every test that sends to a model).
 
+The strictest provider's rules: roles in a legal order, every tool call answered once, and
+every call well formed (a non-empty id unique in the request, a name matching
+`^[A-Za-z0-9_-]{1,64}$`, `type: "function"`, `arguments` the text of a JSON object).
+"""
+
+import json
+import re
 from typing import Any
+
+TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+def call_problems(call: Any) -> list[str]:
+    """What is wrong with one tool call in a request."""
+    if not isinstance(call, dict) or not isinstance(call.get("function"), dict):
+        return [f"call is not a function call: {call!r}"]
+    problems = []
+    if not isinstance(call.get("id"), str) or not call["id"]:
+        problems.append(f"empty tool call id {call.get('id')!r}")
+    if call.get("type") != "function":
+        problems.append(f"tool call type {call.get('type')!r}")
+    name, args = call["function"].get("name"), call["function"].get("arguments")
+    if not isinstance(name, str) or not TOOL_NAME.fullmatch(name):
+        problems.append(f"bad tool name {name!r}")
+    try:
+        if not isinstance(args, str) or not isinstance(json.loads(args), dict):
+            problems.append(f"arguments are not a JSON object text: {args!r}")
+    except ValueError:
+        problems.append(f"arguments are not valid JSON: {args!r}")
+    return problems
 
 
 def violations(messages: list[dict[str, Any]]) -> list[str]:
@@ -25,7 +54,9 @@ def violations(messages: list[dict[str, Any]]) -> list[str]:
             else:
                 pending.remove(m["tool_call_id"])
         elif role == "assistant":
-            calls = [c["id"] for c in m.get("tool_calls") or []]
+            for c in m.get("tool_calls") or []:
+                problems.extend(f"{i}: {p}" for p in call_problems(c))
+            calls = [c.get("id") for c in m.get("tool_calls") or [] if isinstance(c, dict)]
             if not calls and not (m.get("content") or "").strip():
                 problems.append(f"{i}: empty assistant message")
             if prev == "assistant":

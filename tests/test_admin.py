@@ -57,12 +57,27 @@ async def test_export_writes_the_chat_files(tusk, fake_llm, tmp_path):
 
 async def test_doctor_all_well_with_a_good_setup(make_settings, fake_llm):
     """Against a working LLM and a Telegram token the API accepts, every check passes but the open allow-list."""
+    fake_llm.models = [{"id": "fake-model", "object": "model", "max_model_len": 32768}]
+    fake_llm.script(Reply(text=None, tool_calls=[("c", "current_time", {})], reasoning="the tool tells the time"))
     async with FakeTelegram(token="123:GOOD") as tg:
         checks = await doctor.run_checks(make_settings(TELEGRAM_BOT_TOKEN=tg.token, TELEGRAM_API_BASE=tg.base_url))
     verdicts = {c.name: c.verdict for c in checks}
-    assert verdicts == {"config": "ok", "data dir": "ok", "HTTP access": "ok", "tokenizer": "ok", "LLM": "ok", "Telegram": "ok",
-                        "allow-list": "warn"}
-    assert fake_llm.requests[0]["max_tokens"] == 1 and doctor.exit_code(checks) == 0
+    assert verdicts == {"config": "ok", "data dir": "ok", "HTTP access": "ok", "tokenizer": "ok", "LLM": "ok",
+                        "tools": "ok", "reasoning": "ok", "window": "ok", "local models": "ok", "truncation": "ok",
+                        "Telegram": "ok", "allow-list": "warn"}
+    detail = {c.name: c.detail for c in checks}
+    assert "32,768 tokens (server (/v1/models))" in detail["window"] and "fake-model" in detail["local models"]
+    assert fake_llm.requests[0]["tools"][0]["function"]["name"] == "current_time"
+    assert fake_llm.requests[0]["max_tokens"] <= 64 and doctor.exit_code(checks) == 0
+
+
+async def test_doctor_sees_a_server_that_cuts_prompts_and_a_model_answering_in_text(make_settings, fake_llm):
+    """A reply in text is a tools warning; a server counting far fewer prompt tokens than sent fails with the fix."""
+    fake_llm.script(Reply(text="It is noon."), Reply(text="OK", usage={"prompt_tokens": 200, "completion_tokens": 1,
+                                                                      "total_tokens": 201}))
+    checks = {c.name: c for c in await doctor.run_checks(make_settings(TUSK_CONTEXT_WINDOW=4096))}
+    assert checks["tools"].verdict == "warn" and "4,096 tokens (configured)" in checks["window"].detail
+    assert checks["truncation"].verdict == "fail" and "ollama_chat/" in checks["truncation"].fix
 
 
 async def test_doctor_names_what_is_broken(make_settings, fake_llm):

@@ -2,12 +2,13 @@
 
 import asyncio
 import json
+import time
 
 import pytest
 
 from bot.app import TuskApp
 from memory import files as memfiles
-from memory.consolidate import MAX_FAILURES, pick_cut
+from memory.consolidate import MAX_FAILURES, ChatStats, pick_cut
 from memory.session import Message, load
 from memory.tokens import count_text
 from tests.fakes.fake_llm import Reply
@@ -43,7 +44,7 @@ async def chat(app, chat_id, turns, start=0):
 
 @pytest.fixture
 def small(make_settings):
-    return lambda **env: TuskApp(make_settings(TUSK_CONTEXT_WINDOW=2048, **env))
+    return lambda **env: TuskApp(make_settings(TUSK_CONTEXT_WINDOW=2560, **env))
 
 
 def test_pick_cut_only_before_user_messages():
@@ -85,22 +86,29 @@ async def test_every_request_is_legal_and_within_the_window(small, fake_llm):
         if not is_consolidation(body):
             assert violations(body["messages"]) == []
         size = count_text(json.dumps(body["messages"])) + count_text(json.dumps(body.get("tools", [])))
-        assert size <= 2048
+        assert size <= 2560
 
 
 async def test_failed_rounds_advance_nothing_then_raw_fallback(small, fake_llm):
-    """A model that never calls save_memory moves nothing; the third failure keeps the raw chunk in HISTORY.md."""
+    """A model that never calls save_memory moves nothing and backs off, each retry on a smaller chunk; the
+    third failure keeps the raw chunk in HISTORY.md."""
     app = small()
     fake_llm.responder = lambda body: Reply(text="no tool call")
     session = app.store.get("http", "bad")
     app.store.append(session, [Message("user" if i % 2 == 0 else "assistant", f"message {i}: {FILLER}")
                                for i in range(20)])
+    stats = app.consolidator.stats.setdefault(session.files.dir, ChatStats())
     def fixed():
         return app.agent.context.fixed_tokens(session.files)
+    sizes = []
     for attempt in range(1, MAX_FAILURES):
         assert await app.consolidator.run(session, fixed) == 0
+        sizes.append(len(fake_llm.requests[-1]["messages"][1]["content"]))
         assert session.last_consolidated == 0 and not session.files.history.exists()
-        assert app.consolidator.stats[session.files.dir].failures == attempt
+        assert stats.failures == attempt and stats.retry_at > time.time()
+        assert await app.consolidator.run(session, fixed) == 0 and len(sizes) == len(fake_llm.requests)  # backing off
+        stats.retry_at = 0  # the backoff has passed
+    assert sizes[1] < sizes[0]  # the retry took a smaller chunk
     assert await app.consolidator.run(session, fixed) == 1
     entries = memfiles.history_entries(session.files)
     assert session.last_consolidated > 0 and len(entries) == 1
@@ -120,6 +128,10 @@ async def test_oversized_memory_is_rejected_and_shrink_requested(small, fake_llm
     fake_llm.responder = respond
     await chat(app, "big", 14)
     files = app.store.get("http", "big").files
+    stats = app.consolidator.stats[files.dir]
+    assert "over 100 tokens" in stats.last_error and stats.shrink and not files.memory.exists()
+    stats.retry_at = 0  # the backoff has passed
+    await chat(app, "big", 1)
     assert memfiles.read_memory(files) == "- short\n"
 
 
@@ -217,6 +229,6 @@ async def test_tool_results_never_push_a_request_over_budget(small, fake_llm):
     assert "token budget" in sent[0]
     for body in fake_llm.requests:
         estimate = sum(count_text(json.dumps(m)) for m in body["messages"])
-        assert estimate <= 2048
+        assert estimate <= 2560
     session = app.store.get("http", "tools")
     assert violations([{"role": "system", "content": ""}, *(m.to_llm() for m in session.unconsolidated)]) == []

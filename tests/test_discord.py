@@ -361,3 +361,26 @@ async def test_channels_and_threads_never_see_each_others_memory(tusk_dc, dc, fa
     await dc.message(dc.dm, dc.alice, "hi")
     await dc.wait_for(lambda: len(dc.sent) == 3)
     assert (sent_to(dc, dc.channel), sent_to(dc, dc.thread), sent_to(dc, dc.dm)) == (["seen"], ["none"], ["none"])
+
+
+async def test_message_during_start_up_is_taken_not_dropped(start_tusk, dc, fake_llm):
+    """A DM arriving after READY but before start-up completes (discord.py's guild wait) is queued and answered."""
+    starting = asyncio.create_task(start_tusk())
+    await dc.wait_connected(timeout=60)
+    await dc.message(dc.dm, dc.alice, "early bird")
+    assert not starting.done()  # still in discord.py's wait for the guilds: the race this is about
+    await starting
+    await dc.wait_for(lambda: dc.sent)
+    assert dc.sent[0]["content"].startswith("echo: ") and dc.sent[0]["content"].endswith("early bird")
+
+
+async def test_stranger_gets_a_pairing_code_on_discord(start_tusk, dc, fake_llm):
+    """With the default pairing policy a stranger's DM gets a code and no LLM call; a guild mention, a guild code."""
+    app = await start_tusk(TUSK_DM_POLICY="pairing")
+    await dc.message(dc.dm, dc.alice, "hello")
+    await dc.message(dc.channel, dc.bob, f"{dc.mention} hi", guild=dc.guild)
+    await dc.wait_for(lambda: len(dc.sent) == 2)
+    assert "tusk pairing approve" in dc.sent[0]["content"] and "this group" in dc.sent[1]["content"]
+    pending = app.access.pairing.state().pending
+    assert {(r.kind, r.id) for r in pending} == {("user", dc.alice["id"]), ("group", dc.guild.id)}
+    assert fake_llm.requests == []

@@ -5,6 +5,7 @@ import json
 import signal
 import sys
 
+from bot.app import TuskApp
 from bot.events import ChatKey, InboundMessage, Injected
 from bot.inbox import Inbox
 from tests.fakes.fake_llm import Reply
@@ -97,3 +98,30 @@ async def test_tusk_forget_also_removes_messages_waiting_for_a_replay(tmp_path):
     report = await admin.forget(home, ChatKey("telegram", "42"), confirm=True)
     assert "deleted 1 message(s) waiting to be answered after a crash (inbox.jsonl)" in report
     assert [m.text for m in Inbox(home / "inbox.jsonl").take_pending()] == ["not mine"]
+
+
+async def test_forget_in_a_running_bot_leaves_no_line_of_the_chat_in_the_inbox(make_settings, fake_llm):
+    """/forget confirm removes every inbox.jsonl line of the chat (answered ones and itself), reports it, and
+    keeps the other chats' lines."""
+    from tests.test_telegram import texts
+
+    async with FakeTelegram() as tg:
+        app = TuskApp(make_settings(TELEGRAM_BOT_TOKEN=tg.token, TELEGRAM_API_BASE=tg.base_url))
+        app.add_platforms()
+        async with app:
+            tg.push_message(42, "my secret plan", user_id=7)
+            tg.push_message(43, "someone else", user_id=8)
+            await tg.wait_for(lambda: len(tg.sent) == 2)
+            tg.push_message(42, "/forget", user_id=7)
+            await tg.wait_for(lambda: len(texts(tg, 42)) == 2)
+            assert "message(s) in the inbox journal (inbox.jsonl)" in texts(tg, 42)[1]
+            tg.push_message(42, "/forget confirm", user_id=7)
+            await tg.wait_for(lambda: len(texts(tg, 42)) == 3)
+            assert "deleted 3 message(s) in the inbox journal (inbox.jsonl)" in texts(tg, 42)[2]
+            await asyncio.sleep(0.1)
+            lines = [json.loads(line) for line in (app.settings.home / "inbox.jsonl").read_text().splitlines()]
+            ids = {rec["id"] for rec in lines if "id" in rec}
+            assert lines and all(rec.get("key", ["telegram", "43"]) == ["telegram", "43"] for rec in lines)
+            assert all(rec["done"] in ids for rec in lines if "done" in rec)  # no stray line of the forgotten turns
+            tg.push_message(43, "still here", user_id=8)
+            await tg.wait_for(lambda: len(texts(tg, 43)) == 2)

@@ -452,3 +452,48 @@ async def test_shutdown_stops_taking_events_but_delivers_the_running_turn(settin
         await slack.send_event(slack.dm("slow one", user="U0ANN"))
         await fake_llm.wait_for_requests(1)
     assert [p["text"] for p in slack.posted] == ["finished late"]
+
+
+async def test_html_502_from_a_proxy_is_retried_not_a_crash(settings, slack, fake_llm, caplog):
+    """users.info answered by a proxy's HTML 502 is logged and retried; the sender's name comes from the retry."""
+    async with running(settings()):
+        await slack.wait_connected()
+        slack.fail_next("users.info", status=502, body=("text/html", "<html><h1>502 Bad Gateway</h1></html>"))
+        await slack.send_event(slack.dm("hello", user="U0ANN"))
+        await slack.wait_for(lambda: slack.posted)
+    assert len(slack.calls_to("users.info")) == 2 and "from ann (id U0ANN)" in user_texts(fake_llm)[-1]
+    assert "Slack answered HTTP 502 to users.info" in caplog.text
+
+
+async def test_non_json_error_bodies_never_break_the_adapter(settings, slack, fake_llm, caplog):
+    """HTML labelled as JSON, or plain text, on every attempt: the sender is taken as nameless, the message is
+    answered, and the next one too."""
+    async with running(settings()):
+        await slack.wait_connected()
+        for body in [("application/json", "<html>Bad Gateway</html>")] * 3:
+            slack.fail_next("users.info", status=502, body=body)
+        await slack.send_event(slack.dm("first", user="U0ANN"))
+        await slack.wait_for(lambda: slack.posted, timeout=10)
+        for body in [("text/plain", "upstream connect error")] * 3:
+            slack.fail_next("users.info", status=503, body=body)
+        await slack.send_event(slack.dm("second", user="U0CAROL", channel="D0CAROL"))
+        await slack.wait_for(lambda: len(slack.posted) == 2, timeout=10)
+    assert "users.info for U0ANN failed (HTTP 502, not a Slack answer)" in caplog.text
+    assert "users.info for U0CAROL failed (HTTP 503, not a Slack answer)" in caplog.text
+    assert [t.rsplit("\n", 1)[-1] for t in user_texts(fake_llm)] == ["first", "second"]
+
+
+async def test_stranger_gets_a_pairing_code_on_slack(settings, slack, fake_llm):
+    """Default pairing policy: a stranger's DM is answered with a code only; no users.info call, no LLM call."""
+    s = settings(TUSK_DM_POLICY="pairing")
+    async with running(s) as (app, _):
+        await slack.wait_connected()
+        await slack.send_event(slack.dm("hello", user="U0CAROL", channel="D0CAROL"))
+        await slack.wait_for(lambda: slack.posted)
+        code = app.access.pairing.state().pending[0].code
+        assert code in slack.posted[0]["text"] and slack.posted[0]["channel"] == "D0CAROL"
+        assert slack.calls_to("users.info") == [] and fake_llm.requests == []
+        app.access.pairing.approve(code)
+        await slack.send_event(slack.dm("now?", user="U0CAROL", channel="D0CAROL"))
+        await slack.wait_for(lambda: len(slack.posted) == 2)
+    assert len(fake_llm.requests) == 1 and chats(s) == ["D0CAROL"]

@@ -38,8 +38,9 @@ async def test_tool_call_round_trip(tusk, fake_llm):
     fake_llm.script(Reply(text=None, tool_calls=[("call_1", "current_time", {"timezone": "Asia/Tokyo"})]),
                     Reply(text="It is late in Tokyo."))
     assert await tusk.say("carol", "time in Tokyo?") == ["It is late in Tokyo."]
-    tool_msg = fake_llm.requests[1]["messages"][-1]
-    assert tool_msg["role"] == "tool" and tool_msg["tool_call_id"] == "call_1" and "JST" in tool_msg["content"]
+    step, tool_msg = fake_llm.requests[1]["messages"][-2:]
+    assert tool_msg["role"] == "tool" and "JST" in tool_msg["content"]
+    assert tool_msg["tool_call_id"] == step["tool_calls"][0]["id"] != "call_1"  # Tusk's own id, not the provider's
     roles = [m.role for m in tusk.store.get("http", "carol").unconsolidated]
     assert roles == ["user", "assistant", "tool", "assistant"]
     await tusk.say("carol", "thanks")

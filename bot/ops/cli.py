@@ -47,7 +47,30 @@ def _parser() -> argparse.ArgumentParser:
     export = sub.add_parser("export", help="write a chat's files into a .tar.gz")
     export.add_argument("chat", type=_chat_key, help="CHANNEL:ID as `tusk chats` lists it")
     export.add_argument("-o", "--output", type=Path, help="file to write (default tusk-CHANNEL-ID-TIME.tar.gz)")
+    pairing = sub.add_parser("pairing", help="let strangers talk to Tusk: list, approve or revoke pairing codes")
+    pairing_sub = pairing.add_subparsers(dest="action", metavar="ACTION", required=True)
+    pairing_sub.add_parser("list", help="pending codes and who is approved")
+    pairing_sub.add_parser("approve", help="approve the user or group holding CODE").add_argument("code")
+    pairing_sub.add_parser("revoke", help="remove an approval (CHANNEL:ID) or a pending CODE").add_argument("target")
     return parser
+
+
+def _pairing(args: argparse.Namespace, settings: Settings) -> int:
+    from bot.ops import pairing
+    from bot.pairing import PairingError, PairingStore
+
+    store = PairingStore(settings.home, settings.pairing_ttl * 60, settings.pairing_max_pending)
+    try:
+        if args.action == "list":
+            print(pairing.listing(store))
+        elif args.action == "approve":
+            print(pairing.approve(store, args.code))
+        else:
+            print(pairing.revoke(store, args.target))
+    except (LookupError, PairingError) as exc:
+        print(f"tusk: {exc.args[0]}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def _chat_key(value: str):
@@ -118,6 +141,9 @@ async def _run(settings: Settings) -> None:
     for variable in settings.open_allow_lists():
         logger.warning("%s is empty: anyone who finds the bot can talk to it and spend your LLM credits. "
                        "Set it to the user ids allowed to use Tusk.", variable)
+    if platforms and settings.dm_policy == "pairing":
+        logger.info("strangers who write to the bot get a pairing code: `tusk pairing list` shows them, "
+                    "`tusk pairing approve CODE` lets one in")
     async with app:
         names = ", ".join(c.name for c in platforms)
         where = _where(app, http)
@@ -179,6 +205,8 @@ def main(argv: list[str] | None = None) -> int:
                    settings.log_format)
     if args.command in ADMIN:
         return _admin(args, settings)
+    if args.command == "pairing":
+        return _pairing(args, settings)
     if args.command == "doctor":
         return _doctor(settings)
     if args.command == "console-url":

@@ -1,6 +1,6 @@
 """`tusk doctor`: is this installation able to run? Each check gives a verdict and the fix.
 
-    config  data dir  HTTP access  tokenizer  LLM (a 1-token request)  each platform token  allow-lists
+    config  data dir  HTTP access  tokenizer  the model (bot/ops/probe.py)  each platform token  allow-lists
 
 The CLI masks every secret in what it prints, exactly as the log does (bot/logs.py); the
 HTTP access check applies the very rule `tusk run` enforces (channels/http.py `bind_problem`).
@@ -86,18 +86,6 @@ def _tokenizer() -> Check:
     return Check("tokenizer", "ok", "cl100k_base loads offline")
 
 
-async def _llm(settings: Settings) -> Check:
-    from bot.llm import LLM
-
-    llm_settings = dataclasses.replace(settings.llm_settings(), max_tokens=1, retries=0, fallbacks=())
-    try:
-        reply = await LLM(llm_settings).complete([{"role": "user", "content": "Say OK."}])
-    except LLMError as exc:
-        return Check("LLM", "fail", f"{llm_settings.model} did not answer: {exc}",
-                     "check TUSK_MODEL, TUSK_API_KEY (or the provider's variable) and TUSK_API_BASE")
-    return Check("LLM", "ok", f"{reply.model} answered")
-
-
 async def _get_json(method: str, url: str, headers: dict[str, str] | None = None) -> tuple[int, dict]:
     async with aiohttp.ClientSession(timeout=TIMEOUT) as client:
         async with client.request(method, url, headers=headers) as resp:
@@ -156,7 +144,9 @@ async def run_checks(settings: Settings) -> list[Check]:
     checks = [Check("config", "ok", "settings are valid")]
     checks += [_data_dir(settings), _http_access(settings), _tokenizer()]
     try:
-        checks.append(await _llm(settings))
+        from bot.ops.probe import probe  # imports litellm: only when the model is checked
+
+        checks += await probe(settings)
     except ConfigError as exc:
         checks.append(Check("LLM", "fail", str(exc), "set TUSK_MODEL in the environment or .env"))
     platforms = [("Telegram", settings.telegram_bot_token, _telegram), ("Slack", settings.slack_bot_token, _slack),

@@ -45,6 +45,10 @@ class ToolContext:
     key: ChatKey
     files: ChatFiles
     notify: Notify = no_notice  # posts Tusk's own words (not the model's) to this chat, like a reply
+    sender_id: str = ""  # who wrote the message the tool runs for ("tusk" for turns Tusk starts itself)
+    sender_name: str = ""
+    is_group: bool = False
+    sender_is_admin: bool = False  # an admin of this group (the platform's rights), as on the InboundMessage
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +123,8 @@ class ToolBox:
         try:
             if tool is None:
                 raise ToolArgumentError(f"no tool named {call.name!r}; available: {', '.join(self.tools)}")
+            if call.error is not None:  # not run on a guess: the model sees what it wrote and tries again
+                raise ToolArgumentError(f"{call.error}; call {call.name} again with a JSON object")
             kwargs = tool.parse(call.arguments)
             if tool.context_param:
                 kwargs[tool.context_param] = ctx

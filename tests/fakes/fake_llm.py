@@ -7,6 +7,12 @@
 
 Replies come from the script (FIFO), then from `responder(body)` if set, else echo the
 last user message as "echo: <text>". Streaming requests get SSE chunks.
+
+A `Reply` can take the shapes real providers send: a verbatim `message` (content as a list
+of parts, reasoning fields, odd tool calls), `choices` (e.g. none at all), a
+`finish_reason` ("length", "content_filter"), `reasoning` (DeepSeek's `reasoning_content`),
+a `raw_body` with any status (an error object in a 200, a vendor's window error: see
+`overflow_body`), and `trickle` to send the body a few bytes at a time.
 """
 
 from __future__ import annotations
@@ -34,6 +40,44 @@ class Reply:
     status: int = 200
     headers: dict[str, str] = field(default_factory=dict)
     raw_body: str | None = None
+    message: dict[str, Any] | None = None  # sent as the choice's message verbatim
+    choices: list[dict[str, Any]] | None = None  # sent as `choices` verbatim
+    finish_reason: str | None = None
+    reasoning: str | None = None  # reasoning_content beside the content (DeepSeek, vLLM, OpenRouter via litellm)
+    usage: dict[str, int] | None = None
+    trickle: float = 0.0  # seconds between 16-byte pieces of the body
+
+
+# What servers answer when the prompt is over the model's window, as their docs and code give them.
+OVERFLOW_BODIES = {
+    "openai": (400, {"error": {"message": "This model's maximum context length is {n} tokens. However, your "
+                               "messages resulted in {m} tokens. Please reduce the length of the messages.",
+                               "type": "invalid_request_error", "param": "messages",
+                               "code": "context_length_exceeded"}}),
+    "vllm": (400, {"object": "error", "message": "This model's maximum context length is {n} tokens. However, "
+                   "you requested {m} tokens ({m} in the messages, 0 in the completion). Please reduce the length "
+                   "of the messages or completion.", "type": "BadRequestError", "param": None, "code": 400}),
+    "lmstudio": (400, {"error": "Trying to keep the first {m} tokens when context the overflows. However, the "
+                       "model is loaded with context length of only {n} tokens, which is not enough. Try to load "
+                       "the model with a larger context length, or provide a shorter input"}),
+    "llamacpp": (400, {"error": {"code": 400, "message": "the request exceeds the available context size, try "
+                                 "increasing it", "type": "exceed_context_size_error", "n_prompt_tokens": "{m}",
+                                 "n_ctx": "{n}"}}),
+    "ollama": (400, {"error": {"message": "prompt too long; exceeded max context length by {d} tokens",
+                               "type": "api_error", "param": None, "code": None}}),
+    "anthropic": (400, {"type": "error", "error": {"type": "invalid_request_error",
+                                                   "message": "prompt is too long: {m} tokens > {n} maximum"}}),
+}
+
+
+def overflow_body(vendor: str, window: int, prompt: int) -> Reply:
+    """The reply `vendor`'s server gives a prompt of `prompt` tokens against a `window`-token window."""
+    status, body = OVERFLOW_BODIES[vendor]
+    text = json.dumps(body)
+    for key, value in (("{n}", window), ("{m}", prompt), ("{d}", prompt - window)):
+        text = text.replace(key, str(value))
+    text = text.replace('"%d"' % window, str(window)).replace('"%d"' % prompt, str(prompt))
+    return Reply(status=status, raw_body=text)
 
 
 def last_user_text(body: dict[str, Any]) -> str:
@@ -55,6 +99,9 @@ class FakeLLM:
         self._closing = asyncio.Event()
         self._ids = itertools.count(1)
         self.base_url = ""
+        self.models: list[dict[str, Any]] = [{"id": "fake-model", "object": "model"}]  # what /v1/models lists
+        self.ollama_context: int | None = None  # set: /api/show answers as Ollama does, with this context_length
+        self.arrivals: list[float] = []  # time.monotonic() of each request in `requests`
 
     def script(self, *replies: Reply) -> None:
         self._script.extend(replies)
@@ -67,6 +114,9 @@ class FakeLLM:
         app.router.add_post("/v1/chat/completions", self._complete)
         app.router.add_post("/chat/completions", self._complete)
         app.router.add_get("/v1/models", self._models)
+        app.router.add_post("/api/chat", self._ollama_chat)  # Ollama's native API (litellm's ollama_chat/ route)
+        app.router.add_post("/api/show", self._ollama_show)
+        app.router.add_get("/api/tags", self._ollama_tags)
         self._runner, url = await serve(app)
         self.base_url = f"{url}/v1"
         return self
@@ -84,18 +134,55 @@ class FakeLLM:
         return Reply(text=f"echo: {last_user_text(body)}")
 
     async def _models(self, request: web.Request) -> web.Response:
-        return web.json_response({"object": "list", "data": [{"id": "fake-model", "object": "model"}]})
+        return web.json_response({"object": "list", "data": self.models})
 
-    async def _complete(self, request: web.Request) -> web.StreamResponse:
+    async def _take(self, request: web.Request) -> tuple[dict[str, Any], Reply]:
         body = await request.json()
         self.requests.append(body)
+        self.arrivals.append(time.monotonic())
         reply = self._next(body)
         if reply.delay:  # cut short when the fake closes, so a test never waits out a slow reply
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._closing.wait(), reply.delay)
+        return body, reply
+
+    async def _ollama_show(self, request: web.Request) -> web.Response:
+        """Ollama's /api/show, as its API docs give it (the parts Tusk reads)."""
+        name = (await request.json()).get("model", "")
+        if self.ollama_context is None:
+            raise web.HTTPNotFound()
+        if not any(m["id"] == name for m in self.models):
+            return web.json_response({"error": f"model '{name}' not found"}, status=404)
+        return web.json_response({"modelfile": "# fake", "parameters": "stop \"<|eot_id|>\"", "template": "",
+                                  "details": {"family": "llama"}, "capabilities": ["completion", "tools"],
+                                  "model_info": {"general.architecture": "llama",
+                                                 "llama.context_length": self.ollama_context}})
+
+    async def _ollama_tags(self, request: web.Request) -> web.Response:
+        return web.json_response({"models": [{"name": m["id"], "model": m["id"]} for m in self.models]})
+
+    async def _ollama_chat(self, request: web.Request) -> web.Response:
+        """Ollama's native /api/chat (non-streaming): its own reply shape and error bodies."""
+        body, reply = await self._take(request)
+        if not any(m["id"] == body.get("model") for m in self.models):
+            return web.json_response({"error": f"model \"{body.get('model')}\" not found, try pulling it first"},
+                                     status=404)
+        if reply.raw_body is not None or reply.status != 200:
+            return await self._send(request, reply, reply.raw_body or json.dumps({"error": "fake error"}))
+        calls = [{"function": {"name": name, "arguments": args if isinstance(args, dict) else json.loads(args)}}
+                 for _, name, args in reply.tool_calls]
+        prompt = len(json.dumps(body.get("messages", []))) // 4
+        return web.json_response({
+            "model": body.get("model"), "created_at": "2026-12-03T08:00:00Z",
+            "message": {"role": "assistant", "content": reply.text or "", **({"tool_calls": calls} if calls else {})},
+            "done": True, "done_reason": reply.finish_reason or "stop",
+            "prompt_eval_count": (reply.usage or {}).get("prompt_tokens", prompt),
+            "eval_count": len(reply.text or "") // 4 + 1})
+
+    async def _complete(self, request: web.Request) -> web.StreamResponse:
+        body, reply = await self._take(request)
         if reply.raw_body is not None:
-            return web.Response(text=reply.raw_body, status=reply.status, headers=reply.headers,
-                                content_type="application/json")
+            return await self._send(request, reply, reply.raw_body)
         if reply.status != 200:
             error = {"error": {"message": f"fake error {reply.status}", "type": "fake_error", "code": reply.status}}
             return web.json_response(error, status=reply.status, headers=reply.headers)
@@ -107,12 +194,30 @@ class FakeLLM:
             return await self._stream(request, base, reply, calls)
         prompt = len(json.dumps(body.get("messages", []))) // 4
         done = len(reply.text or "") // 4 + 1
-        message = {"role": "assistant", "content": reply.text, **({"tool_calls": calls} if calls else {})}
-        return web.json_response({
-            **base, "object": "chat.completion",
-            "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}],
-            "usage": {"prompt_tokens": prompt, "completion_tokens": done, "total_tokens": prompt + done},
-        }, headers=reply.headers)
+        message = reply.message or {"role": "assistant", "content": reply.text,
+                                    **({"tool_calls": calls} if calls else {}),
+                                    **({"reasoning_content": reply.reasoning} if reply.reasoning else {})}
+        finish = reply.finish_reason or ("tool_calls" if calls else "stop")
+        choices = reply.choices if reply.choices is not None else [
+            {"index": 0, "message": message, "finish_reason": finish}]
+        usage = reply.usage or {"prompt_tokens": prompt, "completion_tokens": done, "total_tokens": prompt + done}
+        payload = {**base, "object": "chat.completion", "choices": choices, "usage": usage}
+        return await self._send(request, reply, json.dumps(payload))
+
+    async def _send(self, request: web.Request, reply: Reply, text: str) -> web.StreamResponse:
+        if not reply.trickle:
+            return web.Response(text=text, status=reply.status, headers=reply.headers,
+                                content_type="application/json")
+        resp = web.StreamResponse(status=reply.status, headers={"Content-Type": "application/json", **reply.headers})
+        await resp.prepare(request)
+        data = text.encode()
+        for i in range(0, len(data), 16):
+            await resp.write(data[i:i + 16])
+            if self._closing.is_set():
+                break
+            await asyncio.sleep(reply.trickle)
+        await resp.write_eof()
+        return resp
 
     async def _stream(self, request: web.Request, base: dict, reply: Reply, calls: list[dict]) -> web.StreamResponse:
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", **reply.headers})
@@ -121,6 +226,8 @@ class FakeLLM:
         deltas: list[dict[str, Any]] = [{"role": "assistant", "content": text[: len(text) // 2]},
                                         {"content": text[len(text) // 2:]}]
         deltas += [{"tool_calls": [{"index": i, **c}]} for i, c in enumerate(calls)]
+        if reply.message is not None:
+            deltas = [reply.message]
         for i, delta in enumerate(deltas):
             last = i == len(deltas) - 1
             choice = {"index": 0, "delta": delta,

@@ -13,6 +13,7 @@
         slack.reactions   # [(method, params)] of accepted reactions.add/remove; slack.reacted: current set
         slack.calls       # (method, params) for every Web API call, rejected ones included
         slack.fail_next("chat.postMessage", error="channel_not_found")       # or status=429, retry_after=0
+        slack.fail_next("users.info", status=502, body=("text/html", "<html>Bad Gateway</html>"))  # a proxy's page
         slack.slow_next("users.info", 0.2)            # the next call answers after 0.2 s
         status, text = await slack.deliver(url, slack.event_body(event))     # HTTP mode, signed like Slack
         status, text = await slack.deliver(url, payload, secret="forged")    # a bad signature
@@ -50,12 +51,14 @@ class Failure:
     error: str
     status: int = 200
     retry_after: int | None = None
+    body: tuple[str, str] | None = None  # (content type, text): a raw answer, as from a proxy in front of Slack
 
 
 class ApiError(Exception):
-    def __init__(self, error: str, status: int = 200, headers: dict[str, str] | None = None) -> None:
+    def __init__(self, error: str, status: int = 200, headers: dict[str, str] | None = None,
+                 body: tuple[str, str] | None = None) -> None:
         super().__init__(error)
-        self.error, self.status, self.headers = error, status, headers or {}
+        self.error, self.status, self.headers, self.body = error, status, headers or {}, body
 
 
 class FakeSlack:
@@ -112,9 +115,10 @@ class FakeSlack:
                                "profile": {"display_name": name, "real_name": name.title()}}
 
     def fail_next(self, method: str, error: str = "ratelimited", *, status: int = 200,
-                  retry_after: int | None = None) -> None:
-        """The next call to `method` fails with Slack's `error` (status 429 plus Retry-After for rate limits)."""
-        self._failures.setdefault(method, deque()).append(Failure(error, status, retry_after))
+                  retry_after: int | None = None, body: tuple[str, str] | None = None) -> None:
+        """The next call to `method` fails with Slack's `error` (status 429 plus Retry-After for rate limits),
+        or with `body`, a raw (content type, text) answer such as a proxy's HTML 502 page."""
+        self._failures.setdefault(method, deque()).append(Failure(error, status, retry_after, body))
 
     def slow_next(self, method: str, seconds: float) -> None:
         self._delays.setdefault(method, deque()).append(seconds)
@@ -272,6 +276,8 @@ class FakeSlack:
                 raise ApiError("unknown_method", 404)
             return web.json_response({"ok": True, **handler(params)})
         except ApiError as exc:
+            if exc.body is not None:
+                return web.Response(text=exc.body[1], status=exc.status, content_type=exc.body[0])
             return web.json_response({"ok": False, "error": exc.error}, status=exc.status, headers=exc.headers)
 
     def _check(self, method: str, token: str | None) -> None:
@@ -279,7 +285,7 @@ class FakeSlack:
         if failures:
             f = failures.popleft()
             headers = {"Retry-After": str(f.retry_after)} if f.retry_after is not None else {}
-            raise ApiError(f.error, f.status, headers)
+            raise ApiError(f.error, f.status, headers, f.body)
         if not token:
             raise ApiError("not_authed")
         wanted = self.app_token if method == "apps.connections.open" else self.bot_token

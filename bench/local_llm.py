@@ -1,0 +1,124 @@
+"""A long chat against a real local llama.cpp server, Tusk told nothing but the model name and base URL.
+
+Uses ../shared/tools/local-llm/serve (llama-cpp-python's OpenAI-compatible server with a tiny model,
+one request at a time): if nothing answers on the port, the script starts it (the first start builds
+llama.cpp, ~8 minutes). Runs `tusk`'s real app in-process (TuskApp, the HTTP channel) with
+TUSK_MODEL=openai/tiny and TUSK_API_BASE only, then a long chat of substantial messages, and prints:
+turns answered, consolidations that wrote MEMORY.md (and raw fallbacks), the window Tusk ended on
+and its source, reply latency p50/p95, the longest generation against the reply reserve.
+
+    python bench/local_llm.py [--turns 40] [--ctx 2048] [--ramble] [--port 18790]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+SERVE = ROOT.parent / "shared" / "tools" / "local-llm" / "serve"
+TOPICS = ["my vegetable garden and the tomatoes that split after the rain", "the trip to Lisbon we plan for May",
+          "my sister's new job at the hospital in Porto", "the bread recipe with rye and caraway I keep changing",
+          "why the old bicycle squeaks on every hill", "the book club reading a long Russian novel this month"]
+
+
+def message(i: int) -> str:
+    topic = TOPICS[i % len(TOPICS)]
+    return (f"Turn {i}: let me tell you about {topic}. It has been on my mind all week, and I keep coming back "
+            f"to the same questions about it: what to do first, what it will cost, and who could help. "
+            f"Yesterday I wrote down a few notes about {topic} so I would not forget them, and I would like "
+            f"you to remember the important parts for later.")
+
+
+def reachable(base: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{base}/models", timeout=2) as resp:
+            return resp.status == 200
+    except OSError:
+        return False
+
+
+def start_server(port: int, ctx: int, ramble: bool) -> subprocess.Popen | None:
+    base = f"http://127.0.0.1:{port}/v1"
+    if reachable(base):
+        return None
+    args = [str(SERVE), "--port", str(port), "--ctx", str(ctx), *(["--ramble"] if ramble else [])]
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 900
+    while not reachable(base):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise SystemExit(f"the local server did not start ({' '.join(args)})")
+        time.sleep(1)
+    return proc
+
+
+async def run(base: str, turns: int) -> dict[str, object]:
+    from bot.config import load_settings
+    from memory import files as memfiles
+    from tests.conftest import running
+
+    home = Path(tempfile.mkdtemp(prefix="tusk-local-"))
+    settings = load_settings(TUSK_HOME=str(home), TUSK_MODEL="openai/tiny", TUSK_API_BASE=base,
+                             TUSK_API_KEY="sk-local", TUSK_HTTP_PORT="0", TUSK_LLM_TIMEOUT="120")
+    latencies, generations, failures = [], [], 0
+    async with running(settings) as tusk:
+        llm_complete = tusk.llm.complete
+
+        async def recorded(messages, tools=None, **kw):
+            reply = await llm_complete(messages, tools, **kw)
+            if not kw.get("tool_choice"):
+                generations.append(reply.completion_tokens)
+            return reply
+        tusk.llm.complete = recorded
+        for i in range(turns):
+            started = time.monotonic()
+            (reply,) = await tusk.say("bench", message(i))
+            latencies.append(time.monotonic() - started)
+            failures += reply.startswith(("The model", "I can't", "Something went wrong", "This conversation"))
+        await tusk.agent.aclose()
+        files = tusk.store.get("http", "bench").files
+        entries = memfiles.history_entries(files)
+        budget = tusk.consolidator.budget
+        raw = sum("\n[raw] " in e for e in entries)  # each entry starts with its dated heading
+        return {"turns": turns, "answered": turns - failures, "consolidations written by the model": len(entries) - raw,
+                "raw fallbacks": raw,
+                "MEMORY.md tokens": len(memfiles.read_memory(files).split()),
+                "window": f"{budget.window} ({budget.source})", "reserve": budget.reserve,
+                "reply p50 s": round(statistics.median(latencies), 2),
+                "reply p95 s": round(sorted(latencies)[int(0.95 * (len(latencies) - 1))], 2),
+                "longest generation": max(generations or [0])}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=40)
+    parser.add_argument("--ctx", type=int, default=2048)
+    parser.add_argument("--port", type=int, default=None)
+    parser.add_argument("--ramble", action="store_true", help="the model that never stops talking")
+    args = parser.parse_args()
+    port = args.port or (18792 if args.ramble else 18790)
+    proc = start_server(port, args.ctx, args.ramble)
+    try:
+        figures = asyncio.run(run(f"http://127.0.0.1:{port}/v1", args.turns))
+    finally:
+        if proc is not None:
+            proc.terminate()
+            proc.wait(10)
+    print(f"local llama.cpp server, window {args.ctx}{' (ramble)' if args.ramble else ''}:")
+    for key, value in figures.items():
+        print(f"  {key:<20} {value}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,156 @@
+"""What Tusk learned about each model from its server, kept in `$TUSK_HOME/models.json`.
+
+    {"openai/tiny": {"window": 2048, "no_tools": true, "truncates": false,
+                     "reason": "...", "updated": "2026-12-03 08:40:00"}}
+
+- `window`: tokens the server really takes (it said a prompt was too long; bot/window.py);
+- `no_tools`: the server refused tools ("does not support tools") or ignored them: turns go
+  without tools and consolidation uses its plain-text form;
+- `truncates`: the server reported far fewer prompt tokens than Tusk sent (Ollama cutting the
+  front of the prompt at its own context size).
+
+Readable JSON, owner-only, written atomically; an unreadable file is treated as empty.
+
+`Learner` applies what a server says to the running Tusk: the budget (memory/consolidate.py),
+whether tools are offered (bot/context.py), the num_ctx sent to Ollama (bot/llm.py).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bot.errors import ContextOverflow, ToolsUnsupported
+from bot.window import Window, reply_cap, step_down
+from memory.consolidate import Budget, Consolidator
+
+logger = logging.getLogger(__name__)
+
+FILE = "models.json"
+
+
+@dataclass(frozen=True, slots=True)
+class ModelFacts:
+    window: int | None = None
+    no_tools: bool = False
+    truncates: bool = False
+
+
+class ModelBook:
+    def __init__(self, home: Path) -> None:
+        self.path = Path(home) / FILE
+        self._cache: tuple[float, dict[str, Any]] | None = None
+
+    def _read(self) -> dict[str, Any]:
+        try:
+            mtime = self.path.stat().st_mtime
+            if self._cache and self._cache[0] == mtime:
+                return self._cache[1]
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError):
+            logger.warning("%s is unreadable; what was learned about models starts again", self.path)
+            return {}
+        data = data if isinstance(data, dict) else {}
+        self._cache = (mtime, data)
+        return data
+
+    def get(self, model: str) -> ModelFacts:
+        entry = self._read().get(model)
+        if not isinstance(entry, dict):
+            return ModelFacts()
+        window = entry.get("window")
+        return ModelFacts(window=window if type(window) is int and window > 0 else None,  # noqa: E721
+                          no_tools=entry.get("no_tools") is True, truncates=entry.get("truncates") is True)
+
+    def note(self, model: str, reason: str, **facts: Any) -> None:
+        """Record `facts` (window=, no_tools=, truncates=) for `model`, with why."""
+        data = dict(self._read())
+        entry = dict(data.get(model) or {})
+        entry.update(facts, reason=reason[:300], updated=time.strftime("%Y-%m-%d %H:%M:%S"))
+        data[model] = entry
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_name(f".{FILE}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(data, fh, indent=1)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, self.path)
+        self._cache = None
+
+
+TRUNCATION_RATIO = 0.5  # the server counted under half the prompt Tusk sent: it cut the front off
+TRUNCATION_MIN = 1000  # ... of a prompt at least this long (short prompts vary too much between tokenizers)
+TRUNCATION_FIX = ("the model server cuts long prompts (identity and memory first). Ollama: use TUSK_MODEL="
+                  "ollama_chat/<model> so Tusk sets num_ctx, or raise OLLAMA_CONTEXT_LENGTH; others: set "
+                  "TUSK_CONTEXT_WINDOW to the context length the server runs")
+
+
+class Learner:
+    """What the model's server said, applied to the running Tusk and kept in models.json."""
+
+    def __init__(self, book: ModelBook, model: str, consolidator: Consolidator, context: Any, llm: Any,
+                 max_reply_tokens: int | None, memory_max_tokens: int | None, known_output: int | None) -> None:
+        self.book, self.model = book, model
+        self.consolidator, self.context, self.llm = consolidator, context, llm
+        self.max_reply_tokens, self.memory_max_tokens = max_reply_tokens, memory_max_tokens
+        self.known_output = known_output  # the model's largest reply per litellm, if it knows
+        facts = book.get(model)
+        self.truncates = facts.truncates
+        context.tools_available = not facts.no_tools
+        llm.window = consolidator.budget.window
+
+    def set_window(self, window: Window) -> None:
+        """Budget for `window` from now on (the memory cap follows it unless TUSK_MEMORY_MAX_TOKENS is set)."""
+        c = self.consolidator
+        c.budget = Budget.for_window(window.tokens, reply_cap(self.max_reply_tokens, self.known_output, window.source),
+                                     window.source)
+        if not self.memory_max_tokens:
+            c.max_memory_tokens = window.tokens // 10
+        self.llm.window = window.tokens
+        logger.info("model window: %s", window.describe())
+
+    def learn_window(self, exc: ContextOverflow) -> bool:
+        """The server said a prompt was too long: keep a smaller window. False when there is none to learn."""
+        current = self.consolidator.budget.window
+        tokens = step_down(current, exc.window)
+        if tokens >= current:
+            return False
+        said = f"the server named {exc.window:,}" if exc.window else "the server named no size"
+        logger.warning("the prompt was over %s's window; budgeting for %d tokens from now on (was %d; %s)",
+                       self.model, tokens, current, said)
+        self.book.note(self.model, str(exc), window=tokens)
+        self.set_window(Window(tokens, "learned from the server's error"))
+        return True
+
+    def tools_refused(self, exc: ToolsUnsupported) -> None:
+        """The server takes no tools for this model: turns go without them from now on."""
+        logger.warning("%s does not take tools (%s); answering without them from now on, memory in plain text",
+                       self.model, exc)
+        self.book.note(self.model, str(exc), no_tools=True)
+        self.context.tools_available = False
+
+    def prompt_counted(self, sent: int, counted: int) -> None:
+        """Compare Tusk's estimate of a prompt with the server's count; a far smaller count is a cut prompt."""
+        if self.truncates or not counted or sent < TRUNCATION_MIN or counted >= sent * TRUNCATION_RATIO:
+            return
+        self.truncates = True
+        logger.warning("%s: sent ~%d prompt tokens, the server counted %d: %s", self.model, sent, counted,
+                       TRUNCATION_FIX)
+        self.book.note(self.model, f"sent ~{sent} tokens, the server counted {counted}", truncates=True)
+
+    def notes(self) -> tuple[str, ...]:
+        """What /status says about the model beyond its window."""
+        out = []
+        if not self.context.tools_available:
+            out.append("Tools: unavailable (the model or its server takes none); memory is kept in plain text")
+        if self.truncates:
+            out.append(f"Warning: {TRUNCATION_FIX}")
+        return tuple(out)

@@ -1,0 +1,179 @@
+"""What real servers send, read before and beside litellm: window errors, list content, `<think>`.
+
+- `overflow_window(exc)`: is this error a prompt over the window, and what window did the
+  server name? Each server words it its own way (the fake in tests/fakes/fake_llm.py has
+  each wording as its docs or code give it).
+- `readable_client(...)`: for the `openai/` route with a base URL (vLLM, LM Studio,
+  llama.cpp, a proxy), an OpenAI client for litellm's documented `client` parameter whose
+  transport turns a reply's `content` list of parts into its text (thinking parts into
+  `reasoning_content`), which litellm's reply model would otherwise refuse, and arguments
+  given as an object into JSON text.
+- `strip_think(text)`: `<think>...</think>` blocks never reach users or the session.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from typing import Any
+
+import httpx
+
+_THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
+_OPEN_THINK = re.compile(r"<think>.*\Z", re.DOTALL | re.IGNORECASE)
+
+# (pattern, does its first group name the window?)
+_OVERFLOW = (
+    (re.compile(r"maximum context length is (\d+)", re.I), True),  # OpenAI, vLLM, llama-cpp-python
+    (re.compile(r"context length of only (\d+)", re.I), True),  # LM Studio
+    (re.compile(r"tokens? > (\d+) maximum", re.I), True),  # Anthropic "prompt is too long: N tokens > M maximum"
+    (re.compile(r'"n_ctx"\s*:\s*"?(\d+)', re.I), True),  # llama.cpp server's error body
+    (re.compile(r"context_length_exceeded|exceed(?:s|ed)? (?:the )?(?:available |max(?:imum)? )?context"
+                r"|prompt (?:is )?too long|context window|input is too long|too many tokens", re.I), False),
+)
+
+
+def _error_texts(exc: BaseException) -> str:
+    """Everything an exception says of the server's answer (litellm keeps the body in different places)."""
+    parts = [str(exc), str(getattr(exc, "message", "") or ""), str(getattr(exc, "body", "") or "")]
+    response = getattr(exc, "response", None)
+    try:
+        parts.append(response.text if response is not None else "")
+    except Exception:  # a streamed or closed response has no text to give
+        pass
+    return "\n".join(parts)
+
+
+def overflow_window(exc: BaseException, known_overflow: bool = False) -> int | None:
+    """None if `exc` is not a context overflow; else the window the server named, or 0 if it named none."""
+    status = getattr(exc, "status_code", None)
+    if not known_overflow and status not in (400, 413, 422, 500):
+        return None
+    text = _error_texts(exc)
+    for pattern, names_window in _OVERFLOW:
+        if match := pattern.search(text):
+            return int(match.group(1)) if names_window else 0
+    return 0 if known_overflow else None
+
+
+_TOOLS_REFUSED = re.compile(r"does not support tools|tools? (?:are|is) not supported|does not support (?:function|tool) "
+                            r"call|tool_choice.*not supported|tool use is not supported", re.I)
+_MODEL_MISSING = re.compile(r"model\W+\S+\W+not found|model .{0,80} does not exist|model_not_found|"
+                            r"no such model|unknown model|model .{0,80} is not (?:loaded|available)", re.I)
+
+
+def tools_refused(exc: BaseException) -> bool:
+    """Ollama's 400 "<model> does not support tools" and its kin."""
+    return bool(_TOOLS_REFUSED.search(_error_texts(exc)))
+
+
+def model_missing(exc: BaseException) -> bool:
+    """Ollama's "model 'x' not found, try pulling it first", vLLM's and OpenAI's "does not exist"."""
+    return bool(_MODEL_MISSING.search(_error_texts(exc)))
+
+
+def model_name(model: str) -> str:
+    """The name the server knows: the litellm model string without its route."""
+    return model.split("/", 1)[1] if "/" in model else model
+
+
+async def served_models(api_base: str) -> list[str]:
+    """The model ids a server lists at /v1/models (Ollama's /api/tags too), or [] if it lists none."""
+    import aiohttp
+
+    root = api_base.rstrip("/").removesuffix("/v1")
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=3)) as http:
+        for path, key, field in (("/v1/models", "data", "id"), ("/api/tags", "models", "name")):
+            try:
+                async with http.get(root + path) as resp:
+                    body = await resp.json(content_type=None)
+                names = [m.get(field) for m in body.get(key, []) if isinstance(m, dict)]
+                if names:
+                    return [str(n) for n in names]
+            except (aiohttp.ClientError, TimeoutError, ValueError, AttributeError):
+                continue
+    return []
+
+
+def strip_think(text: str | None) -> str | None:
+    """The text without `<think>` blocks (a block never closed runs to the end)."""
+    if not text or "<think" not in text.lower():
+        return text
+    return _OPEN_THINK.sub("", _THINK.sub("", text)).strip()
+
+
+def flatten_content(body: dict[str, Any]) -> bool:
+    """Turn list-of-parts `content` in a chat completion into text, and tool-call arguments given as an
+    object into JSON text, in place; True if anything changed."""
+    changed = False
+    for choice in body.get("choices") or []:
+        message = choice.get("message") if isinstance(choice, dict) else None
+        if not isinstance(message, dict):
+            continue
+        for call in message.get("tool_calls") or []:
+            function = call.get("function") if isinstance(call, dict) else None
+            if isinstance(function, dict) and isinstance(function.get("arguments"), dict | list):
+                function["arguments"] = json.dumps(function["arguments"], ensure_ascii=False)
+                changed = True
+        content = message.get("content")
+        if not isinstance(content, list):
+            continue
+        texts, thoughts = [], []
+        for part in content:
+            if isinstance(part, str):
+                texts.append(part)
+            elif isinstance(part, dict) and part.get("type") in ("thinking", "reasoning"):
+                inner = part.get("thinking") or part.get("text") or ""
+                thoughts.append(inner if isinstance(inner, str) else
+                                "".join(p.get("text", "") for p in inner if isinstance(p, dict)))
+            elif isinstance(part, dict) and isinstance(part.get("text"), str):
+                texts.append(part["text"])
+        message["content"] = "".join(texts)
+        if thoughts and not message.get("reasoning_content"):
+            message["reasoning_content"] = "\n".join(thoughts)
+        changed = True
+    return changed
+
+
+class _ReadableReplies(httpx.AsyncBaseTransport):
+    """An httpx transport that hands chat completions on with list content turned into text."""
+
+    def __init__(self) -> None:
+        # No pooled connections: none outlives its request (nor the event loop that made it). These
+        # servers are mostly local, where a connection costs a fraction of a millisecond.
+        self._inner = httpx.AsyncHTTPTransport(limits=httpx.Limits(max_keepalive_connections=0))
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        response = await self._inner.handle_async_request(request)
+        if not request.url.path.endswith("/chat/completions") or \
+                "application/json" not in response.headers.get("content-type", ""):
+            return response  # streams and errors pass as they are
+        raw = await response.aread()
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            body = None
+        if not isinstance(body, dict) or not flatten_content(body):
+            return httpx.Response(response.status_code, headers=response.headers, content=raw,
+                                  request=request, extensions=response.extensions)
+        headers = [(k, v) for k, v in response.headers.items()
+                   if k.lower() not in ("content-length", "content-encoding", "transfer-encoding")]
+        return httpx.Response(response.status_code, headers=headers, content=json.dumps(body).encode(),
+                              request=request, extensions=response.extensions)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+def wants_readable_client(model: str, api_base: str | None) -> bool:
+    """Whether litellm should get a `readable_client` for `model`: the `openai/` route to a base URL."""
+    return bool(api_base) and model.startswith("openai/")
+
+
+def readable_client(api_base: str, api_key: str | None) -> Any:
+    """An OpenAI client (for litellm's `client` parameter) whose replies' list content arrives as text."""
+    import openai  # installed with litellm
+
+    return openai.AsyncOpenAI(base_url=api_base, api_key=api_key or os.environ.get("OPENAI_API_KEY") or "none",
+                              max_retries=0, http_client=httpx.AsyncClient(transport=_ReadableReplies(), timeout=None))

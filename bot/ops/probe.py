@@ -1,0 +1,117 @@
+"""`tusk doctor`'s look at the model: one tiny request with one tool, then what the server says of itself.
+
+    reachable     how long one short answer took
+    tools         the model called the offered tool, answered in text, or the server refused tools
+    reasoning     a reasoning field came back (DeepSeek, Qwen, OpenRouter ...): Tusk stores and sends it back
+    window        the tokens Tusk budgets for and where that figure came from (bot/window.py)
+    local server  (a base URL on this machine) its models, and whether it cuts long prompts: a prompt of
+                  known size against the `usage.prompt_tokens` it reports
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from ipaddress import ip_address
+from urllib.parse import urlparse
+
+import aiohttp
+
+from bot.config import Settings
+from bot.errors import LLMError
+from bot.learned import ModelBook
+from bot.llm import LLM, LLMSettings, model_window
+from bot.ops.doctor import Check
+from bot.window import _model_id, _server_root, ask_server, resolve
+from memory.tokens import count_text
+
+PROBE_TOOL = {"type": "function", "function": {
+    "name": "current_time", "description": "The current date and time.",
+    "parameters": {"type": "object", "properties": {}}}}
+TRUNCATION_RATIO = 0.6  # a server that reports under 60% of the tokens sent is cutting the prompt
+
+
+def is_local(api_base: str | None) -> bool:
+    host = urlparse(api_base or "").hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ip_address(host).is_loopback or ip_address(host).is_private
+    except ValueError:
+        return False
+
+
+async def probe(settings: Settings) -> list[Check]:
+    """The doctor's checks of the configured model."""
+    s = dataclasses.replace(settings.llm_settings(), max_tokens=64, retries=0, fallbacks=())
+    out = []
+    started = time.monotonic()
+    async with LLM(s) as llm:
+        try:
+            reply = await llm.complete([{"role": "user", "content": "What time is it? Call the tool."}], [PROBE_TOOL])
+        except LLMError as exc:
+            if "tools" not in str(exc).lower():
+                return [Check("LLM", "fail", f"{s.model} did not answer: {exc}", _fix(s))]
+            out.append(Check("tools", "warn", f"the server refused tools: {exc}",
+                             "Tusk answers without tools and keeps memory in a plain-text form"))
+            reply = await llm.complete([{"role": "user", "content": "Say OK."}])
+        elapsed = time.monotonic() - started
+        out.insert(0, Check("LLM", "ok", f"{reply.model} answered in {elapsed:.1f}s"))
+        if not out[1:]:
+            out.append(Check("tools", "ok", "the model called the offered tool") if reply.tool_calls else
+                       Check("tools", "warn", "the model answered in text instead of calling the offered tool",
+                             "fine for chat; a model or server template with tool support does more"))
+        if reply.reasoning or reply.thinking_blocks:
+            out.append(Check("reasoning", "ok", "a reasoning field came back: Tusk keeps it with tool steps"))
+        out.append(await _window(settings, s))
+        if is_local(s.api_base):
+            out += await _local(s, llm)
+    return out
+
+
+async def _window(settings: Settings, s: LLMSettings) -> Check:
+    facts = ModelBook(settings.home).get(s.model)
+    window = resolve(settings.context_window, facts.window, model_window(s.model))
+    if window.source == "default":
+        window = await ask_server(s.model, s.api_base, s.api_key) or window
+    verdict = "warn" if window.source == "default" else "ok"
+    return Check("window", verdict, window.describe(),
+                 "set TUSK_CONTEXT_WINDOW to the model's context length" if verdict == "warn" else "")
+
+
+async def _local(s: LLMSettings, llm: LLM) -> list[Check]:
+    """A local server's models, and whether it cuts a prompt of known size."""
+    out = []
+    assert s.api_base is not None
+    root = _server_root(s.api_base)
+    try:
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5)) as http:
+            async with http.get(f"{root}/v1/models") as resp:
+                names = [m.get("id") for m in (await resp.json(content_type=None)).get("data", [])]
+        known = _model_id(s.model) in names
+        out.append(Check("local models", "ok" if known else "fail", f"{root} serves: {', '.join(names) or 'none'}",
+                         "" if known else f"set TUSK_MODEL to one of them (with its route, e.g. openai/{names[0]})"
+                         if names else "load a model in the server"))
+    except (aiohttp.ClientError, TimeoutError, ValueError, AttributeError) as exc:
+        out.append(Check("local models", "warn", f"{root}/v1/models did not list models ({exc!r})"))
+    text = " ".join(f"word{i}" for i in range(1500))
+    sent = count_text(text)
+    try:
+        reply = await llm.complete([{"role": "user", "content": f"{text}\nReply with OK."}])
+    except LLMError as exc:
+        return out + [Check("truncation", "warn", f"a {sent:,}-token prompt was refused: {exc}")]
+    if reply.prompt_tokens and reply.prompt_tokens < sent * TRUNCATION_RATIO:
+        out.append(Check("truncation", "fail", f"sent ~{sent:,} tokens, the server counted {reply.prompt_tokens:,}: "
+                         "it cuts long prompts (identity and memory first)",
+                         "Ollama: use TUSK_MODEL=ollama_chat/<model> (Tusk sets num_ctx), or raise the "
+                         "server's context length (OLLAMA_CONTEXT_LENGTH)"))
+    else:
+        out.append(Check("truncation", "ok", f"a ~{sent:,}-token prompt arrived whole "
+                         f"({reply.prompt_tokens:,} by the server's count)"))
+    return out
+
+
+def _fix(s: LLMSettings) -> str:
+    if is_local(s.api_base):
+        return f"is the server running at {s.api_base}? Check TUSK_MODEL against the models it serves"
+    return "check TUSK_MODEL, TUSK_API_KEY (or the provider's variable) and TUSK_API_BASE"

@@ -1,0 +1,54 @@
+"""Slack Web API answers that are not Slack's: reading an error whatever its body, and retrying 5xx.
+
+A proxy or load balancer in front of the API (or Slack itself in an outage) can answer with an
+HTML page or plain text instead of Slack's JSON; slack_sdk then raises `SlackApiError` with a text
+body, or with the raw aiohttp response. Nothing here assumes JSON.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from slack_sdk.errors import SlackApiError
+from slack_sdk.http_retry.async_handler import AsyncRetryHandler
+from slack_sdk.http_retry.request import HttpRequest
+from slack_sdk.http_retry.response import HttpResponse
+from slack_sdk.http_retry.state import RetryState
+
+logger = logging.getLogger(__name__)
+
+
+def error_code(exc: BaseException) -> str:
+    """Slack's error code, else the HTTP status: a proxy's HTML page carries no JSON to read a code from
+    (slack_sdk then hands over a text body, or the raw aiohttp response)."""
+    if isinstance(exc, SlackApiError):
+        data = getattr(exc.response, "data", None)
+        if isinstance(data, dict) and data.get("error"):
+            return str(data["error"])
+        status = getattr(exc.response, "status_code", None) or getattr(exc.response, "status", None)
+        return f"HTTP {status}, not a Slack answer" if status else "an unreadable answer"
+    return type(exc).__name__
+
+
+def _status(response: HttpResponse | None, error: Exception | None) -> int:
+    if response is not None:
+        return response.status_code
+    return getattr(getattr(error, "response", None), "status", 0) if isinstance(error, SlackApiError) else 0
+
+
+class ServerErrorRetry(AsyncRetryHandler):
+    """5xx answers are retried with backoff, whatever their body: Slack's JSON, or a proxy's HTML 502 page
+    (which slack_sdk reports as an error without a response when the proxy calls it JSON)."""
+
+    async def _can_retry_async(self, *, state: RetryState, request: HttpRequest,
+                               response: HttpResponse | None = None, error: Exception | None = None) -> bool:
+        status = _status(response, error)
+        if status < 500:
+            return False
+        logger.warning("Slack answered HTTP %d to %s (attempt %d); retrying", status,
+                       request.url.rsplit("/", 1)[-1], state.current_attempt + 1)
+        return True
+
+
+def scope_hint(exc: BaseException, scope: str) -> str:
+    return f"; add the {scope} scope to the Slack app" if error_code(exc) == "missing_scope" else ""

@@ -1,0 +1,376 @@
+"""One chat's persisted search index: `search.sqlite` in the chat's folder.
+
+    docs   one row per HISTORY.md entry (negative ids, rising) or user/assistant message (ids 1, 2, ...
+           in session order): kind, seq (message number in session.jsonl), ts, role,
+           speaker (display name) and key (its lowercased form), body, around (the texts of
+           the message before and after it)
+    fts    FTS5 over docs(body, around), porter stemming, accents folded (external content)
+    words  every word the chat used, with a trigram FTS5 over it (spelling fallback)
+    state  where the last read of HISTORY.md and session.jsonl stopped (inode, offset, the
+           last bytes read), the message count and the consolidation pointer
+
+It follows both append-only files by reading only what was added since the last refresh; a
+file that shrank, was replaced or changed before that point is read again from the start.
+A new message costs O(1) index work: its own row, plus the previous message's `around`
+updated in place to include it. The file is a cache of the chat's own files: created 0600
+(never through a symlink), deleted by /forget and `tusk forget`, and rebuilt when it is
+missing, damaged or of another schema.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sqlite3
+import string
+import threading
+from datetime import datetime, timezone
+from pathlib import Path
+
+from memory.files import ENTRY_HEADING
+from memory.paths import ChatFiles, open_private
+from memory.question import words
+from memory.session import Message
+
+logger = logging.getLogger(__name__)
+
+SCHEMA = 1
+AROUND_CHARS = 400  # each neighbour contributes at most this much text to `around`
+TAIL_MARK = 64
+HISTORY_IDS = -(1 << 40)  # history rows count up from here (FTS5 inserts fast only with rising ids), all < 0
+SPACES = str.maketrans({c: " " for c in string.punctuation + "’‘“”…–—"})
+DDL = """
+CREATE TABLE state (key TEXT PRIMARY KEY, value) WITHOUT ROWID;
+CREATE TABLE docs (id INTEGER PRIMARY KEY, kind TEXT NOT NULL, seq INTEGER NOT NULL, ts REAL NOT NULL,
+                   role TEXT, speaker TEXT, key TEXT, body TEXT NOT NULL, around TEXT NOT NULL DEFAULT '');
+CREATE INDEX docs_seq ON docs(kind, seq);
+CREATE INDEX docs_ts ON docs(kind, ts);
+CREATE TABLE members (name TEXT PRIMARY KEY) WITHOUT ROWID;
+CREATE VIRTUAL TABLE fts USING fts5(body, around, content='docs', content_rowid='id',
+                                    tokenize='porter unicode61 remove_diacritics 2');
+CREATE TABLE words (id INTEGER PRIMARY KEY, word TEXT NOT NULL UNIQUE);
+CREATE VIRTUAL TABLE grams USING fts5(word, content='words', content_rowid='id', tokenize='trigram');
+"""
+RANK = """SELECT rowid, bm25(fts, 1.0, :around) * (CASE WHEN rowid < 0 THEN :history ELSE 1.0 END)
+       * (CASE WHEN rowid BETWEEN :m0 AND :m1 OR rowid BETWEEN :h0 AND :h1 THEN :dated ELSE 1.0 END) AS score
+   FROM fts WHERE fts MATCH :match AND rowid <= :last ORDER BY score LIMIT :limit"""
+EXCERPT = "SELECT snippet(fts, 0, '', '', ' … ', ?) FROM fts WHERE fts MATCH ? AND rowid = ?"
+
+
+def index_path(files: ChatFiles) -> Path:
+    return files.search_index
+
+
+def delete_index(files: ChatFiles) -> None:
+    """Delete the chat's index (and a journal left by an interrupted write)."""
+    path = index_path(files)
+    for stray in (path.with_name(path.name + "-journal"), path):
+        stray.unlink(missing_ok=True)
+
+
+class Tail:
+    """Where the last read of an append-only file stopped, and the bytes just before it."""
+
+    def __init__(self, path: Path, ino: int | None = None, offset: int = 0, mark: bytes = b"") -> None:
+        self.path, self.ino, self.offset, self.mark = path, ino, offset, mark
+
+    def read(self) -> tuple[bytes, bool]:
+        """(the complete lines added since the last read, reset). `reset` is true when the file is
+        new to us, gone or rewritten: the bytes are then all of it (none if it is gone)."""
+        try:
+            fh = os.fdopen(open_private(self.path, os.O_RDONLY), "rb")  # never through a symlink
+        except FileNotFoundError:
+            reset = self.ino is not None
+            self.ino, self.offset, self.mark = None, 0, b""
+            return b"", reset
+        with fh:
+            st = os.fstat(fh.fileno())
+            fh.seek(max(0, self.offset - len(self.mark)))
+            appended = st.st_ino == self.ino and st.st_size >= self.offset and fh.read(len(self.mark)) == self.mark
+            if not appended:
+                self.offset, self.mark = 0, b""
+            fh.seek(self.offset)
+            data = fh.read()
+        data = data[:data.rfind(b"\n") + 1]  # a line still being written is left for the next read
+        self.ino, self.offset = st.st_ino, self.offset + len(data)
+        if data:
+            self.mark = (self.mark + data)[-TAIL_MARK:]
+        return data, not appended
+
+    def state(self, name: str) -> list[tuple[str, object]]:
+        return [(f"{name}.ino", self.ino), (f"{name}.offset", self.offset), (f"{name}.mark", self.mark)]
+
+
+def _heading_ts(heading: str) -> float:
+    """The time of a "2026-11-12 18:40 UTC" entry heading (ENTRY_HEADING matched it already)."""
+    h = heading.strip()
+    return datetime(int(h[0:4]), int(h[5:7]), int(h[8:10]), int(h[11:13]), int(h[14:16]),
+                    tzinfo=timezone.utc).timestamp()
+
+
+def _open_private(path: Path) -> sqlite3.Connection:
+    """Open (creating it 0600, refusing a symlink) the index database."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    os.close(fd)
+    db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+    db.execute("PRAGMA synchronous = NORMAL")
+    return db
+
+
+class ChatIndex:
+    """The index of one chat; call `refresh()` (under `lock`) before reading it."""
+
+    def __init__(self, files: ChatFiles) -> None:
+        self.files = files
+        self.path = index_path(files)
+        self.lock = threading.Lock()
+        self.db: sqlite3.Connection | None = None
+        self.ino: int | None = None
+
+    def close(self) -> None:
+        if self.db is not None:
+            self.db.close()
+        self.db = None
+
+    # -- opening -------------------------------------------------------------------------------
+
+    def _open(self) -> bool:
+        """Make sure `db` is this chat's current index file; False when the chat has no files."""
+        try:
+            ino = os.stat(self.path, follow_symlinks=False).st_ino
+        except FileNotFoundError:
+            ino = None
+        if self.db is not None and ino == self.ino:
+            return True
+        self.close()  # the file went away (/forget) or was replaced under us
+        if ino is None and not (self.files.session.exists() or self.files.history.exists()):
+            return False
+        try:
+            self._connect()
+        except sqlite3.OperationalError:
+            raise
+        except sqlite3.DatabaseError as exc:  # damaged: it is only a cache
+            logger.warning("%s is unreadable (%s); rebuilding it", self.path, exc)
+            self.close()
+            delete_index(self.files)
+            self._connect()
+        return True
+
+    def _connect(self) -> None:
+        self.db = _open_private(self.path)
+        self.ino = os.stat(self.path).st_ino
+        tables = {r[0] for r in self.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if "state" in tables and self._get("schema") == SCHEMA:
+            return
+        self.close()
+        delete_index(self.files)
+        self.db = _open_private(self.path)
+        self.ino = os.stat(self.path).st_ino
+        self.db.executescript(f"BEGIN; {DDL} COMMIT;")
+        self.db.execute("INSERT INTO state VALUES ('schema', ?)", (SCHEMA,))
+
+    def _get(self, key: str, default: object = None) -> object:
+        row = self.db.execute("SELECT value FROM state WHERE key = ?", (key,)).fetchone()
+        return default if row is None else row[0]
+
+    def _load_state(self) -> None:
+        self.history = Tail(self.files.history, self._get("history.ino"), self._get("history.offset", 0),
+                            self._get("history.mark", b""))
+        self.session = Tail(self.files.session, self._get("session.ino"), self._get("session.offset", 0),
+                            self._get("session.mark", b""))
+        self.messages = self._get("messages", 0)  # messages seen in session.jsonl (their number is `seq`)
+        self.pointer = self._get("pointer", 0)  # messages [0, pointer) are consolidated
+        self.last_id = self._get("last_id", 0)  # the id of the newest message row
+        self.history_id = self._get("history_id", HISTORY_IDS)  # the id of the newest history row
+
+    def _save_state(self) -> None:
+        rows = [*self.history.state("history"), *self.session.state("session"), ("messages", self.messages),
+                ("pointer", self.pointer), ("last_id", self.last_id), ("history_id", self.history_id)]
+        self.db.executemany("INSERT OR REPLACE INTO state VALUES (?, ?)", rows)
+
+    # -- following the files -------------------------------------------------------------------
+
+    def refresh(self) -> bool:
+        """Index what was appended to HISTORY.md and session.jsonl; False if the chat has no files."""
+        if not self._open():
+            return False
+        try:
+            self._follow()
+        except sqlite3.OperationalError:  # locked, disk full, ...: not a damaged file, so nothing is deleted
+            raise
+        except sqlite3.DatabaseError as exc:
+            logger.warning("%s failed (%s); rebuilding it", self.path, exc)
+            self.close()
+            delete_index(self.files)
+            self._open()
+            self._follow()
+        return True
+
+    def _follow(self) -> None:
+        """Under the database's write lock, from the state it holds (so another process or index
+        object that indexed meanwhile is never indexed twice), read and index what was appended."""
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            self._load_state()
+            history, h_reset = self.history.read()
+            if history and not h_reset and not ENTRY_HEADING.match(history.decode("utf-8", "replace")):
+                self.history = Tail(self.files.history)  # not a whole new entry but an edit: read it all again
+                history, h_reset = self.history.read()
+            session, s_reset = self.session.read()
+            if h_reset:
+                self._delete("kind = 'history'")
+                self.history_id = HISTORY_IDS
+            if history:
+                self._add_history(history.decode("utf-8", "replace"))
+            if s_reset:
+                self._delete("kind = 'message'")
+                self.db.execute("DELETE FROM members")
+                self.messages = self.pointer = self.last_id = 0
+            if session:
+                self._add_messages(session)
+            if history or session or h_reset or s_reset:
+                self._save_state()
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+
+    def _delete(self, where: str) -> None:
+        self.db.execute(f"INSERT INTO fts(fts, rowid, body, around) SELECT 'delete', id, body, around FROM docs "
+                        f"WHERE {where}")
+        self.db.execute(f"DELETE FROM docs WHERE {where}")
+
+    def _insert(self, rows: list[tuple]) -> None:
+        """rows: (id, kind, seq, ts, role, speaker, key, body, around)."""
+        self.db.executemany("INSERT INTO docs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        self.db.executemany("INSERT INTO fts(rowid, body, around) VALUES (?, ?, ?)",
+                            [(r[0], r[7], r[8]) for r in rows])
+        self._add_words(r[7] for r in rows)
+
+    def _add_words(self, texts) -> None:
+        # the words the spelling fallback may offer: 4+ letters
+        new = {w for w in set("\n".join(texts).lower().translate(SPACES).split()) if len(w) >= 4 and w.isalpha()}
+        if not new:
+            return
+        before = self.db.execute("SELECT coalesce(max(id), 0) FROM words").fetchone()[0]
+        self.db.executemany("INSERT OR IGNORE INTO words(word) VALUES (?)", [(w,) for w in new])
+        self.db.execute("INSERT INTO grams(rowid, word) SELECT id, word FROM words WHERE id > ?", (before,))
+
+    def _add_history(self, text: str) -> None:
+        starts = [m.start() for m in ENTRY_HEADING.finditer(text)]
+        rows = []
+        for a, b in zip(starts, [*starts[1:], len(text)]):
+            heading, _, body = text[a:b].strip().partition("\n")
+            self.history_id += 1
+            rows.append((self.history_id, "history", -1, _heading_ts(heading.removeprefix("## ")), None, None,
+                         None, body.strip(), ""))
+        self._insert(rows)
+
+    def _parse(self, data: bytes) -> list[tuple[int, Message]]:
+        """The text messages among the new lines, numbered as `memory.session.load` numbers them."""
+        out = []
+        for line in data.splitlines():
+            try:
+                rec = json.loads(line)
+                if not isinstance(rec, dict):
+                    continue
+                if rec.get("record") == "pointer":
+                    self.pointer = int(rec["last_consolidated"])
+                    continue
+                if "record" in rec:
+                    continue
+                msg = Message.from_record(rec)
+            except (ValueError, TypeError, KeyError):
+                continue
+            if msg.role in ("user", "assistant") and msg.content and msg.content.strip():
+                out.append((self.messages, msg))
+            self.messages += 1
+        return out
+
+    def _add_messages(self, data: bytes) -> None:
+        new = self._parse(data)
+        if not new:
+            return
+        prev = self.db.execute("SELECT id, body FROM docs WHERE id IN (?, ?) ORDER BY id",
+                               (self.last_id - 1, self.last_id)).fetchall() if self.last_id else []
+        texts = [b[:AROUND_CHARS] for _, b in prev] + [m.content[:AROUND_CHARS] for _, m in new]
+        first = len(prev)  # where the new messages start in `texts`
+        if prev:  # the previous newest message now has a next neighbour: update it in place
+            last_id = prev[-1][0]
+            around = " ".join(texts[first - 2:first - 1] + texts[first:first + 1])
+            old = self.db.execute("SELECT body, around FROM docs WHERE id = ?", (last_id,)).fetchone()
+            self.db.execute("INSERT INTO fts(fts, rowid, body, around) VALUES ('delete', ?, ?, ?)", (last_id, *old))
+            self.db.execute("UPDATE docs SET around = ? WHERE id = ?", (around, last_id))
+            self.db.execute("INSERT INTO fts(rowid, body, around) VALUES (?, ?, ?)", (last_id, old[0], around))
+        rows = []
+        for i, (seq, msg) in enumerate(new, first):
+            around = " ".join(texts[max(0, i - 1):i] + texts[i + 1:i + 2])
+            speaker = msg.sender_name if msg.role == "user" else None
+            key = " ".join(words(speaker)) if speaker else None
+            self.last_id += 1
+            rows.append((self.last_id, "message", seq, msg.ts, msg.role, speaker, key, msg.content, around))
+        self._insert(rows)
+        self.db.executemany("INSERT OR IGNORE INTO members VALUES (?)", {(r[5],) for r in rows if r[5]})
+
+    # -- reading -------------------------------------------------------------------------------
+
+    def members(self) -> list[str]:
+        """The display names of everyone who wrote here."""
+        return [r[0] for r in self.db.execute("SELECT name FROM members")]
+
+    def has_word(self, word: str) -> bool:
+        """Whether the chat ever used `word` (4+ letters) as it is written."""
+        return self.db.execute("SELECT 1 FROM words WHERE word = ?", (word,)).fetchone() is not None
+
+    def words_sharing(self, grams: list[str], limit: int) -> list[str]:
+        """The used words sharing the most of `grams` (three-letter pieces), best first."""
+        expression = " OR ".join(f'"{g}"' for g in grams if '"' not in g)
+        if not expression:
+            return []
+        rows = self.db.execute("SELECT word FROM grams WHERE grams MATCH ? ORDER BY rank LIMIT ?", (expression, limit))
+        return [r[0] for r in rows]
+
+    def _span(self, kind: str, since: float | None, until: float | None) -> tuple[int, int]:
+        """The ids of the `kind` docs dated within [since, until) as a range (ids follow time)."""
+        if since is None or until is None:
+            return 1, 0
+        lo, hi = self.db.execute("SELECT min(id), max(id) FROM docs WHERE kind = ? AND ts >= ? AND ts < ?",
+                                 (kind, since, until)).fetchone()
+        return (lo, hi) if lo is not None else (1, 0)
+
+    def query(self, match: str, names: tuple[str, ...], since: float | None, until: float | None, weights,
+              limit: int, long: int, tokens: int) -> list[tuple]:
+        """(id, kind, seq, ts, role, speaker, text) of the best `limit` docs, best first; a body
+        longer than `long` characters is replaced by an excerpt of about `tokens` words around the match.
+
+        Only consolidated messages count: ids up to the newest one before the pointer. The member
+        boost re-ranks a pool of the best candidates (the rest are too far behind to catch up)."""
+        last = self.db.execute("SELECT max(id) FROM docs WHERE kind = 'message' AND seq < ?",
+                               (self.pointer,)).fetchone()[0] or 0
+        (m0, m1), (h0, h1) = self._span("message", since, until), self._span("history", since, until)
+        pool = max(50, limit * 5) if names else limit
+        params = {"around": weights.around, "history": weights.history, "dated": weights.dated, "m0": m0, "m1": m1,
+                  "h0": h0, "h1": h1, "match": match, "last": last, "limit": pool}
+        scored = self.db.execute(RANK, params).fetchall()
+        if names:
+            keys = dict(self.db.execute(f"SELECT id, key FROM docs WHERE id IN ({', '.join('?' * len(scored))})",
+                                        [i for i, _ in scored]).fetchall())
+            scored = sorted(((i, s * (weights.named if keys.get(i) in names else 1.0)) for i, s in scored),
+                            key=lambda r: r[1])[:limit]
+        ids = [i for i, _ in scored]
+        rows = {r[0]: r for r in self.db.execute(
+            f"SELECT id, kind, seq, ts, role, speaker, body FROM docs WHERE id IN ({', '.join('?' * len(ids))})", ids)}
+        out = []
+        for doc_id in ids:
+            row = rows[doc_id]
+            if len(row[6]) > long:
+                row = (*row[:6], self.db.execute(EXCERPT, (tokens, match, doc_id)).fetchone()[0])
+            out.append(row)
+        return out
+
+    def neighbours(self, doc_id: int) -> list[tuple[str | None, str | None, str | None]]:
+        """(role, speaker, text) of the messages just before and after message `doc_id` (Nones at the ends)."""
+        rows = {r[0]: r[1:] for r in self.db.execute(
+            "SELECT id, role, speaker, body FROM docs WHERE id IN (?, ?)", (doc_id - 1, doc_id + 1))}
+        return [rows.get(doc_id - 1, (None, None, None)), rows.get(doc_id + 1, (None, None, None))]
