@@ -43,7 +43,7 @@ def rss_mb(pid: int) -> float:
 
 async def turns(url: str, chats: range, parallel: int = 25) -> None:
     gate = asyncio.Semaphore(parallel)
-    async with aiohttp.ClientSession() as client:
+    async with aiohttp.ClientSession(headers={"Origin": url}) as client:  # writes must come from the same origin
         async def one(i: int) -> None:
             async with gate, client.post(f"{url}/v1/chats/c{i}/messages", json={"text": f"hello {i}"}) as resp:
                 assert resp.status == 200, await resp.text()
@@ -57,7 +57,7 @@ async def main(chats: int) -> None:
         home = tempfile.mkdtemp(prefix="tusk-footprint-")
         env = {**{k: v for k, v in os.environ.items() if not k.startswith(("TUSK_", "TELEGRAM_", "DISCORD_", "SLACK_"))},
                "TUSK_HOME": home, "TUSK_MODEL": "openai/fake-model", "TUSK_API_BASE": llm.base_url,
-               "TUSK_API_KEY": "sk-bench", "TUSK_HTTP_PORT": "0", "TUSK_LOG_LEVEL": "warning",
+               "TUSK_API_KEY": "sk-bench", "TUSK_HTTP_PORT": "0", "TUSK_HTTP_TOKEN": "off", "TUSK_LOG_LEVEL": "warning",
                "LITELLM_LOCAL_MODEL_COST_MAP": "True",
                "TELEGRAM_BOT_TOKEN": tg.token, "TELEGRAM_API_BASE": tg.base_url, "TELEGRAM_ALLOW_FROM": "1",
                "DISCORD_BOT_TOKEN": dc.token, "DISCORD_API_BASE": dc.api_base, "DISCORD_GATEWAY_URL": dc.gateway_url,

@@ -20,6 +20,7 @@ from bot.bus import MessageBus
 from bot.commands import Commands
 from bot.erasure import InboxMembers, MemberErasure, ReminderMembers, SearchMembers, model_rewrite
 from bot.config import Settings
+from bot.ops import access
 from bot.ops.console import Console
 from bot.errors import ConfigError, ContextOverflow, ToolsUnsupported
 from bot.ops.mcp_status import mcp_routes
@@ -40,7 +41,7 @@ from channels.base import Access, Channel
 from channels.http import HttpChannel, HttpSettings
 from memory import tokens
 from memory.consolidate import Budget, Consolidator
-from memory.paths import ChatFiles
+from memory.paths import ChatFiles, private_dir
 from memory.search import HistorySearch
 from memory.session import SessionStore
 
@@ -169,8 +170,9 @@ class TuskApp:
 
     def add_http(self) -> HttpChannel:
         s = self.settings
-        token = s.http_token.get_secret_value() if s.http_token else None
-        http = HttpChannel(HttpSettings(s.http_host, s.http_port, token), self.bus.publish)
+        self.http_access = access.http_access(s)  # the console token, made at first start
+        http = HttpChannel(HttpSettings(s.http_host, s.http_port, self.http_access.token, s.http_max_connections,
+                                        s.http_idle_timeout), self.bus.publish)
         http.add_routes(Console(s.home, self.store, self.agent.commands, self.consolidator,
                                 self.agent.context.fixed_tokens, s.model or "", self.consolidator.lock,
                                 self.bus.in_order).routes())
@@ -231,7 +233,7 @@ class TuskApp:
         ), self.flood.publish, self.menu(), access=self.access)
 
     async def __aenter__(self) -> TuskApp:
-        self.settings.home.mkdir(parents=True, exist_ok=True)
+        private_dir(self.settings.home, follow=True)
         if self.mcp is not None:  # MCP servers start with Tusk, before any turn can want them
             await self.mcp.start()
         started: list[Channel] = []

@@ -73,7 +73,9 @@ class Settings(BaseSettings):
 
     http_host: str = _env("TUSK_HTTP_HOST", "127.0.0.1")
     http_port: int = _env("TUSK_HTTP_PORT", 8765, ge=0, le=65535)
-    http_token: SecretStr | None = _env("TUSK_HTTP_TOKEN", None)
+    http_token: SecretStr | None = _env("TUSK_HTTP_TOKEN", None)  # unset: $TUSK_HOME/console-token; "off": none
+    http_max_connections: int = _env("TUSK_HTTP_MAX_CONNECTIONS", 256, ge=8, le=100_000)
+    http_idle_timeout: float = _env("TUSK_HTTP_IDLE_TIMEOUT", 15.0, gt=0, le=3600)
     shutdown_grace: float = _env("TUSK_SHUTDOWN_GRACE", 30.0, ge=0)
 
     telegram_bot_token: SecretStr | None = _env("TELEGRAM_BOT_TOKEN", None)

@@ -27,6 +27,7 @@ from typing import Any
 from bot.commands import Owned
 from bot.events import ChatKey, InboundMessage, Injected
 from memory.files import write_atomic
+from memory.paths import open_private
 
 logger = logging.getLogger(__name__)
 
@@ -59,7 +60,8 @@ class Inbox:
         return json.dumps({**_record(msg), "id": self._jid(msg)}, ensure_ascii=False, separators=(",", ":")) + "\n"
 
     def _append(self, line: str) -> None:
-        with open(self.path, "a", encoding="utf-8") as fh:
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
+        with os.fdopen(open_private(self.path, flags), "a", encoding="utf-8") as fh:  # 0600, no symlink
             fh.write(line)
             fh.flush()
             os.fsync(fh.fileno())
@@ -141,7 +143,7 @@ class Inbox:
             gone = ids()
             kept = [line for line, rec in self._lines()
                     if rec is not None and rec.get("id") not in gone and rec.get("done") not in gone]
-            write_atomic(self.path, "".join(kept))
+            write_atomic(self.path, "".join(kept), follow_dir=True)
             prefix = f"{self._run}:"  # this run's turns of the chat end without a `done` line naming them
             self._open -= {int(jid[len(prefix):]) for jid in gone if jid.startswith(prefix)}
 
@@ -161,6 +163,6 @@ class Inbox:
             except (ValueError, TypeError, KeyError) as exc:
                 logger.error("%s: cannot replay a message (%s)", self.path, exc)
         write_atomic(self.path, "".join(json.dumps(rec, ensure_ascii=False, separators=(",", ":")) + "\n" for rec in ours)
-                     + "".join(map(self._line, messages)))
+                     + "".join(map(self._line, messages)), follow_dir=True)
         self._written = {m.id for m in messages}
         return messages

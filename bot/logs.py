@@ -77,18 +77,27 @@ class ContextFilter(logging.Filter):
         return True
 
 
+def maskable(secrets: Iterable[str]) -> list[str]:
+    """The secrets worth masking (6 characters or more), longest first."""
+    return sorted({s for s in secrets if s and len(s) >= 6}, key=len, reverse=True)
+
+
+def mask(text: str, secrets: Iterable[str]) -> str:
+    """`text` with every secret replaced by `***`, as the log writes it (also `tusk doctor`'s output)."""
+    for secret in maskable(secrets):
+        text = text.replace(secret, "***")
+    return text
+
+
 class MaskingFormatter(logging.Formatter):
     """Formats as usual, then masks secrets anywhere in the line, tracebacks included."""
 
     def __init__(self, fmt: str, secrets: Iterable[str] = ()) -> None:
         super().__init__(fmt)
-        self.secrets = sorted({s for s in secrets if s and len(s) >= 6}, key=len, reverse=True)
+        self.secrets = maskable(secrets)
 
     def format(self, record: logging.LogRecord) -> str:
-        text = super().format(record)
-        for secret in self.secrets:
-            text = text.replace(secret, "***")
-        return text
+        return mask(super().format(record), self.secrets)
 
 
 STANDARD = frozenset(vars(logging.makeLogRecord({}))) | {"message", "asctime", "chat", "turn"}

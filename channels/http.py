@@ -7,16 +7,21 @@
     GET  /healthz                       -> 200 {"ok": true} (never needs the token)
     + the routes mounted with `add_routes` (the console's JSON API, bot/ops/console.py)
 
-With a token configured, API requests need `Authorization: Bearer <token>` (the console page
-and its assets load without it, then ask for it). Without a token the channel only binds to a
-loopback address, answers only requests addressed to a loopback name (no DNS rebinding) and
-refuses cross-origin writes (no CSRF from another site open in the same browser). Every error
-is a JSON body `{"error": "..."}` with a 4xx status: bad JSON, missing text, bodies over 1 MiB,
-chat ids that are empty, too long or hold control characters.
+API requests need `Authorization: Bearer <token>` (the console page and its assets load
+without it, then take it from the URL fragment or ask for it); `token=None` (TUSK_HTTP_TOKEN=off)
+is allowed on a loopback address only, and then only requests addressed to a loopback name are
+answered (no DNS rebinding). A token for any other address must be at least 32 characters
+(`bind_problem`, the rule `tusk run` and `tusk doctor` share). Requests that change state
+(POST, PUT, DELETE, ...) need `Content-Type: application/json` and must come from the same
+origin (`Sec-Fetch-Site: same-origin`, or an `Origin` equal to this server's), so no other site
+open in the same browser can send them (CSRF). Connections are bounded in number and idle time
+(channels/http_limits.py). Every error is a JSON body `{"error": "..."}` with a 4xx status: bad
+JSON, missing text, bodies over 1 MiB, chat ids that are empty, too long or hold control characters.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import ipaddress
 import logging
@@ -31,6 +36,7 @@ from aiohttp import web
 from bot.errors import BusClosed, ConfigError
 from bot.events import ChatKey, InboundMessage, OutboundMessage
 from channels.base import Publish
+from channels.http_limits import ConnectionLimit
 
 logger = logging.getLogger(__name__)
 
@@ -40,6 +46,7 @@ ASSET_NAME = re.compile(r"[a-z0-9_-]+\.(js|css|html|svg)")
 CONTENT_TYPES = {"js": "text/javascript", "css": "text/css", "html": "text/html", "svg": "image/svg+xml"}
 CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+MIN_REMOTE_TOKEN = 32  # characters a token must have when the API is reachable beyond this machine
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
                                "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
@@ -67,24 +74,57 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def bind_problem(host: str, token: str | None) -> str | None:
+    """Why serving the API on `host` with `token` is unsafe (one line with the fix), or None if it is fine.
+    The one rule: `tusk run` refuses to start on it, `tusk doctor` reports it."""
+    if is_loopback(host):
+        return None
+    where = f"TUSK_HTTP_HOST={host or '(all interfaces)'} exposes the HTTP API and the web console beyond this machine"
+    if not token:
+        return (f"{where}, but TUSK_HTTP_TOKEN=off: set TUSK_HTTP_TOKEN to a long random secret "
+                "(e.g. `openssl rand -hex 32`) or unset it to use the console token, or set TUSK_HTTP_HOST=127.0.0.1.")
+    if len(token) < MIN_REMOTE_TOKEN:
+        return (f"{where}, but TUSK_HTTP_TOKEN is only {len(token)} characters long: use at least "
+                f"{MIN_REMOTE_TOKEN} (e.g. `openssl rand -hex 32`), or set TUSK_HTTP_HOST=127.0.0.1.")
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class HttpSettings:
     host: str = "127.0.0.1"
     port: int = 8765
-    token: str | None = None
+    token: str | None = None  # None: no token (TUSK_HTTP_TOKEN=off), loopback only
+    max_connections: int = 256
+    idle_timeout: float = 15.0  # seconds to send a request's head (or its body), and idle keep-alive
 
     def check(self) -> None:
-        """Refuse to serve chats and memory to the network without a token."""
-        if not self.token and not is_loopback(self.host):
-            raise ConfigError(f"TUSK_HTTP_HOST={self.host or '(all interfaces)'} exposes the HTTP API and the web "
-                              "console beyond this machine, but TUSK_HTTP_TOKEN is not set: set TUSK_HTTP_TOKEN to a "
-                              "long random secret (e.g. `openssl rand -hex 32`), or TUSK_HTTP_HOST=127.0.0.1.")
+        """Refuse to serve chats and memory to the network without a long token."""
+        if problem := bind_problem(self.host, self.token):
+            raise ConfigError(problem)
 
 
 class MessageBody(pydantic.BaseModel):
     model_config = pydantic.ConfigDict(extra="ignore")
     text: str = pydantic.Field(min_length=1)
     user: str = pydantic.Field("http", min_length=1, max_length=200)
+
+
+def write_refusal(request: web.Request) -> tuple[int, str] | None:
+    """(status, reason) if a request that changes state is not JSON from this server's own origin."""
+    if request.content_type != "application/json":
+        return 415, (f"requests that change state must send Content-Type: application/json "
+                     f"(got {request.content_type or 'none'})")
+    fetch_site = request.headers.get("Sec-Fetch-Site")
+    if fetch_site is not None and fetch_site != "same-origin":
+        return 403, f"request from another site refused (Sec-Fetch-Site: {fetch_site})"
+    origin = request.headers.get("Origin")
+    if origin is None:
+        if fetch_site is None:
+            return 403, (f"requests that change state must say where they come from: send "
+                         f"'Origin: http://{request.host}' (browsers do this by themselves)")
+    elif origin not in (f"http://{request.host}", f"https://{request.host}"):
+        return 403, f"cross-origin request from {origin} refused"
+    return None
 
 
 def error(status: int, message: str) -> web.Response:
@@ -125,6 +165,8 @@ class HttpChannel:
         self._routes: list[web.AbstractRouteDef] = []
         self._assets = load_assets()
         self._runner: web.AppRunner | None = None
+        self._server: asyncio.Server | None = None
+        self._limit = ConnectionLimit(settings.max_connections)
         self.port: int | None = None
 
     def add_routes(self, routes: Iterable[web.AbstractRouteDef]) -> None:
@@ -137,7 +179,8 @@ class HttpChannel:
         return f"http://{f'[{host}]' if ':' in host else host}:{self.port}"
 
     def app(self) -> web.Application:
-        app = web.Application(client_max_size=MAX_BODY, middlewares=[self._errors_as_json, self._guard, self._auth])
+        app = web.Application(client_max_size=MAX_BODY, middlewares=[self._limit.track, self._errors_as_json,
+                                                                     self._guard, self._auth, self._body_in_time])
         app.router.add_get("/healthz", self._health)
         app.router.add_get("/", self._index)
         app.router.add_get("/console/{name}", self._asset)
@@ -146,20 +189,26 @@ class HttpChannel:
         return app
 
     async def start(self) -> None:
-        self._runner = web.AppRunner(self.app(), access_log=None)
+        self._runner = web.AppRunner(self.app(), access_log=None, keepalive_timeout=self.settings.idle_timeout)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.settings.host, self.settings.port)
-        await site.start()
-        self.port = self._runner.addresses[0][1]
-        logger.info("HTTP channel and web console on %s", self.url)
+        factory = self._limit.factory(self._runner.server)
+        self._server = await asyncio.get_running_loop().create_server(
+            factory, self.settings.host or None, self.settings.port, reuse_address=True)
+        self.port = self._server.sockets[0].getsockname()[1]
+        logger.info("HTTP channel and web console on %s (at most %d connections)", self.url, self._limit.limit)
 
     async def pause(self) -> None:
         """Nothing to pause: a request after this gets a 503 answer, so none is lost."""
 
     async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        if self._server is not None:
+            await self._server.wait_closed()
+            self._server = None
 
     async def send(self, msg: OutboundMessage) -> None:
         replies = self._waiting.get(msg.reply_to) if msg.reply_to is not None else None
@@ -181,15 +230,14 @@ class HttpChannel:
 
     @web.middleware
     async def _guard(self, request: web.Request, handler) -> web.StreamResponse:
-        """Without a token, only this machine's own pages may talk to the API."""
-        if self.settings.token or request.path == "/healthz":
+        """No DNS rebinding without a token; writes only as JSON from this server's own pages."""
+        if request.path == "/healthz":
             return await handler(request)
-        if not is_loopback(host_name(request.host)):
+        if not self.settings.token and not is_loopback(host_name(request.host)):
             return error(403, f"this Tusk answers only requests to 127.0.0.1 or localhost (got Host: {request.host}); "
                               "to reach it under another name, set TUSK_HTTP_TOKEN")
-        origin = request.headers.get("Origin")
-        if request.method not in SAFE_METHODS and origin is not None and origin != f"http://{request.host}":
-            return error(403, f"cross-origin request from {origin} refused")
+        if request.method not in SAFE_METHODS and (refused := write_refusal(request)):
+            return error(*refused)
         return await handler(request)
 
     @web.middleware
@@ -197,9 +245,24 @@ class HttpChannel:
         token = self.settings.token
         public = request.path in ("/healthz", "/") or request.path.startswith("/console/")
         if token and not public:
-            given = request.headers.get("Authorization", "")
-            if not hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):
-                return error(401, "missing or wrong token: send 'Authorization: Bearer <TUSK_HTTP_TOKEN>'")
+            try:
+                given = request.headers.get("Authorization", "").encode()
+            except UnicodeEncodeError:  # bytes that are not UTF-8 arrive as surrogates
+                return error(400, "the Authorization header is not valid UTF-8: send 'Authorization: Bearer <token>'")
+            if not hmac.compare_digest(given, f"Bearer {token}".encode()):
+                return error(401, "missing or wrong token: send 'Authorization: Bearer <token>' with the "
+                                  "console token (`tusk console-url` shows it) or TUSK_HTTP_TOKEN")
+        return await handler(request)
+
+    @web.middleware
+    async def _body_in_time(self, request: web.Request, handler) -> web.StreamResponse:
+        """Read a request's body within the idle timeout (a body sent a byte a minute holds nothing for long)."""
+        if request.can_read_body:
+            try:
+                async with asyncio.timeout(self.settings.idle_timeout):
+                    await request.read()  # kept by aiohttp: the handler's read() gets it at once
+            except TimeoutError:
+                return error(408, f"the request body did not arrive within {self.settings.idle_timeout:g} s")
         return await handler(request)
 
     async def _health(self, request: web.Request) -> web.Response:

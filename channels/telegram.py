@@ -38,6 +38,19 @@ logger = logging.getLogger(__name__)
 
 ADMINS = frozenset({ChatMemberStatus.ADMINISTRATOR, ChatMemberStatus.OWNER})
 UPDATES = ["message"]  # edits, reactions, channel posts: never asked for
+WEBHOOK_MAX_BODY = 256 * 1024  # an update is a few KiB (a 4,096-character message, escaped, with a quoted reply)
+WEBHOOK_TIMEOUT = 15.0  # seconds a webhook connection may idle, or take to send its body
+
+
+def bound_webhook_server() -> None:
+    """Cap what PTB's webhook server accepts. It is tornado's HTTPServer, which PTB makes with tornado's
+    defaults (100 MB bodies, no timeouts); tornado documents HTTPServer as `Configurable`, so these
+    defaults hold for every HTTPServer made afterwards: a body declared (or streamed) over the cap
+    is answered 400 and the connection closed before any of it is buffered."""
+    from tornado.httpserver import HTTPServer
+
+    HTTPServer.configure(None, max_body_size=WEBHOOK_MAX_BODY, body_timeout=WEBHOOK_TIMEOUT,
+                         idle_connection_timeout=WEBHOOK_TIMEOUT)
 TYPING_EVERY = 4.0  # Telegram shows "typing" for 5 s
 SEND_ATTEMPTS = 4  # for network errors; 429s are retried by the rate limiter
 ADMIN_TTL = 300.0  # seconds a getChatMember answer (admin or not) is trusted
@@ -168,6 +181,7 @@ class TelegramChannel:
         if s.webhook_url:
             path = s.webhook_url.split("://", 1)[-1].partition("/")[2]
             secret = s.webhook_secret or secrets.token_urlsafe(32)  # given to Telegram anew at every start
+            bound_webhook_server()
             await app.updater.start_webhook(listen=s.webhook_listen, port=s.webhook_port, url_path=path,
                                             webhook_url=s.webhook_url, secret_token=secret,
                                             allowed_updates=UPDATES)

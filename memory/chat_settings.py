@@ -14,7 +14,7 @@ import logging
 from dataclasses import dataclass
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from memory.files import write_atomic
+from memory.files import read_text, write_atomic
 from memory.paths import ChatFiles
 
 logger = logging.getLogger(__name__)
@@ -39,7 +39,7 @@ def zone(name: str) -> ZoneInfo:
 
 def read(files: ChatFiles) -> ChatSettings:
     try:
-        raw = json.loads(files.settings.read_text(encoding="utf-8"))
+        raw = json.loads(read_text(files.settings))
         tz = raw.get("timezone")
         if tz is not None:
             zone(tz)

@@ -9,12 +9,14 @@ as they are on disk, so it works beside a running bot or without one.
 
 from __future__ import annotations
 
+import os
+import stat
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from memory.files import history_entries
-from memory.paths import CHANNEL_NAME, ChatFiles, chat_id_from_dir
+from memory.paths import CHANNEL_NAME, ChatFiles, chat_id_from_dir, open_private
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,13 +64,22 @@ def list_chats(home: Path) -> list[ChatSummary]:
 
 
 def export(files: ChatFiles, target: Path) -> list[str]:
-    """Write the chat's folder as a .tar.gz at `target`; returns the names it holds (not the
-    search index: a cache rebuilt from the other files)."""
+    """Write the chat's folder as a .tar.gz at `target` (0600); returns the names it holds (not the
+    search index: a cache rebuilt from the other files). Only regular files are taken: a symlink
+    inside the folder is skipped, never followed."""
+    files.check()
     names = []
-    with tarfile.open(target, "w:gz") as tar:
-        for path in sorted(files.dir.rglob("*")):
-            if path.is_file() and not path.name.endswith(".tmp") and not path.name.startswith("search.sqlite"):
-                name = f"{files.dir.name}/{path.relative_to(files.dir).as_posix()}"
-                tar.add(path, arcname=name, recursive=False)
-                names.append(name)
+    fd = open_private(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    with os.fdopen(fd, "wb") as out, tarfile.open(fileobj=out, mode="w:gz") as tar:
+        for folder, dirs, names_here in os.walk(files.dir):  # os.walk does not descend into symlinked folders
+            dirs.sort()
+            for name in sorted(names_here):
+                path = Path(folder) / name
+                if (not stat.S_ISREG(os.lstat(path).st_mode) or name.endswith(".tmp")
+                        or name.startswith("search.sqlite")):
+                    continue
+                arcname = f"{files.dir.name}/{path.relative_to(files.dir).as_posix()}"
+                with os.fdopen(open_private(path, os.O_RDONLY), "rb") as fh:
+                    tar.addfile(tar.gettarinfo(arcname=arcname, fileobj=fh), fh)
+                names.append(arcname)
     return names

@@ -4,6 +4,7 @@
 MEMORY.md is replaced by writing a temporary file in the same folder, fsyncing it and
 renaming it over the old one, so a reader (or a crash) only ever sees the old or the new
 file whole. The previous text is first kept in `versions/` (the last `KEEP_VERSIONS`).
+Files are created 0600 in 0700 folders and never opened through a symlink (memory/paths.py).
 """
 
 from __future__ import annotations
@@ -14,24 +15,32 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from memory.paths import ChatFiles
+from memory.paths import ChatFiles, open_private, private_dir
 
 KEEP_VERSIONS = 10
 ENTRY_HEADING = re.compile(r"^## \d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC", re.MULTILINE)
 
 
+def read_text(path: Path) -> str:
+    """A file's text, never through a symlink (UnsafePathError)."""
+    with os.fdopen(open_private(path, os.O_RDONLY), encoding="utf-8") as fh:
+        return fh.read()
+
+
 def read_memory(files: ChatFiles) -> str:
     try:
-        return files.memory.read_text(encoding="utf-8")
+        return read_text(files.memory)
     except FileNotFoundError:
         return ""
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Replace `path` whole: a temporary file in the same folder, fsynced, renamed over it."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+def write_atomic(path: Path, text: str, follow_dir: bool = False) -> None:
+    """Replace `path` whole: a temporary file in the same folder, fsynced, renamed over it (a symlink at
+    `path` is replaced, never followed). The folder is made owner-only; `follow_dir` allows it to be a
+    symlink (only for $TUSK_HOME itself)."""
+    private_dir(path.parent, follow=follow_dir)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
+    with os.fdopen(open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), "w", encoding="utf-8") as fh:
         fh.write(text)
         fh.flush()
         os.fsync(fh.fileno())
@@ -66,7 +75,7 @@ def restore_previous(files: ChatFiles) -> bool:
     kept = versions(files)
     if not kept:
         return False
-    write_atomic(files.memory, kept[-1].read_text(encoding="utf-8"))
+    write_atomic(files.memory, read_text(kept[-1]))
     kept[-1].unlink()
     return True
 
@@ -74,8 +83,8 @@ def restore_previous(files: ChatFiles) -> bool:
 def append_history(files: ChatFiles, entry: str, when: float | None = None) -> None:
     """Add a dated entry to HISTORY.md (fsynced)."""
     stamp = datetime.fromtimestamp(when or time.time(), timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    files.dir.mkdir(parents=True, exist_ok=True)
-    with open(files.history, "a", encoding="utf-8") as fh:
+    files.ensure()
+    with os.fdopen(open_private(files.history, os.O_WRONLY | os.O_APPEND | os.O_CREAT), "a", encoding="utf-8") as fh:
         fh.write(f"## {stamp}\n\n{entry.strip()}\n\n")
         fh.flush()
         os.fsync(fh.fileno())
@@ -84,7 +93,7 @@ def append_history(files: ChatFiles, entry: str, when: float | None = None) -> N
 def history_entries(files: ChatFiles) -> list[str]:
     """HISTORY.md split into its entries, oldest first, each starting with its dated heading."""
     try:
-        text = files.history.read_text(encoding="utf-8")
+        text = read_text(files.history)
     except FileNotFoundError:
         return []
     starts = [m.start() for m in ENTRY_HEADING.finditer(text)]

@@ -29,7 +29,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from memory.files import ENTRY_HEADING
-from memory.paths import ChatFiles
+from memory.paths import ChatFiles, open_private
 from memory.question import words
 from memory.session import Message
 
@@ -79,7 +79,7 @@ class Tail:
         """(the complete lines added since the last read, reset). `reset` is true when the file is
         new to us, gone or rewritten: the bytes are then all of it (none if it is gone)."""
         try:
-            fh = open(self.path, "rb")
+            fh = os.fdopen(open_private(self.path, os.O_RDONLY), "rb")  # never through a symlink
         except FileNotFoundError:
             reset = self.ino is not None
             self.ino, self.offset, self.mark = None, 0, b""

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from memory.paths import ChatFiles
+from memory.paths import ChatFiles, open_private
 from memory.tokens import count_message
 from memory.wire import repaired_call
 
@@ -221,10 +221,10 @@ def _append_lines(session: Session, lines: list[str]) -> None:
     path = session.files.session
     new_file = not path.exists()
     if new_file:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        session.files.ensure()
     data = ("\n" if session.needs_newline else "") + "".join(lines)
     try:
-        with open(path, "a", encoding="utf-8") as fh:
+        with os.fdopen(open_private(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT), "a", encoding="utf-8") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
@@ -246,7 +246,7 @@ def _fsync_dir(path: Path) -> None:
 
 def _records(path: Path) -> Iterator[tuple[int, dict[str, Any] | None, bool]]:
     """(line number, decoded object or None, is last line without newline) for each non-blank line."""
-    with open(path, "rb") as fh:
+    with os.fdopen(open_private(path, os.O_RDONLY), "rb") as fh:
         for number, raw in enumerate(fh, 1):
             torn = not raw.endswith(b"\n")
             if not raw.strip():

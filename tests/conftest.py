@@ -48,14 +48,22 @@ async def running(settings):
     """Tusk started with `settings` (HTTP channel only), with `say(chat, text)` for the replies."""
     app = TuskApp(settings)
     http = app.add_http()
-    async with app, aiohttp.ClientSession() as client:
-        async def say(chat, text, **extra):
-            url = f"http://127.0.0.1:{http.port}/v1/chats/{chat}/messages"
-            async with client.post(url, json={"text": text, **extra}) as resp:
-                assert resp.status == 200, await resp.text()
-                return (await resp.json())["replies"]
+    async with app:
+        origin = f"http://127.0.0.1:{http.port}"  # the console token, sent like the console page sends it
+        headers = {"Authorization": f"Bearer {http.settings.token}", "Origin": origin}
+        async with aiohttp.ClientSession(headers=headers) as client:
+            yield with_helpers(app, http, client)
 
-        app.say = say
-        app.url = f"http://127.0.0.1:{http.port}"
-        app.client = client
-        yield app
+
+def with_helpers(app, http, client):
+    async def say(chat, text, **extra):
+        url = f"http://127.0.0.1:{http.port}/v1/chats/{chat}/messages"
+        async with client.post(url, json={"text": text, **extra}) as resp:
+            assert resp.status == 200, await resp.text()
+            return (await resp.json())["replies"]
+
+    app.say = say
+    app.url = f"http://127.0.0.1:{http.port}"
+    app.client = client
+    app.token = http.settings.token
+    return app

@@ -62,8 +62,8 @@ async def test_doctor_all_well_with_a_good_setup(make_settings, fake_llm):
     async with FakeTelegram(token="123:GOOD") as tg:
         checks = await doctor.run_checks(make_settings(TELEGRAM_BOT_TOKEN=tg.token, TELEGRAM_API_BASE=tg.base_url))
     verdicts = {c.name: c.verdict for c in checks}
-    assert verdicts == {"config": "ok", "data dir": "ok", "tokenizer": "ok", "LLM": "ok", "tools": "ok",
-                        "reasoning": "ok", "window": "ok", "local models": "ok", "truncation": "ok",
+    assert verdicts == {"config": "ok", "data dir": "ok", "HTTP access": "ok", "tokenizer": "ok", "LLM": "ok",
+                        "tools": "ok", "reasoning": "ok", "window": "ok", "local models": "ok", "truncation": "ok",
                         "Telegram": "ok", "allow-list": "warn"}
     detail = {c.name: c.detail for c in checks}
     assert "32,768 tokens (server (/v1/models))" in detail["window"] and "fake-model" in detail["local models"]
@@ -114,3 +114,36 @@ async def test_doctor_command_exit_codes(fake_llm, tmp_path):
     assert code == 0 and "OK    LLM" in out and "All is well." in out
     code, out, _ = await tusk_cli("doctor", env=env_for(fake_llm, tmp_path, TUSK_API_BASE="http://127.0.0.1:9/v1"))
     assert code == 1 and "FAIL  LLM" in out and "fix:" in out
+
+
+async def test_doctor_output_never_contains_a_configured_secret(fake_llm, tmp_path):
+    """APIs that echo the credentials back in their errors: `tusk doctor` prints them masked, as the log does."""
+    from aiohttp import web
+
+    secrets = {"TUSK_API_KEY": "sk-doctor-secret-1", "TUSK_HTTP_TOKEN": "http-doctor-secret-2",
+               "TELEGRAM_BOT_TOKEN": "123:doctor-secret-3", "TELEGRAM_WEBHOOK_SECRET": "hook-doctor-secret-4",
+               "SLACK_BOT_TOKEN": "xoxb-doctor-secret-5", "SLACK_APP_TOKEN": "xapp-doctor-secret-6",
+               "DISCORD_BOT_TOKEN": "discord-doctor-secret-7"}
+
+    async def echo(request: web.Request) -> web.Response:
+        told = f"{request.path} {request.headers.get('Authorization', '')} {await request.text()}"
+        return web.json_response({"ok": False, "description": told, "error": told,
+                                  "message": told, "detail": told}, status=401)
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", echo)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    base = f"http://127.0.0.1:{runner.addresses[0][1]}"
+    try:
+        env = env_for(fake_llm, tmp_path, TUSK_API_BASE=base + "/v1", TELEGRAM_API_BASE=base, SLACK_API_URL=base + "/api/",
+                      DISCORD_API_BASE=base, TUSK_HTTP_HOST="0.0.0.0", **secrets)
+        code, out, err = await tusk_cli("doctor", env=env)
+    finally:
+        await runner.cleanup()
+    assert code == 1 and "FAIL  Telegram" in out and "***" in out
+    assert "FAIL  HTTP access" in out and "at least 32" in out  # the rule `tusk run` enforces
+    for name, value in secrets.items():
+        assert value not in out and value not in err, name

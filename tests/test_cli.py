@@ -2,6 +2,7 @@
 
 import asyncio
 import os
+import re
 import sys
 
 
@@ -11,6 +12,16 @@ def env_for(fake_llm, tmp_path, **extra):
     env.update({"TUSK_HOME": str(tmp_path / "data"), "TUSK_MODEL": "openai/fake-model", "TUSK_API_BASE": fake_llm.base_url,
                 "TUSK_API_KEY": "sk-test", "TUSK_LLM_RETRIES": "0", "LITELLM_LOCAL_MODEL_COST_MAP": "True", **extra})
     return env
+
+
+def api_from(line, home=None):
+    """(base URL, headers for API calls) from the line `tusk run` prints: the token comes from the URL's
+    `#token=` fragment (first start) or else `$TUSK_HOME/console-token`; writes need the Origin."""
+    url = re.search(r"http://[^\s/]+(/#token=\S+)?", line)
+    base, token = url[0].split("/#token=")[0], (url[1] or "").removeprefix("/#token=")
+    if not token and home is not None and (home / "console-token").exists():
+        token = (home / "console-token").read_text().strip()
+    return base, {"Origin": base, **({"Authorization": f"Bearer {token}"} if token else {})}
 
 
 async def tusk(*args, env, stdin=b""):
@@ -61,9 +72,9 @@ async def test_run_serves_http_and_stops_cleanly_on_sigterm(fake_llm, tmp_path):
                                                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     line = (await asyncio.wait_for(proc.stdout.readline(), timeout=60)).decode()
     assert "only the HTTP channel" in line
-    url = line.split("http://", 1)[1].split()[0]
-    async with aiohttp.ClientSession() as client:
-        async with client.post(f"http://{url}/v1/chats/z/messages", json={"text": "ping"}) as resp:
+    url, headers = api_from(line)
+    async with aiohttp.ClientSession(headers=headers) as client:
+        async with client.post(f"{url}/v1/chats/z/messages", json={"text": "ping"}) as resp:
             assert resp.status == 200 and (await resp.json())["replies"][0].startswith("echo:")
     proc.send_signal(signal.SIGTERM)
     assert await asyncio.wait_for(proc.wait(), timeout=30) == 0

@@ -17,13 +17,17 @@ from bot.app import TuskApp
 from bot.errors import ConfigError
 from channels.http import CONSOLE_DIR
 from tests.fakes.fake_llm import Reply
+from tests.conftest import with_helpers
 from tests.test_cli import env_for
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 async def call(tusk, method, path, **kw):
-    """(status, JSON body) of a request sent with `path` exactly as written (no normalising of `..`)."""
+    """(status, JSON body) of a request sent with `path` exactly as written (no normalising of `..`);
+    a write without a body says it is JSON, as the console page does."""
+    if method not in ("GET", "HEAD") and kw.get("json") is None and kw.get("data") is None:
+        kw["headers"] = {"Content-Type": "application/json", **kw.get("headers", {})}
     async with tusk.client.request(method, URL(tusk.url + path, encoded=True), **kw) as resp:
         assert resp.content_type == "application/json", await resp.text()
         return resp.status, await resp.json()
@@ -136,7 +140,7 @@ async def test_memory_put_waits_for_the_chat_memory_lock(tusk):
     {"json": {}},
     {"json": {"text": "x", "extra": 1}},
     {"json": ["text"]},
-    {"data": b"\xff\xfe\x00"},
+    {"data": b"\xff\xfe\x00", "headers": {"Content-Type": "application/json"}},
 ], ids=["malformed", "number", "list", "missing", "extra-field", "array", "binary"])
 async def test_memory_put_bad_bodies_are_400(tusk, kw):
     """Malformed JSON or a wrong shape gets a 400 JSON error saying what was expected; MEMORY.md is untouched."""
@@ -302,32 +306,40 @@ async def test_token_guards_the_api_but_not_the_page(make_settings):
 
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "192.168.1.5", "::", "tusk.example.com", ""])
-async def test_exposed_host_without_token_refuses_to_start(make_settings, host):
-    """A TUSK_HTTP_HOST beyond loopback without TUSK_HTTP_TOKEN is a ConfigError that says how to fix it."""
-    app = TuskApp(make_settings(TUSK_HTTP_HOST=host))
+async def test_exposed_host_without_a_long_token_refuses_to_start(make_settings, host):
+    """A TUSK_HTTP_HOST beyond loopback with TUSK_HTTP_TOKEN=off or a short token is a ConfigError with the fix."""
     with pytest.raises(ConfigError, match="set TUSK_HTTP_TOKEN"):
-        app.add_http()
-    TuskApp(make_settings(TUSK_HTTP_HOST=host or "0.0.0.0", TUSK_HTTP_TOKEN="t0ken")).add_http()  # with a token it may
+        TuskApp(make_settings(TUSK_HTTP_HOST=host, TUSK_HTTP_TOKEN="off")).add_http()
+    with pytest.raises(ConfigError, match="at least 32"):
+        TuskApp(make_settings(TUSK_HTTP_HOST=host, TUSK_HTTP_TOKEN="t0ken")).add_http()
+    TuskApp(make_settings(TUSK_HTTP_HOST=host or "0.0.0.0", TUSK_HTTP_TOKEN="t" * 32)).add_http()  # a long one may
+    TuskApp(make_settings(TUSK_HTTP_HOST=host or "0.0.0.0")).add_http()  # so may the generated console token
 
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "localhost", "::1", "127.0.0.2"])
-async def test_loopback_hosts_need_no_token(make_settings, host):
-    """Loopback addresses may serve without a token."""
-    TuskApp(make_settings(TUSK_HTTP_HOST=host)).add_http()
+async def test_loopback_hosts_may_serve_without_a_token(make_settings, host):
+    """Loopback addresses may serve with TUSK_HTTP_TOKEN=off (and with a short token)."""
+    TuskApp(make_settings(TUSK_HTTP_HOST=host, TUSK_HTTP_TOKEN="off")).add_http()
+    TuskApp(make_settings(TUSK_HTTP_HOST=host, TUSK_HTTP_TOKEN="short")).add_http()
 
 
-async def test_foreign_host_names_and_cross_origin_writes_are_refused(tusk):
-    """Without a token, a request for another host name (DNS rebinding) or a write from another origin (CSRF) is 403."""
-    files = await chat_with_memory(tusk)
-    status, data = await call(tusk, "GET", "/api/chats", headers={"Host": "evil.example:80"})
-    assert status == 403 and "TUSK_HTTP_TOKEN" in data["error"]
-    status, data = await call(tusk, "PUT", "/api/chats/http/ann/memory", json={"text": "pwned"},
-                              headers={"Origin": "http://evil.example"})
-    assert status == 403 and "cross-origin" in data["error"] and files.memory.read_text() == "- Ann likes tea\n"
-    own = {"Origin": tusk.url}
-    assert (await call(tusk, "PUT", "/api/chats/http/ann/memory", json={"text": "- ok\n"}, headers=own))[0] == 200
-    async with tusk.client.get(tusk.url + "/healthz", headers={"Host": "evil.example"}) as resp:
-        assert resp.status == 200
+async def test_foreign_host_names_and_cross_origin_writes_are_refused(make_settings):
+    """With TUSK_HTTP_TOKEN=off, a request for another host name (DNS rebinding) or a write from another origin
+    (CSRF) is 403."""
+    app = TuskApp(make_settings(TUSK_HTTP_TOKEN="off"))
+    http = app.add_http()
+    async with app, aiohttp.ClientSession(headers={"Origin": http.url}) as client:
+        tusk = with_helpers(app, http, client)
+        files = await chat_with_memory(tusk)
+        status, data = await call(tusk, "GET", "/api/chats", headers={"Host": "evil.example:80"})
+        assert status == 403 and "TUSK_HTTP_TOKEN" in data["error"]
+        status, data = await call(tusk, "PUT", "/api/chats/http/ann/memory", json={"text": "pwned"},
+                                  headers={"Origin": "http://evil.example"})
+        assert status == 403 and "cross-origin" in data["error"] and files.memory.read_text() == "- Ann likes tea\n"
+        own = {"Origin": tusk.url}
+        assert (await call(tusk, "PUT", "/api/chats/http/ann/memory", json={"text": "- ok\n"}, headers=own))[0] == 200
+        async with tusk.client.get(tusk.url + "/healthz", headers={"Host": "evil.example"}) as resp:
+            assert resp.status == 200
 
 
 async def test_tusk_run_prints_the_console_url(fake_llm, tmp_path):

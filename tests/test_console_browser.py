@@ -3,6 +3,7 @@ the token, and hostile content shown as text."""
 
 import json
 import os
+import re
 import shutil
 
 import aiohttp
@@ -42,11 +43,19 @@ def save_memory_call(entry, memory):
     return Reply(text=None, tool_calls=[("c1", "save_memory", {"history_entry": entry, "memory_update": memory})])
 
 
+def sign_in(page, tusk):
+    """Open the link `tusk run` prints (the token in the fragment): the page keeps the token and drops the fragment."""
+    page.goto(f"{tusk.url}/#token={tusk.token}")
+    expect(page).not_to_have_url(re.compile("token"))
+    expect(page.locator("#token-dialog")).to_be_hidden()
+
+
 async def test_send_a_message_and_see_the_reply(tusk, browser, fake_llm):
     """A message typed in a new local chat shows the typing indicator, then the reply rendered as Markdown."""
     fake_llm.script(Reply(text="Hello! Here is **bold** and `code`.\n\n- one\n- two", delay=0.6))
 
     def scenario(page):
+        sign_in(page, tusk)
         page.goto(tusk.url + "/")
         expect(page.locator(".chat-head h2")).to_have_text("console")  # a newcomer lands in a ready chat
         page.get_by_label("New chat name").fill("alice")
@@ -72,6 +81,7 @@ async def test_memory_command_answers_in_the_page(tusk, browser):
     await tusk.say("bob", "hello")
 
     def scenario(page):
+        sign_in(page, tusk)
         page.goto(tusk.url + "/#/chat/bob")
         page.get_by_label("Message").fill("/memory")
         page.get_by_role("button", name="Send").click()
@@ -93,6 +103,7 @@ async def test_memory_forms_from_the_conversation_and_forget_removes_it(tusk, br
     files = tusk.store.get("http", "carol").files
 
     def scenario(page):
+        sign_in(page, tusk)
         page.goto(tusk.url + "/#/memory")
         row = page.locator("tr[data-chat='http:carol']")
         expect(row.locator("td").nth(2)).to_have_text("4")  # messages
@@ -132,6 +143,7 @@ async def test_edit_memory_makes_a_version_and_restore_brings_it_back(tusk, brow
         expect(page.locator(".memory .note")).to_contain_text("Saved")
 
     def scenario(page):
+        sign_in(page, tusk)
         page.goto(tusk.url + "/#/memory/http/dave")
         edit(page, "- Dave drinks tea\n")
         expect(page.locator(".memory .md li")).to_have_text("Dave drinks tea")
@@ -157,12 +169,14 @@ async def test_hostile_text_in_a_message_and_in_memory_is_shown_as_text(tusk, br
     (chat_dir(tusk, "eve") / "MEMORY.md").write_text(f"# Notes\n\n{XSS}\n\n[click me](javascript:window.__xss=3)\n")
 
     def scenario(page):
+        sign_in(page, tusk)
         page.goto(tusk.url + "/#/chat/eve")
         page.get_by_label("Message").fill(XSS)
         page.get_by_label("Message").press("Enter")
         expect(page.locator(".msg.user .plain").last).to_have_text(XSS)
         expect(page.locator(".msg.bot").last).to_contain_text(XSS)  # the echo, through the Markdown renderer
         assert page.evaluate("window.__xss") is None
+        sign_in(page, tusk)
         page.goto(tusk.url + "/#/memory/http/eve")
         expect(page.locator(".memory .md")).to_contain_text(XSS)
         expect(page.locator(".memory .md")).to_contain_text("[click me](javascript:window.__xss=3)")

@@ -13,7 +13,7 @@ from memory import files as memfiles
 from memory.paths import ChatFiles
 from memory.session import iter_messages, load
 from tests.fakes.fake_llm import Reply
-from tests.test_cli import env_for
+from tests.test_cli import api_from, env_for
 
 FILLER = " ".join(f"word{i}" for i in range(60))
 MEMORY = re.compile(r"(- fact \d+ " + re.escape(FILLER) + r"\n)+")
@@ -41,11 +41,12 @@ async def test_sigkill_anywhere_loses_nothing_acknowledged(fake_llm, tmp_path):
         proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "bot.ops.cli", "run", env=env,
                                                     stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL)
         line = (await asyncio.wait_for(proc.stdout.readline(), timeout=60)).decode()
-        url = "http://" + line.split("http://", 1)[1].split()[0] + "/v1/chats/crash/messages"
+        base, headers = api_from(line, tmp_path / "data")
+        url = base + "/v1/chats/crash/messages"
         kill_after = random.uniform(0.5, 2.0)
 
         async def talk():
-            async with aiohttp.ClientSession() as client:
+            async with aiohttp.ClientSession(headers=headers) as client:
                 for i in range(1000):
                     text = f"run {run} message {i} {FILLER}"
                     async with client.post(url, json={"text": text}) as resp:

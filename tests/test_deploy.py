@@ -72,6 +72,23 @@ def test_unit_is_hardened_and_verifies():
     assert not problems, done.stderr
 
 
+def test_unit_scores_safe_in_systemd_analyze_security():
+    """The unit filters system calls, hides other processes, has room for files and scores at most 2.0."""
+    service = unit(DEPLOY / "tusk.service")["Service"]
+    for key, value in {"ProtectProc": "invisible", "ProcSubset": "pid", "PrivateUsers": "yes", "RemoveIPC": "yes",
+                       "CapabilityBoundingSet": "", "UMask": "0077"}.items():
+        assert service[key] == value, key
+    assert int(service["LimitNOFILE"]) >= 16384
+    text = (DEPLOY / "tusk.service").read_text()
+    assert "SystemCallFilter=@system-service" in text and "RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX" in text
+    if shutil.which("systemd-analyze") is None:
+        pytest.skip("systemd-analyze is not installed here")
+    done = subprocess.run(["systemd-analyze", "security", "--offline=true", "--no-pager", str(DEPLOY / "tusk.service")],
+                          capture_output=True, text=True, timeout=60)
+    score = re.search(r"Overall exposure level for tusk\.service: ([0-9.]+)", done.stdout)
+    assert score and float(score[1]) <= 2.0, done.stdout[-500:]
+
+
 def stages(dockerfile: str) -> list[list[str]]:
     """The Dockerfile's instructions (continuations joined), grouped by FROM."""
     text = re.sub(r"\\\n\s*", " ", dockerfile)

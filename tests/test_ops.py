@@ -8,7 +8,7 @@ import sys
 import aiohttp
 
 from tests.fakes.fake_llm import Reply
-from tests.test_cli import env_for
+from tests.test_cli import api_from, env_for
 
 SECRET_KEY = "sk-live-abcdef123456"
 
@@ -17,11 +17,12 @@ async def start(env):
     proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "bot.ops.cli", "run", env=env,
                                                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     line = (await asyncio.wait_for(proc.stdout.readline(), timeout=60)).decode()
-    return proc, "http://" + line.split("http://", 1)[1].split()[0]
+    return proc, api_from(line)
 
 
-async def post(url, chat, text):
-    async with aiohttp.ClientSession() as client:
+async def post(api, chat, text):
+    url, headers = api
+    async with aiohttp.ClientSession(headers=headers) as client:
         async with client.post(f"{url}/v1/chats/{chat}/messages", json={"text": text}) as resp:
             return resp.status, await resp.json()
 
@@ -37,8 +38,8 @@ async def test_json_log_has_one_turn_line_and_no_secrets_or_text(fake_llm, tmp_p
     env = env_for(fake_llm, tmp_path, TUSK_HTTP_PORT="0", TUSK_LOG_FORMAT="json", TUSK_API_KEY=SECRET_KEY,
                   TUSK_HTTP_TOKEN="http-token-987654", TELEGRAM_ALLOW_FROM="1")
     fake_llm.script(Reply(text=f"the reply mentions {SECRET_KEY}"))
-    proc, url = await start(env)
-    async with aiohttp.ClientSession() as client:
+    proc, (url, headers) = await start(env)
+    async with aiohttp.ClientSession(headers=headers) as client:
         async with client.post(f"{url}/v1/chats/ops/messages", json={"text": "private words"},
                                headers={"Authorization": "Bearer http-token-987654"}) as resp:
             assert resp.status == 200

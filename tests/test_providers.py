@@ -280,7 +280,7 @@ async def test_provider_quirks_through_tusk_run(fake_llm, tmp_path):
         line = (await asyncio.wait_for(proc.stdout.readline(), timeout=60)).decode()
         url = "http://" + line.split("http://", 1)[1].split()[0]
         replies = []
-        async with aiohttp.ClientSession(headers={"Authorization": "Bearer " + "t" * 32}) as client:
+        async with aiohttp.ClientSession(headers={"Authorization": "Bearer " + "t" * 32, "Origin": url}) as client:
             for text in ("hi", "time?", "more"):
                 async with client.post(f"{url}/v1/chats/q/messages", json={"text": text}) as resp:
                     replies += (await resp.json())["replies"]

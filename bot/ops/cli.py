@@ -35,6 +35,7 @@ def _parser() -> argparse.ArgumentParser:
     chat = sub.add_parser("chat", help="chat with Tusk in this terminal")
     chat.add_argument("--chat", default="local", type=_chat_name, help="which local chat to talk in (each keeps its own memory)")
     sub.add_parser("doctor", help="check the configuration, data dir, LLM and platform tokens")
+    sub.add_parser("console-url", help="print the web console's address with its access token")
     sub.add_parser("chats", help="list every chat: messages, memory size, last activity")
     memory = sub.add_parser("memory", help="show a chat's MEMORY.md or HISTORY.md")
     memory.add_argument("what", choices=["show", "history"])
@@ -100,7 +101,7 @@ def _admin(args: argparse.Namespace, settings: Settings) -> int:
                 print("Nothing deleted.")
                 return 1
             print(asyncio.run(admin.forget(home, args.chat, confirm=True)))
-    except LookupError as exc:
+    except (LookupError, ValueError) as exc:  # no such chat; a symlinked chat folder (UnsafePathError)
         print(f"tusk: {exc.args[0]}", file=sys.stderr)
         return 1
     return 0
@@ -109,9 +110,12 @@ def _admin(args: argparse.Namespace, settings: Settings) -> int:
 def _doctor(settings: Settings) -> int:
     from bot.ops import doctor
 
+    from bot.ops.access import log_secrets
+
     checks = asyncio.run(doctor.run_checks(settings))
+    secrets = settings.secrets() + log_secrets(settings)
     for check in checks:
-        print(check.line())
+        print(logs.mask(check.line(), secrets))  # exactly as the log masks them
     code = doctor.exit_code(checks)
     print("All is well." if code == 0 else "Something is broken: see FAIL above.")
     return code
@@ -142,7 +146,7 @@ async def _run(settings: Settings) -> None:
                     "`tusk pairing approve CODE` lets one in")
     async with app:
         names = ", ".join(c.name for c in platforms)
-        where = http.url
+        where = _where(app, http)
         if platforms:
             print(f"Tusk is running on {names}; web console and HTTP API on {where}", flush=True)
         else:
@@ -150,6 +154,25 @@ async def _run(settings: Settings) -> None:
                   f"{where}  (open it in a browser for the web console: chat, and browse every chat's memory)",
                   flush=True)
         await stop.wait()
+
+
+def _where(app, http) -> str:
+    """The console URL: with its token the first time (when the token file is made), else a hint."""
+    from bot.ops import access
+
+    if app.http_access.created:
+        return f"{access.console_url(http.settings.host, http.port, app.http_access.token)} (keep this link private)"
+    hint = " (`tusk console-url` prints the link with its token)" if app.http_access.token else ""
+    return http.url + hint
+
+
+def _console_url(settings: Settings) -> int:
+    from bot.ops import access
+    from memory.paths import private_dir
+
+    private_dir(settings.home, follow=True)
+    print(access.console_url(settings.http_host, settings.http_port, access.http_access(settings).token))
+    return 0
 
 
 async def _chat(settings: Settings, chat: str) -> None:
@@ -163,6 +186,7 @@ async def _chat(settings: Settings, chat: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    os.umask(0o077)  # whatever Tusk (or a library) creates is owner-only, whatever umask it was started with
     args = _parser().parse_args(argv)
     if args.command is None:
         _parser().print_help()
@@ -175,13 +199,22 @@ def main(argv: list[str] | None = None) -> int:
         print(f"tusk: {exc}", file=sys.stderr)
         return 2
     quiet = args.command not in ("run", "doctor")
-    logs.configure("WARNING" if quiet else settings.log_level, settings.secrets(), settings.log_format)
+    from bot.ops.access import log_secrets
+
+    logs.configure("WARNING" if quiet else settings.log_level, settings.secrets() + log_secrets(settings),
+                   settings.log_format)
     if args.command in ADMIN:
         return _admin(args, settings)
     if args.command == "pairing":
         return _pairing(args, settings)
     if args.command == "doctor":
         return _doctor(settings)
+    if args.command == "console-url":
+        try:
+            return _console_url(settings)
+        except (ConfigError, OSError, ValueError) as exc:
+            print(f"tusk: {exc}", file=sys.stderr)
+            return 2
     try:
         settings.llm_settings()  # fail fast, before the slow imports, on a missing model
         if args.command == "run":

@@ -1,6 +1,9 @@
 """`tusk doctor`: is this installation able to run? Each check gives a verdict and the fix.
 
-    config  data dir  tokenizer  the model (bot/ops/probe.py)  each platform token  each MCP server  allow-lists
+    config  data dir  HTTP access  tokenizer  the model (bot/ops/probe.py)  each platform token  each MCP server  allow-lists
+
+The CLI masks every secret in what it prints, exactly as the log does (bot/logs.py); the
+HTTP access check applies the very rule `tusk run` enforces (channels/http.py `bind_problem`).
 
 Platform tokens are checked with one plain HTTPS call each (Telegram `getMe`, Slack
 `auth.test`, Discord `users/@me`), so the doctor needs none of the platform libraries.
@@ -19,6 +22,7 @@ import aiohttp
 
 from bot.config import Settings
 from bot.errors import ConfigError, LLMError
+from memory.paths import private_dir
 
 DISCORD_API = "https://discord.com"
 LOW_SPACE = 1 << 30  # warn below 1 GiB free
@@ -41,16 +45,36 @@ class Check:
 def _data_dir(settings: Settings) -> Check:
     home = settings.home.resolve()
     try:
-        home.mkdir(parents=True, exist_ok=True)
+        private_dir(home, follow=True)
         with tempfile.NamedTemporaryFile(dir=home, prefix=".doctor-"):
             pass
     except OSError as exc:
         return Check("data dir", "fail", f"{home} is not writable: {exc.strerror}",
                      "create it and give the user running Tusk write access, or set TUSK_HOME")
+    if home.stat().st_mode & 0o077:
+        return Check("data dir", "warn", f"{home} can be read by other accounts on this machine "
+                     f"(mode {home.stat().st_mode & 0o777:o})", f"chmod 700 {home}")
     free = shutil.disk_usage(home).free
     verdict = "fail" if free < NO_SPACE else "warn" if free < LOW_SPACE else "ok"
     return Check("data dir", verdict, f"{home} is writable, {free / 2**30:.1f} GiB free",
                  "" if verdict == "ok" else "free some disk space: sessions are append-only and grow")
+
+
+def _http_access(settings: Settings) -> Check:
+    from bot.ops import access
+    from channels.http import bind_problem
+
+    try:
+        token = access.http_access(settings, create=False).token
+    except ConfigError as exc:
+        return Check("HTTP access", "fail", str(exc), "delete the file; Tusk makes a new token at start")
+    if token is None and access.configured(settings) is None:
+        token = "x" * 43  # not made yet: `tusk run` makes a 43-character token at first start
+    if problem := bind_problem(settings.http_host, token):
+        return Check("HTTP access", "fail", problem, "`tusk run` refuses to start until this is fixed")
+    mode = ("without a token (TUSK_HTTP_TOKEN=off)" if token is None else "with the console token"
+            if access.configured(settings) is None else "with TUSK_HTTP_TOKEN")
+    return Check("HTTP access", "ok", f"API and console on {settings.http_host}:{settings.http_port} {mode}")
 
 
 def _tokenizer() -> Check:
@@ -119,7 +143,7 @@ async def _platform(name: str, probe: Callable[[], Awaitable[Check]]) -> Check:
 async def run_checks(settings: Settings) -> list[Check]:
     """Every check, in order; a check that cannot run (no model set) fails with its fix."""
     checks = [Check("config", "ok", "settings are valid")]
-    checks += [_data_dir(settings), _tokenizer()]
+    checks += [_data_dir(settings), _http_access(settings), _tokenizer()]
     try:
         from bot.ops.probe import probe  # imports litellm: only when the model is checked
 

@@ -114,7 +114,8 @@ def span(delta: timedelta) -> str:
 
 def save_records(path: Path, records: list[dict[str, Any]]) -> None:
     """reminders.json, replaced whole (atomically): what the store and an offline /forget write."""
-    write_atomic(path, json.dumps({"schema": SCHEMA, "reminders": records}, ensure_ascii=False, indent=1))
+    write_atomic(path, json.dumps({"schema": SCHEMA, "reminders": records}, ensure_ascii=False, indent=1),
+                 follow_dir=True)
 
 
 class ReminderStore(MemoryJobStore):

@@ -1,8 +1,17 @@
-// Every call to Tusk's API: JSON in and out, the token (if the server wants one) asked once
-// and kept in this browser session only (sessionStorage), errors thrown with the server's message.
+// Every call to Tusk's API: JSON in and out, the token sent with each, errors thrown with the
+// server's message. The token comes from the link `tusk run` / `tusk console-url` prints
+// (`#token=...`, a fragment the browser never sends to a server), else it is asked once; either
+// way it is kept in this browser (localStorage) and removed from the address bar at once.
 
 const TOKEN_KEY = "tusk-token";
 let asking = null;  // one token prompt at a time, however many calls were refused
+
+export function takeTokenFromLink() {
+  const match = window.location.hash.match(/^#token=([^&]+)$/);
+  if (!match) return;
+  localStorage.setItem(TOKEN_KEY, decodeURIComponent(match[1]));
+  history.replaceState(null, "", window.location.pathname + window.location.search);
+}
 
 export class ApiError extends Error {
   constructor(status, message) {
@@ -25,7 +34,7 @@ function askToken(problem) {
   asking = new Promise((resolve) => {
     form.addEventListener("submit", (event) => {
       event.preventDefault();
-      sessionStorage.setItem(TOKEN_KEY, input.value.trim());
+      localStorage.setItem(TOKEN_KEY, input.value.trim());
       dialog.close();
       asking = null;
       resolve();
@@ -37,13 +46,13 @@ function askToken(problem) {
 
 export async function api(path, { method = "GET", body } = {}) {
   for (;;) {
-    const token = sessionStorage.getItem(TOKEN_KEY);
+    const token = localStorage.getItem(TOKEN_KEY);
     const headers = { Accept: "application/json" };
     if (token) headers.Authorization = `Bearer ${token}`;
-    if (body !== undefined) headers["Content-Type"] = "application/json";
+    if (method !== "GET") headers["Content-Type"] = "application/json";  // the server takes writes as JSON only
     const resp = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
     if (resp.status === 401) {
-      sessionStorage.removeItem(TOKEN_KEY);
+      localStorage.removeItem(TOKEN_KEY);
       await askToken(token ? "That token was refused: try again." : "");
       continue;
     }

@@ -4,6 +4,7 @@
 //   #/memory/{channel}/{chat}      one chat's memory
 //   #/tools                        the MCP servers and their tools
 
+import { takeTokenFromLink } from "./api.js";
 import { renderChat } from "./chat.js";
 import { h } from "./dom.js";
 import { renderChatDetail, renderMemoryList } from "./memory.js";
@@ -30,5 +31,6 @@ async function route() {
   }
 }
 
+takeTokenFromLink();
 window.addEventListener("hashchange", route);
 route();
