@@ -231,6 +231,7 @@ async def test_the_tools_page_lists_mcp_servers_without_their_secrets(make_setti
     http = app.add_http()
     async with app:
         def scenario(page):
+            page.goto(f"http://127.0.0.1:{http.port}/#token={http.settings.token}")
             page.goto(f"http://127.0.0.1:{http.port}/#/tools")
             row = page.locator("tr[data-server='notes']")
             expect(row).to_contain_text("telegram:*")

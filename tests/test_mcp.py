@@ -268,7 +268,8 @@ async def test_the_console_lists_servers_with_secrets_masked(make_settings, tmp_
                                                                allow=["add"])}}))
     app = TuskApp(make_settings(TUSK_MCP_CONFIG=str(path)))
     http = app.add_http()
-    async with app, aiohttp.ClientSession() as client:
+    headers = {"Authorization": f"Bearer {http.settings.token}"}  # the console token
+    async with app, aiohttp.ClientSession(headers=headers) as client:
         async with client.get(f"http://127.0.0.1:{http.port}/api/mcp") as resp:
             body = await resp.text()
     assert SECRET not in body
