@@ -38,6 +38,7 @@ async def test_a_reminder_fires_as_a_turn_of_its_chat(make_settings, fake_llm):
     saved = app.store.get("http", "bob").unconsolidated
     assert saved[-2].role == "user" and saved[-2].content.startswith("[reminder r") and "call Bob" in saved[-2].content
     assert "due now" not in saved[-2].content  # the injected context was for that turn only
+    assert (saved[-2].sender_id, saved[-2].sender_name) == ("u1", "Ann") == (saved[0].sender_id, saved[0].sender_name)
     assert stored(app) == []
 
 

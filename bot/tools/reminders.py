@@ -305,8 +305,9 @@ class Reminders:
         fallback = f"Reminder{f' (late: it was due {due})' if late else ''}: {reminder.text}"
         note = f"[reminder {reminder.id}, due {due}{', delivered late' if late else ''}] {reminder.text}"
         try:
-            self.publish(InboundMessage(reminder.key, note, sender_id=SENDER, injected=Injected(
-                "reminder", text.strip(), fallback)))
+            self.publish(InboundMessage(reminder.key, note, sender_id=reminder.set_by_id or SENDER,
+                                        sender_name=reminder.set_by_name,  # the saved turn records who set it
+                                        injected=Injected("reminder", text.strip(), fallback)))
         except BusClosed:
             logger.warning("reminder %s for %s not delivered: Tusk is shutting down", reminder.id, reminder.key)
         else:

@@ -64,6 +64,8 @@ class Task:
     key: ChatKey
     instructions: str
     runner: asyncio.Task[None] | None = None
+    set_by_id: str = ""  # who started it: its result's turn records them
+    set_by_name: str = ""
 
 
 def _cut(text: str, limit: int) -> str:
@@ -91,7 +93,8 @@ class Tasks:
         if len(self.of(ctx.key)) >= self.settings.max_running:
             raise RuntimeError(f"this chat already has {self.settings.max_running} tasks running; "
                                "wait for one to finish")
-        task = Task("t" + secrets.token_hex(3), ctx.key, instructions.strip())
+        task = Task("t" + secrets.token_hex(3), ctx.key, instructions.strip(), set_by_id=ctx.sender_id,
+                    set_by_name=ctx.sender_name)
         self.running[task.id] = task
         task.runner = asyncio.create_task(self._run(task, ToolContext(ctx.key, ctx.files)), name=f"task {task.id}")
         return (f"Background task {task.id} started. Its result will come back to this chat as a new message "
@@ -120,7 +123,8 @@ class Tasks:
                 f"\n\n{'Report' if outcome == 'finished' else 'Reason'}:\n{result}")
         fallback = f"Background task {task.id} {outcome}:\n\n{result}"
         try:
-            self.publish(InboundMessage(task.key, f"[background task {task.id} {outcome}]", sender_id=SENDER,
+            self.publish(InboundMessage(task.key, f"[background task {task.id} {outcome}]",
+                                        sender_id=task.set_by_id or SENDER, sender_name=task.set_by_name,
                                         injected=Injected("task", text, fallback)))
         except BusClosed:
             logger.warning("task result not delivered: Tusk is shutting down")
