@@ -191,10 +191,15 @@ class Settings(BaseSettings):
         return [s.get_secret_value() for s in values if s is not None] + mcp
 
 
+def env_file_name() -> str:
+    """The settings file load_settings reads: TUSK_ENV_FILE, else `.env` in the current directory."""
+    return os.environ.get("TUSK_ENV_FILE") or ".env"
+
+
 def load_settings(**overrides: object) -> Settings:
     """Settings from the environment and `.env` (or the file TUSK_ENV_FILE names); a bad value becomes a
     ConfigError naming its variable."""
-    env_file = os.environ.get("TUSK_ENV_FILE") or ".env"
+    env_file = env_file_name()
     if env_file != ".env" and not os.path.isfile(env_file):
         raise ConfigError(f"TUSK_ENV_FILE={env_file} does not exist (or is not readable as a file)")
     try:

@@ -22,6 +22,7 @@ JSON, missing text, bodies over 1 MiB, chat ids that are empty, too long or hold
 from __future__ import annotations
 
 import asyncio
+import errno
 import hmac
 import ipaddress
 import logging
@@ -192,8 +193,13 @@ class HttpChannel:
         self._runner = web.AppRunner(self.app(), access_log=None, keepalive_timeout=self.settings.idle_timeout)
         await self._runner.setup()
         factory = self._limit.factory(self._runner.server)
-        self._server = await asyncio.get_running_loop().create_server(
-            factory, self.settings.host or None, self.settings.port, reuse_address=True)
+        try:
+            self._server = await asyncio.get_running_loop().create_server(
+                factory, self.settings.host or None, self.settings.port, reuse_address=True)
+        except OSError as exc:
+            await self._runner.cleanup()
+            self._runner = None
+            raise bind_error(exc, self.settings.host, self.settings.port) from None
         self.port = self._server.sockets[0].getsockname()[1]
         logger.info("HTTP channel and web console on %s (at most %d connections)", self.url, self._limit.limit)
 
@@ -296,3 +302,16 @@ class HttpChannel:
         finally:
             del self._waiting[msg.id]
         return web.json_response({"replies": replies})
+
+
+def bind_error(exc: OSError, host: str, port: int) -> ConfigError:
+    """One line naming the setting to change when the listening socket cannot be opened."""
+    where = f"{host or '*'}:{port}"
+    if exc.errno == errno.EADDRINUSE:
+        return ConfigError(f"TUSK_HTTP_PORT={port}: {where} is already in use (another Tusk, or another program). "
+                           f"Fix: stop that program, or set TUSK_HTTP_PORT to a free port (0 picks one)")
+    if exc.errno == errno.EACCES:
+        return ConfigError(f"TUSK_HTTP_PORT={port}: not allowed to listen on {where} (ports below 1024 need "
+                           f"privileges). Fix: set TUSK_HTTP_PORT to a port of 1024 or more")
+    return ConfigError(f"TUSK_HTTP_HOST={host}, TUSK_HTTP_PORT={port}: cannot listen on {where} "
+                       f"({exc.strerror or exc}). Fix: set TUSK_HTTP_HOST to an address of this machine")

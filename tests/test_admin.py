@@ -62,7 +62,8 @@ async def test_doctor_all_well_with_a_good_setup(make_settings, fake_llm):
     async with FakeTelegram(token="123:GOOD") as tg:
         checks = await doctor.run_checks(make_settings(TELEGRAM_BOT_TOKEN=tg.token, TELEGRAM_API_BASE=tg.base_url))
     verdicts = {c.name: c.verdict for c in checks}
-    assert verdicts == {"config": "ok", "data dir": "ok", "HTTP access": "ok", "tokenizer": "ok", "LLM": "ok",
+    assert verdicts == {"config": "ok", "data dir": "ok", "HTTP access": "ok", "HTTP port": "ok", "tokenizer": "ok",
+                        "LLM": "ok",
                         "tools": "ok", "reasoning": "ok", "window": "ok", "local models": "ok", "truncation": "ok",
                         "Telegram": "ok", "allow-list": "warn"}
     detail = {c.name: c.detail for c in checks}

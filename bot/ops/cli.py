@@ -28,8 +28,19 @@ def _chat_name(value: str) -> str:
         raise argparse.ArgumentTypeError(str(exc)) from exc
 
 
+def _version() -> str:
+    """The installed package's version (pyproject.toml), as pip recorded it."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("tuskbot")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown (not installed: pip install -e .)"
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tusk", description="Tusk: a chat bot in which every chat keeps its own memory.")
+    parser.add_argument("--version", action="version", version=f"tusk {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.add_parser("run", help="start every configured channel plus the local HTTP API")
     chat = sub.add_parser("chat", help="chat with Tusk in this terminal")
@@ -97,7 +108,7 @@ def _admin(args: argparse.Namespace, settings: Settings) -> int:
             print(f"Wrote {target} ({len(names)} files)")
         else:
             print(asyncio.run(admin.forget(home, args.chat, confirm=False)))
-            if not args.yes and input("Delete it all? [y/N] ").strip().lower() not in ("y", "yes"):
+            if not args.yes and not _confirmed("Delete it all? [y/N] "):
                 print("Nothing deleted.")
                 return 1
             print(asyncio.run(admin.forget(home, args.chat, confirm=True)))
@@ -107,12 +118,24 @@ def _admin(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _confirmed(question: str) -> bool:
+    """A yes on stdin; no answer at all (no terminal, stdin closed) is an error that names `--yes`."""
+    try:
+        answer = input(question)
+    except EOFError:
+        raise ValueError("no answer to the question (stdin is not a terminal or is closed): "
+                         "add --yes to delete without asking") from None
+    return answer.strip().lower() in ("y", "yes")
+
+
 def _doctor(settings: Settings) -> int:
     from bot.ops import doctor
 
     from bot.ops.access import log_secrets
 
-    checks = asyncio.run(doctor.run_checks(settings))
+    from bot.config import env_file_name
+
+    checks = asyncio.run(doctor.run_checks(settings, Path(env_file_name()), os.environ))
     secrets = settings.secrets() + log_secrets(settings)
     for check in checks:
         print(logs.mask(check.line(), secrets))  # exactly as the log masks them

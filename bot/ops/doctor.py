@@ -1,6 +1,7 @@
 """`tusk doctor`: is this installation able to run? Each check gives a verdict and the fix.
 
-    config  data dir  HTTP access  tokenizer  the model (bot/ops/probe.py)  each platform token  each MCP server  allow-lists
+    config  settings file  unknown variables (bot/ops/doctor_env.py)  data dir  HTTP access  HTTP port
+    tokenizer  the model (bot/ops/probe.py)  each platform token  each MCP server  allow-lists
 
 The CLI masks every secret in what it prints, exactly as the log does (bot/logs.py); the
 HTTP access check applies the very rule `tusk run` enforces (channels/http.py `bind_problem`).
@@ -15,8 +16,9 @@ import asyncio
 import dataclasses
 import shutil
 import tempfile
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 import aiohttp
 
@@ -43,7 +45,11 @@ class Check:
 
 
 def _data_dir(settings: Settings) -> Check:
+    from bot.ops.doctor_env import data_dir_to_be
+
     home = settings.home.resolve()
+    if (not_yet := data_dir_to_be(home)) is not None:  # a check creates nothing
+        return not_yet
     try:
         private_dir(home, follow=True)
         with tempfile.NamedTemporaryFile(dir=home, prefix=".doctor-"):
@@ -140,10 +146,16 @@ async def _platform(name: str, probe: Callable[[], Awaitable[Check]]) -> Check:
                      "check the network (and the API base setting, if you changed it)")
 
 
-async def run_checks(settings: Settings) -> list[Check]:
-    """Every check, in order; a check that cannot run (no model set) fails with its fix."""
+async def run_checks(settings: Settings, env_file: Path | None = None,
+                     environ: Mapping[str, str] | None = None) -> list[Check]:
+    """Every check, in order; a check that cannot run (no model set) fails with its fix. With `env_file`
+    (the settings file load_settings looked for) and `environ`, also which file was read and unknown names."""
+    from bot.ops import doctor_env
+
     checks = [Check("config", "ok", "settings are valid")]
-    checks += [_data_dir(settings), _http_access(settings), _tokenizer()]
+    if env_file is not None:
+        checks += [doctor_env.settings_file(env_file), *doctor_env.unknown_variables(environ or {}, env_file)]
+    checks += [_data_dir(settings), _http_access(settings), await doctor_env.http_port(settings), _tokenizer()]
     try:
         from bot.ops.probe import probe  # imports litellm: only when the model is checked
 
