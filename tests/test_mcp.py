@@ -5,7 +5,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +19,7 @@ from bot.events import ChatKey, InboundMessage
 from bot.ops import doctor
 from bot.tools.mcp.config import parse
 from bot.tools.mcp.hub import namespaced
+from tests import procs
 from tests.fakes.fake_llm import Reply
 from tests.legality import violations
 from tests.outbox import Outbox
@@ -38,8 +38,8 @@ def http_server(tmp_path):
     procs = []
 
     def start(kind):
-        env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path)}
-        proc = subprocess.Popen([sys.executable, FAKE, kind, "--http"], cwd=tmp_path, env=env,
+        env = procs.clean_env(home=tmp_path / "home")
+        proc = procs.popen([sys.executable, FAKE, kind, "--http"], cwd=tmp_path, env=env,
                                 stdout=subprocess.PIPE, text=True)
         procs.append(proc)
         line = proc.stdout.readline()
