@@ -16,7 +16,7 @@ from pathlib import Path
 
 PASSED = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "SYSTEMROOT", "VIRTUAL_ENV")  # nothing else is inherited
 
-_started: list[int] = []  # process-group ids started during the current test
+_started: list = []  # processes (each leading its group) started during the current test
 _scratch: list[Path] = []  # temporary directories made for them
 
 
@@ -49,7 +49,7 @@ async def start(*argv, env, cwd=None, **kw) -> asyncio.subprocess.Process:
     """`argv` started in its own process group, killed at the end of the test if still running."""
     env, cwd = _checked(env, cwd)
     proc = await asyncio.create_subprocess_exec(*argv, env=env, cwd=cwd, start_new_session=True, **kw)
-    _started.append(proc.pid)
+    _started.append(proc)
     return proc
 
 
@@ -70,7 +70,7 @@ def popen(argv, *, env, cwd=None, **kw) -> subprocess.Popen:
     """A blocking-API child under the same rules as `start`."""
     env, cwd = _checked(env, cwd)
     proc = subprocess.Popen(argv, env=env, cwd=cwd, start_new_session=True, **kw)
-    _started.append(proc.pid)
+    _started.append(proc)
     return proc
 
 
@@ -82,7 +82,8 @@ def run(argv, *, env, cwd=None, timeout=120, **kw) -> subprocess.CompletedProces
         try:
             out, err = proc.communicate(timeout=timeout)
         finally:
-            kill_group(proc.pid)
+            if proc.poll() is None:
+                kill_group(proc.pid)
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
@@ -102,10 +103,16 @@ def _gone(pid) -> bool:
 
 
 def cleanup(wait=10.0):
-    """Kill every process group started in this test and wait until each leader is dead."""
-    pids, _started[:] = list(_started), []
+    """Kill every process group started in this test whose leader is still ours (not yet reaped, so its id
+    cannot have been reused) and wait until each leader is dead."""
+    started, _started[:] = list(_started), []
+    alive = [proc for proc in started if (proc.poll() if isinstance(proc, subprocess.Popen) else proc.returncode) is None]
+    pids = [proc.pid for proc in alive]
     for pid in pids:
         kill_group(pid)
+    for proc in alive:
+        if isinstance(proc, subprocess.Popen):
+            proc.wait(timeout=wait)  # reaped here; an asyncio child is reaped by its loop's child watcher
     deadline = time.monotonic() + wait
     for pid in pids:
         while not _gone(pid) and time.monotonic() < deadline:

@@ -9,8 +9,9 @@ from tests import procs
 
 def env_for(fake_llm, tmp_path, **extra):
     """A clean environment (tests.procs.clean_env) for a Tusk on the fake LLM with its data in `tmp_path/data`."""
-    return procs.clean_env(TUSK_HOME=tmp_path / "data", TUSK_MODEL="openai/fake-model", TUSK_API_BASE=fake_llm.base_url,
-                           TUSK_API_KEY="sk-test", TUSK_LLM_RETRIES="0", **extra)
+    base = {"TUSK_HOME": tmp_path / "data", "TUSK_MODEL": "openai/fake-model", "TUSK_API_BASE": fake_llm.base_url,
+            "TUSK_API_KEY": "sk-test", "TUSK_LLM_RETRIES": "0"}
+    return procs.clean_env(**{**base, **extra})
 
 
 def api_from(line, home=None):
