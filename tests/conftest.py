@@ -10,7 +10,15 @@ import pytest
 
 from bot.app import TuskApp
 from bot.config import load_settings
+from tests import procs
 from tests.fakes.fake_llm import FakeLLM
+
+
+@pytest.fixture(autouse=True)
+def _no_process_outlives_its_test():
+    """Every process a test started through tests.procs is killed (with its group) when the test ends."""
+    yield
+    assert procs.cleanup() == [], "a test process survived SIGKILL"
 
 
 @pytest.fixture

@@ -1,17 +1,17 @@
 """The `tusk` command as a user runs it: a real process, real stdin/stdout."""
 
 import asyncio
-import os
 import re
-import sys
+
+from tests import procs
 
 
 
 def env_for(fake_llm, tmp_path, **extra):
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("TUSK_", "TELEGRAM_", "DISCORD_", "SLACK_"))}
-    env.update({"TUSK_HOME": str(tmp_path / "data"), "TUSK_MODEL": "openai/fake-model", "TUSK_API_BASE": fake_llm.base_url,
-                "TUSK_API_KEY": "sk-test", "TUSK_LLM_RETRIES": "0", "LITELLM_LOCAL_MODEL_COST_MAP": "True", **extra})
-    return env
+    """A clean environment (tests.procs.clean_env) for a Tusk on the fake LLM with its data in `tmp_path/data`."""
+    base = {"TUSK_HOME": tmp_path / "data", "TUSK_MODEL": "openai/fake-model", "TUSK_API_BASE": fake_llm.base_url,
+            "TUSK_API_KEY": "sk-test", "TUSK_LLM_RETRIES": "0"}
+    return procs.clean_env(**{**base, **extra})
 
 
 def api_from(line, home=None):
@@ -24,12 +24,9 @@ def api_from(line, home=None):
     return base, {"Origin": base, **({"Authorization": f"Bearer {token}"} if token else {})}
 
 
-async def tusk(*args, env, stdin=b""):
-    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "bot.ops.cli", *args, env=env,
-                                                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                                                stderr=asyncio.subprocess.PIPE)
-    out, err = await asyncio.wait_for(proc.communicate(stdin), timeout=120)
-    return proc.returncode, out.decode(), err.decode()
+async def tusk(*args, env, stdin=b"", cwd=None):
+    """Run `tusk *args` to the end in a temporary directory: (exit code, stdout, stderr)."""
+    return await procs.tusk(*args, env=env, stdin=stdin, cwd=cwd)
 
 
 async def test_terminal_chat_holds_a_conversation(fake_llm, tmp_path):
@@ -68,8 +65,8 @@ async def test_run_serves_http_and_stops_cleanly_on_sigterm(fake_llm, tmp_path):
     import signal
 
     env = env_for(fake_llm, tmp_path, TUSK_HTTP_PORT="0")
-    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "bot.ops.cli", "run", env=env,
-                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    proc = await procs.start_tusk("run", env=env,
+                                  stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     line = (await asyncio.wait_for(proc.stdout.readline(), timeout=60)).decode()
     assert "only the HTTP channel" in line
     url, headers = api_from(line)

@@ -5,7 +5,6 @@ import fnmatch
 import io
 import json
 import re
-import sys
 import tomllib
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from yarl import URL
 from bot.app import TuskApp
 from bot.errors import ConfigError
 from channels.http import CONSOLE_DIR
+from tests import procs
 from tests.fakes.fake_llm import Reply
 from tests.conftest import with_helpers
 from tests.test_cli import env_for
@@ -345,9 +345,9 @@ async def test_foreign_host_names_and_cross_origin_writes_are_refused(make_setti
 async def test_tusk_run_prints_the_console_url(fake_llm, tmp_path):
     """`tusk run` with no platform credentials prints the URL, where the console page answers."""
     fake_llm.script(Reply(text="hi from the console"))
-    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "bot.ops.cli", "run",
-                                                env=env_for(fake_llm, tmp_path, TUSK_HTTP_PORT="0"),
-                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    proc = await procs.start_tusk("run",
+                                  env=env_for(fake_llm, tmp_path, TUSK_HTTP_PORT="0"),
+                                  stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     try:
         line = (await asyncio.wait_for(proc.stdout.readline(), timeout=60)).decode()
         url = re.search(r"http://\S+", line)[0]

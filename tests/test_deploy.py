@@ -5,6 +5,7 @@ volume, health check, entrypoint), not built.
 """
 
 import configparser
+import os
 import re
 import shutil
 import subprocess
@@ -12,6 +13,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+
+from tests import procs
 
 ROOT = Path(__file__).resolve().parent.parent
 DEPLOY = ROOT / "deploy"
@@ -24,9 +27,19 @@ def unit(path: Path) -> configparser.ConfigParser:
     return parser
 
 
+def pip_env(tmp_path: Path) -> dict[str, str]:
+    """A clean environment that keeps only how pip reaches its registry (PIP_* variables, pip.conf, its cache)."""
+    env = procs.clean_env(home=tmp_path / "home", **{k: v for k, v in os.environ.items() if k.startswith("PIP_")})
+    config = Path.home() / ".config/pip/pip.conf"
+    if "PIP_CONFIG_FILE" not in env and config.exists():
+        env["PIP_CONFIG_FILE"] = str(config)
+    env.setdefault("PIP_CACHE_DIR", str(Path.home() / ".cache/pip"))
+    return env
+
+
 def install(prefix: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(["bash", str(DEPLOY / "install.sh"), "--prefix", str(prefix), "--no-systemd"],
-                          capture_output=True, text=True, timeout=600)
+    return procs.run(["bash", str(DEPLOY / "install.sh"), "--prefix", str(prefix), "--no-systemd"],
+                     env=pip_env(prefix), capture_output=True, text=True, timeout=600)
 
 
 def test_installer_installs_then_upgrades_keeping_settings_and_data(tmp_path):
@@ -45,9 +58,10 @@ def test_installer_installs_then_upgrades_keeping_settings_and_data(tmp_path):
     assert "keeping your settings" in second.stdout and "openai/my-own-choice" in env.read_text()
     assert (tmp_path / "var/lib/tusk/chats/http/me/MEMORY.md").read_text() == "- keep me"
     wrapper = tmp_path / "usr/local/bin/tusk"
-    listed = subprocess.run([str(wrapper), "chats"], capture_output=True, text=True, timeout=60)
+    listed = procs.run([str(wrapper), "chats"], env=procs.clean_env(), capture_output=True, text=True, timeout=60)
     assert listed.returncode == 0 and "http:me" in listed.stdout, listed.stderr
-    shown = subprocess.run([str(wrapper), "memory", "show", "http:me"], capture_output=True, text=True, timeout=60)
+    shown = procs.run([str(wrapper), "memory", "show", "http:me"], env=procs.clean_env(), capture_output=True, text=True,
+                      timeout=60)
     assert shown.stdout.strip() == "- keep me"
     service = unit(tmp_path / "etc/systemd/system/tusk.service")["Service"]
     assert service["ExecStart"] == f"{tmp_path}/opt/tusk/venv/bin/tusk run"
@@ -65,8 +79,8 @@ def test_unit_is_hardened_and_verifies():
     assert int(service["TimeoutStopSec"]) > 30  # longer than the default TUSK_SHUTDOWN_GRACE
     if shutil.which("systemd-analyze") is None:
         pytest.skip("systemd-analyze is not installed here")
-    done = subprocess.run(["systemd-analyze", "verify", str(DEPLOY / "tusk.service")],
-                          capture_output=True, text=True, timeout=60)
+    done = procs.run(["systemd-analyze", "verify", str(DEPLOY / "tusk.service")], env=procs.clean_env(),
+                     capture_output=True, text=True, timeout=60)
     problems = [line for line in done.stderr.splitlines()
                 if "tusk.service" in line and "/opt/tusk/venv/bin/tusk" not in line]  # not installed here
     assert not problems, done.stderr
@@ -83,8 +97,8 @@ def test_unit_scores_safe_in_systemd_analyze_security():
     assert "SystemCallFilter=@system-service" in text and "RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX" in text
     if shutil.which("systemd-analyze") is None:
         pytest.skip("systemd-analyze is not installed here")
-    done = subprocess.run(["systemd-analyze", "security", "--offline=true", "--no-pager", str(DEPLOY / "tusk.service")],
-                          capture_output=True, text=True, timeout=60)
+    done = procs.run(["systemd-analyze", "security", "--offline=true", "--no-pager", str(DEPLOY / "tusk.service")],
+                     env=procs.clean_env(), capture_output=True, text=True, timeout=60)
     score = re.search(r"Overall exposure level for tusk\.service: ([0-9.]+)", done.stdout)
     assert score and float(score[1]) <= 2.0, done.stdout[-500:]
 

@@ -3,7 +3,6 @@
 import asyncio
 import contextlib
 import signal
-import sys
 from datetime import datetime, timezone
 from types import SimpleNamespace
 
@@ -14,6 +13,7 @@ from bot.commands import ADMINS_ONLY
 from bot.errors import ConfigError
 from bot.events import ChatKey, OutboundMessage
 from channels.discord_bot import DiscordChannel, api_root, command_to_inbound, discord, to_inbound  # quiet import
+from tests import procs
 from tests.fakes.fake_discord import MANAGE_MESSAGES, FakeDiscord, snowflake
 from tests.fakes.fake_llm import Reply, last_user_text
 from tests.test_cli import env_for
@@ -331,8 +331,8 @@ async def test_tusk_run_answers_on_discord_and_stops_on_sigterm(dc, fake_llm, tm
     env = env_for(fake_llm, tmp_path, TUSK_HTTP_PORT="0", DISCORD_BOT_TOKEN=dc.token, DISCORD_API_BASE=dc.api_base,
                   DISCORD_GATEWAY_URL=dc.gateway_url, DISCORD_ALLOW_FROM=dc.alice["id"])
     fake_llm.script(Reply(text="pong from tusk"))
-    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "bot.ops.cli", "run", env=env,
-                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    proc = await procs.start_tusk("run", env=env,
+                                  stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     try:
         line = (await asyncio.wait_for(proc.stdout.readline(), timeout=60)).decode()
         assert "Tusk is running on discord" in line

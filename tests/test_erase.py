@@ -1,7 +1,6 @@
 """memory/erase.py: one member out of a chat's files; a SIGKILL during the session rewrite leaves old or new."""
 
 import json
-import os
 import random
 import signal
 import subprocess
@@ -13,6 +12,7 @@ from memory import files as memfiles
 from memory.erase import Member, drop_section, drop_turns, history_parts, members
 from memory.paths import ChatFiles
 from memory.session import Message, SessionStore, iter_messages, load
+from tests import procs
 from tests.legality import violations
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -94,11 +94,11 @@ def test_sigkill_during_the_rewrite_leaves_old_or_new(tmp_path):
     files = seed(tmp_path / "data")
     old = [m.content for m in iter_messages(files)]
     new = [c for c in old if c in ("my drink is coffee", "noted, Bob", "thanks", "welcome")]
-    env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(ROOT), "HOME": str(tmp_path)}
+    env = procs.clean_env(home=tmp_path / "home", PYTHONPATH=ROOT)
     random.seed(16)
     seen = set()
     for _ in range(6):
-        proc = subprocess.Popen([sys.executable, "-c", CHILD, str(tmp_path / "data")], cwd=tmp_path, env=env,
+        proc = procs.popen([sys.executable, "-c", CHILD, str(tmp_path / "data")], cwd=tmp_path, env=env,
                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         try:
             assert proc.stdout.readline() == b"ready\n"

@@ -4,12 +4,12 @@ import asyncio
 import re
 import signal
 import stat
-import sys
 
 import aiohttp
 import pytest
 
 from bot.app import TuskApp
+from tests import procs
 from tests.test_cli import api_from, env_for
 from tests.test_cli import tusk as tusk_cli
 
@@ -133,8 +133,8 @@ async def test_console_url_and_first_start_print_the_token(fake_llm, tmp_path):
     env = env_for(fake_llm, tmp_path, TUSK_HTTP_PORT="0")
     lines = []
     for _ in range(2):
-        proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "bot.ops.cli", "run", env=env, cwd=tmp_path,
-                                                    stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL)
+        proc = await procs.start_tusk("run", env=env, cwd=tmp_path,
+                                      stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL)
         lines.append((await asyncio.wait_for(proc.stdout.readline(), timeout=60)).decode())
         proc.send_signal(signal.SIGTERM)
         assert await asyncio.wait_for(proc.wait(), timeout=30) == 0

@@ -3,11 +3,11 @@
 import asyncio
 import json
 import signal
-import sys
 
 from bot.app import TuskApp
 from bot.events import ChatKey, InboundMessage, Injected
 from bot.inbox import Inbox
+from tests import procs
 from tests.fakes.fake_llm import Reply
 from tests.fakes.fake_telegram import FakeTelegram
 from tests.test_cli import env_for
@@ -57,8 +57,8 @@ def test_file_is_emptied_when_idle_and_large(tmp_path):
 
 
 async def start_tusk(env):
-    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "bot.ops.cli", "run", env=env,
-                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    proc = await procs.start_tusk("run", env=env,
+                                  stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     assert "running on telegram" in (await asyncio.wait_for(proc.stdout.readline(), timeout=60)).decode()
     return proc
 

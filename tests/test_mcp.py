@@ -5,7 +5,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +19,7 @@ from bot.events import ChatKey, InboundMessage
 from bot.ops import doctor
 from bot.tools.mcp.config import parse
 from bot.tools.mcp.hub import namespaced
+from tests import procs
 from tests.fakes.fake_llm import Reply
 from tests.legality import violations
 from tests.outbox import Outbox
@@ -35,19 +35,19 @@ def stdio(kind, tmp_path, **extra):
 @pytest.fixture
 def http_server(tmp_path):
     """Start a fake MCP server over Streamable HTTP on loopback; returns its URL."""
-    procs = []
+    started = []
 
     def start(kind):
-        env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path)}
-        proc = subprocess.Popen([sys.executable, FAKE, kind, "--http"], cwd=tmp_path, env=env,
-                                stdout=subprocess.PIPE, text=True)
-        procs.append(proc)
+        env = procs.clean_env(home=tmp_path / "home")
+        proc = procs.popen([sys.executable, FAKE, kind, "--http"], cwd=tmp_path, env=env,
+                           stdout=subprocess.PIPE, text=True)
+        started.append(proc)
         line = proc.stdout.readline()
         assert line.startswith("PORT "), line
         return f"http://127.0.0.1:{line.split()[1]}/mcp"
 
     yield start
-    for proc in procs:
+    for proc in started:
         proc.kill()
         proc.wait()
         proc.stdout.close()

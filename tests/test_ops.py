@@ -3,10 +3,10 @@
 import asyncio
 import json
 import signal
-import sys
 
 import aiohttp
 
+from tests import procs
 from tests.fakes.fake_llm import Reply
 from tests.test_cli import api_from, env_for
 
@@ -14,8 +14,8 @@ SECRET_KEY = "sk-live-abcdef123456"
 
 
 async def start(env):
-    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "bot.ops.cli", "run", env=env,
-                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    proc = await procs.start_tusk("run", env=env,
+                                  stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     line = (await asyncio.wait_for(proc.stdout.readline(), timeout=60)).decode()
     return proc, api_from(line)
 

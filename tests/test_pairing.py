@@ -5,13 +5,13 @@ import json
 import re
 import signal
 import stat
-import sys
 
 import pytest
 
 from bot.config import load_settings
 from bot.errors import ConfigError
 from bot.pairing import PairingStore
+from tests import procs
 from tests.test_cli import env_for, tusk
 from tests.test_telegram import start_tusk, tg  # noqa: F401  (fixtures)
 
@@ -25,8 +25,8 @@ def codes(tg, chat_id=None):
 async def test_stranger_is_paired_through_the_cli_of_another_process(tg, fake_llm, tmp_path):  # noqa: F811
     """Unknown user -> one code, no LLM call, nothing saved -> `tusk pairing approve` in another process -> answered."""
     env = env_for(fake_llm, tmp_path, TUSK_HTTP_PORT="0", TELEGRAM_BOT_TOKEN=tg.token, TELEGRAM_API_BASE=tg.base_url)
-    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "bot.ops.cli", "run", env=env, cwd=tmp_path,
-                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    proc = await procs.start_tusk("run", env=env, cwd=tmp_path,
+                                  stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     try:
         assert "running on telegram" in (await asyncio.wait_for(proc.stdout.readline(), timeout=60)).decode()
         tg.push_message(42, "hello, who are you?", user_id=42, username="stranger")

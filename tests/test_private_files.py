@@ -4,7 +4,6 @@ no chat folder or file is ever reached through a symlink."""
 import asyncio
 import os
 import stat
-import sys
 
 import aiohttp
 import pytest
@@ -13,6 +12,7 @@ from bot.app import TuskApp
 from memory import files as memfiles
 from memory.paths import ChatFiles, UnsafePathError
 from memory.session import SessionStore
+from tests import procs
 from tests.conftest import with_helpers
 from tests.fakes.fake_llm import Reply
 from tests.test_cli import api_from, env_for
@@ -68,8 +68,8 @@ async def test_every_file_of_a_real_run_is_owner_only_under_umask_000(open_umask
 async def test_tusk_run_started_under_umask_000_keeps_its_files_private(fake_llm, tmp_path):
     """A real `tusk run` process started with umask 000: its data dir, token and chat files are owner-only."""
     env = env_for(fake_llm, tmp_path, TUSK_HTTP_PORT="0")
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bot.ops.cli", "run", env=env, cwd=tmp_path,
+    proc = await procs.start_tusk(
+        "run", env=env, cwd=tmp_path,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL, preexec_fn=lambda: os.umask(0))
     try:
         line = (await asyncio.wait_for(proc.stdout.readline(), timeout=60)).decode()

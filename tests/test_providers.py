@@ -11,6 +11,7 @@ import pytest
 
 from bot.errors import ContextOverflow, LLMError, LLMFiltered
 from memory.session import load
+from tests import procs
 from tests.fakes.fake_llm import OVERFLOW_BODIES, Reply, overflow_body
 from tests.legality import violations
 
@@ -274,8 +275,8 @@ async def test_provider_quirks_through_tusk_run(fake_llm, tmp_path):
         Reply(message={"role": "assistant", "content": None, "reasoning_content": "clock first",
                        "tool_calls": [call("current_time", {}, "call_0")]}), Reply(text="noon"),
         overflow_body("vllm", 5000, 9000), Reply(text="still here"))
-    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "bot.ops.cli", "run", env=env, cwd=tmp_path,
-                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    proc = await procs.start_tusk("run", env=env, cwd=tmp_path,
+                                  stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     try:
         line = (await asyncio.wait_for(proc.stdout.readline(), timeout=60)).decode()
         url = "http://" + line.split("http://", 1)[1].split()[0]

@@ -2,10 +2,8 @@
 
 import asyncio
 import contextlib
-import os
 import re
 import signal
-import sys
 
 import pytest
 
@@ -16,6 +14,7 @@ from bot.events import ChatKey, OutboundMessage
 from channels.slack import SlackError
 from channels.slack_events import command_text, command_to_inbound, route_of, to_inbound
 from channels.slack_format import LIMIT, from_slack, split_for_slack, to_mrkdwn
+from tests import procs
 from tests.fakes.fake_llm import Reply
 from tests.fakes.fake_slack import FakeSlack
 
@@ -397,13 +396,12 @@ async def test_http_mode_answers_signed_requests_and_rejects_forged_ones(make_se
 
 async def test_tusk_run_answers_on_slack_and_stops_on_sigterm(slack, fake_llm, tmp_path):
     """`tusk run` with Slack variables connects over Socket Mode, answers a DM, logs no text, exits 0 on SIGTERM."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("TUSK_", "TELEGRAM_", "DISCORD_", "SLACK_"))}
-    env.update(TUSK_HOME=str(tmp_path / "data"), TUSK_MODEL="openai/fake-model", TUSK_API_BASE=fake_llm.base_url,
-               TUSK_API_KEY="sk-test", TUSK_LLM_RETRIES="0", TUSK_HTTP_PORT="0", LITELLM_LOCAL_MODEL_COST_MAP="True",
+    env = procs.clean_env(TUSK_HOME=str(tmp_path / "data"), TUSK_MODEL="openai/fake-model", TUSK_API_BASE=fake_llm.base_url,
+               TUSK_API_KEY="sk-test", TUSK_LLM_RETRIES="0", TUSK_HTTP_PORT="0",
                SLACK_BOT_TOKEN=slack.bot_token, SLACK_APP_TOKEN=slack.app_token, SLACK_API_URL=slack.api_url,
                SLACK_ALLOW_FROM="U0ANN", TUSK_LOG_LEVEL="debug")
-    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "bot.ops.cli", "run", env=env, cwd=tmp_path,
-                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    proc = await procs.start_tusk("run", env=env, cwd=tmp_path,
+                                  stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     try:
         line = (await asyncio.wait_for(proc.stdout.readline(), timeout=60)).decode()
         while line and "Tusk is running" not in line:

@@ -3,11 +3,11 @@
 import asyncio
 import resource
 import signal
-import sys
 
 import aiohttp
 import pytest
 
+from tests import procs
 from tests.fakes.fake_telegram import FakeTelegram
 from tests.test_cli import api_from, env_for
 
@@ -38,9 +38,9 @@ async def test_slow_loris_leaves_healthz_and_telegram_working(fake_llm, tmp_path
     async with FakeTelegram() as tg:
         env = env_for(fake_llm, tmp_path, TUSK_HTTP_PORT="0", TELEGRAM_BOT_TOKEN=tg.token,
                       TELEGRAM_API_BASE=tg.base_url, TELEGRAM_ALLOW_FROM="7")
-        proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "bot.ops.cli", "run", env=env, cwd=tmp_path,
-                                                    stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-                                                    preexec_fn=low_file_limit)
+        proc = await procs.start_tusk("run", env=env, cwd=tmp_path,
+                                      stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+                                      preexec_fn=low_file_limit)
         flood: list[asyncio.StreamWriter | None] = []
         stderr = asyncio.create_task(proc.stderr.read())  # drained all along: a full pipe would stall the bot
         try:

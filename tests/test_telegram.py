@@ -5,7 +5,6 @@ import json
 import logging
 import signal
 import socket
-import sys
 import time
 
 import aiohttp
@@ -15,6 +14,7 @@ from telegram import Message, Update, User
 from bot.app import TuskApp
 from bot.events import ChatKey
 from channels.telegram import target, to_inbound
+from tests import procs
 from tests.fakes.fake_llm import Reply
 from tests.fakes.fake_telegram import FakeTelegram
 from tests.test_cli import env_for
@@ -289,8 +289,8 @@ async def test_tusk_run_serves_telegram(tg, fake_llm, tmp_path):
     exits 0 on SIGTERM."""
     env = env_for(fake_llm, tmp_path, TUSK_HTTP_PORT="0", TELEGRAM_BOT_TOKEN=tg.token, TELEGRAM_API_BASE=tg.base_url,
                   TUSK_DM_POLICY="open")
-    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "bot.ops.cli", "run", env=env, cwd=tmp_path,
-                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    proc = await procs.start_tusk("run", env=env, cwd=tmp_path,
+                                  stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     line = (await asyncio.wait_for(proc.stdout.readline(), timeout=60)).decode()
     assert "running on telegram" in line
     tg.push_message(42, "ping over telegram")
@@ -305,8 +305,8 @@ async def test_tusk_run_serves_telegram(tg, fake_llm, tmp_path):
 async def test_tusk_run_with_telegram_unreachable_says_so(fake_llm, tmp_path):
     """An unreachable Bot API at start is one clear line and exit code 1 (systemd restarts it), not a traceback."""
     env = env_for(fake_llm, tmp_path, TUSK_HTTP_PORT="0", TELEGRAM_BOT_TOKEN="1:X", TELEGRAM_API_BASE="http://127.0.0.1:9")
-    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "bot.ops.cli", "run", env=env,
-                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    proc = await procs.start_tusk("run", env=env,
+                                  stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     _, err = await asyncio.wait_for(proc.communicate(), timeout=60)
     assert proc.returncode == 1 and "cannot reach the Telegram Bot API" in err.decode()
     assert "Traceback" not in err.decode()

@@ -1,18 +1,19 @@
 """Token estimates work offline and are counted once per message."""
 
 import json
-import subprocess
 import sys
 
 from memory import tokens
 from memory.session import Message, SessionStore, load
 
+from tests import procs
+
 
 def test_tokenizer_loads_offline_in_a_fresh_process(tmp_path):
     """A new process with no cache finds the encoding bundled in the litellm wheel (there is no network here)."""
     code = "from memory.tokens import count_text; print(count_text('hello world'))"
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    env = procs.clean_env(home=tmp_path, PATH="/usr/bin:/bin")
+    out = procs.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "2"
 
