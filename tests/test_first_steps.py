@@ -1,26 +1,16 @@
 """What a new user meets first: `tusk --version`, errors one can act on, and what `tusk doctor` points out."""
 
-import asyncio
 import socket
-import sys
 from importlib.metadata import version
 
 from bot.ops import doctor
+from tests import procs
 from tests.test_cli import env_for
 
 
 async def tusk_in(tmp_path, *args, env, stdin=b""):
-    """`tusk ARGS` in `tmp_path` with exactly `env`; killed if it outlives the test's patience."""
-    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "bot.ops.cli", *args, env=env, cwd=tmp_path,
-                                                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                                                stderr=asyncio.subprocess.PIPE)
-    try:
-        out, err = await asyncio.wait_for(proc.communicate(stdin), timeout=60)
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
-    return proc.returncode, out.decode(), err.decode()
+    """`tusk ARGS` in `tmp_path` with exactly `env` (tests/procs.py: killed if it outlives the test)."""
+    return await procs.tusk(*args, env=env, cwd=tmp_path, stdin=stdin, timeout=60)
 
 
 def busy_port():
