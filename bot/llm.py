@@ -55,22 +55,23 @@ def litellm() -> ModuleType:
     return lib
 
 
+def _model_info(model: str) -> dict[str, Any]:
+    """What litellm's bundled model list says of `model` ({} for a model it does not know)."""
+    try:
+        return dict(litellm().get_model_info(model))
+    except Exception:  # litellm raises plain Exception for unknown models
+        return {}
+
+
 def model_window(model: str) -> int | None:
     """The model's input window from litellm's bundled model list, if it knows the model."""
-    try:
-        info = litellm().get_model_info(model)
-    except Exception:  # litellm raises plain Exception for unknown models
-        return None
+    info = _model_info(model)
     return info.get("max_input_tokens") or info.get("max_tokens") or None
 
 
 def model_max_output(model: str) -> int | None:
     """The most tokens the model may write in one reply, from litellm's bundled model list."""
-    try:
-        info = litellm().get_model_info(model)
-    except Exception:  # litellm raises plain Exception for unknown models
-        return None
-    return info.get("max_output_tokens") or None
+    return _model_info(model).get("max_output_tokens") or None
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,6 +20,8 @@ from typing import Any
 
 import aiohttp
 
+from bot.llm_wire import model_name, server_root
+
 
 logger = logging.getLogger(__name__)
 
@@ -68,22 +70,13 @@ def step_down(current: int, said: int | None) -> int:
     return max(1024, int(current * (0.9 if said == current else STEP_DOWN)))
 
 
-def _server_root(api_base: str) -> str:
-    root = api_base.rstrip("/")
-    return root[: -len("/v1")] if root.endswith("/v1") else root
-
-
-def _model_id(model: str) -> str:
-    return model.split("/", 1)[1] if "/" in model else model
-
-
 async def ask_server(model: str, api_base: str | None, api_key: str | None, timeout: float = 3.0) -> Window | None:
     """The model's window as an OpenAI-compatible local server reports it, if it does."""
     if not api_base and model.startswith(("ollama/", "ollama_chat/")):
         api_base = OLLAMA_BASE
     if not api_base:
         return None
-    root, name = _server_root(api_base), _model_id(model)
+    root, name = server_root(api_base), model_name(model)
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     native_ollama = model.startswith(("ollama/", "ollama_chat/"))
     probes = ((f"{root}/v1/models", "GET", None, _from_openai_models),

@@ -22,7 +22,8 @@ from bot.errors import LLMError
 from bot.learned import ModelBook
 from bot.llm import LLM, LLMSettings, model_window
 from bot.ops.doctor import Check
-from bot.window import _model_id, _server_root, ask_server, resolve
+from bot.llm_wire import model_name, server_root
+from bot.window import ask_server, resolve
 from memory.tokens import count_text
 
 PROBE_TOOL = {"type": "function", "function": {
@@ -83,12 +84,12 @@ async def _local(s: LLMSettings, llm: LLM) -> list[Check]:
     """A local server's models, and whether it cuts a prompt of known size."""
     out = []
     assert s.api_base is not None
-    root = _server_root(s.api_base)
+    root = server_root(s.api_base)
     try:
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5)) as http:
             async with http.get(f"{root}/v1/models") as resp:
                 names = [m.get("id") for m in (await resp.json(content_type=None)).get("data", [])]
-        known = _model_id(s.model) in names
+        known = model_name(s.model) in names
         out.append(Check("local models", "ok" if known else "fail", f"{root} serves: {', '.join(names) or 'none'}",
                          "" if known else f"set TUSK_MODEL to one of them (with its route, e.g. openai/{names[0]})"
                          if names else "load a model in the server"))
