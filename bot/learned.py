@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +26,7 @@ from typing import Any
 
 from bot.errors import ContextOverflow, ToolsUnsupported
 from bot.window import Window, reply_cap, step_down
+from memory.files import write_atomic
 from memory.consolidate import Budget, Consolidator
 
 logger = logging.getLogger(__name__)
@@ -75,14 +75,7 @@ class ModelBook:
         entry = dict(data.get(model) or {})
         entry.update(facts, reason=reason[:300], updated=time.strftime("%Y-%m-%d %H:%M:%S"))
         data[model] = entry
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(f".{FILE}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=1)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, self.path)
+        write_atomic(self.path, json.dumps(data, indent=1), follow_dir=True)  # $TUSK_HOME itself may be a link
         self._cache = None
 
 

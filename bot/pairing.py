@@ -36,6 +36,7 @@ from typing import Literal
 import pydantic
 
 from bot.errors import TuskError
+from memory.files import write_atomic
 
 logger = logging.getLogger(__name__)
 
@@ -169,13 +170,7 @@ class PairingStore:
     def _write(self, state: PairingState) -> None:
         """Replace pairing.json whole: a 0600 temporary file, fsynced, renamed over it."""
         text = json.dumps(_STATE.dump_python(state, mode="json"), ensure_ascii=False, indent=1) + "\n"
-        tmp = self.path.with_name(f".{FILE}.{os.getpid()}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, self.path)
+        write_atomic(self.path, text, follow_dir=True)  # $TUSK_HOME itself may be a link
         self._state, self._stamp = state, _stamp(self.path)
 
     def request(self, channel: str, kind: Kind, id: str, name: str = "") -> tuple[Request, bool]:
