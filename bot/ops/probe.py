@@ -15,14 +15,12 @@ import time
 from ipaddress import ip_address
 from urllib.parse import urlparse
 
-import aiohttp
-
 from bot.config import Settings
 from bot.errors import LLMError
 from bot.learned import ModelBook
 from bot.llm import LLM, LLMSettings, model_window
 from bot.ops.doctor import Check
-from bot.llm_wire import model_name, server_root
+from bot.llm_wire import model_name, served_models, server_root
 from bot.window import ask_server, resolve
 from memory.tokens import count_text
 
@@ -85,16 +83,13 @@ async def _local(s: LLMSettings, llm: LLM) -> list[Check]:
     out = []
     assert s.api_base is not None
     root = server_root(s.api_base)
-    try:
-        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5)) as http:
-            async with http.get(f"{root}/v1/models") as resp:
-                names = [m.get("id") for m in (await resp.json(content_type=None)).get("data", [])]
+    names = await served_models(s.api_base)  # the same list the unknown-model message shows
+    if not names:
+        out.append(Check("local models", "warn", f"{root} lists no models (/v1/models, /api/tags)"))
+    else:
         known = model_name(s.model) in names
-        out.append(Check("local models", "ok" if known else "fail", f"{root} serves: {', '.join(names) or 'none'}",
-                         "" if known else f"set TUSK_MODEL to one of them (with its route, e.g. openai/{names[0]})"
-                         if names else "load a model in the server"))
-    except (aiohttp.ClientError, TimeoutError, ValueError, AttributeError) as exc:
-        out.append(Check("local models", "warn", f"{root}/v1/models did not list models ({exc!r})"))
+        out.append(Check("local models", "ok" if known else "fail", f"{root} serves: {', '.join(names)}",
+                         "" if known else f"set TUSK_MODEL to one of them (with its route, e.g. openai/{names[0]})"))
     text = " ".join(f"word{i}" for i in range(1500))
     sent = count_text(text)
     try:
