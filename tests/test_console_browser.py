@@ -232,7 +232,9 @@ async def test_the_tools_page_lists_mcp_servers_without_their_secrets(make_setti
     async with app:
         def scenario(page):
             page.goto(f"http://127.0.0.1:{http.port}/#token={http.settings.token}")
-            page.goto(f"http://127.0.0.1:{http.port}/#/tools")
+            expect(page).not_to_have_url(re.compile("token"))  # kept by the page (as sign_in waits for)
+            expect(page.locator("#token-dialog")).to_be_hidden()
+            page.click("a[data-page='tools']")
             row = page.locator("tr[data-server='notes']")
             expect(row).to_contain_text("telegram:*")
             expect(row).to_contain_text("ready")
