@@ -24,6 +24,7 @@ from bot.tools.mcp.config import load as load_mcp
 from bot.tools.reminders import ReminderSettings
 from bot.tools.tasks import TaskSettings
 from memory.chat_settings import zone
+from memory.media import MB, MediaLimits
 
 MODEL_HINT = "set it to a litellm model string such as openai/gpt-4o-mini, anthropic/claude-3-5-haiku-latest or ollama/llama3.1"
 
@@ -70,6 +71,10 @@ class Settings(BaseSettings):
     mcp_timeout: float = _env("TUSK_MCP_TIMEOUT", 60.0, gt=0, le=3600)
     mcp_tool_tokens: int = _env("TUSK_MCP_TOOL_TOKENS", 4000, ge=0)
     mcp_restart_backoff: float = _env("TUSK_MCP_RESTART_BACKOFF", 1.0, gt=0, le=60)
+
+    media_max_mb: float = _env("TUSK_MEDIA_MAX_MB", 20.0, gt=0, le=2048)  # one file (memory/media.py)
+    media_chat_mb: float = _env("TUSK_MEDIA_CHAT_MB", 200.0, gt=0)  # all files one chat keeps
+    media_chat_files: int = _env("TUSK_MEDIA_CHAT_FILES", 200, ge=1)
 
     http_host: str = _env("TUSK_HTTP_HOST", "127.0.0.1")
     http_port: int = _env("TUSK_HTTP_PORT", 8765, ge=0, le=65535)
@@ -135,6 +140,9 @@ class Settings(BaseSettings):
     @classmethod
     def _known_zone(cls, value: str) -> str:
         return zone(value).key  # raises "'X' is not a time zone I know: use an IANA name such as ..."
+
+    def media_limits(self) -> MediaLimits:
+        return MediaLimits(int(self.media_max_mb * MB), int(self.media_chat_mb * MB), self.media_chat_files)
 
     def llm_settings(self) -> LLMSettings:
         if not self.model:

@@ -11,7 +11,8 @@
     │       ├── LLMFiltered      the provider's content filter refused (no choices, content_filter)
     │       ├── ToolsUnsupported the model or server takes no tools ("does not support tools")
     │       └── ModelNotFound    the server does not serve the model named in TUSK_MODEL
-    └── McpToolError         one MCP tool call failed (server down, timeout, crash, malformed reply)
+    ├── McpToolError         one MCP tool call failed (server down, timeout, crash, malformed reply)
+    └── MediaRefused         a file Tusk will not take (over a size cap, a type it cannot read, corrupt)
 
 `LLMError.user_message` is the one sentence a chat user sees; details go to the log.
 """
@@ -73,3 +74,9 @@ class ModelNotFound(LLMRejected):
 class McpToolError(TuskError):
     """A call to an MCP server's tool failed (not running, timed out, crashed, malformed reply). It costs
     that call only: the model sees the message as the tool's error result."""
+
+
+class MediaRefused(TuskError):
+    """A file that came with a message is not taken: over a cap, a type Tusk cannot read, corrupt, or
+    not readable without a setting. `str(exc)` is the one sentence the user sees (it names the limit
+    or the setting); nothing of the file is kept."""

@@ -48,6 +48,22 @@ class Injected:
     fallback: str
 
 
+MediaKind = Literal["voice", "audio", "image", "document"]
+
+
+@dataclass(frozen=True, slots=True)
+class Attachment:
+    """A file that came with a message, already kept under the chat's `media/` folder (memory/media.py).
+    Channels download it before publishing, so a journaled message never depends on a platform URL."""
+
+    kind: MediaKind
+    name: str  # the file name as sent (or made up: voice.ogg), for the user's eyes only
+    mime: str
+    size: int  # bytes on disk
+    path: str  # relative to the chat's folder: "media/<file>"
+    duration: float | None = None  # seconds, for voice and audio when the platform says
+
+
 @dataclass(frozen=True, slots=True)
 class InboundMessage:
     """A user's message, already gated by the channel (allow-list, mentions), or a turn Tusk
@@ -63,6 +79,7 @@ class InboundMessage:
     id: int = field(default_factory=lambda: next(_ids))  # process-unique, ties replies to it
     injected: Injected | None = None
     addressed: bool = True  # False: group chatter not for the bot, kept only if the chat listens (/listen)
+    attachments: tuple[Attachment, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.commands import Owned
-from bot.events import ChatKey, InboundMessage, Injected
+from bot.events import Attachment, ChatKey, InboundMessage, Injected
 from memory.files import write_atomic
 from memory.paths import open_private
 
@@ -33,16 +33,19 @@ logger = logging.getLogger(__name__)
 
 
 def _record(msg: InboundMessage) -> dict[str, Any]:
-    fields = {f.name: getattr(msg, f.name) for f in dataclasses.fields(msg) if f.name not in ("key", "injected")}
+    fields = {f.name: getattr(msg, f.name) for f in dataclasses.fields(msg)
+              if f.name not in ("key", "injected", "attachments")}
     injected = dataclasses.asdict(msg.injected) if msg.injected is not None else None
-    return {**fields, "key": [msg.key.channel, msg.key.chat_id], "injected": injected}
+    files = [dataclasses.asdict(a) for a in msg.attachments]
+    return {**fields, "key": [msg.key.channel, msg.key.chat_id], "injected": injected, "attachments": files}
 
 
 def _message(rec: dict[str, Any]) -> InboundMessage:
     """The message a record stands for (a new process-unique id: replies tie to this run's ids)."""
-    fields = {k: v for k, v in rec.items() if k not in ("id", "key", "injected")}
+    fields = {k: v for k, v in rec.items() if k not in ("id", "key", "injected", "attachments")}
     injected = Injected(**rec["injected"]) if rec.get("injected") else None
-    return InboundMessage(ChatKey(*rec["key"]), injected=injected, **fields)
+    files = tuple(Attachment(**a) for a in rec.get("attachments") or ())
+    return InboundMessage(ChatKey(*rec["key"]), injected=injected, attachments=files, **fields)
 
 
 class Inbox:

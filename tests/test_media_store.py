@@ -1,0 +1,77 @@
+"""memory/media.py: downloads kept per chat, caps, no second download, journaled attachments."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+import pytest
+
+from bot.errors import MediaRefused
+from bot.events import ChatKey, InboundMessage
+from bot.inbox import Inbox
+from memory.media import MediaLimits, MediaStore, chunks_of, kind_of, safe_name
+
+KEY = ChatKey("telegram", "42")
+
+
+async def test_kept_file_is_private_and_described(tmp_path):
+    """A download lands under the chat's media/ folder, 0600, with its size and kind."""
+    store = MediaStore(tmp_path)
+    att = await store.keep(KEY, chunks_of(b"x" * 100_000), name="../../etc/passwd", mime="application/pdf")
+    path = store.path(KEY, att)
+    assert path.parent == tmp_path / "chats" / "telegram" / "42" / "media"
+    assert path.read_bytes() == b"x" * 100_000 and att.size == 100_000 and att.kind == "document"
+    assert "/" not in att.path.removeprefix("media/") and stat.S_IMODE(os.stat(path).st_mode) == 0o600
+
+
+async def test_over_the_cap_is_refused_and_leaves_nothing(tmp_path):
+    """A download past the per-file cap is refused with the limit named; no partial file stays."""
+    store = MediaStore(tmp_path, MediaLimits(file_bytes=1000))
+    with pytest.raises(MediaRefused, match="MB"):
+        await store.keep(KEY, chunks_of(b"y" * 5000, size=100), name="big.bin", mime="application/octet-stream")
+    with pytest.raises(MediaRefused):
+        await store.keep(KEY, chunks_of(b""), name="big.bin", mime="text/plain", size=5000)
+    assert os.listdir(store.folder(KEY)) == []
+
+
+async def test_same_source_is_not_downloaded_twice(tmp_path):
+    """A file id seen before returns the kept copy without reading the download."""
+    store = MediaStore(tmp_path)
+    first = await store.keep(KEY, chunks_of(b"abc"), name="a.txt", mime="text/plain", source_id="F1")
+
+    async def never():
+        raise AssertionError("downloaded twice")
+        yield b""
+
+    again = await store.keep(KEY, never(), name="a.txt", mime="text/plain", source_id="F1")
+    assert again.path == first.path and store.usage(KEY) == (1, 3)
+
+
+async def test_caps_remove_the_oldest(tmp_path):
+    """Past the chat's file count the oldest file goes; the newest is always kept."""
+    store = MediaStore(tmp_path, MediaLimits(chat_files=2, chat_bytes=10_000))
+    kept = []
+    for n in range(3):
+        att = await store.keep(KEY, chunks_of(b"z" * 10), name=f"{n}.txt", mime="text/plain", source_id=str(n))
+        os.utime(store.path(KEY, att), (1000 + n, 1000 + n))
+        kept.append(att)
+    names = [f.path.name for f in store.files(KEY)]
+    assert len(names) == 2 and kept[0].path.removeprefix("media/") not in names
+
+
+def test_kinds_and_names():
+    """MIME types and extensions map to kinds; names become one safe path part."""
+    assert kind_of("image/png") == "image" and kind_of("audio/ogg") == "audio"
+    assert kind_of("application/octet-stream", "note.oga") == "audio" and kind_of("text/csv") == "document"
+    assert safe_name("..") == "file" and safe_name("a/b/../c d.pdf") == "c_d.pdf"
+
+
+async def test_attachments_survive_the_journal(tmp_path):
+    """A journaled message keeps its attachments across a restart."""
+    store = MediaStore(tmp_path)
+    att = await store.keep(KEY, chunks_of(b"voice"), name="voice.ogg", mime="audio/ogg", kind="voice", duration=4.0)
+    inbox = Inbox(tmp_path / "inbox.jsonl")
+    inbox.record(InboundMessage(KEY, "", "7", attachments=(att,)))
+    (pending,) = Inbox(tmp_path / "inbox.jsonl").take_pending()
+    assert pending.attachments == (att,)
