@@ -91,17 +91,27 @@ class Message:
         """This message with its token estimate filled in (itself if it has one)."""
         return self if self.tokens else replace(self, tokens=count_message(self.to_llm()))
 
+    @staticmethod
+    def check_record(rec: dict[str, Any]) -> None:
+        """Raise ValueError/TypeError if a stored line is not a message (`from_record` then cannot fail):
+        cheap, so loading a long file checks every line but builds only the unconsolidated ones."""
+        if rec.get("role") not in ROLES:
+            raise ValueError(f"unknown role {rec.get('role')!r}")
+        if not isinstance(rec.get("tool_calls") or (), list | tuple):
+            raise ValueError("malformed tool_calls")
+        content = rec.get("content")
+        if content is not None and not isinstance(content, str | list):
+            raise ValueError("content is neither text nor a list of parts")
+        float(rec.get("ts") or 0.0), int(rec.get("tokens") or 0)
+
     @classmethod
     def from_record(cls, rec: dict[str, Any]) -> Message:
         """Parse a stored line; raises ValueError for anything that is not a message."""
-        role = rec.get("role")
-        if role not in ROLES:
-            raise ValueError(f"unknown role {role!r}")
+        cls.check_record(rec)
+        role = rec["role"]
         sender = rec.get("sender")
         sender = sender if isinstance(sender, dict) and sender.get("id") is not None else {}
         calls = rec.get("tool_calls") or ()
-        if not isinstance(calls, list | tuple):
-            raise ValueError("malformed tool_calls")
         blocks = rec.get("thinking_blocks") or ()
         blocks = tuple(b for b in blocks if isinstance(b, dict)) if isinstance(blocks, list) else ()
         return cls(
@@ -262,7 +272,7 @@ def load(files: ChatFiles, channel: str, chat_id: str) -> Session:
     session = Session(files, channel, chat_id)
     if not files.session.exists():
         return session
-    messages: list[Message] = []
+    messages: list[dict[str, Any]] = []  # checked records; only those past the pointer become Messages
     pointer = 0
     session.created = files.session.stat().st_mtime
     for number, rec, torn in _records(files.session):
@@ -281,7 +291,8 @@ def load(files: ChatFiles, channel: str, chat_id: str) -> Session:
                     raise ValueError(f"impossible pointer {value!r} with {len(messages)} messages before it")
                 pointer = value
             elif kind is None:
-                messages.append(Message.from_record(rec))
+                Message.check_record(rec)
+                messages.append(rec)
             else:
                 raise ValueError(f"unknown record {kind!r}")
         except NewerSchemaError:
@@ -291,7 +302,7 @@ def load(files: ChatFiles, channel: str, chat_id: str) -> Session:
             logger.warning("%s: skipping %s at line %d", files.session, what, number)
     session.total = len(messages)
     session.last_consolidated = max(0, min(pointer, session.total))
-    session.unconsolidated = [m.counted() for m in messages[session.last_consolidated:]]
+    session.unconsolidated = [Message.from_record(r).counted() for r in messages[session.last_consolidated:]]
     return session
 
 
