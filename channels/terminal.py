@@ -30,7 +30,6 @@ from channels.base import Publish
 
 QUIT = frozenset({"/quit", "/exit"})
 CANCELLED = "(cancelled: that message was not answered and not saved)"
-HISTORY_FILE = "input-history"  # in the chat's folder, so /forget takes it with the rest
 
 
 def _user_name() -> str:
@@ -60,7 +59,7 @@ class TerminalChannel:
         self._stdin = stdin
         self._stdout = stdout
         self._bot_name = bot_name
-        self._history = history  # the input history file (interactive only)
+        self._history = history  # the input history file (interactive only): in the chat's folder, /forget takes it
         self._log_file = log_file  # where the log lines go meanwhile, shown in the greeting
         self._lines: asyncio.Queue[str | None] = asyncio.Queue()
         self._user = _user_name()

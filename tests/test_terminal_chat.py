@@ -157,3 +157,18 @@ def test_history_is_private_even_with_a_loose_umask(tmp_path):
         pass
     else:
         raise AssertionError("a symlinked history file was followed")
+
+
+async def test_forget_takes_the_input_history(tmp_path):
+    """`/forget` lists what was typed at the terminal among the chat's files and deletes it with them."""
+    from bot.events import ChatKey
+    from bot.ops.admin import forget
+    from memory.paths import ChatFiles
+
+    files = ChatFiles.locate(tmp_path, "terminal", "local")
+    files.ensure()
+    files.input_history.write_text("\n# today\n+my secret plan\n")
+    key = ChatKey("terminal", "local")
+    assert "input-history" in await forget(tmp_path, key, confirm=False)
+    await forget(tmp_path, key, confirm=True)
+    assert not files.input_history.exists()

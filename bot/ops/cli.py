@@ -209,7 +209,9 @@ def _terminal_files(settings: Settings, chat: str) -> tuple[Path | None, Path | 
     private_dir(settings.home, follow=True)
     log_file = settings.home / "tusk-chat.log"
     logs.to_file(log_file)
-    return ChatFiles.locate(settings.home, "terminal", chat).ensure() / terminal.HISTORY_FILE, log_file
+    files = ChatFiles.locate(settings.home, "terminal", chat)
+    files.ensure()
+    return files.input_history, log_file
 
 
 async def _chat(settings: Settings, chat: str) -> None:
