@@ -39,6 +39,7 @@ PostTurnHook = Callable[[ChatKey], Awaitable[None]]
 CRASH_REPLY = "Something went wrong on my side and your message was not processed. Please try again."
 STEP_LIMIT_REPLY = "I stopped after {n} tool steps without finishing. Try asking for something smaller."
 RUNTIME_BLOCK_TOKENS = 40  # the runtime-context line added to the user message
+OWNER_CHANNELS = frozenset({"http", "terminal"})  # the owner's own: an LLM failure is told with its cause and fix
 
 
 def user_message(msg: InboundMessage) -> Message:
@@ -129,7 +130,7 @@ class ChatAgent:
                 text = str(exc)
             except LLMError as exc:
                 logger.warning("turn abandoned, session unchanged: %s", exc)
-                text = exc.user_message
+                text = exc.owner_message if msg.key.channel in OWNER_CHANNELS else exc.user_message
             except Exception:  # turn boundary: the user hears of it, the log gets the traceback
                 logger.exception("turn crashed")
                 text = CRASH_REPLY

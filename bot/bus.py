@@ -70,6 +70,15 @@ class MessageBus:
                 logger.exception("could not journal a message for %s", msg.key)
         return self._enqueue(msg.key, msg)
 
+    def cancel(self, key: ChatKey) -> bool:
+        """Cancel `key`'s running turn and those queued behind it (the terminal's Ctrl-C): their futures are
+        cancelled and nothing of them is saved. False if the chat had none."""
+        worker = self._workers.get(key)
+        if worker is None:
+            return False
+        worker.cancel()
+        return True
+
     async def in_order(self, key: ChatKey, job: Job) -> Any:
         """Run `job` as a step of `key`'s chat: after the turns queued before it, before those after."""
         if not self._accepting:

@@ -279,7 +279,8 @@ def _inventory(ctx: CommandContext) -> list[Owned]:
              (f.history, lambda: f"{len(memfiles.history_entries(f))} history entries (HISTORY.md)"),
              (f.session, lambda: f"{ctx.session.total} session messages (session.jsonl)"),
              (f.versions, lambda: f"{len(memfiles.versions(f))} earlier memory versions"),
-             (f.settings, lambda: f"chat settings (settings.json: time zone {chat_settings.read(f).timezone})")]
+             (f.settings, lambda: f"chat settings (settings.json: time zone {chat_settings.read(f).timezone})"),
+             (f.input_history, lambda: "what was typed at the terminal (input-history)")]
     owned = [Owned(label(), partial(_delete_path, path)) for path, label in items if path.exists()]
     if f.search_index.exists():
         owned.append(Owned("the search index of the above (search.sqlite)", partial(delete_index, f)))

@@ -31,10 +31,10 @@ from types import ModuleType
 from typing import Any
 
 from bot import logs
-from bot.errors import (ContextOverflow, LLMError, LLMFiltered, LLMRejected, LLMUnavailable, ModelNotFound,
-                        ToolsUnsupported)
-from bot.llm_wire import (model_missing, model_name, overflow_window, readable_client, served_models, strip_think,
-                          tools_refused, wants_readable_client)
+from bot.errors import (ContextOverflow, LLMAuthFailed, LLMError, LLMFiltered, LLMRejected, LLMUnavailable,
+                        LLMUnreachable, ModelNotFound, ToolsUnsupported)
+from bot.llm_wire import (model_missing, model_name, overflow_window, public_url, readable_client, served_models,
+                          strip_think, tools_refused, unreachable_reason, wants_readable_client)
 from memory.wire import new_call_id, repair_arguments, repair_name
 
 logger = logging.getLogger(__name__)
@@ -136,11 +136,15 @@ class LLM:
     async def _explained(self, error: LLMError, model: str) -> LLMError:
         """`error` with the words a chat user can act on, where the cause is plain."""
         where = self.settings.api_base or ("http://localhost:11434" if model.startswith("ollama") else None)
-        if isinstance(error, LLMUnavailable) and where and "connect" in str(error).lower():
+        no_connection = isinstance(error, LLMUnreachable) or "connect" in str(error).lower()
+        if isinstance(error, LLMUnavailable) and where and no_connection:
             server = "Ollama" if model.startswith("ollama") or ":11434" in where else "the model server"
-            error.user_message = f"I can't reach the model: is {server} running at {where}?"
+            error.user_message = f"I can't reach the model: is {server} running at {public_url(where)}?"
+            if isinstance(error, LLMUnreachable):
+                error.where, error.server = public_url(where), server
         elif isinstance(error, ModelNotFound):
             served = await served_models(where) if where else []
+            error.model, error.served = model_name(model), tuple(served)
             error.user_message = (f"The model server does not know the model {model_name(model)!r}."
                                   + (f" It serves: {', '.join(served[:10])}." if served else "")
                                   + " The operator can set TUSK_MODEL (tusk doctor lists the models).")
@@ -232,6 +236,10 @@ def _translate(exc: Exception) -> LLMError:
         return ToolsUnsupported(text)
     if status in (400, 404) and model_missing(exc):
         return ModelNotFound(text)
+    if status in (401, 403) or isinstance(exc, lib.AuthenticationError):
+        return LLMAuthFailed(text, status=status if isinstance(status, int) else None)
+    if (reason := unreachable_reason(exc)) is not None:
+        return LLMUnreachable(text, reason=reason)
     if isinstance(exc, lib.ContentPolicyViolationError):
         return LLMFiltered(text)
     if isinstance(exc, transient) or status in TRANSIENT_STATUS or not isinstance(status, int):

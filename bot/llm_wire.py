@@ -9,14 +9,19 @@
   `reasoning_content`), which litellm's reply model would otherwise refuse, and arguments
   given as an object into JSON text.
 - `strip_think(text)`: `<think>...</think>` blocks never reach users or the session.
+- `unreachable_reason(exc)`: no connection at all (refused, host not found, no route), read from
+  the chain of causes litellm keeps; `public_url(url)`: an address fit to show (no credentials).
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
+import socket
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
@@ -61,6 +66,36 @@ _TOOLS_REFUSED = re.compile(r"does not support tools|tools? (?:are|is) not suppo
                             r"call|tool_choice.*not supported|tool use is not supported", re.I)
 _MODEL_MISSING = re.compile(r"model\W+\S+\W+not found|model .{0,80} does not exist|model_not_found|"
                             r"no such model|unknown model|model .{0,80} is not (?:loaded|available)", re.I)
+
+
+_NO_ROUTE = frozenset({errno.ENETUNREACH, errno.EHOSTUNREACH})
+
+
+def unreachable_reason(exc: BaseException) -> str | None:
+    """Why no connection could be made ("connection refused", "host not found", "no route to host"), or
+    None if `exc` is not that. litellm wraps the socket error a few layers down: the chain is walked."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(cause, ConnectionRefusedError):
+            return "connection refused"
+        if isinstance(cause, socket.gaierror):
+            return "host not found"
+        if isinstance(cause, OSError) and cause.errno in _NO_ROUTE:
+            return "no route to host"
+        cause = cause.__cause__ or cause.__context__
+    return None
+
+
+def public_url(url: str) -> str:
+    """`url` without user, password, query or fragment: what a reply may show of the server's address."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    netloc = f"[{host}]" if ":" in host else host
+    if parts.port is not None:
+        netloc += f":{parts.port}"
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
 def tools_refused(exc: BaseException) -> bool:

@@ -12,10 +12,12 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import time
 from collections.abc import Iterable, Iterator
 from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 _chat: ContextVar[str] = ContextVar("tusk_chat", default="-")
 _turn: ContextVar[str] = ContextVar("tusk_turn", default="-")
@@ -132,3 +134,14 @@ def configure(level: str = "INFO", secrets: Iterable[str] = (), fmt: str = "text
     root.setLevel(level.upper())
     for name in PAYLOAD_LOGGERS:  # at DEBUG they log request bodies: what people wrote
         logging.getLogger(name).setLevel(max(logging.INFO, root.level))
+
+
+def to_file(path: Path) -> None:
+    """Send the configured log lines to `path` (appended, owner-only, never through a symlink) instead of
+    stderr: at the terminal chat the screen is the conversation."""
+    from memory.paths import open_private
+
+    stream = open(open_private(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND), "a", encoding="utf-8", buffering=1)
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, logging.StreamHandler):
+            handler.setStream(stream)

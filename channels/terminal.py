@@ -1,23 +1,35 @@
 """`tusk chat`: one local chat in the terminal, with the same commands as any other chat.
 
-Lines typed are published one at a time (the next prompt appears once the reply is
-printed). End with Ctrl-D or `/quit`. Standard input is read by a daemon thread, so a
-blocked read never keeps the process from exiting.
+At a terminal the input line is prompt_toolkit's (channels/terminal_prompt.py: editing keys,
+the chat's own input history, multi-line messages, bracketed paste as one message), replies
+are rendered as Markdown by rich, and whatever is printed while the prompt is shown (a
+reminder's message, a library's warning) appears above it. Ctrl-C cancels the running turn
+(nothing is saved); at an empty prompt it ends the chat, like Ctrl-D or `/quit`.
+
+With standard input not a terminal (a pipe, a script), lines are read one at a time as
+before, each a message, and replies are printed as plain text. Either way the next prompt
+appears once the reply is printed, and no message is cut: one over TUSK_MAX_MESSAGE_CHARS
+gets the same answer as in any other chat.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import getpass
 import os
+import signal
 import sys
 import threading
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
 from typing import TextIO
 
 from bot.events import ChatKey, InboundMessage, OutboundMessage
 from channels.base import Publish
 
 QUIT = frozenset({"/quit", "/exit"})
+CANCELLED = "(cancelled: that message was not answered and not saved)"
 
 
 def _user_name() -> str:
@@ -27,24 +39,44 @@ def _user_name() -> str:
         return os.environ.get("USER") or "you"
 
 
+def interactive(stdin: TextIO | None = None, stdout: TextIO | None = None) -> bool:
+    """True when a person sits at a terminal (both ends are ttys): the prompt_toolkit line and rich replies."""
+    try:
+        return (stdin or sys.stdin).isatty() and (stdout or sys.stdout).isatty()
+    except (AttributeError, ValueError):  # closed or replaced streams
+        return False
+
+
 class TerminalChannel:
     name = "terminal"
 
     def __init__(self, chat: str, publish: Publish, stdin: TextIO | None = None, stdout: TextIO | None = None,
-                 bot_name: str = "Tusk") -> None:
+                 bot_name: str = "Tusk", cancel: Callable[[ChatKey], bool] | None = None,
+                 history: Path | None = None, log_file: Path | None = None) -> None:
         self.key = ChatKey(self.name, chat)
         self._publish = publish
-        self._stdin = stdin or sys.stdin
-        self._stdout = stdout or sys.stdout
+        self._cancel = cancel  # the bus's cancel: stops this chat's running turn (Ctrl-C)
+        self._stdin = stdin
+        self._stdout = stdout
         self._bot_name = bot_name
+        self._history = history  # the input history file (interactive only): in the chat's folder, /forget takes it
+        self._log_file = log_file  # where the log lines go meanwhile, shown in the greeting
         self._lines: asyncio.Queue[str | None] = asyncio.Queue()
         self._user = _user_name()
+        self._rich = interactive(stdin, stdout)
+
+    @property
+    def _out(self) -> TextIO:
+        return self._stdout or sys.stdout  # looked up when used: at a terminal, prompt_toolkit's proxy
 
     async def start(self) -> None:
+        if self._rich:
+            return
         loop = asyncio.get_running_loop()
+        stdin = self._stdin or sys.stdin
 
         def read() -> None:
-            for line in self._stdin:
+            for line in stdin:
                 loop.call_soon_threadsafe(self._lines.put_nowait, line.rstrip("\n"))
             loop.call_soon_threadsafe(self._lines.put_nowait, None)
 
@@ -57,22 +89,85 @@ class TerminalChannel:
         self._lines.put_nowait(None)
 
     async def send(self, msg: OutboundMessage) -> None:
-        self._stdout.write(f"{self._bot_name}> {msg.text}\n\n")
-        self._stdout.flush()
+        self.show(msg.text)
 
-    def _prompt(self) -> None:
-        self._stdout.write("you> ")
-        self._stdout.flush()
+    def show(self, text: str) -> None:
+        """Print one reply: Markdown rendered by rich at a terminal, plain text down a pipe. (The one place
+        replies are drawn, so a streamed reply can be drawn here too.)"""
+        if not self._rich:
+            self._out.write(f"{self._bot_name}> {text}\n\n")
+            self._out.flush()
+            return
+        from rich.console import Console
+        from rich.markdown import Markdown
+        from rich.text import Text
+
+        console = Console(file=self._out, highlight=False)
+        console.print(Text(f"{self._bot_name}>", style="bold cyan"))
+        console.print(Markdown(text, code_theme="ansi_dark"))
+        console.print()
+
+    def _note(self, text: str) -> None:
+        self._out.write(f"{text}\n\n")
+        self._out.flush()
+
+    def _greeting(self) -> str:
+        keys = ("Enter sends, Esc-Enter starts a new line, Ctrl-C cancels a reply; Ctrl-D or /quit ends."
+                if self._rich else "Ctrl-D or /quit ends.")
+        log = f" Log: {self._log_file}" if self._log_file else ""
+        return f"Chatting as {self._user} in chat '{self.key.chat_id}'. /help lists commands; {keys}{log}\n"
 
     async def run(self) -> None:
-        """Chat until end of input or /quit."""
-        self._stdout.write(f"Chatting as {self._user} in chat '{self.key.chat_id}'. /help lists commands; "
-                           "Ctrl-D or /quit ends.\n")
+        """Chat until end of input, /quit, or Ctrl-C at an empty prompt."""
+        self._out.write(self._greeting())
+        if not self._rich:
+            await self._converse(self._lines.get)
+            return
+        from prompt_toolkit.patch_stdout import patch_stdout
+
+        from channels.terminal_prompt import PromptLine
+
+        line = PromptLine(self._history)
+        with patch_stdout(raw=True):
+            await self._converse(line.read)
+
+    async def _converse(self, read: Callable[[], Awaitable[str | None]]) -> None:
         while True:
-            self._prompt()
-            line = await self._lines.get()
-            if line is None or line.strip() in QUIT:
-                self._stdout.write("\n")
+            if not self._rich:
+                self._out.write("you> ")
+                self._out.flush()
+            text = await read()
+            if text is None or text.strip() in QUIT:
+                self._out.write("\n")
                 return
-            if line.strip():
-                await self._publish(InboundMessage(self.key, line, sender_id=self._user, sender_name=self._user))
+            if text.strip():
+                await self._turn(text)
+
+    async def _turn(self, text: str) -> None:
+        """Publish one message and wait for its turn; Ctrl-C (SIGINT) meanwhile cancels the turn."""
+        done = asyncio.ensure_future(self._publish(
+            InboundMessage(self.key, text, sender_id=self._user, sender_name=self._user)))
+        with self._interrupt_cancels_turn():
+            await asyncio.wait([done])
+        if done.cancelled():
+            self._note(CANCELLED)
+
+    @contextlib.contextmanager
+    def _interrupt_cancels_turn(self) -> Iterator[None]:
+        loop = asyncio.get_running_loop()
+        previous = signal.getsignal(signal.SIGINT)
+        try:
+            loop.add_signal_handler(signal.SIGINT, self._interrupted)
+        except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no signals here
+            yield
+            return
+        try:
+            yield
+        finally:
+            loop.remove_signal_handler(signal.SIGINT)
+            if previous is not None:
+                signal.signal(signal.SIGINT, previous)
+
+    def _interrupted(self) -> None:
+        if self._cancel is None or not self._cancel(self.key):
+            self._note("(nothing to cancel)")

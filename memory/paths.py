@@ -127,6 +127,11 @@ class ChatFiles:
         return self.dir / "settings.json"
 
     @property
+    def input_history(self) -> Path:
+        """What was typed at `tusk chat` for this chat, for the Up key (channels/terminal_prompt.py)."""
+        return self.dir / "input-history"
+
+    @property
     def search_index(self) -> Path:
         """search_history's index (a cache of HISTORY.md and session.jsonl: memory/search_index.py)."""
         return self.dir / "search.sqlite"

@@ -74,6 +74,31 @@ def popen(argv, *, env, cwd=None, **kw) -> subprocess.Popen:
     return proc
 
 
+def spawn(argv, *, env, cwd=None, rows=40, cols=200, timeout=30):
+    """`argv` on a pseudo-terminal (pexpect), as a person at a terminal runs it, under the same rules as
+    `start` (pexpect's child leads its own session); closed and killed when the test ends."""
+    import pexpect
+
+    env, cwd = _checked(env, cwd)
+    child = pexpect.spawn(argv[0], list(argv[1:]), env=env, cwd=str(cwd), dimensions=(rows, cols), timeout=timeout,
+                          encoding="utf-8", codec_errors="replace")
+    _started.append(child)
+    return child
+
+
+def spawn_tusk(*args, env, cwd=None, **kw):
+    """`tusk *args` on a pseudo-terminal (`spawn`)."""
+    return spawn([sys.executable, "-m", "bot.ops.cli", *args], env=env, cwd=cwd, **kw)
+
+
+def _running(proc) -> bool:
+    if isinstance(proc, subprocess.Popen):
+        return proc.poll() is None
+    if hasattr(proc, "isalive"):  # a pexpect child
+        return proc.isalive()
+    return proc.returncode is None
+
+
 def run(argv, *, env, cwd=None, timeout=120, **kw) -> subprocess.CompletedProcess:
     """`subprocess.run` under the same rules as `start` (the group is killed if it outlives `timeout`)."""
     if kw.pop("capture_output", False):
@@ -106,13 +131,16 @@ def cleanup(wait=10.0):
     """Kill every process group started in this test whose leader is still ours (not yet reaped, so its id
     cannot have been reused) and wait until each leader is dead."""
     started, _started[:] = list(_started), []
-    alive = [proc for proc in started if (proc.poll() if isinstance(proc, subprocess.Popen) else proc.returncode) is None]
+    alive = [proc for proc in started if _running(proc)]
     pids = [proc.pid for proc in alive]
     for pid in pids:
         kill_group(pid)
     for proc in alive:
         if isinstance(proc, subprocess.Popen):
             proc.wait(timeout=wait)  # reaped here; an asyncio child is reaped by its loop's child watcher
+    for proc in started:
+        if hasattr(proc, "isalive"):
+            proc.close(force=True)  # a pexpect child: its pty closed, the process reaped
     deadline = time.monotonic() + wait
     for pid in pids:
         while not _gone(pid) and time.monotonic() < deadline:

@@ -29,7 +29,7 @@ async def test_failure_gives_clear_message_and_leaves_session(tusk, fake_llm, re
     path = tusk.store.get("http", "f").files.session
     before = path.read_bytes()
     fake_llm.script(reply)
-    assert await tusk.say("f", "second") == [UNAVAILABLE]
+    assert await tusk.say("f", "second") == [LLMError("").owner_message]  # the console hears the doctor hint too
     assert path.read_bytes() == before
     assert [m.content for m in tusk.store.get("http", "f").unconsolidated] == ["first", f"echo: {fake_llm.requests[0]['messages'][-1]['content']}"]
 

@@ -198,12 +198,30 @@ def _console_url(settings: Settings) -> int:
     return 0
 
 
+def _terminal_files(settings: Settings, chat: str) -> tuple[Path | None, Path | None]:
+    """For a person at a terminal: the chat's input history file, and the log file the log lines now go to
+    (the screen is the conversation). Down a pipe: neither, the log stays on stderr."""
+    from channels import terminal
+    from memory.paths import ChatFiles, private_dir
+
+    if not terminal.interactive():
+        return None, None
+    private_dir(settings.home, follow=True)
+    log_file = settings.home / "tusk-chat.log"
+    logs.to_file(log_file)
+    files = ChatFiles.locate(settings.home, "terminal", chat)
+    files.ensure()
+    return files.input_history, log_file
+
+
 async def _chat(settings: Settings, chat: str) -> None:
     from bot.app import TuskApp
     from channels.terminal import TerminalChannel
 
+    history, log_file = _terminal_files(settings, chat)
     app = TuskApp(settings)
-    terminal = app.add(TerminalChannel(chat, app.bus.publish, bot_name=settings.bot_name))
+    terminal = app.add(TerminalChannel(chat, app.bus.publish, bot_name=settings.bot_name, cancel=app.bus.cancel,
+                                       history=history, log_file=log_file))
     async with app:
         await terminal.run()
 

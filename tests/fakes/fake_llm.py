@@ -166,6 +166,7 @@ class FakeLLM:
         self.models: list[dict[str, Any]] = [{"id": "fake-model", "object": "model"}]  # what /v1/models lists
         self.ollama_context: int | None = None  # set: /api/show answers as Ollama does, with this context_length
         self.arrivals: list[float] = []  # time.monotonic() of each request in `requests`
+        self.api_keys: set[str] | None = None  # set: any other key gets OpenAI's 401 invalid_api_key answer
 
     def script(self, *replies: Reply) -> None:
         self._script.extend(replies)
@@ -243,7 +244,21 @@ class FakeLLM:
             "prompt_eval_count": (reply.usage or {}).get("prompt_tokens", prompt),
             "eval_count": len(reply.text or "") // 4 + 1})
 
+    def _refused_key(self, request: web.Request) -> web.Response | None:
+        """OpenAI's answer to a wrong key (its 401 body names the key partly masked), when keys are checked."""
+        key = request.headers.get("Authorization", "").removeprefix("Bearer ")
+        if self.api_keys is None or key in self.api_keys:
+            return None
+        shown = f"{key[:3]}{'*' * max(0, len(key) - 7)}{key[-4:]}" if len(key) > 7 else "***"
+        error = {"message": f"Incorrect API key provided: {shown}. You can find your API key at "
+                            "https://platform.openai.com/account/api-keys.",
+                 "type": "invalid_request_error", "param": None, "code": "invalid_api_key"}
+        return web.json_response({"error": error}, status=401)
+
     async def _complete(self, request: web.Request) -> web.StreamResponse:
+        if (refused := self._refused_key(request)) is not None:
+            self.requests.append(await request.json())
+            return refused
         body, reply = await self._take(request)
         if reply.raw_body is not None:
             return await self._send(request, reply, reply.raw_body)
