@@ -111,7 +111,7 @@ class MediaStore:
                 if not old.name.startswith("."):
                     return Attachment(kind, name or shown, mime, old.stat().st_size, f"media/{old.name}", duration)
         stem = f"{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{tag or os.urandom(6).hex()}-{shown}"
-        tmp, final = folder / f".{stem}.part", folder / stem
+        tmp, final = folder / f".{stem}.{os.urandom(4).hex()}.part", folder / stem  # two uploads never share it
         written = 0
         fd = open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
         try:
