@@ -1,0 +1,166 @@
+"""Telegram voice notes, photos and files: downloaded through getFile into the chat's media/, then published."""
+
+import asyncio
+
+import pytest
+
+from bot.events import ChatKey
+from channels.telegram import TelegramChannel, TelegramSettings
+from memory import chat_settings
+from memory.media import MB, MediaLimits, MediaStore
+from memory.paths import ChatFiles
+from tests.fakes.fake_telegram import FakeTelegram
+from tests.published import Published
+
+MENU = [("help", "what I can do"), ("listen", "keep the group's chatter")]
+
+
+@pytest.fixture
+async def tg():
+    async with FakeTelegram(token="123:ABC", username="tusk_bot") as fake:
+        yield fake
+
+
+@pytest.fixture
+async def open_channel(tg, tmp_path):
+    """Start a Telegram channel on the fake with a media store of the given per-file cap; stopped after."""
+    started = []
+
+    async def start(cap_mb: float = 20):
+        store = MediaStore(tmp_path, MediaLimits(file_bytes=int(cap_mb * MB)))
+        published = Published()
+        channel = TelegramChannel(TelegramSettings(tg.token, api_base=tg.base_url, poll_timeout=1), published,
+                                  MENU, media=store)
+        await channel.start()
+        started.append(channel)
+        return channel, store, published
+
+    yield start
+    for channel in started:
+        await channel.stop()
+
+
+def on_disk(store, msg):
+    return [store.path(msg.key, a).read_bytes() for a in msg.attachments]
+
+
+def getfiles(tg):
+    return [p for m, p in tg.calls if m == "getFile"]
+
+
+async def test_voice_photo_and_document_are_kept_with_their_caption(open_channel, tg):
+    """A voice note, a photo and a document each reach one published message with the bytes under media/."""
+    channel, store, published = await open_channel()
+    tg.push_message(42, None, voice=b"OggS voice bytes")
+    tg.push_message(42, None, photo=b"\xff\xd8 a big photo " * 100, caption="what is this?")
+    tg.push_message(42, None, document=b"%PDF-1.4 report", file_name="report.pdf", mime_type="application/pdf",
+                    caption="summarise it")
+    await tg.wait_for(lambda: len(published) == 3)
+    voice, photo, doc = published
+    assert (voice.text, [(a.kind, a.name, a.duration) for a in voice.attachments]) == ("", [("voice", "voice.ogg", 3.0)])
+    assert on_disk(store, voice) == [b"OggS voice bytes"]
+    assert photo.text == "what is this?" and photo.attachments[0].kind == "image"
+    assert on_disk(store, photo) == [b"\xff\xd8 a big photo " * 100]  # the largest size, not the thumbnail
+    assert doc.text == "summarise it" and (doc.attachments[0].name, doc.attachments[0].mime) == ("report.pdf",
+                                                                                                  "application/pdf")
+    folder = store.folder(ChatKey("telegram", "42"))
+    assert all(store.path(m.key, m.attachments[0]).parent == folder for m in published)
+    assert tg.sent == []  # nothing to complain about
+
+
+async def test_audio_and_video_notes_are_taken(open_channel, tg):
+    """An audio file keeps its name and duration; a round video note is taken as a voice note."""
+    channel, store, published = await open_channel()
+    tg.push_message(42, None, audio=b"ID3 music")
+    tg.push_message(42, None, video_note=b"mp4 note")
+    await tg.wait_for(lambda: len(published) == 2)
+    audio, note = (m.attachments[0] for m in published)
+    assert (audio.kind, audio.name, audio.mime, audio.duration) == ("audio", "song.mp3", "audio/mpeg", 95.0)
+    assert (note.kind, note.mime, note.duration) == ("voice", "video/mp4", 7.0)
+
+
+async def test_declared_oversize_is_refused_before_downloading(open_channel, tg):
+    """A file declared over the cap gets a reply naming the limit, is never fetched, and its caption still goes."""
+    channel, store, published = await open_channel(cap_mb=1)
+    tg.push_message(42, None, document=b"small really", file_size=5 * MB, caption="see attached")
+    await tg.wait_for(lambda: published and tg.sent)
+    assert published[0].text == "see attached" and published[0].attachments == ()
+    assert tg.sent[0]["plain"] == "I could not take notes.txt: That file is 5.0 MB; I take files up to 1 MB."
+    assert getfiles(tg) == [] and tg.downloads == [] and store.files(published[0].key) == []
+
+
+async def test_actual_oversize_is_refused_while_downloading(open_channel, tg):
+    """A file larger than it declared is cut off at the cap: a reply, no partial file, nothing published."""
+    channel, store, published = await open_channel(cap_mb=1)
+    tg.push_message(42, None, document=b"x" * (2 * MB), file_size=1000)
+    await tg.wait_for(lambda: tg.sent)
+    assert "over 1 MB" in tg.sent[0]["plain"] and tg.downloads
+    await asyncio.sleep(0.1)
+    assert published == [] and list(store.folder(ChatKey("telegram", "42")).iterdir()) == []
+
+
+async def test_telegrams_20_mb_download_limit_is_explained(open_channel, tg):
+    """Over Telegram's 20 MB bot limit (even under Tusk's own cap) the reply says so; getFile is not called."""
+    channel, store, published = await open_channel(cap_mb=100)
+    tg.push_message(42, None, document=b"huge", file_size=25 * MB)
+    await tg.wait_for(lambda: tg.sent)
+    assert "Telegram lets bots download files of up to 20 MB, and that one is 25.0 MB" in tg.sent[0]["plain"]
+    assert getfiles(tg) == [] and published == []
+
+
+async def test_the_same_file_twice_is_downloaded_once(open_channel, tg):
+    """A file sent again (same file_unique_id, as a forward) is not fetched a second time."""
+    channel, store, published = await open_channel()
+    tg.push_message(42, None, document=b"the same bytes", unique_id="AgADsame", caption="one")
+    tg.push_message(42, None, document=b"the same bytes", unique_id="AgADsame", caption="two")
+    await tg.wait_for(lambda: len(published) == 2)
+    assert published[0].attachments[0].path == published[1].attachments[0].path
+    assert len(tg.downloads) == 1 and len(getfiles(tg)) == 1
+
+
+async def test_photo_takes_the_largest_size_within_the_cap(open_channel, tg):
+    """When the full-size photo is over the cap, the largest smaller size is taken instead."""
+    channel, store, published = await open_channel(cap_mb=1)
+    big = b"p" * (2 * MB)
+    tg.push_message(42, None, photo=big)
+    await tg.wait_for(lambda: published)
+    assert on_disk(store, published[0]) == [big[: len(big) // 8]] and tg.sent == []
+
+
+async def test_captionless_photo_in_a_group_is_taken_only_when_addressed(open_channel, tg, tmp_path):
+    """In a group a captionless photo is not downloaded unless it replies to the bot, or the group listens."""
+    channel, store, published = await open_channel()
+    tg.push_message(-100, None, photo=b"chatter photo", chat_type="supergroup")
+    tg.push_message(-100, None, photo=b"photo for the bot", chat_type="supergroup", reply_to_bot=True)
+    tg.push_message(-100, None, photo=b"mention", chat_type="supergroup", caption="@tusk_bot what is it?")
+    await tg.wait_for(lambda: len(published) == 3)
+    chatter, reply, mention = published
+    assert not chatter.addressed and chatter.attachments == ()
+    assert reply.addressed and on_disk(store, reply) == [b"photo for the bot"]
+    assert mention.addressed and mention.text == "what is it?" and on_disk(store, mention) == [b"mention"]
+    assert len(tg.downloads) == 2
+    chat_settings.write(ChatFiles.locate(tmp_path, "telegram", "-100"), chat_settings.ChatSettings(listen=True))
+    tg.push_message(-100, None, photo=b"kept while listening", chat_type="supergroup")
+    await tg.wait_for(lambda: len(published) == 4)
+    assert not published[3].addressed and on_disk(store, published[3]) == [b"kept while listening"]
+    assert tg.sent == []  # chatter is never answered
+
+
+async def test_a_chats_text_waits_for_its_earlier_download(open_channel, tg):
+    """A text sent right after a photo is published after it: a chat's order survives the download."""
+    channel, store, published = await open_channel()
+    tg.push_message(42, None, photo=b"q" * 300_000, caption="first")
+    tg.push_message(42, "second")
+    tg.push_message(43, "another chat")
+    await tg.wait_for(lambda: len(published) == 3)
+    assert [m.text for m in published if m.key.chat_id == "42"] == ["first", "second"]
+
+
+async def test_download_failure_gets_a_reply_and_the_caption_still_goes(open_channel, tg):
+    """When getFile fails the user hears the file could not be downloaded; the caption is still a message."""
+    channel, store, published = await open_channel()
+    tg.fail_next("getFile", status=500, description="Internal Server Error")
+    tg.push_message(42, None, voice=b"OggS", caption="did you hear?")
+    await tg.wait_for(lambda: published and tg.sent)
+    assert "could not download it from Telegram" in tg.sent[0]["plain"]
+    assert published[0].text == "did you hear?" and published[0].attachments == ()
