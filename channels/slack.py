@@ -299,9 +299,9 @@ class SlackChannel:
             sender = await self._lookup(msg.sender_id)
             msg = dataclasses.replace(msg, sender_name=sender.name,
                                       sender_is_admin=sender.is_admin or msg.sender_id in self.settings.admins)
-            with_files = await self._intake.attach(msg, files, self._tell) if files and self._intake else msg
             if previous is not None:
                 await asyncio.wait([previous])
+            with_files = await self._intake.attach(msg, files, self._tell) if files and self._intake else msg
             if with_files is not None:
                 self._dispatch(with_files, route, marker)
         finally:
