@@ -163,6 +163,8 @@ class TelegramChannel:
         self.app: Application | None = None
         self._intake = MediaIntake(media, "Telegram") if media is not None else None  # None: files are not taken
         self._in_order = InOrder()  # a chat's messages wait for its earlier ones' downloads
+        self._albums = telegram_media.Albums(self._in_order, self._take, self._album_files,
+                                             self._intake.wanted) if self._intake is not None else None
 
     def _build(self) -> Application:
         base = self.settings.api_base.rstrip("/")
@@ -239,6 +241,9 @@ class TelegramChannel:
             if verdict.reply:
                 await self._tell(msg.key, verdict.reply)
             return
+        if update.message.media_group_id and self._albums is not None:  # one message for the whole album
+            self._albums.add(update.message, msg)
+            return
         files = self._files(update.message, msg)
         if files or self._in_order.busy(msg.key):
             message = update.message
@@ -252,6 +257,10 @@ class TelegramChannel:
             return []
         files = telegram_media.files_of(message, self.app.bot, self._intake)
         return files if files and self._intake.wanted(msg) else []
+
+    def _album_files(self, message: Message) -> list[Remote]:
+        assert self.app is not None and self._intake is not None
+        return telegram_media.files_of(message, self.app.bot, self._intake)
 
     async def _take(self, message: Message, msg: InboundMessage, files: list[Remote] | None = None) -> None:
         """Publish `msg` (its files downloaded first), then show "typing" until its turn is done."""

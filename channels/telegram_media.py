@@ -10,25 +10,30 @@ and is never logged. Telegram lets bots download files of at most 20 MB: a large
 refused before getFile is called. `file_unique_id` (the same for a file however often it is sent, and
 for every bot) is the source id, so a forwarded file already kept is not downloaded again.
 
-Albums (media groups) arrive as one message per photo or file; each is taken as its own message, the
-album's caption going with the item that carries it (see the README's media section).
+Albums (media groups) arrive as one message per photo or file, the caption on one of them: `Albums`
+gathers the items of one album that arrive within ALBUM_WAIT seconds of the first into ONE message
+(the caption, every item's file; addressed if any item is: a mention in the caption takes them all).
 """
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import datetime as dt
 import mimetypes
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from telegram import Bot, Message
 from telegram.error import BadRequest, TelegramError
 
 from bot.errors import MediaRefused, MediaUnreachable
-from channels.media_in import UNREACHABLE, MediaIntake, Remote
+from bot.events import ChatKey, InboundMessage
+from channels.media_in import UNREACHABLE, InOrder, MediaIntake, Remote
 from memory.media import MB
 
 DOWNLOAD_LIMIT = 20 * MB  # the Bot API's getFile limit for bots
+ALBUM_WAIT = 0.5  # seconds an album's first item waits for the others (Telegram sends them together)
 TOO_BIG = "Telegram lets bots download files of up to 20 MB, and that one is {size}."
 
 
@@ -86,3 +91,33 @@ async def download(bot: Bot, intake: MediaIntake, file_id: str, size: int | None
         raise MediaUnreachable(UNREACHABLE.format(platform="Telegram"))  # a local Bot API server's disk path
     async for chunk in intake.stream(file.file_path):
         yield chunk
+
+
+class Albums:
+    """The items of one album (one `media_group_id` in one chat) published as ONE message. The first item
+    opens the album and waits ALBUM_WAIT seconds, in its chat's order, for the others; then the album's
+    caption (Telegram puts it on one item) goes out with every item's file."""
+
+    def __init__(self, order: InOrder, take: Callable[[Message, InboundMessage, list[Remote]], Awaitable[None]],
+                 files: Callable[[Message], list[Remote]], wanted: Callable[[InboundMessage], bool],
+                 wait: float = ALBUM_WAIT) -> None:
+        self._order, self._take, self._files, self._wanted, self._wait = order, take, files, wanted, wait
+        self._open: dict[tuple[ChatKey, str], list[tuple[Message, InboundMessage]]] = {}
+
+    def add(self, message: Message, msg: InboundMessage) -> None:
+        album = (msg.key, str(message.media_group_id))
+        if (items := self._open.get(album)) is not None:
+            items.append((message, msg))
+            return
+        self._open[album] = [(message, msg)]
+        self._order.run(msg.key, lambda: self._close(album))
+
+    async def _close(self, album: tuple[ChatKey, str]) -> None:
+        try:
+            await asyncio.sleep(self._wait)
+        finally:
+            items = self._open.pop(album)
+        message, msg = max(items, key=lambda item: (item[1].addressed, bool(item[1].text)))  # the caption's item
+        msg = dataclasses.replace(msg, addressed=any(m.addressed for _, m in items))
+        files = [file for m, _ in items for file in self._files(m)] if self._wanted(msg) else []
+        await self._take(message, msg, files)

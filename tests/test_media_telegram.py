@@ -4,6 +4,7 @@ import asyncio
 
 import pytest
 
+from bot.app import TuskApp
 from bot.events import ChatKey
 from channels.telegram import TelegramChannel, TelegramSettings
 from memory import chat_settings
@@ -164,3 +165,46 @@ async def test_download_failure_gets_a_reply_and_the_caption_still_goes(open_cha
     await tg.wait_for(lambda: published and tg.sent)
     assert "could not download it from Telegram" in tg.sent[0]["plain"]
     assert published[0].text == "did you hear?" and published[0].attachments == ()
+
+
+async def test_an_album_is_one_message_with_every_file(open_channel, tg):
+    """The photos of one album (media_group_id) are published together, with the album's caption."""
+    channel, store, published = await open_channel()
+    tg.push_message(42, None, photo=b"first", caption="compare these", media_group_id="A1")
+    tg.push_message(42, None, photo=b"second", media_group_id="A1")
+    tg.push_message(42, None, document=b"third", media_group_id="A1")
+    tg.push_message(42, "after the album")
+    await tg.wait_for(lambda: len(published) == 2)
+    album, after = published
+    assert album.text == "compare these" and on_disk(store, album) == [b"first", b"second", b"third"]
+    assert after.text == "after the album"
+
+
+async def test_a_mention_in_an_albums_caption_takes_the_whole_album(open_channel, tg):
+    """In a group, an album whose caption mentions the bot is taken whole; an album nobody addressed is not."""
+    channel, store, published = await open_channel()
+    tg.push_message(-100, None, photo=b"one", chat_type="supergroup", caption="@tusk_bot which?", media_group_id="B")
+    tg.push_message(-100, None, photo=b"two", chat_type="supergroup", media_group_id="B")
+    tg.push_message(-100, None, photo=b"x", chat_type="supergroup", caption="holiday", media_group_id="C")
+    tg.push_message(-100, None, photo=b"y", chat_type="supergroup", media_group_id="C")
+    await tg.wait_for(lambda: len(published) == 2)
+    addressed, chatter = published
+    assert addressed.addressed and addressed.text == "which?" and on_disk(store, addressed) == [b"one", b"two"]
+    assert not chatter.addressed and chatter.text == "holiday" and chatter.attachments == ()
+    assert len(tg.downloads) == 2
+
+
+async def test_tusk_keeps_the_file_and_answers_its_caption(make_settings, tg, fake_llm, tmp_path):
+    """Through the whole app: a file is kept under the chat's media/, its caption reaches the model, and
+    TUSK_MEDIA_MAX_MB is the cap a larger file is refused with."""
+    app = TuskApp(make_settings(TELEGRAM_BOT_TOKEN=tg.token, TELEGRAM_API_BASE=tg.base_url, TUSK_MEDIA_MAX_MB="1"))
+    app.add_platforms()
+    async with app:
+        tg.push_message(42, None, document=b"hello file", caption="what does it say?")
+        await tg.wait_for(lambda: tg.sent)
+        tg.push_message(42, None, document=b"z" * (2 * MB), file_name="big.txt")
+        await tg.wait_for(lambda: len(tg.sent) == 2)
+    (kept,) = (tmp_path / "data/chats/telegram/42/media").iterdir()
+    assert kept.name.endswith("-notes.txt") and kept.read_bytes() == b"hello file"
+    assert "what does it say?" in str(fake_llm.requests[0]["messages"][-1]["content"])
+    assert tg.sent[1]["plain"] == "I could not take big.txt: That file is 2.0 MB; I take files up to 1 MB."
