@@ -1,7 +1,7 @@
 """The files of a Slack message event (`file_share`, or an `app_mention` with files), as `Remote`s.
 
 Each file is fetched from its `url_private_download` with `Authorization: Bearer <bot token>`; the
-token goes only to Slack's own hosts (`*.slack.com`) or to SLACK_API_URL's host (a proxy, the tests),
+token goes only to Slack's own hosts (`*.slack.com`) or to SLACK_API_URL's domain (GovSlack, the tests),
 never to a host named by a payload otherwise. Without the `files:read` scope Slack answers with its
 HTML sign-in page instead of the file: that is refused with a reply naming the scope. A voice or video
 clip recorded in Slack (`subtype` slack_audio / slack_video) is kind voice. The file id is the source id.
@@ -26,9 +26,10 @@ CLIPS = frozenset({"slack_audio", "slack_video"})
 
 
 def token_may_go_to(url: str, api_url: str) -> bool:
-    """Is `url` on Slack's hosts (or SLACK_API_URL's), where the bot token may be sent?"""
+    """Is `url` on Slack's hosts or SLACK_API_URL's domain (GovSlack: slack-gov.com), where the bot token may go?"""
     host = (urlsplit(url).hostname or "").lower()
-    return host == "slack.com" or host.endswith(".slack.com") or host == (urlsplit(api_url).hostname or "").lower()
+    domains = {"slack.com", (urlsplit(api_url).hostname or "").lower()} - {""}
+    return any(host == domain or host.endswith(f".{domain}") for domain in domains)
 
 
 def files_of(event: dict[str, Any], intake: MediaIntake, token: str, api_url: str) -> list[Remote]:
