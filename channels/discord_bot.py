@@ -41,11 +41,11 @@ from discord import app_commands
 
 from bot.errors import BusClosed, ConfigError, DeliveryError
 from bot.events import ChatKey, InboundMessage, OutboundMessage
-from memory.media import MediaStore
 from channels import discord_media
 from channels.base import Access, Publish
 from channels.media_in import InOrder, MediaIntake, Remote
 from channels.split import split_message
+from memory.media import MediaStore
 
 logger = logging.getLogger(__name__)
 
@@ -320,17 +320,11 @@ class DiscordChannel:
         msg = to_inbound(message, self.client.user.id)
         if msg is None or not await self._admit(msg, message.guild):
             return
-        files = self._files(message, msg)
+        files = self._intake.files_for(msg, discord_media.files_of(message, self._intake)) if self._intake else []
         if files or self._in_order.busy(msg.key):
             self._in_order.run(msg.key, lambda: self._take_message(message, msg, files))
             return
         await self._take_message(message, msg)
-
-    def _files(self, message: discord.Message, msg: InboundMessage) -> list[Remote]:
-        """The attachments to download: none without a media store, or for chatter the channel does not keep."""
-        if self._intake is None or not message.attachments:
-            return []
-        return discord_media.files_of(message, self._intake) if self._intake.wanted(msg) else []
 
     async def _take_message(self, message: discord.Message, msg: InboundMessage,
                             files: list[Remote] | None = None) -> None:

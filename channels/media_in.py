@@ -80,6 +80,10 @@ class MediaIntake:
         files = ChatFiles.locate(self.store.home, msg.key.channel, msg.key.chat_id)
         return chat_settings.read(files).listen
 
+    def files_for(self, msg: InboundMessage, found: list[Remote]) -> list[Remote]:
+        """`found` if `msg`'s files are to be fetched (see `wanted`), else none."""
+        return found if found and self.wanted(msg) else []
+
     async def stream(self, url: str, *, headers: dict[str, str] | None = None,
                      login_page: str | None = None) -> AsyncIterator[bytes]:
         """The body at `url` in chunks. `login_page`: the sentence to refuse with when an HTML page comes

@@ -38,7 +38,6 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.errors import BusClosed, ConfigError, DeliveryError
 from bot.events import ChatKey, InboundMessage, OutboundMessage
-from memory.media import MediaStore
 from channels import slack_media
 from channels.base import Access, Publish
 from channels.media_in import MediaIntake, Remote
@@ -46,6 +45,7 @@ from channels.slack_api import ServerErrorRetry, error_code as _error_code, scop
 from channels.slack_events import (Route, Sender, command_to_inbound, reply_route, route_of, sender_of,
                                    to_inbound)
 from channels.slack_format import split_for_slack
+from memory.media import MediaStore
 
 logger = logging.getLogger(__name__)
 
@@ -253,8 +253,8 @@ class SlackChannel:
         """The event's files to download: none without a media store, or for chatter the chat does not keep."""
         if self._intake is None or not event.get("files"):
             return []
-        files = slack_media.files_of(event, self._intake, self.settings.bot_token, self.settings.api_url)
-        return files if files and self._intake.wanted(msg) else []
+        return self._intake.files_for(msg, slack_media.files_of(event, self._intake, self.settings.bot_token,
+                                                                 self.settings.api_url))
 
     async def _tell(self, key: ChatKey, text: str) -> None:
         """Tusk's own words outside any turn (a file not taken): no session."""

@@ -32,11 +32,11 @@ from telegram.ext import AIORateLimiter, Application, ContextTypes, TypeHandler
 
 from bot.errors import BusClosed, ConfigError, DeliveryError
 from bot.events import ChatKey, InboundMessage, OutboundMessage
-from memory.media import MediaStore
 from channels import telegram_media
 from channels.base import Access, Publish
 from channels.media_in import InOrder, MediaIntake, Remote
 from channels.split import split_message, utf16_len
+from memory.media import MediaStore
 
 logger = logging.getLogger(__name__)
 
@@ -255,8 +255,7 @@ class TelegramChannel:
         """The files of `message` to download: none without a media store, or for chatter the chat does not keep."""
         if self._intake is None or self.app is None:
             return []
-        files = telegram_media.files_of(message, self.app.bot, self._intake)
-        return files if files and self._intake.wanted(msg) else []
+        return self._intake.files_for(msg, telegram_media.files_of(message, self.app.bot, self._intake))
 
     def _album_files(self, message: Message) -> list[Remote]:
         assert self.app is not None and self._intake is not None
