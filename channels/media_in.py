@@ -27,13 +27,15 @@ from bot.errors import MediaRefused, MediaUnreachable
 from bot.events import Attachment, ChatKey, InboundMessage, MediaKind
 from memory import chat_settings
 from memory.media import MediaStore
-from memory.paths import ChatFiles
+from memory.paths import ChatFiles, UnsafePathError
 
 logger = logging.getLogger(__name__)
 
 CHUNK = 64 * 1024
 TIMEOUT = aiohttp.ClientTimeout(total=600, sock_connect=20, sock_read=60)
 UNREACHABLE = "I could not download it from {platform}; please send it again."
+NOT_SAVED = "I could not save it on my side; please send it again later."
+DRAIN_TIMEOUT = 30.0  # seconds shutdown waits for downloads under way before cancelling them
 
 Tell = Callable[[ChatKey, str], Awaitable[None]]
 
@@ -118,6 +120,9 @@ class MediaIntake:
             except MediaRefused as exc:
                 logger.info("a file of a %s message was not taken: %s", self.platform, exc)
                 refused.append(f"I could not take {file.name}: {exc}")
+            except (OSError, UnsafePathError) as exc:  # the disk, not the file: said, and the text still goes
+                logger.error("could not keep a file of a %s message in %s: %s", self.platform, key, exc)
+                refused.append(f"I could not take {file.name}: {NOT_SAVED}")
         return Taken(tuple(kept), tuple(refused))
 
     async def attach(self, msg: InboundMessage, files: Sequence[Remote], tell: Tell) -> InboundMessage | None:
@@ -168,10 +173,12 @@ class InOrder:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def drain(self) -> None:
-        """Wait until every job started so far has ended (shutdown: what was taken is published)."""
-        while self._tasks:
-            await asyncio.wait(set(self._tasks))
+    async def drain(self, timeout: float = DRAIN_TIMEOUT) -> None:
+        """Wait until every job started so far has ended (shutdown: what was taken is published), at most
+        `timeout` seconds; `cancel` ends the rest."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        while self._tasks and (left := deadline - asyncio.get_running_loop().time()) > 0:
+            await asyncio.wait(set(self._tasks), timeout=left)
 
     async def cancel(self) -> None:
         for task in self._tasks:

@@ -208,3 +208,16 @@ async def test_tusk_keeps_the_file_and_answers_its_caption(make_settings, tg, fa
     assert kept.name.endswith("-notes.txt") and kept.read_bytes() == b"hello file"
     assert "what does it say?" in str(fake_llm.requests[0]["messages"][-1]["content"])
     assert tg.sent[1]["plain"] == "I could not take big.txt: That file is 2.0 MB; I take files up to 1 MB."
+
+
+async def test_a_file_that_cannot_be_saved_is_said_and_the_caption_goes(open_channel, tg):
+    """When the chat's media/ cannot be written (here a file stands in its place), the user is told and
+    the caption is still published."""
+    channel, store, published = await open_channel()
+    folder = store.folder(ChatKey("telegram", "42"))
+    folder.parent.mkdir(parents=True)
+    folder.write_text("not a folder")
+    tg.push_message(42, None, document=b"bytes", caption="keep this")
+    await tg.wait_for(lambda: published and tg.sent)
+    assert tg.sent[0]["plain"] == "I could not take notes.txt: I could not save it on my side; please send it again later."
+    assert published[0].text == "keep this" and published[0].attachments == ()
