@@ -132,8 +132,8 @@ def to_inbound(message: Any, me_id: int) -> InboundMessage | None:
     """The InboundMessage for a Discord message, or None if Tusk should not answer it.
 
     `message` is a `discord.Message` (only plain attributes are read, so tests hand-build
-    them). Attachments without text become an empty text, which the channel answers with a
-    note of what it can read. The allow-list needs the channel's settings and is checked there.
+    them). Attachments without text become an empty text; the channel adds the files it downloads
+    (channels/discord_media.py). The allow-list needs the channel's settings and is checked there.
     """
     author = message.author
     if author.bot or message.webhook_id is not None or message.type not in TURNS:

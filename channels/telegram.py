@@ -112,8 +112,8 @@ def _cut_utf16(text: str, offset: int, length: int) -> str:
 def to_inbound(message: Message | None, me: User, commands: frozenset[str]) -> InboundMessage | None:
     """The InboundMessage for a Telegram message, or None if Tusk should not answer it.
 
-    Media without a caption becomes an empty text, which the agent answers by saying what
-    it can read. The allow-list and admin rights are checked by the channel (they need state).
+    Media without a caption becomes an empty text; the channel adds the files it downloads
+    (channels/telegram_media.py). The allow-list and admin rights are checked by the channel (they need state).
     """
     if message is None or message.from_user is None or message.chat.type == Chat.CHANNEL:
         return None
