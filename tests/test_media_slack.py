@@ -158,3 +158,17 @@ async def test_doctor_checks_the_files_read_scope(make_settings, slack):
     without = {c.name: c for c in await doctor.run_checks(settings)}["Slack"]
     assert with_scope.verdict == "ok" and without.verdict == "warn"
     assert "files:read" in without.detail and "Bot Token Scopes" in without.fix
+
+
+def test_file_objects_map_to_remotes(tmp_path):
+    """Slack file objects become files to fetch: clips are voice notes with their duration, sizes as declared."""
+    from channels.media_in import MediaIntake
+    from channels.slack_media import files_of
+
+    intake = MediaIntake(MediaStore(tmp_path), "Slack")
+    event = {"files": [{"id": "F1", "name": "clip.webm", "mimetype": "audio/webm", "subtype": "slack_audio",
+                        "duration_ms": 61500, "size": 900},
+                       {"id": "F2", "title": "untitled", "size": "12"}, {"name": "no id"}]}
+    clip, other = files_of(event, intake, "xoxb-t", "https://slack.com/api/")
+    assert (clip.source_id, clip.kind, clip.duration, clip.size) == ("F1", "voice", 61.5, 900)
+    assert (other.name, other.mime, other.kind, other.size) == ("untitled", "application/octet-stream", None, None)

@@ -221,3 +221,15 @@ async def test_a_file_that_cannot_be_saved_is_said_and_the_caption_goes(open_cha
     await tg.wait_for(lambda: published and tg.sent)
     assert tg.sent[0]["plain"] == "I could not take notes.txt: I could not save it on my side; please send it again later."
     assert published[0].text == "keep this" and published[0].attachments == ()
+
+
+def test_the_photo_size_is_the_largest_that_fits():
+    """Of a photo's sizes the largest within the cap is taken; if none fits, the smallest (to be refused)."""
+    from types import SimpleNamespace as Size
+
+    from channels.telegram_media import _photo
+
+    sizes = (Size(width=90, height=60, file_size=2_000), Size(width=320, height=213, file_size=20_000),
+             Size(width=1280, height=853, file_size=300_000))
+    assert _photo(sizes, 1_000_000) is sizes[2] and _photo(sizes, 50_000) is sizes[1]
+    assert _photo(sizes, 100) is sizes[0]
