@@ -41,6 +41,7 @@ from channels.base import Access, Channel
 from channels.http import HttpChannel, HttpSettings
 from memory import tokens
 from memory.consolidate import Budget, Consolidator
+from memory.media import MediaStore
 from memory.paths import ChatFiles, private_dir
 from memory.search import HistorySearch
 from memory.session import SessionStore
@@ -92,6 +93,7 @@ class TuskApp:
         except tokens.TokenizerUnavailable as exc:
             raise ConfigError(str(exc)) from exc
         self.store = SessionStore(settings.home)
+        self.media = MediaStore(settings.home, settings.media_limits())  # the platform channels keep files here
         self.inbox = Inbox(settings.home / "inbox.jsonl")
         self.bus = MessageBus(self._handle, self.inbox, durable=_durable)
         self.llm = LLM(llm_settings)
@@ -204,7 +206,7 @@ class TuskApp:
             allow_from=frozenset(s.telegram_allow_from), webhook_url=s.telegram_webhook_url,
             webhook_listen=s.telegram_webhook_listen, webhook_port=s.telegram_webhook_port,
             webhook_secret=s.telegram_webhook_secret.get_secret_value() if s.telegram_webhook_secret else None,
-        ), self.flood.publish, self.menu(), access=self.access)
+        ), self.flood.publish, self.menu(), access=self.access, media=self.media)
 
     def _discord(self) -> Channel:
         s = self.settings
@@ -214,7 +216,7 @@ class TuskApp:
         return DiscordChannel(DiscordSettings(
             token=s.discord_bot_token.get_secret_value(), api_base=s.discord_api_base,
             gateway_url=s.discord_gateway_url, allow_from=frozenset(s.discord_allow_from), guild_id=s.discord_guild_id,
-        ), self.flood.publish, self.menu(), access=self.access)
+        ), self.flood.publish, self.menu(), access=self.access, media=self.media)
 
     def _slack(self) -> Channel:
         s = self.settings
@@ -230,7 +232,7 @@ class TuskApp:
             signing_secret=s.slack_signing_secret.get_secret_value() if s.slack_signing_secret else None,
             api_url=s.slack_api_url, allow_from=frozenset(s.slack_allow_from), admins=frozenset(s.slack_admins),
             thread_sessions=s.slack_thread_sessions, http_host=s.slack_http_host, http_port=s.slack_http_port,
-        ), self.flood.publish, self.menu(), access=self.access)
+        ), self.flood.publish, self.menu(), access=self.access, media=self.media)
 
     async def __aenter__(self) -> TuskApp:
         private_dir(self.settings.home, follow=True)

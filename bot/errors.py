@@ -15,6 +15,7 @@
     │       └── ModelNotFound    the server does not serve the model named in TUSK_MODEL
     ├── McpToolError         one MCP tool call failed (server down, timeout, crash, malformed reply)
     └── MediaRefused         a file Tusk will not take (over a size cap, a type it cannot read, corrupt)
+            └── MediaUnreachable the platform did not hand the file over (network, HTTP error, login page)
 
 `LLMError.user_message` is the one sentence a chat user sees; details go to the log. `owner_message`
 is what the owner's own channels (the terminal, the console and HTTP API) show instead: the cause
@@ -149,3 +150,8 @@ class MediaRefused(TuskError):
     """A file that came with a message is not taken: over a cap, a type Tusk cannot read, corrupt, or
     not readable without a setting. `str(exc)` is the one sentence the user sees (it names the limit
     or the setting); nothing of the file is kept."""
+
+
+class MediaUnreachable(MediaRefused):
+    """A file could not be fetched from the platform (network error, an HTTP error, a login page where the
+    file should be: a missing scope). `str(exc)` is the user's sentence; the cause goes to the log."""

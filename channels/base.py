@@ -2,8 +2,9 @@
 
 A channel turns platform updates into `InboundMessage`s (gating, allow-list and mention
 rules included) and hands them to `publish`, which returns a future resolved when the
-turn is done; the bus calls `send` with the replies. A message without text (a sticker, a
-file without caption) is published with empty text: the agent answers what it can read.
+turn is done; the bus calls `send` with the replies. A message's files are downloaded into the
+chat's media/ first and published as its `attachments` (channels/media_in.py), its caption as the
+text (empty if none); a sticker alone is an empty text: the agent answers what it can read.
 """
 
 from __future__ import annotations

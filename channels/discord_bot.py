@@ -1,7 +1,8 @@
 """Discord, on discord.py 2.7's `Client`, run inside Tusk's own event loop.
 
     MESSAGE_CREATE -> to_inbound() (pure: bots, gating, mention stripping, chat key, admin flag)
-                   -> allow-list -> attachment-only? note -> publish -> typing until done
+                   -> allow-list -> attachments kept in media/ (channels/discord_media.py; the channel's
+                      later messages wait for them) -> publish -> typing until done
     INTERACTION    -> a chat command (/memory, /forget, ...: the app's menu as application commands,
                       synced at start) -> command_to_inbound() -> allow-list
                    -> defer (ephemeral where it fits) -> publish "/memory undo" as if typed
@@ -40,8 +41,11 @@ from discord import app_commands
 
 from bot.errors import BusClosed, ConfigError, DeliveryError
 from bot.events import ChatKey, InboundMessage, OutboundMessage
+from channels import discord_media
 from channels.base import Access, Publish
+from channels.media_in import InOrder, MediaIntake, Remote
 from channels.split import split_message
+from memory.media import MediaStore
 
 logger = logging.getLogger(__name__)
 
@@ -128,8 +132,8 @@ def to_inbound(message: Any, me_id: int) -> InboundMessage | None:
     """The InboundMessage for a Discord message, or None if Tusk should not answer it.
 
     `message` is a `discord.Message` (only plain attributes are read, so tests hand-build
-    them). Attachments without text become an empty text, which the channel answers with a
-    note of what it can read. The allow-list needs the channel's settings and is checked there.
+    them). Attachments without text become an empty text; the channel adds the files it downloads
+    (channels/discord_media.py). The allow-list needs the channel's settings and is checked there.
     """
     author = message.author
     if author.bot or message.webhook_id is not None or message.type not in TURNS:
@@ -181,7 +185,7 @@ class DiscordChannel:
     name = "discord"
 
     def __init__(self, settings: DiscordSettings, publish: Publish, menu: list[tuple[str, str]],
-                 access: Access = Access()) -> None:
+                 access: Access = Access(), media: MediaStore | None = None) -> None:
         self.settings = settings
         self._publish = publish
         self._menu = menu
@@ -192,6 +196,8 @@ class DiscordChannel:
         self._undo_aim: Callable[[], None] | None = None
         self._connection: asyncio.Task[None] | None = None
         self.client: discord.Client | None = None
+        self._intake = MediaIntake(media, "Discord") if media is not None else None  # None: files are not taken
+        self._in_order = InOrder()  # a channel's messages wait for its earlier ones' downloads
 
     def _build(self) -> tuple[discord.Client, app_commands.CommandTree]:
         discord.VoiceClient.warn_nacl = discord.VoiceClient.warn_dave = False  # no voice: no warnings about it
@@ -271,12 +277,16 @@ class DiscordChannel:
     async def pause(self) -> None:
         """Take no more messages (Discord does not hold them back for us); replies can still be sent."""
         self._accepting = False
+        await self._in_order.drain()  # messages still downloading their files are published
 
     async def stop(self) -> None:
         await self.pause()
         for task in self._typing:
             task.cancel()
         await asyncio.gather(*self._typing, return_exceptions=True)
+        await self._in_order.cancel()
+        if self._intake is not None:
+            await self._intake.aclose()
         await self._close()
         self._routes.clear()
 
@@ -310,6 +320,19 @@ class DiscordChannel:
         msg = to_inbound(message, self.client.user.id)
         if msg is None or not await self._admit(msg, message.guild):
             return
+        files = self._intake.files_for(msg, discord_media.files_of(message, self._intake)) if self._intake else []
+        if files or self._in_order.busy(msg.key):
+            self._in_order.run(msg.key, lambda: self._take_message(message, msg, files))
+            return
+        await self._take_message(message, msg)
+
+    async def _take_message(self, message: discord.Message, msg: InboundMessage,
+                            files: list[Remote] | None = None) -> None:
+        """Publish `msg` (its attachments downloaded first), then show "typing" until its turn is done."""
+        if files and self._intake is not None:
+            if (with_files := await self._intake.attach(msg, files, self._tell)) is None:
+                return
+            msg = with_files
         if not msg.addressed:  # no typing, no reply: the agent keeps it or drops it
             self._take(msg)
             return
@@ -321,6 +344,13 @@ class DiscordChannel:
         task = asyncio.create_task(self._keep_typing(message.channel.id, done), name=f"typing {msg.key}")
         self._typing.add(task)
         task.add_done_callback(self._typing.discard)
+
+    async def _tell(self, key: ChatKey, text: str) -> None:
+        """Tusk's own words outside any turn (a file not taken): no session."""
+        try:
+            await self.send(OutboundMessage(key, text))
+        except DeliveryError as exc:
+            logger.warning("could not tell %s that a file was not taken: %s", key, exc)
 
     async def on_command(self, interaction: discord.Interaction, name: str, args: str) -> None:
         msg = command_to_inbound(interaction, name, args)

@@ -38,11 +38,14 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.errors import BusClosed, ConfigError, DeliveryError
 from bot.events import ChatKey, InboundMessage, OutboundMessage
+from channels import slack_media
 from channels.base import Access, Publish
+from channels.media_in import MediaIntake, Remote
 from channels.slack_api import ServerErrorRetry, error_code as _error_code, scope_hint as _scope_hint
 from channels.slack_events import (Route, Sender, command_to_inbound, reply_route, route_of, sender_of,
                                    to_inbound)
 from channels.slack_format import split_for_slack
+from memory.media import MediaStore
 
 logger = logging.getLogger(__name__)
 
@@ -104,7 +107,7 @@ class SlackChannel:
     name = "slack"
 
     def __init__(self, settings: SlackSettings, publish: Publish, menu: Iterable[tuple[str, str]] = (),
-                 access: Access = Access()) -> None:
+                 access: Access = Access(), media: MediaStore | None = None) -> None:
         self.settings = settings
         self._publish = publish
         self._commands = frozenset(name for name, _ in menu)
@@ -120,6 +123,7 @@ class SlackChannel:
         self._runner: web.AppRunner | None = None
         self.bot_user_id: str | None = None
         self.port: int | None = None  # the HTTP events port once started (HTTP mode)
+        self._intake = MediaIntake(media, "Slack") if media is not None else None  # None: files are not taken
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -155,6 +159,10 @@ class SlackChannel:
             raise ConfigError(f"could not reach the Slack API at {client.base_url} ({_error_code(exc)}): "
                               "check SLACK_API_URL and the network.") from exc
         self.bot_user_id = auth.get("user_id")
+        scopes = next((v for k, v in (auth.headers or {}).items() if k.lower() == "x-oauth-scopes"), None)
+        if self._intake is not None and scopes is not None and slack_media.SCOPE not in scopes.split(","):
+            logger.warning("Slack: the app lacks the %s scope: files people share cannot be read (add it under "
+                           "OAuth & Permissions -> Bot Token Scopes, then reinstall the app)", slack_media.SCOPE)
         logger.info("Slack: signed in as %s (%s) in team %s", auth.get("user"), self.bot_user_id, auth.get("team_id"))
 
     def _bolt(self, client: AsyncWebClient) -> AsyncApp:
@@ -222,6 +230,8 @@ class SlackChannel:
         if self._session is not None:
             await self._session.close()
             self._session = None
+        if self._intake is not None:
+            await self._intake.aclose()
         self._client = None
 
     # -- inbound -----------------------------------------------------------------------------
@@ -236,7 +246,22 @@ class SlackChannel:
             return
         if not await self._admit(msg, event["channel"]):
             return
-        await self._accept(msg, reply_route(event, self.settings.thread_sessions), (event["channel"], event["ts"]))
+        await self._accept(msg, reply_route(event, self.settings.thread_sessions), (event["channel"], event["ts"]),
+                           self._files(event, msg))
+
+    def _files(self, event: dict[str, Any], msg: InboundMessage) -> list[Remote]:
+        """The event's files to download: none without a media store, or for chatter the chat does not keep."""
+        if self._intake is None or not event.get("files"):
+            return []
+        return self._intake.files_for(msg, slack_media.files_of(event, self._intake, self.settings.bot_token,
+                                                                 self.settings.api_url))
+
+    async def _tell(self, key: ChatKey, text: str) -> None:
+        """Tusk's own words outside any turn (a file not taken): no session."""
+        try:
+            await self.send(OutboundMessage(key, text))
+        except SlackError as exc:
+            logger.warning("could not tell %s that a file was not taken: %s", key, exc)
 
     async def _on_command(self, ack: Any, command: dict[str, Any]) -> None:
         await ack()  # within Slack's 3 seconds; the answer follows through response_url
@@ -263,8 +288,10 @@ class SlackChannel:
     async def _on_other_event(self) -> None:
         return None
 
-    async def _accept(self, msg: InboundMessage, route: Route, marker: tuple[str, str] | None) -> None:
-        """Learn who sent `msg`, then publish it; messages of one chat are published in arrival order."""
+    async def _accept(self, msg: InboundMessage, route: Route, marker: tuple[str, str] | None,
+                      files: list[Remote] | None = None) -> None:
+        """Learn who sent `msg` and download its files, then publish it; messages of one chat are published
+        in arrival order."""
         previous = self._tails.get(msg.key)
         tail: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._tails[msg.key] = tail
@@ -274,7 +301,9 @@ class SlackChannel:
                                       sender_is_admin=sender.is_admin or msg.sender_id in self.settings.admins)
             if previous is not None:
                 await asyncio.wait([previous])
-            self._dispatch(msg, route, marker)
+            with_files = await self._intake.attach(msg, files, self._tell) if files and self._intake else msg
+            if with_files is not None:
+                self._dispatch(with_files, route, marker)
         finally:
             tail.set_result(None)
             if self._tails.get(msg.key) is tail:

@@ -1,7 +1,8 @@
 """Telegram, on python-telegram-bot 22's `Application`, run inside Tusk's own event loop.
 
     update -> to_inbound() (pure: gating, mention stripping, chat key)
-           -> allow-list / pairing -> admin check (groups; cached) -> publish -> typing until done
+           -> allow-list / pairing -> files kept in media/ (channels/telegram_media.py; the chat's later
+              messages wait for them) -> admin check (groups; cached) -> publish -> typing until done
     reply  -> split_message() on the Markdown source -> Telegram HTML per piece
            -> plain text if Telegram rejects the entities; 429s wait (AIORateLimiter),
               network errors retry with backoff
@@ -31,8 +32,11 @@ from telegram.ext import AIORateLimiter, Application, ContextTypes, TypeHandler
 
 from bot.errors import BusClosed, ConfigError, DeliveryError
 from bot.events import ChatKey, InboundMessage, OutboundMessage
+from channels import telegram_media
 from channels.base import Access, Publish
+from channels.media_in import InOrder, MediaIntake, Remote
 from channels.split import split_message, utf16_len
+from memory.media import MediaStore
 
 logger = logging.getLogger(__name__)
 
@@ -108,8 +112,8 @@ def _cut_utf16(text: str, offset: int, length: int) -> str:
 def to_inbound(message: Message | None, me: User, commands: frozenset[str]) -> InboundMessage | None:
     """The InboundMessage for a Telegram message, or None if Tusk should not answer it.
 
-    Media without a caption becomes an empty text, which the agent answers by saying what
-    it can read. The allow-list and admin rights are checked by the channel (they need state).
+    Media without a caption becomes an empty text; the channel adds the files it downloads
+    (channels/telegram_media.py). The allow-list and admin rights are checked by the channel (they need state).
     """
     if message is None or message.from_user is None or message.chat.type == Chat.CHANNEL:
         return None
@@ -147,7 +151,7 @@ class TelegramChannel:
     name = "telegram"
 
     def __init__(self, settings: TelegramSettings, publish: Publish, menu: list[tuple[str, str]],
-                 access: Access = Access()) -> None:
+                 access: Access = Access(), media: MediaStore | None = None) -> None:
         self.settings = settings
         self._publish = publish
         self._menu = menu
@@ -157,6 +161,10 @@ class TelegramChannel:
         self._typing: set[asyncio.Task[None]] = set()
         self._admins: dict[tuple[int, int], tuple[float, bool]] = {}  # (chat, user) -> (valid until, is admin)
         self.app: Application | None = None
+        self._intake = MediaIntake(media, "Telegram") if media is not None else None  # None: files are not taken
+        self._in_order = InOrder()  # a chat's messages wait for its earlier ones' downloads
+        self._albums = telegram_media.Albums(self._in_order, self._take, self._album_files,
+                                             self._intake.wanted) if self._intake is not None else None
 
     def _build(self) -> Application:
         base = self.settings.api_base.rstrip("/")
@@ -198,6 +206,7 @@ class TelegramChannel:
             await self.app.updater.stop()  # confirms the fetched updates to Telegram
         if self.app.running:
             await self.app.stop()  # hands every fetched update to the bus
+        await self._in_order.drain()  # messages still downloading their files are published too
 
     async def stop(self) -> None:
         if self.app is None:
@@ -206,6 +215,9 @@ class TelegramChannel:
         for task in self._typing:
             task.cancel()
         await asyncio.gather(*self._typing, return_exceptions=True)
+        await self._in_order.cancel()
+        if self._intake is not None:
+            await self._intake.aclose()
         await self.app.shutdown()
         self.app = None
 
@@ -229,29 +241,57 @@ class TelegramChannel:
             if verdict.reply:
                 await self._tell(msg.key, verdict.reply)
             return
+        if update.message.media_group_id and self._albums is not None:  # one message for the whole album
+            self._albums.add(update.message, msg)
+            return
+        files = self._files(update.message, msg)
+        if files or self._in_order.busy(msg.key):
+            message = update.message
+            self._in_order.run(msg.key, lambda: self._take(message, msg, files))
+            return
+        await self._take(update.message, msg)
+
+    def _files(self, message: Message, msg: InboundMessage) -> list[Remote]:
+        """The files of `message` to download: none without a media store, or for chatter the chat does not keep."""
+        if self._intake is None or self.app is None:
+            return []
+        return self._intake.files_for(msg, telegram_media.files_of(message, self.app.bot, self._intake))
+
+    def _album_files(self, message: Message) -> list[Remote]:
+        assert self.app is not None and self._intake is not None
+        return telegram_media.files_of(message, self.app.bot, self._intake)
+
+    async def _take(self, message: Message, msg: InboundMessage, files: list[Remote] | None = None) -> None:
+        """Publish `msg` (its files downloaded first), then show "typing" until its turn is done."""
+        if files and self._intake is not None:
+            if (with_files := await self._intake.attach(msg, files, self._tell)) is None:
+                return
+            msg = with_files
+        user = message.from_user
+        assert user is not None
         if not msg.addressed:  # no typing, no reply: the agent keeps it or drops it
             with contextlib.suppress(BusClosed):
                 self._publish(msg)
             return
         if msg.is_group and not msg.sender_is_admin:  # commands and the remember tool need it
-            msg = await self._with_admin_rights(msg, update.message.chat_id, user.id)
+            msg = await self._with_admin_rights(msg, message.chat_id, user.id)
         try:
             done = self._publish(msg)
         except BusClosed:
             logger.warning("a Telegram message arrived while shutting down; it was not taken")
             return
         if msg.is_group:
-            self._replying_to[msg.id] = update.message.message_id
+            self._replying_to[msg.id] = message.message_id
         task = asyncio.create_task(self._keep_typing(msg, done), name=f"typing {msg.key}")
         self._typing.add(task)
         task.add_done_callback(self._typing.discard)
 
     async def _tell(self, key: ChatKey, text: str) -> None:
-        """Tusk's own words to a sender who is not let in (a pairing code): no turn, no session."""
+        """Tusk's own words outside any turn (a pairing code, a file not taken): no session."""
         try:
             await self.send(OutboundMessage(key, text))
         except DeliveryError as exc:
-            logger.warning("could not tell %s its pairing code: %s", key, exc)
+            logger.warning("could not tell %s (a pairing code or a file not taken): %s", key, exc)
 
     async def _with_admin_rights(self, msg: InboundMessage, chat_id: int, user_id: int) -> InboundMessage:
         """`sender_is_admin` from getChatMember, trusted for ADMIN_TTL seconds per group and user."""

@@ -269,12 +269,12 @@ async def test_allow_list_blocks_others_at_no_cost(start_tusk, dc, fake_llm, tmp
     assert [p.name for p in (tmp_path / "data/chats/discord").iterdir()] == [dc.dm]
 
 
-async def test_attachment_without_text_gets_a_note(tusk_dc, dc, fake_llm, tmp_path):
-    """An attachment with no text is answered with what the bot can read, without an LLM call or a session."""
-    await dc.message(dc.dm, dc.alice, "", attachments=("cat.png",))
+async def test_attachment_without_text_is_kept_and_answered(tusk_dc, dc, fake_llm, tmp_path):
+    """An attachment with no text is downloaded into the chat's media/ folder and the message is answered."""
+    await dc.message(dc.dm, dc.alice, "", attachments=(dc.attachment("cat.png", b"PNG cat"),))
     await dc.wait_for(lambda: dc.sent)
-    assert dc.sent[0]["content"].startswith("I can only read text")
-    assert not fake_llm.requests and not (tmp_path / "data/chats/discord").exists()
+    (kept,) = (tmp_path / "data/chats/discord" / dc.dm / "media").iterdir()
+    assert kept.name.endswith("-cat.png") and kept.read_bytes() == b"PNG cat"
 
 
 async def test_failed_send_is_logged_with_the_chat_key(tusk_dc, dc, fake_llm, caplog):

@@ -116,14 +116,30 @@ async def _telegram(s: Settings) -> Check:
 async def _slack(s: Settings) -> Check:
     assert s.slack_bot_token is not None
     url = s.slack_api_url.rstrip("/") + "/auth.test"
-    _, body = await _get_json("POST", url, {"Authorization": f"Bearer {s.slack_bot_token.get_secret_value()}"})
+    body, scopes = await _slack_auth(url, s.slack_bot_token.get_secret_value())
     if not body.get("ok"):
         return Check("Slack", "fail", f"SLACK_BOT_TOKEN refused ({body.get('error', 'no answer')})",
                      "copy the Bot User OAuth Token (xoxb-...) from your app's OAuth & Permissions page")
     if not (s.slack_app_token or s.slack_signing_secret):
         return Check("Slack", "fail", "neither SLACK_APP_TOKEN nor SLACK_SIGNING_SECRET is set",
                      "set SLACK_APP_TOKEN (xapp-..., Socket Mode) or SLACK_SIGNING_SECRET (HTTP events)")
-    return Check("Slack", "ok", f"token accepted: {body.get('user', '?')} in {body.get('team', '?')}")
+    accepted = f"token accepted: {body.get('user', '?')} in {body.get('team', '?')}"
+    if scopes is not None and "files:read" not in scopes.split(","):  # Slack lists the token's scopes in a header
+        return Check("Slack", "warn", f"{accepted}, but without the files:read scope: files people share "
+                     "(voice clips, photos, documents) cannot be read",
+                     "add files:read under OAuth & Permissions -> Bot Token Scopes, then reinstall the app")
+    return Check("Slack", "ok", accepted)
+
+
+async def _slack_auth(url: str, token: str) -> tuple[dict, str | None]:
+    """auth.test's answer, and the token's scopes from its `x-oauth-scopes` header (None if absent)."""
+    async with aiohttp.ClientSession(timeout=TIMEOUT) as client:
+        async with client.post(url, headers={"Authorization": f"Bearer {token}"}) as resp:
+            try:
+                body = await resp.json(content_type=None)
+            except ValueError:
+                body = {}
+            return body if isinstance(body, dict) else {}, resp.headers.get("x-oauth-scopes")
 
 
 async def _discord(s: Settings) -> Check:

@@ -14,6 +14,11 @@
         dc.typing, dc.callbacks, dc.followups, dc.commands, dc.identify, dc.requests
         dc.fail_next("POST", "/channels/", status=403)  # the next matching request is refused
         dc.message_content_enabled = False              # as if the intent were off in the Developer Portal
+        await dc.message(dc_channel, alice, "look", attachments=(dc.attachment("cat.png", b"PNG..."),))
+        dc.downloads                                    # CDN requests: (filename, headers) in order
+
+Attachments are served by the fake's CDN (`/attachments/<channel>/<id>/<name>?ex=&is=&hm=`, signed like
+Discord's links: a wrong signature is a 404); it needs no token, as the real CDN.
 
 Replies are JSON with `Content-Type` exactly `application/json` (discord.py parses nothing else).
 Gateway frames are plain JSON text, whatever `compress=` the client asks for; discord.py accepts them.
@@ -22,6 +27,8 @@ Interaction callbacks answer as with `with_response=1`; followups are webhook me
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import itertools
 import json
 import time
@@ -37,6 +44,8 @@ from tests.fakes.loopback import serve, wait_until
 MANAGE_MESSAGES = 1 << 13
 MESSAGE_CONTENT = 1 << 15  # the gateway intent
 EVERYONE = (1 << 10) | (1 << 11) | (1 << 16)  # view channel, send messages, read message history
+IS_VOICE_MESSAGE = 1 << 13  # message flag
+_CDN_KEY = b"fake cdn signing key"
 DISCORD_EPOCH_MS = 1_420_070_400_000
 _counter = itertools.count()
 
@@ -113,6 +122,9 @@ class FakeDiscord:
         self.followups: list[dict[str, Any]] = []  # followup webhook bodies, plus "token"
         self.commands: dict[str | None, list[dict[str, Any]]] = {}  # None: global, else a guild id
         self.message_content_enabled = True  # False: IDENTIFY asking for it is closed with 4014, as Discord does
+        self.files: dict[str, bytes] = {}  # attachment id -> bytes the CDN serves
+        self.downloads: list[tuple[str, dict[str, str]]] = []  # (filename, request headers) of CDN fetches
+        self.root = ""
         self._failures: list[tuple[str, str, int]] = []
         self._sockets: list[web.WebSocketResponse] = []
         self._seq = 0
@@ -131,6 +143,32 @@ class FakeDiscord:
     def add_user(self, name: str, *, bot: bool = False) -> dict[str, Any]:
         return user(name, bot=bot)
 
+    def attachment(self, filename: str, data: bytes | None = None, *, content_type: str | None = None,
+                   size: int | None = None, voice: bool = False, id: str | None = None) -> dict[str, Any]:
+        """An attachment object as in MESSAGE_CREATE, its bytes on the fake CDN. `size` is what Discord
+        declares (default: the bytes' length); `voice`: a voice message (duration and waveform)."""
+        data = f"contents of {filename}".encode() if data is None else data
+        att_id = id or snowflake()
+        self.files[att_id] = data
+        expires = f"{int(time.time()) + 86400:x}"
+        url = f"{self.root}/attachments/{{channel}}/{att_id}/{filename}"
+        attachment: dict[str, Any] = {"id": att_id, "filename": filename, "size": len(data) if size is None else size,
+                                      "url": url, "proxy_url": url, "ex": expires}
+        if content_type:
+            attachment["content_type"] = content_type
+        if voice:
+            attachment |= {"content_type": content_type or "audio/ogg", "duration_secs": 4.2,
+                           "waveform": "AAAAAAAAAAAA", "flags": 0}
+        return attachment
+
+    def _signed(self, channel: str, attachment: dict[str, Any]) -> dict[str, Any]:
+        """The attachment as sent for `channel`: its URL signed (ex, is, hm), as Discord's CDN links are."""
+        path = attachment["url"].replace("{channel}", channel).split(self.root, 1)[1]
+        query = f"ex={attachment['ex']}&is={int(time.time()):x}"
+        digest = hmac.new(_CDN_KEY, f"{path}?{query}".encode(), hashlib.sha256).hexdigest()
+        url = f"{self.root}{path}?{query}&hm={digest}"
+        return {k: v for k, v in attachment.items() if k != "ex"} | {"url": url, "proxy_url": url}
+
     def fail_next(self, method: str, path_part: str, status: int = 403) -> None:
         """Refuse the next `method` request whose path contains `path_part` with `status`."""
         self._failures.append((method, path_part, status))
@@ -145,16 +183,18 @@ class FakeDiscord:
 
     async def message(self, channel: str, author: dict[str, Any], content: str = "", *, guild: Guild | None = None,
                       roles: tuple[str, ...] = (), reply_to: dict[str, Any] | None = None,
-                      attachments: tuple[str, ...] = (), webhook: bool = False) -> dict[str, Any]:
+                      attachments: tuple[str | dict[str, Any], ...] = (), webhook: bool = False) -> dict[str, Any]:
         """Dispatch MESSAGE_CREATE. A mention of the bot in `content` is listed in `mentions`, as Discord
-        does; a reply is not (as when the user turns the reply's ping off)."""
+        does; a reply is not (as when the user turns the reply's ping off). `attachments`: file names
+        (made-up bytes) or `attachment(...)` objects."""
+        files = [self._signed(channel, a if isinstance(a, dict) else self.attachment(a)) for a in attachments]
+        voice = any("waveform" in a for a in files)
         data: dict[str, Any] = {
             "id": snowflake(), "channel_id": channel, "author": author, "content": content, "timestamp": now(),
             "edited_timestamp": None, "tts": False, "mention_everyone": False, "mention_roles": [], "embeds": [],
             "mentions": [self.bot] if self.mention in content else [],
-            "attachments": [{"id": snowflake(), "filename": name, "size": 1024, "url": f"https://cdn.invalid/{name}",
-                             "proxy_url": f"https://cdn.invalid/{name}"} for name in attachments],
-            "pinned": False, "type": 19 if reply_to else 0, "flags": 0}
+            "attachments": files,
+            "pinned": False, "type": 19 if reply_to else 0, "flags": IS_VOICE_MESSAGE if voice else 0}
         if guild is not None:
             data.update(guild_id=guild.id, member=_member(list(roles)))
         if reply_to is not None:
@@ -194,6 +234,7 @@ class FakeDiscord:
     async def __aenter__(self) -> FakeDiscord:
         app = web.Application(middlewares=[self._record])
         app.router.add_get("/gateway", self._gateway)
+        app.router.add_get("/attachments/{channel}/{id}/{filename}", self._cdn)
         api = "/api/v{version:\\d+}"
         for method, path, handler in (
             ("GET", "/users/@me", self._me), ("GET", "/oauth2/applications/@me", self._application),
@@ -208,6 +249,7 @@ class FakeDiscord:
             app.router.add_route(method, api + path, handler)
         self._runner, url = await serve(app)
         self.api_base, self.gateway_url = f"{url}/api/v10", f"ws{url[4:]}/gateway"
+        self.root = url
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -223,7 +265,7 @@ class FakeDiscord:
 
     @web.middleware
     async def _record(self, request: web.Request, handler) -> web.StreamResponse:
-        if request.path == "/gateway":
+        if request.path == "/gateway" or request.path.startswith("/attachments/"):  # not the REST API
             return await handler(request)
         self.requests.append((request.method, request.path))
         for failure in self._failures:
@@ -235,6 +277,22 @@ class FakeDiscord:
         if not webhook and request.headers.get("Authorization") != f"Bot {self.token}":
             return self._json({"message": "401: Unauthorized", "code": 0}, 401)
         return await handler(request)
+
+    async def _cdn(self, request: web.Request) -> web.StreamResponse:
+        """An attachment's bytes, streamed, if the link's signature holds (else 404, as Discord's CDN)."""
+        query = f"ex={request.query.get('ex', '')}&is={request.query.get('is', '')}"
+        digest = hmac.new(_CDN_KEY, f"{request.path}?{query}".encode(), hashlib.sha256).hexdigest()
+        data = self.files.get(request.match_info["id"])
+        if data is None or not hmac.compare_digest(digest, request.query.get("hm", "")):
+            return web.Response(status=404, text="This content is no longer available.")
+        self.downloads.append((request.match_info["filename"], dict(request.headers)))
+        response = web.StreamResponse(headers={"Content-Type": "application/octet-stream",
+                                               "Content-Length": str(len(data))})
+        await response.prepare(request)
+        for start in range(0, len(data), 1 << 16):
+            await response.write(data[start:start + (1 << 16)])
+        await response.write_eof()
+        return response
 
     async def _me(self, request: web.Request) -> web.Response:
         return self._json(self.bot)

@@ -17,10 +17,17 @@
         slack.slow_next("users.info", 0.2)            # the next call answers after 0.2 s
         status, text = await slack.deliver(url, slack.event_body(event))     # HTTP mode, signed like Slack
         status, text = await slack.deliver(url, payload, secret="forged")    # a bad signature
+        file = slack.add_file("cat.png", b"PNG...", "image/png")             # a file object, bytes served privately
+        await slack.send_event(slack.dm("look", subtype="file_share", files=[file]))
+        slack.scopes.discard("files:read")            # the app as installed without the scope
+        slack.downloads   # (file id, request headers) of private file fetches that got the file
 
 Web API calls accept JSON, form or query parameters, and the token as a bearer header or a
 `token` parameter, as slack_sdk sends them. Every method but apps.connections.open needs the
 bot token; that one needs the app-level token. A response_url takes five posts, as Slack's does.
+Every Web API answer carries the token's scopes in `x-oauth-scopes`, as Slack's do. A file's
+`url_private(_download)` serves the bytes only with `Authorization: Bearer <bot token>` and the
+files:read scope; otherwise it redirects to an HTML sign-in page, as Slack does.
 """
 
 from __future__ import annotations
@@ -43,6 +50,8 @@ from aiohttp import web
 from tests.fakes.loopback import serve, wait_until
 
 MAX_TEXT = 40_000
+SCOPES = ("app_mentions:read", "channels:history", "chat:write", "commands", "files:read", "groups:history",
+          "im:history", "reactions:write", "users:read")
 RESPONSE_URL_USES = 5
 
 
@@ -84,6 +93,9 @@ class FakeSlack:
         self._clock = itertools.count(1)
         self._runner: web.AppRunner | None = None
         self.base_url = ""
+        self.scopes: set[str] = set(SCOPES)
+        self.files: dict[str, tuple[dict[str, Any], bytes]] = {}  # file id -> (file object, bytes)
+        self.downloads: list[tuple[str, dict[str, str]]] = []
 
     @property
     def api_url(self) -> str:
@@ -96,6 +108,9 @@ class FakeSlack:
         app.router.add_route("*", "/api/{method}", self._api)
         app.router.add_get("/link/", self._socket)
         app.router.add_post("/respond/{id}", self._respond)
+        app.router.add_get("/files-pri/{team}-{id}/{name}", self._file)
+        app.router.add_get("/files-pri/{team}-{id}/download/{name}", self._file)
+        app.router.add_get("/signin", self._signin)
         self._runner, self.base_url = await serve(app)
         return self
 
@@ -113,6 +128,29 @@ class FakeSlack:
                                "is_admin": is_admin, "is_owner": is_owner, "is_primary_owner": False,
                                "is_bot": False, "deleted": False,
                                "profile": {"display_name": name, "real_name": name.title()}}
+
+    def add_file(self, name: str, data: bytes, mimetype: str = "application/octet-stream", *, user: str = "U0ANN",
+                 size: int | None = None, subtype: str | None = None, duration_ms: int | None = None) -> dict[str, Any]:
+        """A file object as a `file_share` event carries it; its bytes are served at its private URLs.
+        `size` is what Slack declares (default: the bytes' length); `subtype` slack_audio for a recorded clip."""
+        file_id = f"F{next(self._ids):08d}"
+        url = f"{self.base_url}/files-pri/{self.team_id}-{file_id}"
+        now = int(time.time())
+        file: dict[str, Any] = {
+            "id": file_id, "created": now, "timestamp": now, "name": name, "title": name, "mimetype": mimetype,
+            "filetype": name.rsplit(".", 1)[-1] if "." in name else "binary", "pretty_type": mimetype, "user": user,
+            "user_team": self.team_id, "editable": False, "size": len(data) if size is None else size,
+            "mode": "hosted", "is_external": False, "external_type": "", "is_public": False,
+            "public_url_shared": False, "display_as_bot": False, "username": "",
+            "url_private": f"{url}/{name}", "url_private_download": f"{url}/download/{name}",
+            "permalink": f"https://fake.slack.com/files/{user}/{file_id}/{name}", "has_rich_preview": False,
+            "file_access": "visible"}
+        if subtype:
+            file["subtype"] = subtype
+        if duration_ms is not None:
+            file["duration_ms"] = duration_ms
+        self.files[file_id] = (file, data)
+        return file
 
     def fail_next(self, method: str, error: str = "ratelimited", *, status: int = 200,
                   retry_after: int | None = None, body: tuple[str, str] | None = None) -> None:
@@ -274,11 +312,35 @@ class FakeSlack:
             handler = getattr(self, "_m_" + method.replace(".", "_"), None)
             if handler is None:
                 raise ApiError("unknown_method", 404)
-            return web.json_response({"ok": True, **handler(params)})
+            return web.json_response({"ok": True, **handler(params)}, headers=self._scope_header())
         except ApiError as exc:
             if exc.body is not None:
                 return web.Response(text=exc.body[1], status=exc.status, content_type=exc.body[0])
-            return web.json_response({"ok": False, "error": exc.error}, status=exc.status, headers=exc.headers)
+            return web.json_response({"ok": False, "error": exc.error}, status=exc.status,
+                                     headers={**exc.headers, **self._scope_header()})
+
+    def _scope_header(self) -> dict[str, str]:
+        return {"x-oauth-scopes": ",".join(sorted(self.scopes))}
+
+    async def _file(self, request: web.Request) -> web.StreamResponse:
+        """A private file URL: the bytes for the bot token with files:read, else a redirect to the sign-in page."""
+        known = self.files.get(request.match_info["id"])
+        if request.match_info["team"] != self.team_id or known is None:
+            return web.Response(status=404, text="file not found")
+        if request.headers.get("Authorization") != f"Bearer {self.bot_token}" or "files:read" not in self.scopes:
+            raise web.HTTPFound(f"/signin?redir={urllib.parse.quote(request.path)}")
+        file, data = known
+        self.downloads.append((file["id"], dict(request.headers)))
+        response = web.StreamResponse(headers={"Content-Type": file["mimetype"], "Content-Length": str(len(data))})
+        await response.prepare(request)
+        for start in range(0, len(data), 1 << 16):
+            await response.write(data[start:start + (1 << 16)])
+        await response.write_eof()
+        return response
+
+    async def _signin(self, request: web.Request) -> web.Response:
+        return web.Response(text="<!DOCTYPE html><html><head><title>Slack</title></head><body>Sign in to Fake"
+                                 "</body></html>", content_type="text/html")
 
     def _check(self, method: str, token: str | None) -> None:
         failures = self._failures.get(method)

@@ -7,6 +7,11 @@
         tg.sent      # accepted sendMessage/editMessageText params, decoded, plus "method", "message_id", "plain"
         tg.calls     # (method, params) for every call, rejected ones included
         tg.fail_next("sendMessage", status=429, retry_after=1)
+        tg.push_message(42, None, voice=b"OggS...", caption="listen")   # media: bool for made-up bytes, or the bytes
+        tg.downloads  # file paths fetched from /file/bot<token>/<path> (after getFile), in order
+
+Files are served as Telegram does: getFile answers a `file_path` (refused with "file is too big" over
+20 MB, declared or actual), and `/file/bot<token>/<file_path>` streams the bytes.
 
 Requests arrive as PTB sends them: form-encoded (multipart when uploading), every non-string value
 JSON-encoded, so `chat_id` is "42" and `reply_parameters` a JSON string; JSON bodies work too.
@@ -114,18 +119,31 @@ def _entities(text: str) -> list[dict[str, Any]]:
     return [{"type": kind, "offset": utf16_len(text[:m.start()]), "length": utf16_len(m[0])} for kind, m in found]
 
 
-def _media(message_id: int, **kinds: bool) -> dict[str, Any]:
-    file = {"file_id": f"file-{message_id}", "file_unique_id": f"unique-{message_id}", "file_size": 1024}
-    shapes = {
-        "photo": [{**file, "width": 90, "height": 60},
-                  {**file, "file_id": f"file-{message_id}-big", "file_unique_id": f"unique-{message_id}-big",
-                   "width": 800, "height": 533}],
+DOWNLOAD_LIMIT = 20 * 1024 * 1024  # getFile refuses larger files ("file is too big")
+_FOLDERS = {"photo": ("photos", ".jpg"), "sticker": ("stickers", ".webp"), "voice": ("voice", ".oga"),
+            "audio": ("music", ".mp3"), "video_note": ("video_notes", ".mp4"), "document": ("documents", "")}
+
+
+@dataclass
+class FakeFile:
+    file_id: str
+    unique_id: str
+    data: bytes
+    size: int  # as declared in the message (may differ from len(data), to test both checks)
+    path: str
+
+
+def _shape(kind: str, file: dict[str, Any], name: str | None, mime: str | None) -> Any:
+    """A media object as the Bot API describes it, around `file` (file_id, file_unique_id, file_size)."""
+    return {
         "sticker": {**file, "type": "regular", "width": 512, "height": 512, "is_animated": False,
                     "is_video": False, "emoji": "\N{SLIGHTLY SMILING FACE}"},
-        "voice": {**file, "duration": 3, "mime_type": "audio/ogg"},
-        "document": {**file, "file_name": "notes.txt", "mime_type": "text/plain"},
-    }
-    return {kind: shapes[kind] for kind, wanted in kinds.items() if wanted}
+        "voice": {**file, "duration": 3, "mime_type": mime or "audio/ogg"},
+        "audio": {**file, "duration": 95, "mime_type": mime or "audio/mpeg", "file_name": name or "song.mp3",
+                  "performer": "Band", "title": "Song"},
+        "video_note": {**file, "duration": 7, "length": 240},
+        "document": {**file, "file_name": name or "notes.txt", "mime_type": mime or "text/plain"},
+    }[kind]
 
 
 def _decode(key: str, value: Any) -> Any:
@@ -164,18 +182,21 @@ class FakeTelegram:
         self._users: dict[int, dict[str, Any]] = {}
         self._messages: dict[tuple[int, int], dict[str, Any]] = {}
         self._raw: dict[tuple[int, int], tuple[str, str | None]] = {}  # bot messages' text as sent
+        self.files: dict[str, FakeFile] = {}  # file_id -> file
+        self.downloads: list[str] = []  # file paths fetched, in order
         self._runner: web.AppRunner | None = None
         methods = {"getMe": self._get_me, "getUpdates": self._get_updates, "sendMessage": self._send_message,
                    "editMessageText": self._edit_message_text, "sendChatAction": self._true,
                    "setMyCommands": self._set_my_commands, "deleteMyCommands": self._set_my_commands,  # no list: []
                    "getMyCommands": self._get_my_commands, "setWebhook": self._set_webhook,
                    "deleteWebhook": self._delete_webhook, "getWebhookInfo": self._get_webhook_info,
-                   "getChatMember": self._get_chat_member}
+                   "getChatMember": self._get_chat_member, "getFile": self._get_file}
         self._methods = {name.lower(): (name, handler) for name, handler in methods.items()}
 
     async def __aenter__(self) -> FakeTelegram:
         app = web.Application()
         app.router.add_route("*", "/bot{token}/{method}", self._api)
+        app.router.add_get("/file/bot{token}/{path:.+}", self._download)
         self._runner, self.base_url = await serve(app)
         return self
 
@@ -205,9 +226,14 @@ class FakeTelegram:
     def push_message(self, chat_id: int = 42, text: str | None = "hi", *, user_id: int = 7,
                      username: str | None = "alice", chat_type: str = "private", reply_to_bot: bool = False,
                      thread_id: int | None = None, is_bot: bool = False, caption: str | None = None,
-                     sticker: bool = False, voice: bool = False, document: bool = False, photo: bool = False,
+                     sticker: bool = False, voice: bool | bytes = False, document: bool | bytes = False,
+                     photo: bool | bytes = False, audio: bool | bytes = False, video_note: bool | bytes = False,
+                     file_name: str | None = None, mime_type: str | None = None, file_size: int | None = None,
+                     unique_id: str | None = None, media_group_id: str | None = None,
                      edited: bool = False) -> dict[str, Any]:
-        """Queue an Update with a message as Telegram would build it; media messages carry `caption`, not `text`."""
+        """Queue an Update with a message as Telegram would build it; media messages carry `caption`, not `text`.
+        A media flag may be the file's bytes; `file_size` is the size declared (default: the bytes' length),
+        `unique_id` makes two messages carry the same file (as a forward does)."""
         user = {"id": user_id, "is_bot": is_bot, "first_name": (username or "user").capitalize()}
         user |= {"username": username} if username else {}
         self._users[user_id] = user
@@ -224,7 +250,12 @@ class FakeTelegram:
             msg |= {"message_thread_id": thread_id, "is_topic_message": True}
         if reply_to_bot:
             msg["reply_to_message"] = self._last_bot_message(chat_id)
-        media = _media(msg["message_id"], sticker=sticker, voice=voice, document=document, photo=photo)
+        kinds = {"sticker": sticker, "voice": voice, "document": document, "photo": photo, "audio": audio,
+                 "video_note": video_note}
+        media = {kind: self._media(msg["message_id"], kind, wanted, file_name, mime_type, file_size, unique_id)
+                 for kind, wanted in kinds.items() if wanted is not False}
+        if media_group_id is not None:
+            msg["media_group_id"] = media_group_id
         if media:
             msg |= media
             if caption is not None:
@@ -235,6 +266,26 @@ class FakeTelegram:
             msg["edit_date"] = now
         self._messages[(chat_id, msg["message_id"])] = msg
         return self.push_update({"edited_message" if edited else "message": msg})
+
+    def add_file(self, kind: str, data: bytes, *, size: int | None = None, unique_id: str | None = None,
+                 file_id: str | None = None) -> dict[str, Any]:
+        """Keep a file to serve; returns its (file_id, file_unique_id, file_size) as messages carry them."""
+        n = len(self.files)
+        folder, ext = _FOLDERS[kind]
+        file_id = file_id or f"file-{n}-{kind}"
+        kept = FakeFile(file_id, unique_id or f"unique-{n}", data, len(data) if size is None else size,
+                        f"{folder}/file_{n}{ext}")
+        self.files[file_id] = kept
+        return {"file_id": kept.file_id, "file_unique_id": kept.unique_id, "file_size": kept.size}
+
+    def _media(self, message_id: int, kind: str, wanted: bool | bytes, name: str | None, mime: str | None,
+               size: int | None, unique_id: str | None) -> Any:
+        data = wanted if isinstance(wanted, bytes) else f"{kind} of message {message_id} ".encode() * 40
+        if kind != "photo":
+            return _shape(kind, self.add_file(kind, data, size=size, unique_id=unique_id), name, mime)
+        small = self.add_file(kind, data[: max(1, len(data) // 8)], unique_id=unique_id and unique_id + "-small")
+        big = self.add_file(kind, data, size=size, unique_id=unique_id)
+        return [{**small, "width": 90, "height": 60}, {**big, "width": 800, "height": 533}]
 
     async def wait_for(self, predicate: Callable[[], object], timeout: float = 5.0) -> None:
         await wait_until(predicate, timeout, lambda: f"; calls: {[m for m, _ in self.calls]}")
@@ -369,6 +420,29 @@ class FakeTelegram:
     async def _get_webhook_info(self, params: dict[str, Any]) -> dict[str, Any]:
         return {"url": (self.webhook or {}).get("url", ""), "has_custom_certificate": False,
                 "pending_update_count": len(self._queue)}
+
+    async def _get_file(self, params: dict[str, Any]) -> dict[str, Any]:
+        file = self.files.get(str(params.get("file_id") or ""))
+        if file is None:
+            raise ApiError(400, "Bad Request: invalid file_id")
+        if max(file.size, len(file.data)) > DOWNLOAD_LIMIT:
+            raise ApiError(400, "Bad Request: file is too big")
+        return {"file_id": file.file_id, "file_unique_id": file.unique_id, "file_size": len(file.data),
+                "file_path": file.path}
+
+    async def _download(self, request: web.Request) -> web.StreamResponse:
+        """GET /file/bot<token>/<file_path>: the bytes, streamed; 404 for a wrong token or path, as Telegram."""
+        file = next((f for f in self.files.values() if f.path == request.match_info["path"]), None)
+        if request.match_info["token"] != self.token or file is None:
+            return web.json_response({"ok": False, "error_code": 404, "description": "Not Found"}, status=404)
+        self.downloads.append(file.path)
+        response = web.StreamResponse(headers={"Content-Type": "application/octet-stream",
+                                               "Content-Length": str(len(file.data))})
+        await response.prepare(request)
+        for start in range(0, len(file.data), 1 << 16):
+            await response.write(file.data[start:start + (1 << 16)])
+        await response.write_eof()
+        return response
 
     async def _get_chat_member(self, params: dict[str, Any]) -> dict[str, Any]:
         chat_id, user_id = self._chat(params.get("chat_id"))["id"], params.get("user_id")
