@@ -30,6 +30,7 @@ from bot.flood import FloodGate
 from bot.inbox import Inbox
 from bot.llm import LLM, litellm, model_max_output, model_window
 from bot.learned import Learner, ModelBook
+from bot.media import MediaReader
 from bot.window import ask_server, reply_cap, resolve as resolve_window
 from bot.pairing import PairingStore
 from bot.tools.memory import MemoryTools
@@ -41,6 +42,7 @@ from channels.base import Access, Channel
 from channels.http import HttpChannel, HttpSettings
 from memory import tokens
 from memory.consolidate import Budget, Consolidator
+from memory.media import MediaStore
 from memory.paths import ChatFiles, private_dir
 from memory.search import HistorySearch
 from memory.session import SessionStore
@@ -124,8 +126,10 @@ class TuskApp:
                                  chat_tools=self.mcp)
         self.learner = Learner(book, llm_settings.model, self.consolidator, context, self.llm,
                                settings.max_reply_tokens, settings.memory_max_tokens, known_output)
+        self.media_store = MediaStore(settings.home, settings.media_limits())  # channels download into it
+        media = MediaReader(settings.media_settings(), self.media_store, llm_settings.model, self.llm.complete)
         self.agent = ChatAgent(settings.agent_settings(), self.store, self.llm, self.tools, context, self.bus.send,
-                               chat_commands, consolidator=self.consolidator, learner=self.learner)
+                               chat_commands, consolidator=self.consolidator, learner=self.learner, media=media)
         self.consolidator.idle = self.agent.until_idle  # background rounds wait for the replies
         self.consolidator.tools_available = lambda: context.tools_available
         self.channels: list[Channel] = []
@@ -172,7 +176,7 @@ class TuskApp:
         s = self.settings
         self.http_access = access.http_access(s)  # the console token, made at first start
         http = HttpChannel(HttpSettings(s.http_host, s.http_port, self.http_access.token, s.http_max_connections,
-                                        s.http_idle_timeout), self.bus.publish)
+                                        s.http_idle_timeout), self.bus.publish, media=self.media_store)
         http.add_routes(Console(s.home, self.store, self.agent.commands, self.consolidator,
                                 self.agent.context.fixed_tokens, s.model or "", self.consolidator.lock,
                                 self.bus.in_order).routes())
