@@ -18,7 +18,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from bot.agent import ChatAgent
 from bot.bus import MessageBus
 from bot.commands import Commands
-from bot.erasure import InboxMembers, MemberErasure, ReminderMembers, SearchMembers, model_rewrite
+from bot.erasure import InboxMembers, MediaMembers, MemberErasure, ReminderMembers, SearchMembers, model_rewrite
 from bot.config import Settings
 from bot.ops import access
 from bot.ops.console import Console
@@ -121,7 +121,7 @@ class TuskApp:
                                  extra=self.reminders.commands(), erasure=MemberErasure(
                                      model_rewrite(self.llm.complete, settings.consolidation_model),
                                      [ReminderMembers(self.reminders), InboxMembers(self.inbox.path),
-                                      SearchMembers(self.memory_tools.index)]))
+                                      SearchMembers(self.memory_tools.index), MediaMembers()]))
         context = ContextBuilder(settings.home, settings.bot_name, self.tools.schemas, settings.timezone,
                                  chat_tools=self.mcp)
         self.learner = Learner(book, llm_settings.model, self.consolidator, context, self.llm,
