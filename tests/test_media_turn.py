@@ -128,6 +128,7 @@ async def test_files_not_taken_get_a_clear_reply(media_tusk, fake_llm, name, dat
     (reply,) = await upload(media_tusk, "bad", (name, data, mime))
     assert expected in reply
     assert fake_llm.requests == [] and saved(media_tusk, "bad") == []
+    assert list(media_dir(media_tusk, "bad").iterdir()) == []  # nothing of a refused file is kept
     assert (await media_tusk.say("bad", "still there?"))[0].startswith("echo: ")
     assert not violations(fake_llm.requests[0]["messages"])
 
@@ -210,3 +211,37 @@ async def test_same_file_name_twice_keeps_both(media_tusk, fake_llm):
         await upload(media_tusk, "twice", ("n.txt", f"note {n}".encode(), "text/plain"))
     names = sorted(p.name for p in media_dir(media_tusk, "twice").iterdir())
     assert len(names) == 2 and all(n.endswith("-n.txt") for n in names)
+
+
+async def test_transcription_failure_asks_to_send_again(media_tusk, fake_llm):
+    """A transcription service error gets a reply asking to send the note again; the session is unchanged."""
+    fake_llm.transcribe_status = 503
+    (reply,) = await upload(media_tusk, "tf", ("voice.ogg", audio_bytes(), "audio/ogg"))
+    assert "couldn't transcribe" in reply and saved(media_tusk, "tf") == [] and fake_llm.requests == []
+
+
+async def test_photo_through_the_agent_reaches_the_vision_model_once(make_settings, fake_llm):
+    """Straight through the bus and agent (as a platform publishes it): the photo is in that turn's request only."""
+    async with started(make_settings, **MEDIA_ENV) as (app, box):
+        key = ChatKey("http", "direct")
+        att = await app.media_store.keep(key, chunks_of(image_bytes(1200, 900)), name="photo.jpg", mime="image/jpeg",
+                                         kind="image", source_id="tg-file-1")
+        await app.bus.publish(InboundMessage(key, "look", "u1", attachments=(att,)))
+        await app.bus.publish(InboundMessage(key, "and now?", "u1"))
+    assert [len(images_in(r)) for r in fake_llm.requests] == [1, 0]
+    assert all(not violations(r["messages"]) for r in fake_llm.requests)
+    assert fake_llm.requests[1]["messages"][1]["content"].startswith("[photo photo.jpg, ")
+
+
+async def test_overheard_files_are_kept_as_placeholders_when_listening(make_settings, fake_llm):
+    """A group file not addressed to the bot, with /listen on, is saved as a placeholder (no model call)."""
+    async with started(make_settings, **MEDIA_ENV) as (app, box):
+        key = ChatKey("http", "lst")
+        await app.bus.publish(InboundMessage(key, "/listen on", "admin", is_group=True, sender_is_admin=True))
+        att = await app.media_store.keep(key, chunks_of(b"minutes"), name="minutes.txt", mime="text/plain")
+        await app.bus.publish(InboundMessage(key, "for the record", "u2", is_group=True, addressed=False,
+                                             attachments=(att,)))
+        await app.agent.until_idle()
+    (user,) = saved(app, "lst")
+    assert user.content.startswith("[file minutes.txt, ") and user.content.endswith("for the record")
+    assert user.media == (att.path,) and fake_llm.requests == [] and fake_llm.transcriptions == []

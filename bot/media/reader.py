@@ -93,8 +93,14 @@ class MediaReader:
         self.transcriber = Transcriber(settings.transcribe)
 
     async def read(self, msg: InboundMessage) -> Attached:
-        """The turn for `msg`'s files; raises MediaRefused (the user's answer) for a file Tusk does not take."""
-        pieces = [await self._piece(msg, a) for a in msg.attachments]
+        """The turn for `msg`'s files; raises MediaRefused (the user's answer) for a file Tusk does not take,
+        after removing the message's files (nothing in the session will point to them)."""
+        try:
+            pieces = [await self._piece(msg, a) for a in msg.attachments]
+        except MediaRefused:
+            for att in msg.attachments:
+                self.store.path(msg.key, att).unlink(missing_ok=True)
+            raise
         caption = msg.text.strip()
         saved = "\n".join([*(p.saved for p in pieces), *([caption] if caption else [])])
         prompt = "\n\n".join([*(p.prompt for p in pieces), *([caption] if caption else [])])

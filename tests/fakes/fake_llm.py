@@ -138,7 +138,7 @@ def last_user_text(body: dict[str, Any]) -> str:
         if m.get("role") == "user":
             content = m.get("content")
             if isinstance(content, list):
-                return "\n".join(p.get("text", "") for p in content if isinstance(p, dict))
+                return "\n".join(p["text"] for p in content if isinstance(p, dict) and "text" in p)
             return content or ""
     return ""
 
@@ -213,6 +213,7 @@ class FakeLLM:
         self.ollama_context: int | None = None  # set: /api/show answers as Ollama does, with this context_length
         self.arrivals: list[float] = []  # time.monotonic() of each request in `requests`
         self.transcriptions: list[dict[str, Any]] = []  # {"model", "filename", "size", "text"} per audio upload
+        self.transcribe_status = 200  # another status: transcription uploads get OpenAI's error body with it
 
     def script(self, *replies: Reply) -> None:
         self._script.extend(replies)
@@ -298,6 +299,9 @@ class FakeLLM:
         if not isinstance(upload, web.FileField) or not model:
             return web.json_response({"error": {"message": "file and model are required", "type":
                                                 "invalid_request_error", "param": None, "code": None}}, status=400)
+        if self.transcribe_status != 200:
+            return web.json_response({"error": {"message": f"fake error {self.transcribe_status}", "type": "fake_error",
+                                                "code": self.transcribe_status}}, status=self.transcribe_status)
         data = upload.file.read()
         text = heard(data)
         self.transcriptions.append({"model": model, "filename": upload.filename, "size": len(data), "text": text})
