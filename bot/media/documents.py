@@ -87,9 +87,9 @@ def _pdf(path: Path, max_chars: int) -> DocumentText:
     from pypdf.errors import DependencyError, FileNotDecryptedError, PdfReadError
 
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), open(path, "rb") as fh:
             warnings.simplefilter("ignore")  # pypdf warns about odd but readable files; the log has them
-            reader = PdfReader(path)
+            reader = PdfReader(fh)  # an open file is read as needed (a path would be read into memory whole)
             if reader.is_encrypted and not _opens_without_password(reader):
                 raise MediaRefused("That PDF is protected by a password, so I cannot read it. "
                                    "Send a copy without the password, or paste the text.")

@@ -64,9 +64,10 @@ def prepare(path: Path) -> Picture:
                 if width * height > MAX_PIXELS:
                     raise MediaRefused(f"That image is {width}×{height} pixels; I take images up to "
                                        f"{MAX_PIXELS // 1_000_000} megapixels.")
-                source.draft("RGB", (MAX_SIDE, MAX_SIDE))  # JPEG: decode at a smaller scale (no-op otherwise)
+                ratio = min(1.0, MAX_SIDE / max(width, height))
+                source.draft("RGB", (round(width * ratio), round(height * ratio)))  # JPEG: decode smaller
+                source.thumbnail((MAX_SIDE, MAX_SIDE))  # in place: one decoded copy at most
                 image = ImageOps.exif_transpose(source)  # phones store portrait photos sideways plus a tag
-                image.thumbnail((MAX_SIDE, MAX_SIDE))
                 data, mime = _encode(image)
                 while len(data) > MAX_BYTES and max(image.size) > 64:
                     image = image.resize((max(1, image.width * 3 // 4), max(1, image.height * 3 // 4)))
