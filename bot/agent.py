@@ -66,8 +66,8 @@ class MessageTooLong(Exception):
 
 OUT_OF_ROOM_REPLY = ("The tool results filled this conversation's token budget before I could finish. "
                      "Ask again with a narrower request.")
-NO_TEXT_REPLY = ("That message had nothing I can read: I take text, voice messages, photos and documents "
-                 "(text files, PDFs), but stickers and the like are beyond me.")
+NO_TEXT_REPLY = ("I can only read text, voice messages, photos and documents (text files, PDFs), and that message "
+                 "had none of them: stickers and the like are beyond me.")
 EMPTY_REPLY = "The model sent an empty reply. Please try again or rephrase."
 NO_MEDIA_REPLY = "I can't take files here: only text."
 CUT_NOTE = "\n\n_(cut off here: the reply reached its length limit)_"

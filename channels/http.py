@@ -320,7 +320,6 @@ class HttpChannel:
             del self._waiting[msg.id]
         return web.json_response({"replies": replies})
 
-
     async def _upload(self, request: web.Request, key: ChatKey) -> InboundMessage | web.Response:
         """The message a multipart upload stands for; a refused file is the turn's one reply (200), as on the
         platforms, and a form that is broken or too slow a 4xx."""
