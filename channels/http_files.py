@@ -13,6 +13,7 @@ cannot hold a connection for long; the text fields are capped like a JSON body.
 from __future__ import annotations
 
 import mimetypes
+from urllib.parse import unquote
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
@@ -67,12 +68,12 @@ async def read_upload(request: web.Request, key: ChatKey, store: MediaStore) -> 
                 continue
             if len(kept) == MAX_FILES:
                 raise web.HTTPBadRequest(text=f"at most {MAX_FILES} files per message")
-            name = part.filename or "file"
+            name = unquote(part.filename) or "file"  # clients percent-encode what a quoted header cannot hold
             mime = part.headers.get("Content-Type") or mimetypes.guess_type(name)[0] or "application/octet-stream"
             if mime == "application/octet-stream":
                 mime = mimetypes.guess_type(name)[0] or mime
             kept.append(await store.keep(key, _chunks(part), name=name, mime=mime))
-    except (MediaRefused, web.HTTPException, ValueError, AssertionError):
+    except (MediaRefused, web.HTTPException, ValueError):
         for att in kept:
             store.path(key, att).unlink(missing_ok=True)
         raise

@@ -61,11 +61,15 @@ def usage(folder: Path) -> tuple[int, int]:
     return len(kept), sum(f.size for f in kept)
 
 
+def size_text(size: int) -> str:
+    """`1.2 MB`, `340 KB` (at least 1 KB for a file that is not empty)."""
+    return f"{size / MB:.1f} MB" if size >= MB // 10 else f"{max(1, round(size / 1024)) if size else 0} KB"
+
+
 def usage_text(folder: Path) -> str:
-    """`3 (1.2 MB in media/)`, for /memory, /forget and the console."""
+    """`3 (1.2 MB in media/)`, for /memory and /forget."""
     count, size = usage(folder)
-    shown = f"{size / MB:.1f} MB" if size >= MB // 10 else f"{max(1, round(size / 1024)) if size else 0} KB"
-    return f"{count} ({shown} in media/)"
+    return f"{count} ({size_text(size)} in media/)"
 
 
 def safe_name(name: str, fallback: str = "file") -> str:

@@ -15,14 +15,15 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 from bot.errors import MediaRefused
 from bot.events import Attachment, InboundMessage
 from bot.media import documents, images
 from bot.media.voice import TranscribeSettings, Transcriber, clock
-from memory.media import MB, MediaStore
+from memory.media import MediaStore, size_text
 from memory.tokens import IMAGE_TOKENS
 
 logger = logging.getLogger(__name__)
@@ -60,17 +61,20 @@ class Attached:
         return IMAGE_TOKENS * len(self.images)
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class _Piece:
+    """One file's share of the message."""
+
     saved: str
     prompt: str
     image: dict[str, Any] | None = None
     heard: str = ""
-    extra: list[str] = field(default_factory=list)
 
 
-def size_text(size: int) -> str:
-    return f"{size / MB:.1f} MB" if size >= MB // 10 else f"{max(1, round(size / 1024))} KB"
+def shown(name: str) -> str:
+    """A file name as placeholders show it: one line, no brackets (it cannot end its placeholder), 80 characters."""
+    flat = " ".join(name.split()).replace("[", "(").replace("]", ")")
+    return (flat[:77] + "...") if len(flat) > 80 else flat or "file"
 
 
 def supports_vision(model: str) -> bool:
@@ -114,7 +118,7 @@ class MediaReader:
 
     def placeholders(self, msg: InboundMessage) -> str:
         """The session line for files overheard in a group (no model call: nothing is transcribed or read)."""
-        lines = [f"[{_label(a)} {a.name}, {size_text(a.size)}; not read: it was not addressed to me]"
+        lines = [f"[{_label(a)} {shown(a.name)}, {size_text(a.size)}; not read: it was not addressed to me]"
                  for a in msg.attachments]
         return "\n".join([*lines, *([msg.text.strip()] if msg.text.strip() else [])])
 
@@ -126,22 +130,22 @@ class MediaReader:
             text = await self.transcriber.transcribe(path, att.name, att.mime)
             length = clock(att.duration)
             marker = f"[voice{' ' + length if length else ''}]" if att.kind == "voice" else \
-                f"[audio {att.name}{', ' + length if length else ''}]"
+                f"[audio {shown(att.name)}{', ' + length if length else ''}]"
             line = f"{marker} {text or '(nothing could be heard)'}"
             return _Piece(line, line, heard=text or "(nothing could be heard)")
         if att.kind == "image":
             return await self._image(path, att, msg.text.strip())
         doc = await asyncio.to_thread(documents.read_document, path, att.name, att.mime,
                                       self.settings.document_max_chars)
-        head = f"file {att.name}, {size_text(att.size)}, {doc.what}, {len(doc.text):,} characters"
+        head = f"file {shown(att.name)}, {size_text(att.size)}, {doc.what}, {len(doc.text):,} characters"
         saved = f'[{head}; it begins: "{documents.excerpt(doc.text)}"]'
-        return _Piece(saved, f"[{head}; its text follows]\n{documents.block(att.name, doc.what, doc.text)}")
+        return _Piece(saved, f"[{head}; its text follows]\n{documents.block(shown(att.name), doc.what, doc.text)}")
 
-    async def _image(self, path, att: Attachment, caption: str) -> _Piece:
+    async def _image(self, path: Path, att: Attachment, caption: str) -> _Piece:
         if not self.sees and not self.settings.vision_model:
             raise MediaRefused(NO_VISION)
         picture = await asyncio.to_thread(images.prepare, path)
-        head = f"photo {att.name}, {size_text(att.size)}, {picture.source_width}×{picture.source_height}"
+        head = f"photo {shown(att.name)}, {size_text(att.size)}, {picture.source_width}×{picture.source_height}"
         if self.sees:
             return _Piece(f"[{head}]", f"[{head}; attached to this message]", image=picture.part())
         described = await self._describe(picture, caption)
