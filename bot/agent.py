@@ -16,14 +16,15 @@ import asyncio
 import logging
 import sys
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from bot import commands, logs
 from bot.context import ContextBuilder
-from bot.errors import ContextOverflow, LLMError, ToolsUnsupported
+from bot.errors import ContextOverflow, LLMError, MediaRefused, ToolsUnsupported
 from bot.events import ChatKey, InboundMessage, OutboundMessage
 from bot.learned import Learner
 from bot.llm import LLM, LLMReply
+from bot.media import Attached, MediaReader
 from bot.tools.box import ToolBox, ToolContext, Toolset
 from memory import chat_settings
 from memory.consolidate import Consolidator, pick_cut
@@ -42,10 +43,12 @@ RUNTIME_BLOCK_TOKENS = 40  # the runtime-context line added to the user message
 OWNER_CHANNELS = frozenset({"http", "terminal"})  # the owner's own: an LLM failure is told with its cause and fix
 
 
-def user_message(msg: InboundMessage) -> Message:
-    """The user message to save for `msg`, with its sender (for an injected turn: who set it up)."""
-    return Message(role="user", content=msg.text, ts=msg.ts, sender_id=msg.sender_id or None,
-                   sender_name=msg.sender_name or None)
+def user_message(msg: InboundMessage, attached: Attached | None = None) -> Message:
+    """The user message to save for `msg`, with its sender (for an injected turn: who set it up); with
+    files, their placeholders and caption (`Attached.saved`) and the kept files' paths."""
+    return Message(role="user", content=attached.saved if attached else msg.text, ts=msg.ts,
+                   sender_id=msg.sender_id or None, sender_name=msg.sender_name or None,
+                   media=attached.files if attached else ())
 
 
 def shown_text(reply: LLMReply) -> str:
@@ -64,9 +67,10 @@ class MessageTooLong(Exception):
 
 OUT_OF_ROOM_REPLY = ("The tool results filled this conversation's token budget before I could finish. "
                      "Ask again with a narrower request.")
-NO_TEXT_REPLY = ("I can only read text so far (and the captions of photos and files), and that message had none. "
-                 "Stickers, voice messages and attachments without a caption are beyond me.")
+NO_TEXT_REPLY = ("I can only read text, voice messages, photos and documents (text files, PDFs), and that message "
+                 "had none of them: stickers and the like are beyond me.")
 EMPTY_REPLY = "The model sent an empty reply. Please try again or rephrase."
+NO_MEDIA_REPLY = "I can't take files here: only text."
 CUT_NOTE = "\n\n_(cut off here: the reply reached its length limit)_"
 FILTER_NOTE = "\n\n_(stopped here by the model provider's content filter)_"
 MAX_OVERFLOWS = 3  # times a turn learns a smaller window and tries again before it gives up
@@ -84,7 +88,8 @@ class AgentSettings:
 class ChatAgent:
     def __init__(self, settings: AgentSettings, store: SessionStore, llm: LLM, tools: ToolBox,
                  context: ContextBuilder, send: Send, chat_commands: commands.Commands | None = None,
-                 consolidator: Consolidator | None = None, learner: Learner | None = None) -> None:
+                 consolidator: Consolidator | None = None, learner: Learner | None = None,
+                 media: MediaReader | None = None) -> None:
         self.settings = settings
         self.store = store
         self.llm = llm
@@ -94,6 +99,7 @@ class ChatAgent:
         self.commands = chat_commands or commands.Commands()
         self.consolidator = consolidator
         self.learner = learner  # applies what the server says: window, tools, cut prompts (bot/learned.py)
+        self.media = media  # reads a message's files into its turn (bot/media/)
         self.hooks: list[PostTurnHook] = [self.consolidate] if consolidator else []
         self._background: set[asyncio.Task[None]] = set()
         self._turns = 0  # turns running now, in any chat
@@ -145,12 +151,14 @@ class ChatAgent:
         call; the post-turn hooks may consolidate); otherwise dropped, its text never logged."""
         with logs.bound(msg.key, msg.id, logs.TurnStats()):
             session = self.store.get(msg.key.channel, msg.key.chat_id)
+            if msg.attachments and self.media is not None:  # their placeholders, not read: no model call
+                msg = replace(msg, text=self.media.placeholders(msg))
             if msg.injected is not None or not msg.text.strip() or not chat_settings.read(session.files).listen:
                 return
             if len(msg.text) > self.settings.max_message_chars:
                 logger.info("an overheard message over TUSK_MAX_MESSAGE_CHARS was not kept")
                 return
-            self.store.append(session, [user_message(msg)])
+            self.store.append(session, [replace(user_message(msg), media=tuple(a.path for a in msg.attachments))])
             self._spawn(self._run_hooks(msg.key), f"hooks {msg.key}")
 
     async def _finish(self, key: ChatKey, figures: dict[str, object], runs_before: int) -> None:
@@ -170,6 +178,8 @@ class ChatAgent:
         session = self.store.get(msg.key.channel, msg.key.chat_id)
         if msg.injected is not None:
             return await self._answer_injected(msg, session)
+        if msg.attachments:
+            return await self._answer_media(msg, session)
         if (command := commands.parse(msg.text)) is not None:
             ctx = commands.CommandContext(msg.key, session.files, session, self.store, self.settings.model,
                                           self.consolidator, self.context.fixed_tokens(session.files),
@@ -187,6 +197,23 @@ class ChatAgent:
         self.store.append(session, new)
         return reply
 
+    async def _answer_media(self, msg: InboundMessage, session: Session) -> str:
+        """A message with files: read into this turn (bot/media/); a file Tusk does not take is answered with
+        the reason, and nothing is saved or sent to the model. The caption is never a command."""
+        if self.media is None:
+            return NO_MEDIA_REPLY
+        if len(msg.text) > self.settings.max_message_chars:
+            return f"That caption is {len(msg.text):,} characters long; I can read up to {self.settings.max_message_chars:,}."
+        try:
+            attached = await self.media.read(msg)
+        except MediaRefused as exc:
+            return str(exc)
+        if attached.note:  # the transcript, shown before the reply (TUSK_SHOW_TRANSCRIPT)
+            await self.send(OutboundMessage(msg.key, attached.note, reply_to=msg.id))
+        new, reply = await self._converse(replace(msg, text=attached.prompt), session, attached)
+        self.store.append(session, new)
+        return reply
+
     async def _answer_injected(self, msg: InboundMessage, session: Session) -> str:
         """A turn Tusk started itself (a reminder, a task result). If the model cannot be reached, the
         fallback text goes to the chat instead and is saved as the reply: a reminder is never lost to an outage."""
@@ -200,11 +227,13 @@ class ChatAgent:
         self.store.append(session, new)
         return reply
 
-    async def _converse(self, msg: InboundMessage, session: Session) -> tuple[list[Message], str]:
-        """Run the LLM/tool loop; returns the messages to save and the text for the user."""
+    async def _converse(self, msg: InboundMessage, session: Session,
+                        attached: Attached | None = None) -> tuple[list[Message], str]:
+        """Run the LLM/tool loop; returns the messages to save and the text for the user. With `attached`,
+        `msg.text` is the text this turn's request carries; the session keeps `attached.saved`."""
         tools = self.tools.for_chat(msg)  # the built-in tools, plus the MCP servers this chat may use
-        new = [user_message(msg)]
-        prompt, room, sent = await self._prompt(session, msg, new)
+        new = [user_message(msg, attached)]
+        prompt, room, sent = await self._prompt(session, msg, new, attached)
 
         async def notify(text: str) -> None:  # Tusk's own words in the chat, through the reply path
             await self.send(OutboundMessage(msg.key, text, reply_to=msg.id))
@@ -219,13 +248,13 @@ class ChatAgent:
                 overflows += 1
                 if overflows > MAX_OVERFLOWS or self.learner is None or not self.learner.learn_window(exc):
                     raise
-                prompt, room, sent = await self._prompt(session, msg, new)
+                prompt, room, sent = await self._prompt(session, msg, new, attached)
                 continue
             except ToolsUnsupported as exc:  # asked again without tools; the prompt says there are none
                 if self.learner is None or not self.context.tools_available:
                     raise
                 self.learner.tools_refused(exc)
-                prompt, room, sent = await self._prompt(session, msg, new)
+                prompt, room, sent = await self._prompt(session, msg, new, attached)
                 continue
             if self.learner is not None:
                 self.learner.prompt_counted(sent, reply.prompt_tokens)
@@ -256,15 +285,16 @@ class ChatAgent:
         reserve = self.consolidator.budget.reserve if self.consolidator else None
         return await self.llm.complete(prompt, schemas, max_tokens=reserve)
 
-    async def _prompt(self, session: Session, msg: InboundMessage,
-                      new: list[Message]) -> tuple[list[dict[str, object]], int, int]:
+    async def _prompt(self, session: Session, msg: InboundMessage, new: list[Message],
+                      attached: Attached | None = None) -> tuple[list[dict[str, object]], int, int]:
         """The request for this turn so far (history fitted to the budget, the message, the tool steps
         already taken), the tokens further steps may still add, and the prompt's estimate without tools."""
-        history = await self._fitting_history(session, msg)
+        history = await self._fitting_history(session, msg, attached)
         steps = new[1:]
-        prompt = self.context.build(session.files, history, msg) + [m.to_llm() for m in steps]
+        images = attached.images if attached else ()
+        prompt = self.context.build(session.files, history, msg, images) + [m.to_llm() for m in steps]
         used = sum(m.tokens for m in history) + sum(m.tokens for m in steps)
-        room = self._room(session, msg) - used
+        room = self._room(session, msg, attached) - used
         sent = self.context.fixed_tokens(session.files) - self.context.tool_tokens + used
         return prompt, room, sent
 
@@ -279,14 +309,16 @@ class ChatAgent:
                                 content=self._truncate(result.for_model())).counted())
         return step
 
-    def _room(self, session: Session, msg: InboundMessage) -> int:
+    def _room(self, session: Session, msg: InboundMessage, attached: Attached | None = None) -> int:
         """Tokens left in the budget for history and tool steps, once the rest of the prompt is in."""
         if self.consolidator is None:
             return sys.maxsize
         pending = count_text(msg.injected.text if msg.injected else msg.text) + RUNTIME_BLOCK_TOKENS
+        pending += attached.image_tokens if attached else 0
         return self.consolidator.budget.limit - self.context.fixed_tokens(session.files) - pending
 
-    async def _fitting_history(self, session: Session, msg: InboundMessage) -> list[Message]:
+    async def _fitting_history(self, session: Session, msg: InboundMessage,
+                               attached: Attached | None = None) -> list[Message]:
         """The history to send: consolidated first if the prompt would be over budget, and cut to fit
         if it still is (oldest whole turns left out), so an over-budget prompt is never sent."""
         c = self.consolidator
@@ -294,13 +326,13 @@ class ChatAgent:
             return session.unconsolidated
 
         def fixed() -> int:
-            return c.budget.limit - self._room(session, msg)
+            return c.budget.limit - self._room(session, msg, attached)
 
         if c.over_budget(session, fixed()) and not c.lock(session.files.dir).locked():
             # one round at most, and none while a background round runs (a one-slot server would queue the
             # reply behind both): what does not fit is left out of this request, not waited for
             await c.run(session, fixed, rounds=1)
-        history, room = session.unconsolidated, self._room(session, msg)
+        history, room = session.unconsolidated, self._room(session, msg, attached)
         if room < 0:
             raise MessageTooLong(f"That message does not fit in the model's window ({c.budget.window:,} tokens). "
                                  "Send it in parts.")

@@ -18,7 +18,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from bot.agent import ChatAgent
 from bot.bus import MessageBus
 from bot.commands import Commands
-from bot.erasure import InboxMembers, MemberErasure, ReminderMembers, SearchMembers, model_rewrite
+from bot.erasure import InboxMembers, MediaMembers, MemberErasure, ReminderMembers, SearchMembers, model_rewrite
 from bot.config import Settings
 from bot.ops import access
 from bot.ops.console import Console
@@ -30,6 +30,7 @@ from bot.flood import FloodGate
 from bot.inbox import Inbox
 from bot.llm import LLM, litellm, model_max_output, model_window
 from bot.learned import Learner, ModelBook
+from bot.media import MediaReader
 from bot.window import ask_server, reply_cap, resolve as resolve_window
 from bot.pairing import PairingStore
 from bot.tools.memory import MemoryTools
@@ -93,7 +94,7 @@ class TuskApp:
         except tokens.TokenizerUnavailable as exc:
             raise ConfigError(str(exc)) from exc
         self.store = SessionStore(settings.home)
-        self.media = MediaStore(settings.home, settings.media_limits())  # the platform channels keep files here
+        self.media = MediaStore(settings.home, settings.media_limits())  # every channel keeps files here (memory/media.py)
         self.inbox = Inbox(settings.home / "inbox.jsonl")
         self.bus = MessageBus(self._handle, self.inbox, durable=_durable)
         self.llm = LLM(llm_settings)
@@ -121,13 +122,14 @@ class TuskApp:
                                  extra=self.reminders.commands(), erasure=MemberErasure(
                                      model_rewrite(self.llm.complete, settings.consolidation_model),
                                      [ReminderMembers(self.reminders), InboxMembers(self.inbox.path),
-                                      SearchMembers(self.memory_tools.index)]))
+                                      SearchMembers(self.memory_tools.index), MediaMembers()]))
         context = ContextBuilder(settings.home, settings.bot_name, self.tools.schemas, settings.timezone,
                                  chat_tools=self.mcp)
         self.learner = Learner(book, llm_settings.model, self.consolidator, context, self.llm,
                                settings.max_reply_tokens, settings.memory_max_tokens, known_output)
+        media = MediaReader(settings.media_settings(), self.media, llm_settings.model, self.llm.complete)
         self.agent = ChatAgent(settings.agent_settings(), self.store, self.llm, self.tools, context, self.bus.send,
-                               chat_commands, consolidator=self.consolidator, learner=self.learner)
+                               chat_commands, consolidator=self.consolidator, learner=self.learner, media=media)
         self.consolidator.idle = self.agent.until_idle  # background rounds wait for the replies
         self.consolidator.tools_available = lambda: context.tools_available
         self.channels: list[Channel] = []
@@ -174,7 +176,7 @@ class TuskApp:
         s = self.settings
         self.http_access = access.http_access(s)  # the console token, made at first start
         http = HttpChannel(HttpSettings(s.http_host, s.http_port, self.http_access.token, s.http_max_connections,
-                                        s.http_idle_timeout), self.bus.publish)
+                                        s.http_idle_timeout), self.bus.publish, media=self.media)
         http.add_routes(Console(s.home, self.store, self.agent.commands, self.consolidator,
                                 self.agent.context.fixed_tokens, s.model or "", self.consolidator.lock,
                                 self.bus.in_order).routes())

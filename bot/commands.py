@@ -24,6 +24,7 @@ from bot.events import ChatKey
 from memory import chat_settings
 from memory import files as memfiles
 from memory.consolidate import Consolidator
+from memory.media import usage_text
 from memory.paths import ChatFiles
 from memory.search_index import delete_index
 from memory.session import Session, SessionStore
@@ -260,6 +261,8 @@ async def _memory(ctx: CommandContext, args: str) -> str:
     cap = f" of {ctx.consolidator.max_memory_tokens:,}" if ctx.consolidator else ""
     head = (f"MEMORY.md: {count_text(memory):,}{cap} tokens; {len(entries)} history entries; "
             f"last consolidation: {_when(last.last_run) if last else 'not since start'}")
+    if ctx.files.media.is_dir():
+        head += f"\nFiles: {usage_text(ctx.files.media)}"
     if not memory:
         return "I don't remember anything about this chat yet. Facts are saved as the conversation grows.\n" + head
     return f"{memory}\n\n{head}"
@@ -280,7 +283,8 @@ def _inventory(ctx: CommandContext) -> list[Owned]:
              (f.session, lambda: f"{ctx.session.total} session messages (session.jsonl)"),
              (f.versions, lambda: f"{len(memfiles.versions(f))} earlier memory versions"),
              (f.settings, lambda: f"chat settings (settings.json: time zone {chat_settings.read(f).timezone})"),
-             (f.input_history, lambda: "what was typed at the terminal (input-history)")]
+             (f.input_history, lambda: "what was typed at the terminal (input-history)"),
+             (f.media, lambda: f"{usage_text(f.media).replace(' (', ' received files (', 1)}")]
     owned = [Owned(label(), partial(_delete_path, path)) for path, label in items if path.exists()]
     if f.search_index.exists():
         owned.append(Owned("the search index of the above (search.sqlite)", partial(delete_index, f)))

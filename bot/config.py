@@ -19,6 +19,8 @@ from bot.agent import AgentSettings
 from bot.errors import ConfigError
 from bot.flood import FloodLimits
 from bot.llm import LLMSettings
+from bot.media import MediaSettings
+from bot.media.voice import TranscribeSettings
 from bot.tools.mcp.config import McpSettings, ServerConfig
 from bot.tools.mcp.config import load as load_mcp
 from bot.tools.reminders import ReminderSettings
@@ -75,6 +77,13 @@ class Settings(BaseSettings):
     media_max_mb: float = _env("TUSK_MEDIA_MAX_MB", 20.0, gt=0, le=2048)  # one file (memory/media.py)
     media_chat_mb: float = _env("TUSK_MEDIA_CHAT_MB", 200.0, gt=0)  # all files one chat keeps
     media_chat_files: int = _env("TUSK_MEDIA_CHAT_FILES", 200, ge=1)
+    transcribe_model: str | None = _env("TUSK_TRANSCRIBE_MODEL", None)  # voice notes (bot/media/voice.py)
+    transcribe_api_base: str | None = _env("TUSK_TRANSCRIBE_API_BASE", None)  # default: TUSK_API_BASE
+    transcribe_api_key: SecretStr | None = _env("TUSK_TRANSCRIBE_API_KEY", None)  # default: TUSK_API_KEY
+    show_transcript: Literal["groups", "always", "never"] = _env("TUSK_SHOW_TRANSCRIPT", "groups")
+    vision: bool | None = _env("TUSK_VISION", None)  # unset: litellm's capability data for TUSK_MODEL
+    vision_model: str | None = _env("TUSK_VISION_MODEL", None)  # describes photos when TUSK_MODEL cannot see
+    document_max_chars: int = _env("TUSK_DOCUMENT_MAX_CHARS", 60_000, ge=1000, le=2_000_000)
 
     http_host: str = _env("TUSK_HTTP_HOST", "127.0.0.1")
     http_port: int = _env("TUSK_HTTP_PORT", 8765, ge=0, le=65535)
@@ -126,6 +135,7 @@ class Settings(BaseSettings):
                      "context_window", "memory_max_tokens", "telegram_bot_token", "telegram_webhook_url",
                      "telegram_webhook_secret", "discord_bot_token", "discord_api_base", "discord_gateway_url",
                      "discord_guild_id", "slack_bot_token", "slack_app_token", "slack_signing_secret", "mcp_config",
+                     "transcribe_model", "transcribe_api_base", "transcribe_api_key", "vision", "vision_model",
                      mode="before")
     @classmethod
     def _blank_is_unset(cls, value: object) -> object:
@@ -143,6 +153,13 @@ class Settings(BaseSettings):
 
     def media_limits(self) -> MediaLimits:
         return MediaLimits(int(self.media_max_mb * MB), int(self.media_chat_mb * MB), self.media_chat_files)
+
+    def media_settings(self) -> MediaSettings:
+        key = self.transcribe_api_key or self.api_key
+        return MediaSettings(
+            TranscribeSettings(self.transcribe_model, self.transcribe_api_base or self.api_base,
+                               key.get_secret_value() if key else None, self.llm_timeout),
+            self.show_transcript, self.vision, self.vision_model, self.document_max_chars)
 
     def llm_settings(self) -> LLMSettings:
         if not self.model:
@@ -190,7 +207,7 @@ class Settings(BaseSettings):
 
     def secrets(self) -> list[str]:
         """Values that must never appear in a log line."""
-        values = (self.api_key, self.http_token, self.telegram_bot_token, self.telegram_webhook_secret,
+        values = (self.api_key, self.transcribe_api_key, self.http_token, self.telegram_bot_token, self.telegram_webhook_secret,
                   self.discord_bot_token, self.slack_bot_token, self.slack_app_token, self.slack_signing_secret)
         try:
             mcp = [secret for server in self.mcp_servers() for secret in server.secrets()]

@@ -18,6 +18,7 @@ import functools
 import json
 import logging
 from collections import OrderedDict
+from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
@@ -148,11 +149,16 @@ class ContextBuilder:
         who = f"{msg.sender_name} (id {msg.sender_id})" if msg.sender_name else f"id {msg.sender_id}"
         return f"[context: {when}; {msg.key.channel} {where}; from {who}]"
 
-    def build(self, files: ChatFiles, history: list[Message], msg: InboundMessage) -> list[dict[str, Any]]:
+    def build(self, files: ChatFiles, history: list[Message], msg: InboundMessage,
+              images: Sequence[dict[str, Any]] = ()) -> list[dict[str, Any]]:
+        """The request; `images` (this turn's image parts, bot/media/) go with the new message only."""
         text = msg.injected.text if msg.injected is not None else msg.text
         block = self.runtime_block(msg, chat_settings.chat_zone(files, self.default_zone))
         user = Message(role="user", content=f"{block}\n\n{text}", ts=msg.ts)
         if msg.is_group:  # who said what: `Name: text` for each earlier user message
             history = named(history, [(msg.sender_id, msg.sender_name)])
         convo = legal_history([*history, user])
-        return [{"role": "system", "content": self.system_prompt(files)}, *(m.to_llm() for m in convo)]
+        out = [{"role": "system", "content": self.system_prompt(files)}, *(m.to_llm() for m in convo)]
+        if images:  # the last message is the new one (merged with any overheard ones before it)
+            out[-1] = {**out[-1], "content": [{"type": "text", "text": out[-1]["content"]}, *images]}
+        return out

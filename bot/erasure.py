@@ -7,6 +7,7 @@ member who left): take one person out of a group chat's memory.
         MEMORY.md         their `## <Name>` section, in the file and in every kept version
         HISTORY.md        each entry that names them, rewritten by the model without them; if the
                           model is unavailable (or its rewrite still names them), the entry is removed
+        media/            the files they sent (found from their messages' `media` paths: MediaMembers)
         elsewhere         what `MemberHolder`s keep for them (reminders they set, their messages in the
                           inbox journal, the search index)
 
@@ -107,6 +108,22 @@ class InboxMembers:
         return [Owned(f"{count} of their message(s) from the journal (inbox.jsonl)", delete)]
 
 
+class MediaMembers:
+    """The files a member sent: the `media/<file>` paths their session messages carry (memory/session.py)."""
+
+    def owned_by(self, key: ChatKey, files: ChatFiles, member_id: str) -> list[Owned]:
+        theirs = [path for path in erase.media_of(files, member_id) if path.is_file()]
+        if not theirs:
+            return []
+
+        def delete() -> None:
+            for path in theirs:
+                path.unlink(missing_ok=True)
+
+        size = sum(p.stat().st_size for p in theirs)
+        return [Owned(f"{len(theirs)} file(s) they sent ({size:,} bytes in media/)", delete)]
+
+
 class SearchMembers:
     """The search index's copies: the chat's index is dropped and rebuilt from the files at the next search."""
 
@@ -200,6 +217,7 @@ class MemberErasure:
 
     async def _erase(self, ctx: CommandContext, who: Member) -> list[str]:
         report = []
+        held = [o for h in self.holders for o in h.owned_by(ctx.key, ctx.files, who.id)]  # before their turns go
         ctx.store.forget(ctx.files)  # the cached session is stale now; a running round discards its result
         try:
             if removed := erase.drop_turns(ctx.files, who.id):
@@ -214,7 +232,7 @@ class MemberErasure:
         except OSError as exc:
             report.append(f"- FAILED: {exc.strerror or exc} (nothing after this step was done)")
             return report
-        for item in (o for h in self.holders for o in h.owned_by(ctx.key, ctx.files, who.id)):
+        for item in held:
             try:
                 item.delete()
                 report.append(f"- removed {item.label}")

@@ -4,6 +4,7 @@
     GET  /console/{asset}               its scripts and styles
     POST /v1/chats/{chat_id}/messages   {"text": "...", "user": "optional sender id"}
                                         -> 200 {"replies": ["...", ...]} once the turn is done
+                                        or multipart/form-data: text, user, file (channels/http_files.py)
     GET  /healthz                       -> 200 {"ok": true} (never needs the token)
     + the routes mounted with `add_routes` (the console's JSON API, bot/ops/console.py)
 
@@ -17,6 +18,8 @@ origin (`Sec-Fetch-Site: same-origin`, or an `Origin` equal to this server's), s
 open in the same browser can send them (CSRF). Connections are bounded in number and idle time
 (channels/http_limits.py). Every error is a JSON body `{"error": "..."}` with a 4xx status: bad
 JSON, missing text, bodies over 1 MiB, chat ids that are empty, too long or hold control characters.
+The one exception to "JSON only": a message with files may be multipart/form-data (same origin
+rules), streamed to disk within the upload deadline (channels/http_limits.py).
 """
 
 from __future__ import annotations
@@ -34,10 +37,12 @@ from pathlib import Path
 import pydantic
 from aiohttp import web
 
-from bot.errors import BusClosed, ConfigError
+from bot.errors import BusClosed, ConfigError, MediaRefused
 from bot.events import ChatKey, InboundMessage, OutboundMessage
 from channels.base import Publish
-from channels.http_limits import ConnectionLimit
+from channels.http_files import MAX_FILES, read_upload
+from channels.http_limits import ConnectionLimit, upload_deadline
+from memory.media import MediaStore
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +53,7 @@ CONTENT_TYPES = {"js": "text/javascript", "css": "text/css", "html": "text/html"
 CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 MIN_REMOTE_TOKEN = 32  # characters a token must have when the API is reachable beyond this machine
+MESSAGES_PATH = re.compile(r"/v1/chats/[^/]+/messages")
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
                                "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
@@ -110,9 +116,14 @@ class MessageBody(pydantic.BaseModel):
     user: str = pydantic.Field("http", min_length=1, max_length=200)
 
 
+def is_upload(request: web.Request) -> bool:
+    """A message with files (multipart/form-data to the messages route): streamed, not read whole."""
+    return request.content_type == "multipart/form-data" and MESSAGES_PATH.fullmatch(request.path) is not None
+
+
 def write_refusal(request: web.Request) -> tuple[int, str] | None:
-    """(status, reason) if a request that changes state is not JSON from this server's own origin."""
-    if request.content_type != "application/json":
+    """(status, reason) if a request that changes state is not JSON (or a file upload) from this server's own origin."""
+    if request.content_type != "application/json" and not is_upload(request):
         return 415, (f"requests that change state must send Content-Type: application/json "
                      f"(got {request.content_type or 'none'})")
     fetch_site = request.headers.get("Sec-Fetch-Site")
@@ -158,9 +169,10 @@ def load_assets(folder: Path = CONSOLE_DIR) -> dict[str, tuple[bytes, str]]:
 class HttpChannel:
     name = "http"
 
-    def __init__(self, settings: HttpSettings, publish: Publish) -> None:
+    def __init__(self, settings: HttpSettings, publish: Publish, media: MediaStore | None = None) -> None:
         settings.check()
         self.settings = settings
+        self.media = media  # where uploaded files go (None: uploads are refused)
         self._publish = publish
         self._waiting: dict[int, list[str]] = {}  # InboundMessage.id -> replies of that turn so far
         self._routes: list[web.AbstractRouteDef] = []
@@ -263,7 +275,7 @@ class HttpChannel:
     @web.middleware
     async def _body_in_time(self, request: web.Request, handler) -> web.StreamResponse:
         """Read a request's body within the idle timeout (a body sent a byte a minute holds nothing for long)."""
-        if request.can_read_body:
+        if request.can_read_body and not is_upload(request):  # an upload streams, within its own deadline
             try:
                 async with asyncio.timeout(self.settings.idle_timeout):
                     await request.read()  # kept by aiohttp: the handler's read() gets it at once
@@ -289,11 +301,16 @@ class HttpChannel:
 
     async def _post_message(self, request: web.Request) -> web.Response:
         key = chat_key(self.name, request.match_info["chat_id"])
-        try:
-            body = MessageBody.model_validate_json(await request.read())
-        except pydantic.ValidationError as exc:
-            return error(400, f"expected JSON {{\"text\": \"...\", \"user\": \"optional\"}}: {problems(exc)}")
-        msg = InboundMessage(key, body.text, sender_id=body.user)
+        if is_upload(request):
+            msg = await self._upload(request, key)
+            if isinstance(msg, web.Response):
+                return msg
+        else:
+            try:
+                body = MessageBody.model_validate_json(await request.read())
+            except pydantic.ValidationError as exc:
+                return error(400, f"expected JSON {{\"text\": \"...\", \"user\": \"optional\"}}: {problems(exc)}")
+            msg = InboundMessage(key, body.text, sender_id=body.user)
         self._waiting[msg.id] = replies = []
         try:
             await self._publish(msg)
@@ -302,6 +319,23 @@ class HttpChannel:
         finally:
             del self._waiting[msg.id]
         return web.json_response({"replies": replies})
+
+    async def _upload(self, request: web.Request, key: ChatKey) -> InboundMessage | web.Response:
+        """The message a multipart upload stands for; a refused file is the turn's one reply (200), as on the
+        platforms, and a form that is broken or too slow a 4xx."""
+        if self.media is None:
+            return error(415, "this server takes no files: send JSON {\"text\": \"...\"}")
+        limit = self.media.limits.file_bytes
+        try:
+            async with asyncio.timeout(upload_deadline(limit * MAX_FILES, self.settings.idle_timeout)):
+                upload = await read_upload(request, key, self.media)
+        except TimeoutError:
+            return error(408, "the upload did not arrive in time")
+        except MediaRefused as exc:
+            return web.json_response({"replies": [str(exc)]})
+        except ValueError as exc:  # a malformed multipart body (aiohttp's parser)
+            return error(400, f"malformed multipart/form-data body: {exc}")
+        return InboundMessage(key, upload.text, sender_id=upload.user, attachments=upload.attachments)
 
 
 def bind_error(exc: OSError, host: str, port: int) -> ConfigError:

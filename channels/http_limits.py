@@ -12,6 +12,9 @@ headers (slow-loris) and the idle time between requests. At most `limit` connect
 open: a new one closes the oldest idle one (one not serving a request), or is closed at
 once if every open connection is busy. The limit never exceeds a quarter of the process's
 file limit (RLIMIT_NOFILE), so the files, journals and platform sockets always have room.
+
+A request body is read whole within the idle timeout and at most 1 MiB (channels/http.py), except a
+file upload (multipart), which streams to disk within `upload_deadline`.
 """
 
 from __future__ import annotations
@@ -24,6 +27,15 @@ from collections.abc import Callable
 from aiohttp import web
 
 logger = logging.getLogger(__name__)
+
+
+MIN_UPLOAD_RATE = 64 * 1024  # bytes a second a file upload must at least keep up (channels/http_files.py)
+
+
+def upload_deadline(max_bytes: int, idle_timeout: float) -> float:
+    """Seconds a multipart upload of up to `max_bytes` may take: the idle timeout, plus the time the body
+    needs at `MIN_UPLOAD_RATE` (20 MB: about five minutes), so a sender a byte a minute is cut off."""
+    return idle_timeout + max_bytes / MIN_UPLOAD_RATE
 
 
 def fd_share(wanted: int) -> int:

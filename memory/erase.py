@@ -18,6 +18,7 @@ import re
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 from memory import files as memfiles
 from memory.files import ENTRY_HEADING, write_atomic
@@ -80,6 +81,19 @@ def session_share(files: ChatFiles, sender_id: str) -> tuple[int, int]:
     owners = _turn_owners(messages)
     turns = sum(1 for m, o in zip(messages, owners) if m.role == "user" and o == sender_id)
     return turns, sum(1 for o in owners if o == sender_id)
+
+
+def media_of(files: ChatFiles, sender_id: str) -> list[Path]:
+    """The kept files this member sent: the `media/<file>` paths of their messages (only plain names in the
+    chat's own media folder: a hand-edited path cannot point elsewhere)."""
+    found: dict[Path, None] = {}
+    for m in iter_messages(files):
+        if m.role == "user" and m.sender_id == sender_id:
+            for rel in m.media:
+                name = rel.removeprefix("media/")
+                if rel.startswith("media/") and name and "/" not in name and name not in (".", ".."):
+                    found[files.media / name] = None
+    return list(found)
 
 
 def drop_turns(files: ChatFiles, sender_id: str) -> int:

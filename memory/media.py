@@ -43,6 +43,35 @@ class KeptFile:
     mtime: float
 
 
+def kept_files(folder: Path) -> list[KeptFile]:
+    """The files in a chat's media folder, oldest first (temporary downloads left out)."""
+    if not folder.is_dir():
+        return []
+    kept = []
+    for entry in os.scandir(folder):
+        if entry.is_file(follow_symlinks=False) and not entry.name.startswith("."):
+            info = entry.stat(follow_symlinks=False)
+            kept.append(KeptFile(Path(entry.path), info.st_size, info.st_mtime))
+    return sorted(kept, key=lambda f: (f.mtime, f.path.name))
+
+
+def usage(folder: Path) -> tuple[int, int]:
+    """(number of files, total bytes) in a chat's media folder."""
+    kept = kept_files(folder)
+    return len(kept), sum(f.size for f in kept)
+
+
+def size_text(size: int) -> str:
+    """`1.2 MB`, `340 KB` (at least 1 KB for a file that is not empty)."""
+    return f"{size / MB:.1f} MB" if size >= MB // 10 else f"{max(1, round(size / 1024)) if size else 0} KB"
+
+
+def usage_text(folder: Path) -> str:
+    """`3 (1.2 MB in media/)`, for /memory and /forget."""
+    count, size = usage(folder)
+    return f"{count} ({size_text(size)} in media/)"
+
+
 def safe_name(name: str, fallback: str = "file") -> str:
     """A file name that is one plain path part (no `/`, no leading dot), at most 80 characters."""
     cleaned = _UNSAFE.sub("_", os.path.basename(name or "")).lstrip("._")[-80:]
@@ -78,20 +107,11 @@ class MediaStore:
 
     def files(self, key: ChatKey) -> list[KeptFile]:
         """The chat's kept files, oldest first (temporary downloads left out)."""
-        folder = self.folder(key)
-        if not folder.is_dir():
-            return []
-        kept = []
-        for entry in os.scandir(folder):
-            if entry.is_file(follow_symlinks=False) and not entry.name.startswith("."):
-                info = entry.stat(follow_symlinks=False)
-                kept.append(KeptFile(Path(entry.path), info.st_size, info.st_mtime))
-        return sorted(kept, key=lambda f: (f.mtime, f.path.name))
+        return kept_files(self.folder(key))
 
     def usage(self, key: ChatKey) -> tuple[int, int]:
         """(number of files, total bytes) the chat keeps."""
-        kept = self.files(key)
-        return len(kept), sum(f.size for f in kept)
+        return usage(self.folder(key))
 
     async def keep(self, key: ChatKey, chunks: AsyncIterable[bytes], *, name: str, mime: str,
                    kind: MediaKind | None = None, source_id: str = "", size: int | None = None,

@@ -132,6 +132,11 @@ class ChatFiles:
         return self.dir / "input-history"
 
     @property
+    def media(self) -> Path:
+        """Files that came with messages (memory/media.py)."""
+        return self.dir / "media"
+
+    @property
     def search_index(self) -> Path:
         """search_history's index (a cache of HISTORY.md and session.jsonl: memory/search_index.py)."""
         return self.dir / "search.sqlite"

@@ -9,7 +9,9 @@ File format (schema 1), one JSON object per line:
 
 Messages carry the OpenAI chat keys (`role`, `content`, `tool_calls`, `tool_call_id`,
 `name`) at the top level plus `ts` and `tokens`; a user message also carries its sender,
-`"sender": {"id": "123", "name": "Alice"}` (optional: older files have none). A `pointer` record says how many messages from the
+`"sender": {"id": "123", "name": "Alice"}` (optional: older files have none), and when files came with it
+the paths of the kept copies, `"media": ["media/<file>", ...]` (bot/media/: the text holds a placeholder
+for each; the files themselves are never sent again). A `pointer` record says how many messages from the
 start are consolidated; the last valid one wins (a pointer is written after the messages it
 counts, so one that is not an integer or points past the messages before it is damaged: it is
 skipped with a warning, never allowed to hide messages). Saving appends lines and fsyncs; nothing is
@@ -62,6 +64,7 @@ class Message:
     thinking_blocks: tuple[dict[str, Any], ...] = ()  # the same for Anthropic's signed thinking blocks
     sender_id: str | None = None  # who wrote a user message (the platform's user id); never sent as a key
     sender_name: str | None = None  # their display name as the platform showed it then
+    media: tuple[str, ...] = ()  # files that came with a user message: "media/<file>", relative to the chat folder
 
     def to_llm(self) -> dict[str, Any]:
         out: dict[str, Any] = {"role": self.role, "content": self.content}
@@ -85,6 +88,8 @@ class Message:
         rec = {**self.to_llm(), "ts": self.ts, "tokens": self.tokens}
         if self.sender_id is not None:
             rec["sender"] = {"id": self.sender_id, "name": self.sender_name or ""}
+        if self.media:
+            rec["media"] = list(self.media)
         return rec
 
     def counted(self) -> Message:
@@ -114,6 +119,7 @@ class Message:
         calls = rec.get("tool_calls") or ()
         blocks = rec.get("thinking_blocks") or ()
         blocks = tuple(b for b in blocks if isinstance(b, dict)) if isinstance(blocks, list) else ()
+        media = rec.get("media")
         return cls(
             role=role,
             content=_text(rec.get("content")),
@@ -126,6 +132,7 @@ class Message:
             thinking_blocks=blocks,
             sender_id=_opt_str(sender.get("id")),
             sender_name=_opt_str(sender.get("name")),
+            media=tuple(p for p in media if isinstance(p, str)) if isinstance(media, list) else (),
         )
 
 

@@ -20,6 +20,10 @@ from pathlib import Path
 from typing import Any
 
 MESSAGE_OVERHEAD = 4  # role and separators, per OpenAI's accounting for chat messages
+# An image part is counted as a fixed estimate: Tusk sends images of at most 1568 px a side (bot/media/images.py);
+# Anthropic bills such an image about 1,600 tokens (it scales to ~1.15 megapixels, w*h/750), OpenAI at most 1,445
+# (high detail, 768 px tiles), Gemini 258 a tile. The largest of these keeps the budget on the safe side.
+IMAGE_TOKENS = 1600
 
 
 class TokenizerUnavailable(RuntimeError):
@@ -56,8 +60,15 @@ def count_text(text: str) -> int:
 def count_message(message: dict[str, Any]) -> int:
     """Estimated prompt tokens of one chat-format message (content, tool calls, ids)."""
     total = MESSAGE_OVERHEAD
-    if isinstance(message.get("content"), str):
-        total += count_text(message["content"])
+    content = message.get("content")
+    if isinstance(content, str):
+        total += count_text(content)
+    elif isinstance(content, list):  # content parts: text counted, each image a fixed estimate
+        for part in content:
+            if isinstance(part, dict) and isinstance(part.get("text"), str):
+                total += count_text(part["text"])
+            elif isinstance(part, dict) and part.get("type") == "image_url":
+                total += IMAGE_TOKENS
     if message.get("tool_calls"):
         total += count_text(json.dumps(message["tool_calls"], ensure_ascii=False))
     for key in ("tool_call_id", "name"):

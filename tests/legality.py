@@ -32,6 +32,13 @@ def call_problems(call: Any) -> list[str]:
     return problems
 
 
+def text_of(content: Any) -> str:
+    """A message's text: the string, or the text parts of a list of content parts (images carry none)."""
+    if isinstance(content, list):
+        return "\n".join(p.get("text") or "" for p in content if isinstance(p, dict))
+    return content or ""
+
+
 def violations(messages: list[dict[str, Any]]) -> list[str]:
     """Every broken rule in a chat request's messages (system prompt first, then the conversation)."""
     problems = []
@@ -57,7 +64,7 @@ def violations(messages: list[dict[str, Any]]) -> list[str]:
             for c in m.get("tool_calls") or []:
                 problems.extend(f"{i}: {p}" for p in call_problems(c))
             calls = [c.get("id") for c in m.get("tool_calls") or [] if isinstance(c, dict)]
-            if not calls and not (m.get("content") or "").strip():
+            if not calls and not text_of(m.get("content")).strip():
                 problems.append(f"{i}: empty assistant message")
             if prev == "assistant":
                 problems.append(f"{i}: two assistant messages in a row")
@@ -68,7 +75,7 @@ def violations(messages: list[dict[str, Any]]) -> list[str]:
         elif role == "user":
             if prev == "user":
                 problems.append(f"{i}: two user messages in a row")
-            if not (m.get("content") or "").strip():
+            if not text_of(m.get("content")).strip():
                 problems.append(f"{i}: empty user message")
         else:
             problems.append(f"{i}: unexpected role {role}")

@@ -53,7 +53,6 @@ WRITE = "/v1/chats/a/messages"
 @pytest.mark.parametrize("what,kw,status", [
     ("text/plain", {"data": '{"text": "hi"}', "headers": {"Content-Type": "text/plain"}}, 415),
     ("form", {"data": {"text": "hi"}}, 415),
-    ("multipart", {"data": aiohttp.FormData({"text": "hi"}, default_to_multipart=True)}, 415),
     ("no Origin", {"json": {"text": "hi"}, "headers": {"Origin": None}}, 403),
     ("cross-site", {"json": {"text": "hi"}, "headers": {"Sec-Fetch-Site": "cross-site"}}, 403),
     ("same-site", {"json": {"text": "hi"}, "headers": {"Sec-Fetch-Site": "same-site"}}, 403),
@@ -69,6 +68,22 @@ async def test_cross_site_writes_are_refused(tusk, fake_llm, what, kw, status):
         async with client.put(tusk.url + "/api/chats/http/a/memory", **kw) as resp:
             assert resp.status == status, what
     assert fake_llm.requests == [] and not (tusk.settings.home / "chats").exists()
+
+
+async def test_multipart_is_taken_for_messages_only_and_same_origin_only(tusk, fake_llm):
+    """A message with files may be multipart (issue 18), from this origin only; other writes stay JSON-only."""
+    def form():
+        return aiohttp.FormData({"text": "hi"}, default_to_multipart=True)
+
+    async with tusk.client.put(tusk.url + "/api/chats/http/a/memory", data=form()) as resp:
+        assert resp.status == 415
+    headers = {**tusk.client.headers, "Origin": "http://evil.example"}
+    async with aiohttp.ClientSession(headers=headers) as client:
+        async with client.post(tusk.url + WRITE, data=form()) as resp:
+            assert resp.status == 403
+    assert fake_llm.requests == []
+    async with tusk.client.post(tusk.url + WRITE, data=form()) as resp:
+        assert resp.status == 200 and (await resp.json())["replies"][0].startswith("echo: ")
 
 
 async def test_same_origin_fetch_metadata_is_enough(tusk):

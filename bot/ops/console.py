@@ -42,6 +42,7 @@ from channels.http import chat_key, problems
 from memory import files as memfiles
 from memory.chats import ChatSummary, list_chats, summarise
 from memory.consolidate import Consolidator
+from memory.media import usage as media_usage
 from memory.paths import ChatFiles
 from memory.session import Message, SessionStore, iter_messages, load
 from memory.tokens import count_text
@@ -171,6 +172,7 @@ class Console:
         system = self.fixed_tokens(files)
         row = {**chat_row(summary), "total": session.total, "last_consolidated": session.last_consolidated,
                "versions": len(memfiles.versions(files)), "model": self.model, "consolidation": None,
+               "media": dict(zip(("files", "bytes"), media_usage(files.media))),
                "tokens": {"system": system, "history": session.tokens, "prompt": system + session.tokens,
                           "memory": count_text(memory)}}
         if (c := self.consolidator) is not None:

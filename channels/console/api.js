@@ -49,8 +49,10 @@ export async function api(path, { method = "GET", body } = {}) {
     const token = localStorage.getItem(TOKEN_KEY);
     const headers = { Accept: "application/json" };
     if (token) headers.Authorization = `Bearer ${token}`;
-    if (method !== "GET") headers["Content-Type"] = "application/json";  // the server takes writes as JSON only
-    const resp = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+    const form = body instanceof FormData;  // a message with a file: the browser sets the multipart type
+    if (method !== "GET" && !form) headers["Content-Type"] = "application/json";  // else writes are JSON only
+    const payload = body === undefined || form ? body : JSON.stringify(body);
+    const resp = await fetch(path, { method, headers, body: payload });
     if (resp.status === 401) {
       localStorage.removeItem(TOKEN_KEY);
       await askToken(token ? "That token was refused: try again." : "");

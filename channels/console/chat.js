@@ -1,9 +1,10 @@
 // The chat page: the local chats (the `http` channel's), one conversation, and a box to talk in.
 // Messages go through POST /v1/chats/{chat}/messages like any HTTP client's, so slash commands
-// (/memory, /forget, /help ...) work exactly as in any other chat.
+// (/memory, /forget, /help ...) work exactly as in any other chat. A file (the Attach button, or
+// dropped on the conversation) goes with the message as multipart/form-data; the text is its caption.
 
 import { api, chatPath } from "./api.js";
-import { h } from "./dom.js";
+import { bytes, h } from "./dom.js";
 import { markdown } from "./markdown.js";
 
 const CHAT_NAME = "[A-Za-z0-9_\\-][A-Za-z0-9_.\\-]{0,99}";
@@ -34,6 +35,17 @@ function conversation(chatId, exists, onTurn) {
   const text = h("textarea", { name: "text", rows: 3, required: true, "aria-label": "Message",
     placeholder: "Write a message, or a command: /help, /memory, /status, /forget" });
   const send = h("button", { type: "submit" }, "Send");
+  let pending = null;  // the file to send with the next message
+  const chosen = h("span", { class: "attached muted", "aria-live": "polite" });
+  const picker = h("input", { type: "file", name: "file", hidden: true, "aria-label": "File to send",
+    onchange: () => choose(picker.files[0] || null) });
+  const attach = h("button", { type: "button", class: "attach", title: "Send a photo, voice note or document",
+    onclick: () => picker.click() }, "Attach");
+  const choose = (file) => {
+    pending = file;
+    chosen.textContent = file ? `📎 ${file.name} (${bytes(file.size)})` : "";
+    text.required = !file;  // a file may go without a caption
+  };
   const add = (kind, value) => {
     messages.append(bubble(kind, value));
     messages.lastChild.scrollIntoView({ block: "end" });
@@ -43,14 +55,23 @@ function conversation(chatId, exists, onTurn) {
     onsubmit: async (event) => {
       event.preventDefault();
       const value = text.value;
-      if (!value.trim() || send.disabled) return;
-      add("user", value);
+      const file = pending;
+      if ((!value.trim() && !file) || send.disabled) return;
+      add("user", file ? `📎 ${file.name}${value.trim() ? `\n${value}` : ""}` : value);
       text.value = "";
+      picker.value = "";
+      choose(null);
       typing.hidden = false;
       send.disabled = true;
       try {
-        const { replies } = await api(`/v1/chats/${encodeURIComponent(chatId)}/messages`,
-          { method: "POST", body: { text: value, user: "console" } });
+        let body = { text: value, user: "console" };
+        if (file) {
+          body = new FormData();
+          body.append("text", value);
+          body.append("user", "console");
+          body.append("file", file, file.name);
+        }
+        const { replies } = await api(`/v1/chats/${encodeURIComponent(chatId)}/messages`, { method: "POST", body });
         for (const reply of replies) add("bot", reply);
       } catch (err) {
         add("error", err.message);
@@ -61,7 +82,7 @@ function conversation(chatId, exists, onTurn) {
         onTurn();
       }
     },
-  }, text, send);
+  }, h("div", { class: "compose-box" }, text, chosen), attach, picker, send);
   text.addEventListener("keydown", (event) => {
     if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
       event.preventDefault();
@@ -76,7 +97,20 @@ function conversation(chatId, exists, onTurn) {
       if ((m.role === "user" || m.role === "assistant") && m.content) add(m.role === "user" ? "user" : "bot", m.content);
     }
   }).catch((err) => add("error", err.message)).finally(() => text.focus());
-  return h("div", { class: "conversation" }, head, messages, typing, form);
+  const box = h("div", { class: "conversation" }, head, messages, typing, form);
+  box.addEventListener("dragover", (event) => {
+    event.preventDefault();  // allow a drop
+    box.classList.add("dropping");
+  });
+  box.addEventListener("dragleave", () => box.classList.remove("dropping"));
+  box.addEventListener("drop", (event) => {
+    event.preventDefault();
+    box.classList.remove("dropping");
+    const file = event.dataTransfer?.files?.[0];
+    if (file) choose(file);
+    text.focus();
+  });
+  return box;
 }
 
 export async function renderChat(view, chatId) {

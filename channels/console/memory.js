@@ -53,6 +53,10 @@ function usage(chat) {
   rows.push(h("div", { class: "usage-row" },
     h("span", {}, `MEMORY.md ${num(t.memory)}${t.memory_max ? ` of ${num(t.memory_max)}` : ""} tokens`),
     t.memory_max ? meter(t.memory, t.memory_max, t.memory_max * 0.7, t.memory_max * 0.9) : null));
+  if (chat.media && chat.media.files) {
+    rows.push(h("p", { class: "media-usage" },
+      `Files received: ${num(chat.media.files)} (${bytes(chat.media.bytes)} in media/; /forget deletes them).`));
+  }
   const c = chat.consolidation;
   rows.push(h("p", { class: "muted" },
     `${num(chat.total)} messages, ${num(chat.last_consolidated)} of them consolidated; ` +

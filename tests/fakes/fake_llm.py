@@ -19,12 +19,22 @@ of parts, reasoning fields, odd tool calls), `choices` (e.g. none at all), a
 `finish_reason` ("length", "content_filter"), `reasoning` (DeepSeek's `reasoning_content`),
 a `raw_body` with any status (an error object in a 200, a vendor's window error: see
 `overflow_body`), and `trickle` to send the body a few bytes at a time.
+
+Images in a request are checked as OpenAI checks them: every `image_url` part must be a
+`data:image/<png|jpeg|gif|webp>;base64,` URI that decodes to an image of at most
+`IMAGE_MAX_BYTES`; anything else gets OpenAI's 400 (and is not scripted). Audio sent to
+`/v1/audio/transcriptions` (multipart, as OpenAI's API takes it) is "transcribed" as
+`heard <first 8 hex of its sha256>` (`heard(data)`); `transcriptions` records each upload.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import contextlib
+import hashlib
+import io
 import itertools
 import json
 import re
@@ -35,6 +45,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
+from PIL import Image, UnidentifiedImageError
 
 from tests.fakes.loopback import serve, wait_until
 
@@ -87,12 +98,47 @@ def overflow_body(vendor: str, window: int, prompt: int) -> Reply:
     return Reply(status=status, raw_body=text)
 
 
+IMAGE_MAX_BYTES = 20 * 1024 * 1024  # OpenAI's limit for one image
+IMAGE_URI = re.compile(r"data:image/(png|jpeg|gif|webp);base64,(.*)", re.DOTALL)
+
+
+def heard(data: bytes) -> str:
+    """The fake's transcript of an audio file: derived from its bytes, so a test can predict it."""
+    return f"heard {hashlib.sha256(data).hexdigest()[:8]}"
+
+
+def image_problem(part: Any) -> str | None:
+    """Why OpenAI would refuse this image part (None if it would take it)."""
+    url = (part.get("image_url") or {}).get("url") if isinstance(part.get("image_url"), dict) else None
+    match = IMAGE_URI.fullmatch(url or "")
+    if match is None:
+        return "Invalid image URL: expected a base64-encoded data URI with an image MIME type (png, jpeg, gif, webp)."
+    try:
+        data = base64.b64decode(match[2], validate=True)
+    except (binascii.Error, ValueError):
+        return "Invalid base64 image data."
+    if len(data) > IMAGE_MAX_BYTES:
+        return f"Image too large: {len(data)} bytes, the limit is {IMAGE_MAX_BYTES}."
+    try:
+        with Image.open(io.BytesIO(data)) as im:
+            im.verify()
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError):
+        return "You uploaded an unsupported image. Please make sure your image is valid."
+    return None
+
+
+def images_in(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every image part of a request's messages."""
+    return [p for m in body.get("messages", []) if isinstance(m.get("content"), list)
+            for p in m["content"] if isinstance(p, dict) and p.get("type") == "image_url"]
+
+
 def last_user_text(body: dict[str, Any]) -> str:
     for m in reversed(body.get("messages", [])):
         if m.get("role") == "user":
             content = m.get("content")
             if isinstance(content, list):
-                return "\n".join(p.get("text", "") for p in content if isinstance(p, dict))
+                return "\n".join(p["text"] for p in content if isinstance(p, dict) and "text" in p)
             return content or ""
     return ""
 
@@ -167,6 +213,8 @@ class FakeLLM:
         self.ollama_context: int | None = None  # set: /api/show answers as Ollama does, with this context_length
         self.arrivals: list[float] = []  # time.monotonic() of each request in `requests`
         self.api_keys: set[str] | None = None  # set: any other key gets OpenAI's 401 invalid_api_key answer
+        self.transcriptions: list[dict[str, Any]] = []  # {"model", "filename", "size", "text"} per audio upload
+        self.transcribe_status = 200  # another status: transcription uploads get OpenAI's error body with it
 
     def script(self, *replies: Reply) -> None:
         self._script.extend(replies)
@@ -175,10 +223,11 @@ class FakeLLM:
         await wait_until(lambda: len(self.requests) >= n, timeout, lambda: f"{len(self.requests)} requests, wanted {n}")
 
     async def __aenter__(self) -> FakeLLM:
-        app = web.Application()
+        app = web.Application(client_max_size=64 * 1024 * 1024)  # requests with images, audio uploads
         app.router.add_post("/v1/chat/completions", self._complete)
         app.router.add_post("/chat/completions", self._complete)
         app.router.add_get("/v1/models", self._models)
+        app.router.add_post("/v1/audio/transcriptions", self._transcribe)
         app.router.add_post("/api/chat", self._ollama_chat)  # Ollama's native API (litellm's ollama_chat/ route)
         app.router.add_post("/api/show", self._ollama_show)
         app.router.add_get("/api/tags", self._ollama_tags)
@@ -255,10 +304,33 @@ class FakeLLM:
                  "type": "invalid_request_error", "param": None, "code": "invalid_api_key"}
         return web.json_response({"error": error}, status=401)
 
+    async def _transcribe(self, request: web.Request) -> web.Response:
+        """OpenAI's /v1/audio/transcriptions: multipart with `file` and `model`; {"text": ...} back."""
+        form = await request.post()
+        upload, model = form.get("file"), form.get("model")
+        if not isinstance(upload, web.FileField) or not model:
+            return web.json_response({"error": {"message": "file and model are required", "type":
+                                                "invalid_request_error", "param": None, "code": None}}, status=400)
+        if self.transcribe_status != 200:
+            return web.json_response({"error": {"message": f"fake error {self.transcribe_status}", "type": "fake_error",
+                                                "code": self.transcribe_status}}, status=self.transcribe_status)
+        data = upload.file.read()
+        text = heard(data)
+        self.transcriptions.append({"model": model, "filename": upload.filename, "size": len(data), "text": text})
+        if form.get("response_format") == "text":
+            return web.Response(text=text)
+        return web.json_response({"text": text})
+
     async def _complete(self, request: web.Request) -> web.StreamResponse:
+        raw = await request.json()
         if (refused := self._refused_key(request)) is not None:
-            self.requests.append(await request.json())
+            self.requests.append(raw)
             return refused
+        for part in images_in(raw):
+            if (problem := image_problem(part)) is not None:
+                self.requests.append(raw)
+                return web.json_response({"error": {"message": problem, "type": "invalid_request_error",
+                                                    "param": None, "code": "invalid_image"}}, status=400)
         body, reply = await self._take(request)
         if reply.raw_body is not None:
             return await self._send(request, reply, reply.raw_body)
