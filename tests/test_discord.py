@@ -2,6 +2,7 @@
 
 import asyncio
 import contextlib
+import json
 import signal
 from datetime import datetime, timezone
 from types import SimpleNamespace
@@ -269,12 +270,13 @@ async def test_allow_list_blocks_others_at_no_cost(start_tusk, dc, fake_llm, tmp
     assert [p.name for p in (tmp_path / "data/chats/discord").iterdir()] == [dc.dm]
 
 
-async def test_attachment_without_text_is_kept_and_answered(tusk_dc, dc, fake_llm, tmp_path):
-    """An attachment with no text is downloaded into the chat's media/ folder and the message is answered."""
-    await dc.message(dc.dm, dc.alice, "", attachments=(dc.attachment("cat.png", b"PNG cat"),))
+async def test_attachment_without_text_is_kept_and_read(tusk_dc, dc, fake_llm, tmp_path):
+    """A text file with no message text is downloaded into the chat's media/ folder and read into the turn."""
+    await dc.message(dc.dm, dc.alice, "", attachments=(dc.attachment("notes.txt", b"buy oat milk"),))
     await dc.wait_for(lambda: dc.sent)
     (kept,) = (tmp_path / "data/chats/discord" / dc.dm / "media").iterdir()
-    assert kept.name.endswith("-cat.png") and kept.read_bytes() == b"PNG cat"
+    assert kept.name.endswith("-notes.txt") and kept.read_bytes() == b"buy oat milk"
+    assert "buy oat milk" in json.dumps(fake_llm.requests[-1]["messages"][-1])
 
 
 async def test_failed_send_is_logged_with_the_chat_key(tusk_dc, dc, fake_llm, caplog):

@@ -17,6 +17,7 @@ from channels.telegram import target, to_inbound
 from tests import procs
 from tests.fakes.fake_llm import Reply
 from tests.fakes.fake_telegram import FakeTelegram
+from tests.media_files import audio_bytes, image_bytes
 from tests.test_cli import env_for
 
 ME = User(id=123, first_name="Tusk", is_bot=True, username="tusk_bot")
@@ -178,16 +179,35 @@ async def test_allow_list_by_id(start_tusk, tg, fake_llm):
 
 
 async def test_media_edits_and_bots(tusk_tg, tg, fake_llm):
-    """A sticker gets a note of what the bot reads; captions are read; edits and other bots are ignored."""
+    """A sticker gets a note of what the bot reads; edits and other bots are ignored."""
     tg.push_message(42, None, sticker=True)
     await tg.wait_for(lambda: len(tg.sent) == 1)
     assert "only read text" in tg.sent[0]["plain"] and fake_llm.requests == []
     tg.push_message(42, "hi", edited=True)
     tg.push_message(42, "I am a bot", is_bot=True, user_id=99)
-    tg.push_message(42, None, photo=True, caption="what is in this picture?")
+    tg.push_message(42, "still there?")
     await tg.wait_for(lambda: len(tg.sent) == 2)
     await asyncio.sleep(0.2)
-    assert len(fake_llm.requests) == 1 and fake_llm.requests[0]["messages"][-1]["content"].endswith("picture?")
+    assert len(fake_llm.requests) == 1 and fake_llm.requests[0]["messages"][-1]["content"].endswith("there?")
+
+
+async def test_voice_and_photo_reach_the_model(start_tusk, tg, fake_llm):
+    """A voice note's transcript is the turn; a photo reaches a vision model once, later turns see its placeholder."""
+    app = await start_tusk(TUSK_TRANSCRIBE_MODEL="openai/whisper-1", TUSK_VISION="true")
+    tg.push_message(42, None, voice=audio_bytes(3))
+    await tg.wait_for(lambda: len(tg.sent) == 1)
+    (heard,) = [t["text"] for t in fake_llm.transcriptions]
+    assert heard in json.dumps(fake_llm.requests[-1]["messages"][-1])
+    tg.push_message(42, None, photo=image_bytes(800, 600), caption="what is this?")
+    await tg.wait_for(lambda: len(tg.sent) == 2)
+    photo_turn = json.dumps(fake_llm.requests[-1]["messages"][-1])
+    assert "data:image/" in photo_turn and "what is this?" in photo_turn
+    tg.push_message(42, "and now?")
+    await tg.wait_for(lambda: len(tg.sent) == 3)
+    later = json.dumps(fake_llm.requests[-1]["messages"])
+    assert "data:image/" not in later and "[photo" in later and heard in later
+    saved = (app.settings.home / "chats/telegram/42/session.jsonl").read_text()
+    assert "[voice" in saved and "data:image/" not in saved
 
 
 async def test_forum_topics_have_their_own_memory(tusk_tg, tg, fake_llm):
