@@ -57,6 +57,7 @@ async def running(settings):
     app = TuskApp(settings)
     http = app.add_http()
     async with app:
+        await app.ready()  # litellm loaded and the window settled, as after a first turn
         origin = f"http://127.0.0.1:{http.port}"  # the console token, sent like the console page sends it
         headers = {"Authorization": f"Bearer {http.settings.token}", "Origin": origin}
         async with aiohttp.ClientSession(headers=headers) as client:
