@@ -3,7 +3,7 @@
 Starts the real `tusk` as a child process (a clean environment, a fresh data dir, the loopback
 fake LLM of tests/fakes/) a few times and measures, from the moment the process is spawned:
 
-- `tusk run`: the first 200 from `/healthz`; then the reply to a message posted at that moment
+- `tusk run`: the first 200 from `/healthz` (and the CPU time used until then); then the reply to a message posted at that moment
   (it waits for litellm, which loads in the background); RSS when ready and once idle after it.
 - `tusk run` with Telegram: the first `getUpdates` the fake Telegram server sees (from then on
   messages are taken and journaled).
@@ -46,6 +46,12 @@ def rss_mb(pid: int) -> float:
     raise RuntimeError("no VmRSS")
 
 
+def cpu_s(pid: int) -> float:
+    """CPU seconds the process has used (user + system, all threads): a figure a busy machine inflates less."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -85,12 +91,13 @@ async def run_http(llm: FakeLLM) -> dict[str, float]:
                     return False
 
             await until(healthy)
-            ready, ready_rss = time.monotonic() - started, rss_mb(proc.pid)
+            ready, ready_rss, ready_cpu = time.monotonic() - started, rss_mb(proc.pid), cpu_s(proc.pid)
             async with client.post(f"{url}/v1/chats/bench/messages", json={"text": "hello"}) as resp:
                 assert resp.status == 200, await resp.text()
             first = time.monotonic() - started
             await asyncio.sleep(IDLE)
-            return {"ready": ready, "first reply": first, "RSS ready": ready_rss, "RSS idle": rss_mb(proc.pid)}
+            return {"ready": ready, "CPU to ready": ready_cpu, "first reply": first, "RSS ready": ready_rss,
+                    "RSS idle": rss_mb(proc.pid)}
     finally:
         proc.kill()
         await proc.wait()
@@ -110,7 +117,7 @@ async def run_telegram(llm: FakeLLM) -> dict[str, float]:
                 return any(method == "getUpdates" for method, _ in tg.calls)
 
             await until(polling)
-            return {"polling": time.monotonic() - started}
+            return {"polling": time.monotonic() - started, "CPU to polling": cpu_s(proc.pid)}
         finally:
             proc.kill()
             await proc.wait()
@@ -150,12 +157,13 @@ async def run_chat(llm: FakeLLM) -> dict[str, float]:
 
     try:
         at = await shows(PROMPT)
-        ready, ready_rss = time.monotonic() - started, rss_mb(proc.pid)
+        ready, ready_rss, ready_cpu = time.monotonic() - started, rss_mb(proc.pid), cpu_s(proc.pid)
         os.write(master, b"hello\r")
         await shows(PROMPT, await shows(b"Tusk> ", at))  # the reply, then the next prompt
         first = time.monotonic() - started
         await asyncio.sleep(IDLE)
-        return {"prompt": ready, "first reply": first, "RSS prompt": ready_rss, "RSS idle": rss_mb(proc.pid)}
+        return {"prompt": ready, "CPU to prompt": ready_cpu, "first reply": first, "RSS prompt": ready_rss,
+                "RSS idle": rss_mb(proc.pid)}
     finally:
         loop.remove_reader(master)
         proc.kill()
@@ -168,7 +176,7 @@ def report(name: str, runs: list[dict[str, float]]) -> None:
     for key in runs[0]:
         values = [r[key] for r in runs]
         unit, fmt = ("MB", "{:.0f}") if key.startswith("RSS") else ("s", "{:.2f}")
-        print(f"  {key:<12} {fmt.format(statistics.median(values))} {unit} "
+        print(f"  {key:<15} {fmt.format(statistics.median(values))} {unit} "
               f"[{fmt.format(min(values))}-{fmt.format(max(values))}]")
 
 
