@@ -21,25 +21,23 @@ from bot.commands import Commands
 from bot.erasure import InboxMembers, MediaMembers, MemberErasure, ReminderMembers, SearchMembers, model_rewrite
 from bot.config import Settings
 from bot.ops import access
-from bot.ops.console import Console
 from bot.errors import ConfigError, ContextOverflow, ToolsUnsupported
-from bot.ops.mcp_status import mcp_routes
 from bot.context import ContextBuilder
 from bot.events import ChatKey, InboundMessage
 from bot.flood import FloodGate
 from bot.inbox import Inbox
-from bot.llm import LLM, litellm, model_max_output, model_window
+from bot.llm import LLM
 from bot.learned import Learner, ModelBook
 from bot.media import MediaReader
-from bot.window import ask_server, reply_cap, resolve as resolve_window
+from bot.window import reply_cap
 from bot.pairing import PairingStore
 from bot.tools.memory import MemoryTools
 from bot.tools.reminders import Reminders
 from bot.scheduler import Sweeper, start_scheduler
 from bot.tools.tasks import Tasks
 from bot.tools.box import BUILTIN_TOOLS, ToolBox
+from bot.warmup import ModelWarmup
 from channels.base import Access, Channel
-from channels.http import HttpChannel, HttpSettings
 from memory import tokens
 from memory.consolidate import Budget, Consolidator
 from memory.media import MediaStore
@@ -49,6 +47,7 @@ from memory.session import SessionStore
 
 if TYPE_CHECKING:
     from bot.tools.mcp.hub import McpHub
+    from channels.http import HttpChannel
 
 logger = logging.getLogger(__name__)
 
@@ -90,7 +89,7 @@ class TuskApp:
         self.settings = settings
         llm_settings = settings.llm_settings()  # fails here, before anything starts, if the LLM is not configured
         try:
-            tokens.encoding()  # fail at start, not in a chat, if token counting is impossible
+            tokens.check()  # fail at start, not in a chat, if token counting is impossible (built later)
         except tokens.TokenizerUnavailable as exc:
             raise ConfigError(str(exc)) from exc
         self.store = SessionStore(settings.home)
@@ -98,11 +97,10 @@ class TuskApp:
         self.inbox = Inbox(settings.home / "inbox.jsonl")
         self.bus = MessageBus(self._handle, self.inbox, durable=_durable)
         self.llm = LLM(llm_settings)
-        litellm()  # the slow import happens at start, not in the first chat's turn
         book = ModelBook(settings.home)
-        window = resolve_window(settings.context_window, book.get(llm_settings.model).window,
-                                model_window(llm_settings.model))
-        known_output = model_max_output(llm_settings.model)
+        # litellm (seconds to import) loads once Tusk is up (bot/warmup.py); until then, no litellm figures
+        window = ModelWarmup.provisional(settings.context_window, book.get(llm_settings.model).window)
+        known_output = None
         self.consolidator = Consolidator(self.store, self._consolidation_call,
                                          Budget.for_window(window.tokens, reply_cap(settings.max_reply_tokens,
                                                            known_output, window.source), window.source),
@@ -128,6 +126,7 @@ class TuskApp:
         self.learner = Learner(book, llm_settings.model, self.consolidator, context, self.llm,
                                settings.max_reply_tokens, settings.memory_max_tokens, known_output)
         media = MediaReader(settings.media_settings(), self.media, llm_settings.model, self.llm.complete)
+        self.warmup = ModelWarmup(llm_settings, settings.context_window, self.learner)
         self.agent = ChatAgent(settings.agent_settings(), self.store, self.llm, self.tools, context, self.bus.send,
                                chat_commands, consolidator=self.consolidator, learner=self.learner, media=media)
         self.consolidator.idle = self.agent.until_idle  # background rounds wait for the replies
@@ -136,7 +135,7 @@ class TuskApp:
         self.access = Access(settings.dm_policy, PairingStore(settings.home, settings.pairing_ttl * 60,
                                                               settings.pairing_max_pending))
         self.flood = FloodGate(settings.flood_limits(), self.bus.publish, self.bus.send, self._known)
-        self.sweeper = Sweeper(settings.home, self.agent.consolidate)
+        self.sweeper = Sweeper(settings.home, self._consolidate)
         self._scheduler: AsyncIOScheduler | None = None
 
     async def _consolidation_call(self, messages: list[dict], tools: list[dict], max_tokens: int) -> str | None:
@@ -164,8 +163,17 @@ class TuskApp:
         """A chat Tusk already keeps files for (not a new chat for the flood limits)."""
         return ChatFiles.locate(self.settings.home, key.channel, key.chat_id).dir.exists()
 
+    async def ready(self) -> None:
+        """Return once litellm is loaded and the model's window settled (bot/warmup.py)."""
+        await self.warmup.ready()
+
     async def _handle(self, msg: InboundMessage) -> None:
+        await self.warmup.ready()  # the first turns after a start wait for litellm ("typing..." meanwhile)
         await self.agent.handle(msg)
+
+    async def _consolidate(self, key: ChatKey) -> None:
+        await self.warmup.ready()  # the budget is settled first
+        await self.agent.consolidate(key)
 
     def add(self, channel: C) -> C:
         self.bus.register(channel)
@@ -173,6 +181,10 @@ class TuskApp:
         return channel
 
     def add_http(self) -> HttpChannel:
+        from bot.ops.console import Console  # aiohttp's server: imported only by what serves HTTP
+        from bot.ops.mcp_status import mcp_routes
+        from channels.http import HttpChannel, HttpSettings
+
         s = self.settings
         self.http_access = access.http_access(s)  # the console token, made at first start
         http = HttpChannel(HttpSettings(s.http_host, s.http_port, self.http_access.token, s.http_max_connections,
@@ -251,15 +263,12 @@ class TuskApp:
             if self.mcp is not None:
                 await self.mcp.stop()
             raise
-        s, source = self.llm.settings, self.consolidator.budget.source
-        if source == "default" or (source == "litellm" and s.model.startswith(("ollama/", "ollama_chat/"))):
-            if (window := await ask_server(s.model, s.api_base, s.api_key)) is not None:  # the server knows best
-                self.learner.set_window(window)
         self._scheduler = start_scheduler(self.sweeper, self.settings.consolidate_every, self.reminders)
         if replay := self.inbox.take_pending():
             logger.warning("running again %d turn(s) a crash or forced stop cut short", len(replay))
             for msg in replay:
                 self.bus.publish(msg)
+        self.warmup.start()  # Tusk is up: now litellm, in the background
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
@@ -275,6 +284,7 @@ class TuskApp:
         if not await self.bus.close(self.settings.shutdown_grace):
             logger.warning("shutdown: turns still running after %.0fs were cancelled", self.settings.shutdown_grace)
         await self.agent.aclose()
+        await self.warmup.aclose()
         await self.llm.aclose()
         for channel in reversed(self.channels):
             try:

@@ -16,15 +16,19 @@ whose transport reads a message `content` given as a list of parts as its text: 
 own reply model takes only a string there and would refuse the whole reply.
 
 litellm is imported on first use: the import costs seconds, and without
-`LITELLM_LOCAL_MODEL_COST_MAP` it would block on a network fetch of a price list.
+`LITELLM_LOCAL_MODEL_COST_MAP` it would block on a network fetch of a price list. A running
+Tusk starts it in a background thread (`load_litellm`) and requests wait for it there
+(`litellm_loaded`), so nothing blocks the event loop meanwhile.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import functools
 import logging
 import os
+import threading
 import time
 from dataclasses import dataclass
 from types import ModuleType
@@ -35,6 +39,7 @@ from bot.errors import (ContextOverflow, LLMAuthFailed, LLMError, LLMFiltered, L
                         LLMUnreachable, ModelNotFound, ToolsUnsupported)
 from bot.llm_wire import (model_missing, model_name, overflow_window, public_url, readable_client, served_models,
                           strip_think, tools_refused, unreachable_reason, wants_readable_client)
+from bot.threads import in_thread
 from memory.wire import new_call_id, repair_arguments, repair_name
 
 logger = logging.getLogger(__name__)
@@ -53,6 +58,24 @@ def litellm() -> ModuleType:
     for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "httpx"):
         logging.getLogger(name).setLevel(logging.WARNING)
     return lib
+
+
+_loading: concurrent.futures.Future[ModuleType] | None = None
+_loading_lock = threading.Lock()
+
+
+def load_litellm() -> concurrent.futures.Future[ModuleType]:
+    """Start importing litellm in a daemon thread (once); the future holds the module or the import's error."""
+    global _loading
+    with _loading_lock:
+        if _loading is None:
+            _loading = in_thread(litellm, "litellm-import")
+        return _loading
+
+
+async def litellm_loaded() -> ModuleType:
+    """litellm, imported in the background thread if it is not yet: the event loop goes on meanwhile."""
+    return await asyncio.wrap_future(load_litellm())
 
 
 def _model_info(model: str) -> dict[str, Any]:
@@ -197,7 +220,7 @@ class LLM:
         raise AssertionError("unreachable")
 
     async def _once(self, model: str, messages: list[dict[str, Any]], options: dict[str, Any]) -> LLMReply:
-        lib = litellm()
+        lib = await litellm_loaded()
         s = self.settings
         kwargs: dict[str, Any] = {"timeout": s.timeout, "num_retries": 0, "max_retries": 0}
         # Ollama runs a model at its own small context and cuts the front of a longer prompt without a word;

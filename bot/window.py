@@ -18,8 +18,6 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-import aiohttp
-
 from bot.llm_wire import model_name, server_root
 
 
@@ -76,6 +74,8 @@ async def ask_server(model: str, api_base: str | None, api_key: str | None, time
         api_base = OLLAMA_BASE
     if not api_base:
         return None
+    import aiohttp  # here: a terminal chat starts without it
+
     root, name = server_root(api_base), model_name(model)
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     native_ollama = model.startswith(("ollama/", "ollama_chat/"))

@@ -10,8 +10,16 @@ import pytest
 
 from bot.app import TuskApp
 from bot.config import load_settings
+from bot.llm import load_litellm
 from tests import procs
 from tests.fakes.fake_llm import FakeLLM
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _litellm_loaded():
+    """litellm imported once per test process, before the first test: an in-process Tusk's first turn then
+    waits for nothing (a started `tusk` still loads it in the background, as in use)."""
+    load_litellm().result()
 
 
 @pytest.fixture(autouse=True)
@@ -57,6 +65,7 @@ async def running(settings):
     app = TuskApp(settings)
     http = app.add_http()
     async with app:
+        await app.ready()  # litellm loaded and the window settled, as after a first turn
         origin = f"http://127.0.0.1:{http.port}"  # the console token, sent like the console page sends it
         headers = {"Authorization": f"Bearer {http.settings.token}", "Origin": origin}
         async with aiohttp.ClientSession(headers=headers) as client:

@@ -340,7 +340,7 @@ async def test_tusk_run_answers_on_discord_and_stops_on_sigterm(dc, fake_llm, tm
         assert "Tusk is running on discord" in line
         await dc.wait_connected()
         await dc.message(dc.dm, dc.alice, "zebra sandwich")
-        await dc.wait_for(lambda: dc.sent, timeout=30)
+        await dc.wait_for(lambda: dc.sent, timeout=procs.FIRST_TURN)
         assert dc.sent[0]["content"] == "pong from tusk"
         proc.send_signal(signal.SIGTERM)
         _, err = await asyncio.wait_for(proc.communicate(), timeout=30)

@@ -70,7 +70,7 @@ async def test_a_turn_cut_short_by_a_crash_is_answered_after_restart(fake_llm, t
                       TELEGRAM_API_BASE=tg.base_url, TELEGRAM_ALLOW_FROM="7")
         proc = await start_tusk(env)
         tg.push_message(42, "answered before the crash")
-        await tg.wait_for(lambda: tg.sent, timeout=20)
+        await tg.wait_for(lambda: tg.sent, timeout=procs.FIRST_TURN)
         fake_llm.script(Reply(text="never sent", delay=30))
         tg.push_message(42, "cut short by the crash")
         await fake_llm.wait_for_requests(2, timeout=20)
@@ -78,7 +78,7 @@ async def test_a_turn_cut_short_by_a_crash_is_answered_after_restart(fake_llm, t
         await proc.wait()
         fake_llm.responder = lambda body: Reply(text="answered after the restart")
         proc = await start_tusk(env)
-        await tg.wait_for(lambda: len(tg.sent) == 2, timeout=20)
+        await tg.wait_for(lambda: len(tg.sent) == 2, timeout=procs.FIRST_TURN)
         proc.send_signal(signal.SIGTERM)
         assert await asyncio.wait_for(proc.wait(), timeout=30) == 0
     assert [m["plain"] for m in tg.sent][1] == "answered after the restart" and len(fake_llm.requests) == 3

@@ -67,7 +67,7 @@ async def test_sigterm_during_a_slow_turn_finishes_it(fake_llm, tmp_path):
     fake_llm.script(Reply(text="worth the wait", delay=1.5))
     proc, url = await start(env_for(fake_llm, tmp_path, TUSK_HTTP_PORT="0"))
     reply = asyncio.create_task(post(url, "slow", "take your time"))
-    await fake_llm.wait_for_requests(1)
+    await fake_llm.wait_for_requests(1, timeout=procs.FIRST_TURN)
     proc.send_signal(signal.SIGTERM)
     assert await reply == (200, {"replies": ["worth the wait"]})
     assert await asyncio.wait_for(proc.wait(), timeout=30) == 0

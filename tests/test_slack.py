@@ -410,7 +410,7 @@ async def test_tusk_run_answers_on_slack_and_stops_on_sigterm(slack, fake_llm, t
             pytest.fail(f"tusk run did not start: {(await proc.stderr.read()).decode()[-2000:]}")
         await slack.wait_connected()
         await slack.send_event(slack.dm("zebra crossing"))
-        await slack.wait_for(lambda: slack.posted and len(slack.reactions) == 2, timeout=20)
+        await slack.wait_for(lambda: slack.posted and len(slack.reactions) == 2, timeout=procs.FIRST_TURN)
         proc.send_signal(signal.SIGTERM)
         assert await asyncio.wait_for(proc.wait(), timeout=30) == 0
     finally:

@@ -54,7 +54,7 @@ async def test_slow_loris_leaves_healthz_and_telegram_working(fake_llm, tmp_path
                 async with client.get(url + "/healthz") as resp:
                     assert resp.status == 200
             tg.push_message(42, "still there?", user_id=7)
-            await tg.wait_for(lambda: tg.sent, timeout=20)
+            await tg.wait_for(lambda: tg.sent, timeout=procs.FIRST_TURN)
             assert tg.sent[0]["plain"].startswith("echo: ")
         finally:
             for writer in flood:

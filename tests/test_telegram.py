@@ -314,7 +314,7 @@ async def test_tusk_run_serves_telegram(tg, fake_llm, tmp_path):
     line = (await asyncio.wait_for(proc.stdout.readline(), timeout=60)).decode()
     assert "running on telegram" in line
     tg.push_message(42, "ping over telegram")
-    await tg.wait_for(lambda: tg.sent, timeout=20)
+    await tg.wait_for(lambda: tg.sent, timeout=procs.FIRST_TURN)
     assert tg.sent[0]["plain"].startswith("echo: ")
     proc.send_signal(signal.SIGTERM)
     assert await asyncio.wait_for(proc.wait(), timeout=30) == 0

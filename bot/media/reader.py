@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -93,8 +94,13 @@ class MediaReader:
         self.settings = settings
         self.store = store
         self.complete = complete
-        self.sees = settings.vision if settings.vision is not None else supports_vision(chat_model)
+        self.chat_model = chat_model
         self.transcriber = Transcriber(settings.transcribe)
+
+    @functools.cached_property
+    def sees(self) -> bool:
+        """Whether the chat model takes images (asked at the first photo: litellm is loaded by then)."""
+        return self.settings.vision if self.settings.vision is not None else supports_vision(self.chat_model)
 
     async def read(self, msg: InboundMessage) -> Attached:
         """The turn for `msg`'s files; raises MediaRefused (the user's answer) for a file Tusk does not take,

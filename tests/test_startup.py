@@ -1,0 +1,146 @@
+"""Fast start-up: litellm loads in the background once Tusk is up; the commands that need no model never load it."""
+
+import asyncio
+import json
+import shutil
+import signal
+import sys
+
+import aiohttp
+
+from bot.app import TuskApp
+from memory import tokens
+from tests import procs
+from tests.fakes.fake_telegram import FakeTelegram
+from tests.test_cli import api_from, env_for
+
+# Imported first by every process started with PYTHONPATH at its folder: holds `import litellm` (not a mere
+# find_spec, which the tokenizer check makes) until the file HOLD_LITELLM_UNTIL names exists.
+HOLD = '''
+import importlib.machinery, os, sys, time
+
+class _Held:
+    def __init__(self, loader):
+        self.loader = loader
+    def create_module(self, spec):
+        return self.loader.create_module(spec)
+    def exec_module(self, module):
+        while not os.path.exists(os.environ["HOLD_LITELLM_UNTIL"]):
+            time.sleep(0.01)
+        module.__loader__ = module.__spec__.loader = self.loader  # litellm reads its files through it
+        self.loader.exec_module(module)
+
+class _Gate:
+    def find_spec(self, name, path=None, target=None):
+        if name != "litellm":
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is not None:
+            spec.loader = _Held(spec.loader)
+        return spec
+
+sys.meta_path.insert(0, _Gate())
+'''
+
+
+def held_litellm(tmp_path):
+    """(extra environment, release file): litellm's import in the child waits until the file exists."""
+    folder = tmp_path / "hold"
+    folder.mkdir()
+    (folder / "sitecustomize.py").write_text(HOLD)
+    release = tmp_path / "release-litellm"
+    return {"PYTHONPATH": str(folder), "HOLD_LITELLM_UNTIL": str(release)}, release
+
+
+async def test_run_serves_and_journals_while_litellm_loads(fake_llm, tmp_path):
+    """With litellm's import held: /healthz answers, a Telegram message is journaled and "typing" shown; the
+    reply comes once the import is let through."""
+    hold, release = held_litellm(tmp_path)
+    async with FakeTelegram() as tg:
+        env = env_for(fake_llm, tmp_path, TUSK_HTTP_PORT="0", TELEGRAM_BOT_TOKEN=tg.token,
+                      TELEGRAM_API_BASE=tg.base_url, TELEGRAM_ALLOW_FROM="7", **hold)
+        proc = await procs.start_tusk("run", env=env, stdout=asyncio.subprocess.PIPE,
+                                      stderr=asyncio.subprocess.DEVNULL)
+        line = (await asyncio.wait_for(proc.stdout.readline(), timeout=60)).decode()
+        url, _ = api_from(line)
+        async with aiohttp.ClientSession() as client, client.get(f"{url}/healthz") as resp:
+            assert resp.status == 200
+        tg.push_message(chat_id=42, text="are you there?", user_id=7)
+        inbox = tmp_path / "data/inbox.jsonl"
+        await tg.wait_for(lambda: inbox.exists() and "are you there?" in inbox.read_text(), timeout=30)
+        await tg.wait_for(lambda: any(m == "sendChatAction" for m, _ in tg.calls), timeout=30)
+        assert not any(m == "sendMessage" for m, _ in tg.calls) and not fake_llm.requests
+        release.touch()
+        await tg.wait_for(lambda: any(m == "sendMessage" for m, _ in tg.calls), timeout=procs.FIRST_TURN)
+        sent = [p for m, p in tg.calls if m == "sendMessage"]
+        assert "are you there?" in sent[0]["text"] and len(fake_llm.requests) == 1
+        proc.send_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(proc.wait(), timeout=30) == 0
+        await proc.stdout.read()
+
+
+async def test_chat_prompts_while_litellm_loads(fake_llm, tmp_path):
+    """`tusk chat` shows its prompt with litellm's import held; the first line is answered once it is through."""
+    hold, release = held_litellm(tmp_path)
+    proc = await procs.start_tusk("chat", env=env_for(fake_llm, tmp_path, **hold), stdin=asyncio.subprocess.PIPE,
+                                  stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL)
+    assert await asyncio.wait_for(proc.stdout.readuntil(b"you> "), timeout=60)
+    proc.stdin.write(b"hello there\n")
+    await proc.stdin.drain()
+    await asyncio.sleep(0.3)  # time enough to answer, were litellm not held
+    assert not fake_llm.requests
+    release.touch()
+    reply = await asyncio.wait_for(proc.stdout.readuntil(b"you> "), timeout=procs.FIRST_TURN)
+    assert b"hello there" in reply and len(fake_llm.requests) == 1
+    proc.stdin.close()
+    assert await asyncio.wait_for(proc.wait(), timeout=30) == 0
+    await proc.stdout.read()
+
+
+def imported(tmp_path, env, *args):
+    """The top-level modules `tusk *args` imported (python -X importtime), and its exit code."""
+    out = procs.run([sys.executable, "-X", "importtime", "-m", "bot.ops.cli", *args], env=env, cwd=tmp_path,
+                    capture_output=True, text=True, timeout=120)
+    return {line.rsplit("|", 1)[1].strip() for line in out.stderr.splitlines() if line.startswith("import time:")}, \
+        out.returncode
+
+
+def test_admin_commands_and_a_doctor_without_model_never_import_litellm(fake_llm, tmp_path):
+    """chats, memory, export, forget and a doctor with no model set run without importing litellm (nor platforms)."""
+    env = env_for(fake_llm, tmp_path)
+    chat = tmp_path / "data/chats/http/dora"
+    chat.mkdir(parents=True)
+    (chat / "session.jsonl").write_text(json.dumps({"role": "user", "content": "hi"}) + "\n")
+    (chat / "MEMORY.md").write_text("# Memory\n- likes tea\n")
+    runs = [("chats",), ("memory", "show", "http:dora"), ("memory", "history", "http:dora"),
+            ("export", "http:dora", "-o", str(tmp_path / "dora.tar.gz")), ("forget", "http:dora", "--yes")]
+    for args in runs:
+        modules, code = imported(tmp_path, env, *args)
+        assert code == 0, args
+        assert "litellm" not in modules and "openai" not in modules and "telegram" not in modules, args
+    no_model = {k: v for k, v in env.items() if k != "TUSK_MODEL"}
+    modules, code = imported(tmp_path, no_model, "doctor")
+    assert code == 1 and "litellm" not in modules and "mcp" not in modules
+
+
+async def test_the_window_litellm_knows_is_applied_once_it_is_loaded(make_settings):
+    """Until the warm-up ran the budget is the default; after it, the window litellm's model list gives."""
+    app = TuskApp(make_settings(TUSK_MODEL="openai/gpt-4o-mini"))
+    assert app.consolidator.budget.source == "default"
+    await app.ready()
+    budget = app.consolidator.budget
+    assert budget.source == "litellm" and budget.window == 128_000 and app.learner.known_output == 16_384
+
+
+def test_the_tokenizer_check_reads_the_file_without_building(tmp_path, monkeypatch):
+    """The start-up check accepts an intact cl100k_base file and refuses a damaged or missing one."""
+    tokens.bundle_intact()  # points TIKTOKEN_CACHE_DIR at the litellm wheel's copy
+    bundled = tokens.Path(tokens.os.environ["TIKTOKEN_CACHE_DIR"])
+    name = tokens.hashlib.sha1(tokens.CL100K_URL.encode()).hexdigest()
+    shutil.copy(bundled / name, tmp_path / name)
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+    assert tokens.bundle_intact()
+    (tmp_path / name).write_bytes((tmp_path / name).read_bytes()[:-10])
+    assert not tokens.bundle_intact()
+    (tmp_path / name).unlink()
+    assert not tokens.bundle_intact()
