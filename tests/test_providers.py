@@ -173,7 +173,7 @@ async def test_filtered_replies_say_so(tusk, fake_llm, reply):
 async def test_an_error_object_in_a_200_is_an_error(tusk, fake_llm):
     """A 200 whose body is an error is not a reply: the user hears the model is unavailable."""
     fake_llm.script(Reply(raw_body=json.dumps({"error": {"message": "upstream overloaded", "code": 502}})))
-    assert await tusk.say("err200", "hi") == [LLMError.user_message]
+    assert await tusk.say("err200", "hi") == [LLMError("").owner_message]  # the console hears the doctor hint too
 
 
 async def test_a_trickling_body_cannot_hold_the_turn_past_the_timeout(make_settings, fake_llm):
