@@ -133,9 +133,9 @@ def _doctor(settings: Settings) -> int:
 
     from bot.ops.access import log_secrets
 
-    from bot.config import env_file_name
+    from bot.places import settings_file
 
-    checks = asyncio.run(doctor.run_checks(settings, Path(env_file_name()), os.environ))
+    checks = asyncio.run(doctor.run_checks(settings, settings_file(), os.environ))
     secrets = settings.secrets() + log_secrets(settings)
     for check in checks:
         print(logs.mask(check.line(), secrets))  # exactly as the log masks them
@@ -232,6 +232,10 @@ def main(argv: list[str] | None = None) -> int:
         return _pairing(args, settings)
     if args.command == "doctor":
         return _doctor(settings)
+    if args.command == "run":
+        from bot.places import settings_file
+
+        logger.info("settings file: %s; data dir: %s", settings_file().describe(), settings.home.absolute())
     if args.command == "console-url":
         try:
             return _console_url(settings)
