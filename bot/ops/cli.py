@@ -46,6 +46,10 @@ def _parser() -> argparse.ArgumentParser:
     chat = sub.add_parser("chat", help="chat with Tusk in this terminal")
     chat.add_argument("--chat", default="local", type=_chat_name, help="which local chat to talk in (each keeps its own memory)")
     sub.add_parser("doctor", help="check the configuration, data dir, LLM and platform tokens")
+    from bot.ops.init import add_arguments as init_arguments
+
+    init_arguments(sub.add_parser("init", help="set Tusk up: the model, its key, the platforms (checked live), "
+                                  "written to the settings file"))
     sub.add_parser("console-url", help="print the web console's address with its access token")
     sub.add_parser("chats", help="list every chat: messages, memory size, last activity")
     memory = sub.add_parser("memory", help="show a chat's MEMORY.md or HISTORY.md")
@@ -214,6 +218,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         _parser().print_help()
         return 0
+    if args.command == "init":  # before the settings: it is what makes them
+        from bot.ops import init
+
+        logs.configure("ERROR", [], "text")
+        return init.run(args)
     try:
         settings = load_settings()
     except ConfigError as exc:

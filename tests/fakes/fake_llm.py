@@ -166,6 +166,7 @@ class FakeLLM:
         self.models: list[dict[str, Any]] = [{"id": "fake-model", "object": "model"}]  # what /v1/models lists
         self.ollama_context: int | None = None  # set: /api/show answers as Ollama does, with this context_length
         self.arrivals: list[float] = []  # time.monotonic() of each request in `requests`
+        self.api_key: str | None = None  # set: chat requests without `Authorization: Bearer <it>` get 401
 
     def script(self, *replies: Reply) -> None:
         self._script.extend(replies)
@@ -244,6 +245,9 @@ class FakeLLM:
             "eval_count": len(reply.text or "") // 4 + 1})
 
     async def _complete(self, request: web.Request) -> web.StreamResponse:
+        if self.api_key is not None and request.headers.get("Authorization") != f"Bearer {self.api_key}":
+            error = {"message": "Incorrect API key provided.", "type": "invalid_request_error", "code": "invalid_api_key"}
+            return web.json_response({"error": error}, status=401)  # as OpenAI answers a wrong key
         body, reply = await self._take(request)
         if reply.raw_body is not None:
             return await self._send(request, reply, reply.raw_body)

@@ -1,0 +1,123 @@
+"""`tusk init`: answers checked live against the fakes, the settings file written 0600 and edited in place,
+nothing written when a check fails; once through a pseudo-terminal answering its questions."""
+
+import asyncio
+import io
+import sys
+
+import pexpect
+import pytest
+
+from bot.ops.envfile import edited
+from tests import procs
+from tests.fakes.fake_telegram import FakeTelegram
+
+
+def init_env(home, fake_llm, **extra):
+    """A clean environment whose user config dir is in `home` (tests/procs.py), the fake LLM's key checked."""
+    return procs.clean_env(home=home, TUSK_HTTP_PORT="0", **extra)
+
+
+def llm_flags(fake_llm):
+    return ("--model", "openai/fake-model", "--api-base", fake_llm.base_url)
+
+
+async def test_yes_writes_a_private_file_then_runs_the_doctor(fake_llm, tmp_path):
+    """Good key and Telegram token: ~/.config/tusk/tusk.env is written 0600, the doctor runs, the next command
+    is printed; the key never appears in the output."""
+    fake_llm.api_key = "sk-right-key-123"
+    async with FakeTelegram(token="123:ABC") as tg:
+        env = init_env(tmp_path, fake_llm, TUSK_API_KEY="sk-right-key-123", TELEGRAM_API_BASE=tg.base_url)
+        code, out, err = await procs.tusk("init", "--yes", *llm_flags(fake_llm), "--telegram-token", "123:ABC",
+                                          env=env)
+    settings = tmp_path / ".config/tusk/tusk.env"
+    assert code == 0, out + err
+    assert "OK    LLM: " in out and "OK    Telegram: token accepted: @tusk_bot" in out
+    assert f"Wrote {settings}" in out and "Running `tusk doctor`" in out and "All is well." in out
+    assert "Next: tusk run" in out and "sk-right-key-123" not in out + err
+    assert settings.stat().st_mode & 0o777 == 0o600 and settings.parent.stat().st_mode & 0o777 == 0o700
+    text = settings.read_text()
+    assert f"TUSK_API_BASE={fake_llm.base_url}\n" in text and "TUSK_API_KEY=sk-right-key-123\n" in text
+    assert "TELEGRAM_BOT_TOKEN=123:ABC\n" in text
+
+
+async def test_a_wrong_key_writes_nothing_and_says_why(fake_llm, tmp_path):
+    """A key the provider refuses: the check fails with the fix, nothing is written, exit 1; --save-anyway writes."""
+    fake_llm.api_key = "sk-right-key-123"
+    env = init_env(tmp_path, fake_llm, TUSK_API_KEY="sk-wrong-key-456")
+    code, out, err = await procs.tusk("init", "--yes", *llm_flags(fake_llm), env=env)
+    assert code == 1 and "FAIL  LLM: openai/fake-model did not answer" in out and "TUSK_API_KEY" in out
+    assert "Nothing written" in out and "--save-anyway" in out and "sk-wrong-key-456" not in out + err
+    assert not (tmp_path / ".config").exists()
+    code, out, _ = await procs.tusk("init", "--yes", *llm_flags(fake_llm), "--save-anyway", env=env)
+    assert "Wrote" in out and (tmp_path / ".config/tusk/tusk.env").exists()
+
+
+async def test_a_wrong_telegram_token_is_explained(fake_llm, tmp_path):
+    """A token Telegram refuses fails with where to copy it from; nothing is written."""
+    async with FakeTelegram(token="123:ABC") as tg:
+        env = init_env(tmp_path, fake_llm, TELEGRAM_API_BASE=tg.base_url, TELEGRAM_BOT_TOKEN="999:WRONG")
+        code, out, _ = await procs.tusk("init", "--yes", *llm_flags(fake_llm), env=env)
+    assert code == 1 and "FAIL  Telegram: token refused" in out and "@BotFather" in out
+    assert not (tmp_path / ".config/tusk/tusk.env").exists()
+
+
+async def test_rerun_edits_the_file_in_place(fake_llm, tmp_path):
+    """Re-running changes only the keys asked; comments, unknown lines and other settings stay as they were."""
+    cwd = procs.scratch_dir()
+    local = cwd / ".env"  # a .env in the working directory is the file Tusk reads, so init edits it
+    local.write_text(f"# my notes\nTUSK_MODEL=openai/old\nTUSK_API_BASE={fake_llm.base_url}\nMY_OWN=keep me\n"
+                     "TUSK_TIMEZONE=Europe/Berlin  # comment kept\n")
+    local.chmod(0o644)
+    code, out, err = await procs.tusk("init", "--yes", "--model", "openai/fake-model", env=init_env(tmp_path, fake_llm),
+                                      cwd=cwd)
+    assert code == 0, out + err
+    assert local.read_text() == (f"# my notes\nTUSK_MODEL=openai/fake-model\nTUSK_API_BASE={fake_llm.base_url}\n"
+                                 "MY_OWN=keep me\nTUSK_TIMEZONE=Europe/Berlin  # comment kept\n")
+    assert local.stat().st_mode & 0o777 == 0o600 and not (tmp_path / ".config").exists()
+    assert f"settings file: read {local}" in out and "Next: tusk run" in out
+
+
+async def test_yes_without_a_model_and_no_terminal_are_clear_errors(fake_llm, tmp_path):
+    """--yes with no model names --model; without --yes and without a terminal, init says how to script it."""
+    code, _, err = await procs.tusk("init", "--yes", env=init_env(tmp_path, fake_llm))
+    assert code == 2 and "--model" in err and "Traceback" not in err
+    code, _, err = await procs.tusk("init", env=init_env(tmp_path, fake_llm))
+    assert code == 2 and "no terminal" in err and "--yes" in err
+    assert not (tmp_path / ".config").exists()
+
+
+def test_edited_keeps_every_other_byte():
+    """Only the bindings of the keys asked change; a missing key is appended; odd values are quoted."""
+    text = "# head\n\nA=1\nexport B=\"x y\"  # note\nA=2\nno newline=here"
+    assert edited(text, {"A": "new", "C": "has space's"}) == (
+        "# head\n\nA=new\nexport B=\"x y\"  # note\nA=new\nno newline=here\nC='has space\\'s'\n")
+    with pytest.raises(ValueError):
+        edited("", {"A": "two\nlines"})
+
+
+async def test_interactive_init_through_a_terminal(fake_llm, tmp_path):
+    """Answering the questions on a pseudo-terminal: provider, URL, model, hidden key, Telegram; a refused
+    token is asked again; the file holds the answers."""
+    fake_llm.api_key = "sk-typed-key-789"
+    async with FakeTelegram(token="123:ABC") as tg:
+        env = init_env(tmp_path, fake_llm, TELEGRAM_API_BASE=tg.base_url, PROMPT_TOOLKIT_NO_CPR="1", TERM="xterm")
+        child = procs.spawn_pty([sys.executable, "-m", "bot.ops.cli", "init"], env=env, encoding="utf-8", timeout=60,
+                                dimensions=(40, 200))
+        child.logfile_read = seen = io.StringIO()
+        try:
+            steps = [("Model provider", "9"), ("Server URL", fake_llm.base_url), ("Model", "openai/fake-model"),
+                     ("API key", "sk-typed-key-789"), ("OK    LLM", None), ("Connect Telegram", "y"),
+                     ("Telegram bot token", "999:WRONG"), ("token refused", None), ("Answer again", "y"),
+                     ("Telegram bot token", "123:ABC"), ("token accepted", None), ("Connect Discord", "n"),
+                     ("Connect Slack", ""), ("Wrote", None), ("Next: tusk run", None)]
+            for expected, answer in steps:
+                await asyncio.to_thread(child.expect, expected)
+                if answer is not None:
+                    child.sendline(answer)
+            await asyncio.to_thread(child.expect, pexpect.EOF)
+        finally:
+            child.close(force=True)
+    text = (tmp_path / ".config/tusk/tusk.env").read_text()
+    assert "TUSK_API_KEY=sk-typed-key-789\n" in text and "TELEGRAM_BOT_TOKEN=123:ABC\n" in text
+    assert "TUSK_MODEL=openai/fake-model\n" in text and "sk-typed-key-789" not in seen.getvalue()
