@@ -18,7 +18,7 @@ from bot.agent import AgentSettings
 from bot.errors import ConfigError
 from bot.flood import FloodLimits
 from bot.llm import LLMSettings
-from bot.places import default_home, settings_file
+from bot.places import SettingsFile, default_home, settings_file
 from bot.tools.mcp.config import McpSettings, ServerConfig
 from bot.tools.mcp.config import load as load_mcp
 from bot.tools.reminders import ReminderSettings
@@ -198,10 +198,10 @@ class Settings(BaseSettings):
         return [s.get_secret_value() for s in values if s is not None] + mcp
 
 
-def load_settings(**overrides: object) -> Settings:
-    """Settings from the environment and the settings file (TUSK_ENV_FILE, ./.env, else the user config
-    dir's tusk.env: bot/places.py); a bad value becomes a ConfigError naming its variable."""
-    source = settings_file()
+def load_settings(source: SettingsFile | None = None, **overrides: object) -> Settings:
+    """Settings from the environment and the settings file (`source`, else TUSK_ENV_FILE, ./.env or the
+    user config dir's tusk.env: bot/places.py); a bad value becomes a ConfigError naming its variable."""
+    source = source or settings_file()
     if source.origin == "TUSK_ENV_FILE" and not source.found:
         raise ConfigError(f"TUSK_ENV_FILE={source.path} does not exist (or is not readable as a file)")
     try:

@@ -132,14 +132,14 @@ def _confirmed(question: str) -> bool:
     return answer.strip().lower() in ("y", "yes")
 
 
-def _doctor(settings: Settings) -> int:
+def _doctor(settings: Settings, source=None) -> int:
     from bot.ops import doctor
 
     from bot.ops.access import log_secrets
 
     from bot.places import settings_file
 
-    checks = asyncio.run(doctor.run_checks(settings, settings_file(), os.environ))
+    checks = asyncio.run(doctor.run_checks(settings, source or settings_file(), os.environ))
     secrets = settings.secrets() + log_secrets(settings)
     for check in checks:
         print(logs.mask(check.line(), secrets))  # exactly as the log masks them

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bot import logs
-from bot.places import settings_file
+from bot.places import SettingsFile, settings_file
 
 if TYPE_CHECKING:  # the checks (aiohttp, litellm) load only when `tusk init` runs, not for every command
     from bot.ops.doctor import Check
@@ -111,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
         return 1
     envfile.update(target, answers, HEADER)
     print(f"Wrote {target} (only you can read it: mode 600).")
-    return _doctor_then_next(target, found.path == target)
+    return _doctor_then_next(target)
 
 
 def from_flags(args: argparse.Namespace, current: Mapping[str, str]) -> dict[str, str]:
@@ -153,19 +153,22 @@ def show(checks: list[Check], answers: Mapping[str, str]) -> None:
         print(logs.mask(check.line(), [answers.get(key, "") for key in SECRET_FLAGS.values()]), flush=True)
 
 
-def _doctor_then_next(target: Path, read_by_default: bool) -> int:
+def _doctor_then_next(target: Path) -> int:
     """`tusk doctor` on the written file, then the command to run next."""
     from bot.config import load_settings
     from bot.errors import ConfigError
     from bot.ops.cli import _doctor
 
-    os.environ["TUSK_ENV_FILE"] = str(target)  # this process only: the doctor reads the file just written
+    source = settings_file()
+    elsewhere = source.path.absolute() != target.absolute()  # --file: not the file `tusk run` would read
+    if elsewhere:  # the doctor reads the file just written, as TUSK_ENV_FILE pointing at it would make it
+        source = SettingsFile(target, True, "written by tusk init --file")
     print("\nRunning `tusk doctor`:")
     try:
-        code = _doctor(load_settings())
+        code = _doctor(load_settings(source), source)
     except ConfigError as exc:
         print(f"tusk: {exc}", file=sys.stderr)
         code = 2
-    prefix = "" if read_by_default or target == settings_file({}).path else f"TUSK_ENV_FILE={target} "
+    prefix = f"TUSK_ENV_FILE={target} " if elsewhere else ""
     print(f"\nNext: {prefix}tusk run    (or {prefix}tusk chat to talk to it in this terminal)")
     return code
