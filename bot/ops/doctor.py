@@ -161,7 +161,8 @@ async def run_checks(settings: Settings, env_file: SettingsFile | None = None,
 
         checks += await probe(settings)
     except ConfigError as exc:
-        checks.append(Check("LLM", "fail", str(exc), "set TUSK_MODEL in the environment or .env"))
+        checks.append(Check("LLM", "fail", str(exc), "run `tusk init`, or set TUSK_MODEL in the environment or "
+                            "the settings file"))
     platforms = [("Telegram", settings.telegram_bot_token, _telegram), ("Slack", settings.slack_bot_token, _slack),
                  ("Discord", settings.discord_bot_token, _discord)]
     for name, token, probe in platforms:
