@@ -158,3 +158,13 @@ async def test_interactive_init_through_a_terminal(fake_llm, tmp_path):
     text = (tmp_path / ".config/tusk/tusk.env").read_text()
     assert "TUSK_API_KEY=sk-typed-key-789\n" in text and "TELEGRAM_BOT_TOKEN=123:ABC\n" in text
     assert "TUSK_MODEL=openai/fake-model\n" in text and "sk-typed-key-789" not in seen.getvalue()
+
+
+async def test_an_unwritable_folder_is_one_clear_line(fake_llm, here, tmp_path):
+    """A settings file whose folder cannot be written: one line naming the file and the way out, no traceback."""
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    (locked / "sub").write_text("a file where a folder should be")
+    code, out, err = await here("--yes", "--model", "openai/fake-model", "--no-check", "--file",
+                                str(locked / "sub" / "tusk.env"))
+    assert code == 1 and "tusk init: cannot write" in err and "--file PATH" in err and "Wrote" not in out

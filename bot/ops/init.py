@@ -109,7 +109,12 @@ def run(args: argparse.Namespace) -> int:
     if not save:
         print(f"Nothing written to {target}: fix what failed above, or add --save-anyway to write it as it is.")
         return 1
-    envfile.update(target, answers, HEADER)
+    try:
+        envfile.update(target, answers, HEADER)
+    except (OSError, ValueError) as exc:  # a folder not ours (/etc/tusk without sudo), a symlinked folder
+        print(f"tusk init: cannot write {target}: {getattr(exc, 'strerror', None) or exc} (run it as the "
+              "file's owner, e.g. with sudo, or pass --file PATH)", file=sys.stderr)
+        return 1
     print(f"Wrote {target} (only you can read it: mode 600).")
     return _doctor_then_next(target)
 

@@ -36,7 +36,11 @@ async def check_model(answers: Mapping[str, str], env_file: Path) -> list[Check]
     from bot.ops.probe import probe  # imports litellm
 
     try:
-        checks = await probe(settings_with(answers, env_file))
+        settings = settings_with(answers, env_file)
+    except ConfigError as exc:  # a bad value already in the file or the environment
+        return [Check("config", "fail", str(exc), f"fix that value in {env_file} or the environment")]
+    try:
+        checks = await probe(settings)
     except ConfigError as exc:
         return [Check("LLM", "fail", str(exc), "answer with a litellm model string such as openai/gpt-4o-mini")]
     return [_key_refused(check) if check.name == "LLM" and check.verdict == "fail" else check for check in checks]
@@ -58,7 +62,7 @@ async def check_platform(name: str, answers: Mapping[str, str], env_file: Path) 
     try:
         settings = settings_with(answers, env_file)
     except ConfigError as exc:
-        return Check(name, "fail", str(exc), "see .env.example for the format")
+        return Check("config", "fail", str(exc), f"fix that value in {env_file} or the environment")
     return await doctor._platform(name, lambda: probes[name](settings))
 
 
