@@ -172,6 +172,9 @@ async def _run(settings: Settings) -> None:
         logger.info("strangers who write to the bot get a pairing code: `tusk pairing list` shows them, "
                     "`tusk pairing approve CODE` lets one in")
     async with app:
+        from bot.places import settings_file  # said once started: a start that fails is one line, the error
+
+        logger.info("settings file: %s; data dir: %s", settings_file().describe(), settings.home.absolute())
         names = ", ".join(c.name for c in platforms)
         where = _where(app, http)
         if platforms:
@@ -241,10 +244,6 @@ def main(argv: list[str] | None = None) -> int:
         return _pairing(args, settings)
     if args.command == "doctor":
         return _doctor(settings)
-    if args.command == "run":
-        from bot.places import settings_file
-
-        logger.info("settings file: %s; data dir: %s", settings_file().describe(), settings.home.absolute())
     if args.command == "console-url":
         try:
             return _console_url(settings)
