@@ -71,7 +71,7 @@ def _needs(extra: str, variable: str) -> Iterator[None]:
         yield
     except ImportError as exc:
         raise ConfigError(f"{variable} is set but the {extra} support is not installed ({exc.name} is missing): "
-                          f"pip install 'tuskbot[{extra}]'") from exc
+                          f"in Tusk's venv, from its clone: pip install '.[{extra}]'") from exc
 
 
 def _mcp_hub(settings: Settings) -> McpHub | None:

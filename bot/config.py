@@ -1,4 +1,4 @@
-"""Settings: read once from the environment and `.env`, validated at start.
+"""Settings: read once from the environment and the settings file (bot/places.py), validated at start.
 
 Every variable is documented in `.env.example`. A wrong or missing value stops Tusk at
 start with a `ConfigError` that names the variable and the fix; components receive
@@ -7,7 +7,6 @@ their own slice (`llm_settings()`, `agent_settings()`, ...), never the whole obj
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -21,6 +20,7 @@ from bot.flood import FloodLimits
 from bot.llm import LLMSettings
 from bot.media import MediaSettings
 from bot.media.voice import TranscribeSettings
+from bot.places import SettingsFile, default_home, settings_file
 from bot.tools.mcp.config import McpSettings, ServerConfig
 from bot.tools.mcp.config import load as load_mcp
 from bot.tools.reminders import ReminderSettings
@@ -36,9 +36,9 @@ def _env(name: str, default, **kw):
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_file=".env", env_file_encoding="utf-8", extra="ignore")
+    model_config = SettingsConfigDict(env_file=None, env_file_encoding="utf-8", extra="ignore")
 
-    home: Path = _env("TUSK_HOME", Path("data"))
+    home: Path = Field(default_factory=default_home, validation_alias="TUSK_HOME")  # bot/places.py
     bot_name: str = _env("TUSK_BOT_NAME", "Tusk", min_length=1, max_length=64)
     log_level: str = _env("TUSK_LOG_LEVEL", "INFO", pattern=r"(?i)^(debug|info|warning|error)$")
     log_format: str = _env("TUSK_LOG_FORMAT", "text", pattern=r"^(text|json)$")
@@ -141,6 +141,11 @@ class Settings(BaseSettings):
     def _blank_is_unset(cls, value: object) -> object:
         return None if isinstance(value, str) and not value.strip() else value
 
+    @field_validator("home", mode="before")
+    @classmethod
+    def _blank_home_is_default(cls, value: object) -> object:
+        return default_home() if isinstance(value, str) and not value.strip() else value
+
     @field_validator("telegram_allow_from", "discord_allow_from", "slack_allow_from")
     @classmethod
     def _ids_only(cls, value: tuple[str, ...], info) -> tuple[str, ...]:
@@ -188,8 +193,10 @@ class Settings(BaseSettings):
         return FloodLimits(self.rate_sender_per_minute, self.rate_chat_per_minute, self.rate_new_chats_per_hour)
 
     def mcp_servers(self) -> list[ServerConfig]:
-        """The MCP servers of mcp.json (TUSK_MCP_CONFIG, else beside the settings file); none if it is absent."""
-        path = self.mcp_config or Path(os.environ.get("TUSK_ENV_FILE") or ".env").parent / "mcp.json"
+        """The MCP servers of mcp.json (TUSK_MCP_CONFIG, else beside the settings file read, else in the
+        working directory); none if it is absent."""
+        source = settings_file()
+        path = self.mcp_config or (source.path.parent if source.found else Path.cwd()) / "mcp.json"
         return load_mcp(path, required=self.mcp_config is not None)
 
     def mcp_settings(self) -> McpSettings:
@@ -216,19 +223,14 @@ class Settings(BaseSettings):
         return [s.get_secret_value() for s in values if s is not None] + mcp
 
 
-def env_file_name() -> str:
-    """The settings file load_settings reads: TUSK_ENV_FILE, else `.env` in the current directory."""
-    return os.environ.get("TUSK_ENV_FILE") or ".env"
-
-
-def load_settings(**overrides: object) -> Settings:
-    """Settings from the environment and `.env` (or the file TUSK_ENV_FILE names); a bad value becomes a
-    ConfigError naming its variable."""
-    env_file = env_file_name()
-    if env_file != ".env" and not os.path.isfile(env_file):
-        raise ConfigError(f"TUSK_ENV_FILE={env_file} does not exist (or is not readable as a file)")
+def load_settings(source: SettingsFile | None = None, **overrides: object) -> Settings:
+    """Settings from the environment and the settings file (`source`, else TUSK_ENV_FILE, ./.env or the
+    user config dir's tusk.env: bot/places.py); a bad value becomes a ConfigError naming its variable."""
+    source = source or settings_file()
+    if source.origin == "TUSK_ENV_FILE" and not source.found:
+        raise ConfigError(f"TUSK_ENV_FILE={source.path} does not exist (or is not readable as a file)")
     try:
-        return Settings(_env_file=env_file, **overrides)
+        return Settings(_env_file=source.path if source.found else None, **overrides)
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or '?'}: {e['msg']}" for e in exc.errors())
         raise ConfigError(f"invalid configuration: {problems}") from exc

@@ -5,10 +5,12 @@
 # Run it again after `git pull` to upgrade in place.
 #
 #   sudo deploy/install.sh                 # the real thing
-#   deploy/install.sh --prefix /tmp/t --no-systemd   # everything under /tmp/t, no user, no systemctl
+#   deploy/install.sh --prefix /tmp/t      # everything under /tmp/t: no user, never systemctl (the unit is
+#                                          # written there, not installed); --no-systemd: no systemctl at all
 set -euo pipefail
 
-usage() { sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+# --help: the comment block above, without its `# ` (and nothing else of this file)
+usage() { awk 'NR == 1 { next } /^#/ { sub(/^# ?/, ""); print; next } { exit }' "$0"; exit "${1:-0}"; }
 
 prefix="" systemd=1
 while [ $# -gt 0 ]; do
@@ -72,11 +74,20 @@ mkdir -p "$unit_dir"
 sed -e "s|/opt/tusk|$opt|g" -e "s|/etc/tusk|$etc|g" -e "s|/var/lib/tusk|$data|g" \
   "$src/deploy/tusk.service" > "$unit_dir/tusk.service"
 
-if [ "$systemd" = 1 ]; then
+# systemctl only for the real thing: a --prefix install never touches this machine's systemd (system or user)
+if [ "$systemd" = 1 ] && [ "$real" = 1 ]; then
   systemctl daemon-reload
   systemctl enable tusk >/dev/null
   systemctl try-restart tusk
-  step "done. Next: edit $etc/tusk.env, then: systemctl start tusk && tusk doctor && journalctl -u tusk -f"
+  step "done: the tusk service is enabled (it starts at boot). Next:"
+  echo "    sudo tusk init      # asks for the model, its key and the platforms; writes $etc/tusk.env"
+  echo "    sudo systemctl start tusk && sudo tusk doctor && journalctl -u tusk -f"
+elif [ "$real" = 1 ]; then
+  step "done: the unit is $unit_dir/tusk.service, systemctl not run (--no-systemd). Next:"
+  echo "    sudo tusk init      # asks for the model, its key and the platforms; writes $etc/tusk.env"
+  echo "    sudo systemctl daemon-reload && sudo systemctl enable --now tusk && sudo tusk doctor"
 else
-  step "done (no systemd). Try: TUSK_ENV_FILE=$etc/tusk.env $opt/venv/bin/tusk doctor"
+  step "done: installed under $prefix; systemctl not run (the unit is $unit_dir/tusk.service, not enabled). Next:"
+  echo "    $bin_dir/tusk init      # asks for the model, its key and the platforms; writes $etc/tusk.env"
+  echo "    $bin_dir/tusk doctor && $bin_dir/tusk run"
 fi

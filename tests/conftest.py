@@ -29,6 +29,14 @@ def _no_process_outlives_its_test():
     assert procs.cleanup() == [], "a test process survived SIGKILL"
 
 
+@pytest.fixture(autouse=True)
+def _no_user_dirs(tmp_path, monkeypatch):
+    """In-process code finds no settings file or data dir of the developer's (bot/places.py): the user
+    config and data dirs point into this test's temporary folder."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
+
+
 @pytest.fixture
 async def fake_llm():
     async with FakeLLM() as llm:

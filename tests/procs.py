@@ -19,6 +19,7 @@ PASSED = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "SYSTEMROOT", "VIRTUAL_ENV
 
 _started: list = []  # processes (each leading its group) started during the current test
 _scratch: list[Path] = []  # temporary directories made for them
+_ptys: list = []  # pexpect children (spawn_pty), closed with a SIGKILL at the end of the test
 
 
 def scratch_dir(prefix="tusk-proc-") -> Path:
@@ -113,6 +114,17 @@ def run(argv, *, env, cwd=None, timeout=120, **kw) -> subprocess.CompletedProces
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
+def spawn_pty(argv, *, env, cwd=None, **kw):
+    """`argv` on a pseudo-terminal (pexpect.spawn, its own session) under the same rules as `start`:
+    an explicit env, a temporary working directory, killed when the test ends."""
+    import pexpect
+
+    env, cwd = _checked(env, cwd)
+    child = pexpect.spawn(argv[0], list(argv[1:]), env=env, cwd=str(cwd), **kw)
+    _ptys.append(child)
+    return child
+
+
 def kill_group(pgid):
     try:
         os.killpg(pgid, signal.SIGKILL)
@@ -131,6 +143,9 @@ def _gone(pid) -> bool:
 def cleanup(wait=10.0):
     """Kill every process group started in this test whose leader is still ours (not yet reaped, so its id
     cannot have been reused) and wait until each leader is dead."""
+    for child in _ptys:
+        child.close(force=True)
+    _ptys.clear()
     started, _started[:] = list(_started), []
     alive = [proc for proc in started if _running(proc)]
     pids = [proc.pid for proc in alive]

@@ -3,6 +3,7 @@
 from pathlib import Path
 
 from bot.config import Settings, load_settings
+from bot.places import default_home
 
 EXAMPLE = Path(__file__).resolve().parent.parent / ".env.example"
 
@@ -21,4 +22,4 @@ def test_env_example_loads_as_it_ships(tmp_path, monkeypatch, make_settings):
     (tmp_path / ".env").write_text(EXAMPLE.read_text().replace("\nTUSK_MODEL=\n", "\nTUSK_MODEL=openai/gpt-4o-mini\n"))
     settings = load_settings()
     assert settings.model == "openai/gpt-4o-mini" and settings.telegram_bot_token is None
-    assert settings.home == Path("./data") and settings.open_allow_lists() == []
+    assert settings.home == default_home() and settings.open_allow_lists() == []

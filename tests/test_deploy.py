@@ -9,6 +9,8 @@ import os
 import re
 import shutil
 import subprocess
+import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -34,18 +36,53 @@ def pip_env(tmp_path: Path) -> dict[str, str]:
     if "PIP_CONFIG_FILE" not in env and config.exists():
         env["PIP_CONFIG_FILE"] = str(config)
     env.setdefault("PIP_CACHE_DIR", str(Path.home() / ".cache/pip"))
+    env["PIP_NO_COMPILE"] = "1"  # no .pyc for litellm's thousands of files: most of an install's CPU time
     return env
 
 
-def install(prefix: Path) -> subprocess.CompletedProcess:
-    return procs.run(["bash", str(DEPLOY / "install.sh"), "--prefix", str(prefix), "--no-systemd"],
-                     env=pip_env(prefix), capture_output=True, text=True, timeout=600)
+def install(prefix: Path, *flags: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return procs.run(["bash", str(DEPLOY / "install.sh"), "--prefix", str(prefix), *flags],
+                     env=env or pip_env(prefix), capture_output=True, text=True, timeout=600)
+
+
+def recording_systemctl(folder: Path) -> Path:
+    """A `systemctl` (and `loginctl`) first on PATH that only records its calls: the machine's systemd is
+    never reachable from a test, so this shows whether the installer tried to use it. Returns the record."""
+    folder.mkdir()
+    record = folder / "calls"
+    for name in ("systemctl", "loginctl"):
+        (folder / name).write_text(f'#!/bin/sh\necho "{name} $*" >> {record}\n')
+        (folder / name).chmod(0o755)
+    return record
+
+
+def seed_venv(prefix: Path) -> None:
+    """The venv the installer will find at PREFIX/opt/tusk/venv, its dependencies already there: a line in
+    its site-packages points at this test run's (a .pth entry, whose own .pth files, the editable install's
+    among them, are not run). The installer still builds and installs Tusk itself into it, from the
+    checkout; only the download and unpacking of ~100 dependencies (the bulk of a minute) is skipped,
+    which .ci/run's own install and .ci/wheel-check exercise anyway."""
+    venv = prefix / "opt/tusk/venv"
+    assert procs.run([sys.executable, "-m", "venv", str(venv)], env=procs.clean_env(), timeout=120).returncode == 0
+    purelib = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+    theirs = procs.run([str(venv / "bin/python"), "-c", purelib], env=procs.clean_env(), capture_output=True,
+                       text=True, timeout=60).stdout.strip()
+    (Path(theirs) / "test-dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
 
 
 def test_installer_installs_then_upgrades_keeping_settings_and_data(tmp_path):
-    """Run twice: a working `tusk` and a 600 env file the first time; the second keeps the env file and data."""
-    first = install(tmp_path)
+    """Run twice: a working `tusk` and a 600 env file the first time (--prefix alone: no systemctl call, hints
+    naming what it installed); the second keeps the env file and data."""
+    seed_venv(tmp_path)
+    record = recording_systemctl(tmp_path / "fake-bin")
+    env = pip_env(tmp_path)
+    env["PATH"] = f"{tmp_path / 'fake-bin'}:{env['PATH']}"
+    first = install(tmp_path, env=env)
     assert first.returncode == 0, first.stderr
+    assert not record.exists(), record.read_text()  # --prefix never touches the machine's systemd
+    wrapper = tmp_path / "usr/local/bin/tusk"
+    assert f"{wrapper} init" in first.stdout and f"{wrapper} doctor" in first.stdout
+    assert f"{tmp_path}/etc/systemd/system/tusk.service, not enabled" in first.stdout
     env = tmp_path / "etc/tusk/tusk.env"
     assert env.stat().st_mode & 0o777 == 0o600
     assert "TUSK_HOME=/var/lib/tusk" in env.read_text() and "TUSK_MODEL=" in env.read_text()
@@ -53,11 +90,11 @@ def test_installer_installs_then_upgrades_keeping_settings_and_data(tmp_path):
     (tmp_path / "var/lib/tusk/chats/http/me").mkdir(parents=True)
     (tmp_path / "var/lib/tusk/chats/http/me/MEMORY.md").write_text("- keep me")
 
-    second = install(tmp_path)
+    second = install(tmp_path, "--no-systemd")
     assert second.returncode == 0, second.stderr
     assert "keeping your settings" in second.stdout and "openai/my-own-choice" in env.read_text()
     assert (tmp_path / "var/lib/tusk/chats/http/me/MEMORY.md").read_text() == "- keep me"
-    wrapper = tmp_path / "usr/local/bin/tusk"
+    assert f'TUSK_ENV_FILE="{env}" TUSK_HOME="{tmp_path}/var/lib/tusk"' in wrapper.read_text()
     listed = procs.run([str(wrapper), "chats"], env=procs.clean_env(), capture_output=True, text=True, timeout=60)
     assert listed.returncode == 0 and "http:me" in listed.stdout, listed.stderr
     shown = procs.run([str(wrapper), "memory", "show", "http:me"], env=procs.clean_env(), capture_output=True, text=True,
@@ -68,11 +105,22 @@ def test_installer_installs_then_upgrades_keeping_settings_and_data(tmp_path):
     assert service["EnvironmentFile"] == f"{tmp_path}/etc/tusk/tusk.env"
 
 
+def test_installer_help_prints_only_help(tmp_path):
+    """`install.sh --help` prints the usage text (no line of the script itself), installs nothing, exits 0."""
+    done = procs.run(["bash", str(DEPLOY / "install.sh"), "--help"], env=procs.clean_env(), capture_output=True,
+                     text=True, timeout=60)
+    assert done.returncode == 0 and done.stderr == ""
+    assert done.stdout.startswith("Install or upgrade Tusk") and "--prefix" in done.stdout
+    assert "set -euo" not in done.stdout and not done.stdout.startswith("#")
+    assert all(not line.startswith(("usage()", "prefix=", "set ")) for line in done.stdout.splitlines())
+
+
 def test_unit_is_hardened_and_verifies():
     """The unit runs as its own user, restarts on failure, is hardened, and passes systemd-analyze verify."""
     service = unit(DEPLOY / "tusk.service")["Service"]
     assert service["User"] == "tusk" and service["Restart"] == "on-failure"
     assert service["EnvironmentFile"] == "/etc/tusk/tusk.env" and service["StateDirectory"] == "tusk"
+    assert "TUSK_HOME=/var/lib/tusk" in service["Environment"].split()  # never the user data dir default
     for key, value in {"NoNewPrivileges": "yes", "ProtectSystem": "strict", "ProtectHome": "yes",
                        "PrivateTmp": "yes", "ReadWritePaths": "/var/lib/tusk"}.items():
         assert service[key] == value, key
@@ -122,6 +170,7 @@ def test_dockerfile_is_slim_non_root_with_healthcheck():
     assert any(i.startswith("COPY --from=build /opt/tusk /opt/tusk") for i in final)
     assert not any("apt-get" in i or "build-essential" in i or "gcc" in i for i in final)
     assert any(i.startswith("USER tusk") for i in final) and 'VOLUME ["/data"]' in final
+    assert any(i.startswith("ENV ") and "TUSK_HOME=/data" in i for i in final)  # not the user data dir default
     health = next(i for i in final if i.startswith("HEALTHCHECK"))
     assert "/healthz" in health
     assert 'ENTRYPOINT ["tusk"]' in final and 'CMD ["run"]' in final

@@ -46,6 +46,10 @@ def _parser() -> argparse.ArgumentParser:
     chat = sub.add_parser("chat", help="chat with Tusk in this terminal")
     chat.add_argument("--chat", default="local", type=_chat_name, help="which local chat to talk in (each keeps its own memory)")
     sub.add_parser("doctor", help="check the configuration, data dir, LLM and platform tokens")
+    from bot.ops.init import add_arguments as init_arguments
+
+    init_arguments(sub.add_parser("init", help="set Tusk up: the model, its key, the platforms (checked live), "
+                                  "written to the settings file"))
     sub.add_parser("console-url", help="print the web console's address with its access token")
     sub.add_parser("chats", help="list every chat: messages, memory size, last activity")
     memory = sub.add_parser("memory", help="show a chat's MEMORY.md or HISTORY.md")
@@ -128,14 +132,14 @@ def _confirmed(question: str) -> bool:
     return answer.strip().lower() in ("y", "yes")
 
 
-def _doctor(settings: Settings) -> int:
+def _doctor(settings: Settings, source=None) -> int:
     from bot.ops import doctor
 
     from bot.ops.access import log_secrets
 
-    from bot.config import env_file_name
+    from bot.places import settings_file
 
-    checks = asyncio.run(doctor.run_checks(settings, Path(env_file_name()), os.environ))
+    checks = asyncio.run(doctor.run_checks(settings, source or settings_file(), os.environ))
     secrets = settings.secrets() + log_secrets(settings)
     for check in checks:
         print(logs.mask(check.line(), secrets))  # exactly as the log masks them
@@ -168,6 +172,9 @@ async def _run(settings: Settings) -> None:
         logger.info("strangers who write to the bot get a pairing code: `tusk pairing list` shows them, "
                     "`tusk pairing approve CODE` lets one in")
     async with app:
+        from bot.places import settings_file  # said once started: a start that fails is one line, the error
+
+        logger.info("settings file: %s; data dir: %s", settings_file().describe(), settings.home.absolute())
         names = ", ".join(c.name for c in platforms)
         where = _where(app, http)
         if platforms:
@@ -232,6 +239,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         _parser().print_help()
         return 0
+    if args.command == "init":  # before the settings: it is what makes them
+        from bot.ops import init
+
+        logs.configure("ERROR", [], "text")
+        return init.run(args)
     try:
         settings = load_settings()
     except ConfigError as exc:

@@ -18,12 +18,12 @@ import shutil
 import tempfile
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 
 import aiohttp
 
 from bot.config import Settings
 from bot.errors import ConfigError, LLMError
+from bot.places import SettingsFile
 from memory.paths import private_dir
 
 DISCORD_API = "https://discord.com"
@@ -162,7 +162,7 @@ async def _platform(name: str, probe: Callable[[], Awaitable[Check]]) -> Check:
                      "check the network (and the API base setting, if you changed it)")
 
 
-async def run_checks(settings: Settings, env_file: Path | None = None,
+async def run_checks(settings: Settings, env_file: SettingsFile | None = None,
                      environ: Mapping[str, str] | None = None) -> list[Check]:
     """Every check, in order; a check that cannot run (no model set) fails with its fix. With `env_file`
     (the settings file load_settings looked for) and `environ`, also which file was read and unknown names."""
@@ -170,14 +170,15 @@ async def run_checks(settings: Settings, env_file: Path | None = None,
 
     checks = [Check("config", "ok", "settings are valid")]
     if env_file is not None:
-        checks += [doctor_env.settings_file(env_file), *doctor_env.unknown_variables(environ or {}, env_file)]
+        checks += [doctor_env.settings_file(env_file), *doctor_env.unknown_variables(environ or {}, env_file.path)]
     checks += [_data_dir(settings), _http_access(settings), await doctor_env.http_port(settings), _tokenizer()]
     try:
         from bot.ops.probe import probe  # imports litellm: only when the model is checked
 
         checks += await probe(settings)
     except ConfigError as exc:
-        checks.append(Check("LLM", "fail", str(exc), "set TUSK_MODEL in the environment or .env"))
+        checks.append(Check("LLM", "fail", str(exc), "run `tusk init`, or set TUSK_MODEL in the environment or "
+                            "the settings file"))
     platforms = [("Telegram", settings.telegram_bot_token, _telegram), ("Slack", settings.slack_bot_token, _slack),
                  ("Discord", settings.discord_bot_token, _discord)]
     for name, token, probe in platforms:

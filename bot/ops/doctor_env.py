@@ -19,6 +19,7 @@ import aiohttp
 from dotenv import dotenv_values
 
 from bot.config import Settings
+from bot.places import SettingsFile
 from bot.ops.doctor import Check
 
 PREFIXES = ("TUSK_", "TELEGRAM_", "DISCORD_", "SLACK_")
@@ -31,13 +32,9 @@ def known_names() -> frozenset[str]:
     return frozenset(str(f.validation_alias).upper() for f in Settings.model_fields.values()) | EXTRA_KNOWN
 
 
-def settings_file(env_file: Path) -> Check:
+def settings_file(source: SettingsFile) -> Check:
     """Which settings file this run read, or that none was found (then only the environment counts)."""
-    path = env_file.resolve()
-    if path.is_file():
-        return Check("settings file", "ok", f"read {path}")
-    return Check("settings file", "ok", f"none found ({path} does not exist): settings come from the "
-                 "environment only")
+    return Check("settings file", "ok", source.describe())  # the words of `tusk run`'s first log line
 
 
 def unknown_variables(environ: Mapping[str, str], env_file: Path) -> list[Check]:

@@ -1,0 +1,179 @@
+"""`tusk init`: the onboarding. Asks for the model and the platforms, checks each answer live, writes the
+settings file (0600, in place: other lines and comments kept), then runs `tusk doctor`.
+
+    tusk init                                   questions on the terminal (prompt_toolkit)
+    tusk init --yes --provider openai           no questions: flags, and keys from the environment
+         [--model M] [--api-base URL] [--api-key K] [--telegram-token T] [--discord-token T]
+         [--slack-bot-token T --slack-app-token T] [--file PATH] [--no-check] [--save-anyway]
+
+The file is the one Tusk reads (bot/places.py: TUSK_ENV_FILE, ./.env, else ~/.config/tusk/tusk.env)
+unless --file names another. A failed check writes nothing unless --save-anyway (or a yes when asked).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from bot import logs
+from bot.places import SettingsFile, settings_file
+
+if TYPE_CHECKING:  # the checks (aiohttp, litellm) load only when `tusk init` runs, not for every command
+    from bot.ops.doctor import Check
+
+HEADER = "# Tusk settings, written by `tusk init` (edit freely; every variable: .env.example or the README).\n"
+MODEL_KEYS = ("TUSK_MODEL", "TUSK_API_BASE", "TUSK_API_KEY")
+SECRET_FLAGS = {"api_key": "TUSK_API_KEY", "telegram_token": "TELEGRAM_BOT_TOKEN", "discord_token": "DISCORD_BOT_TOKEN",
+                "slack_bot_token": "SLACK_BOT_TOKEN", "slack_app_token": "SLACK_APP_TOKEN"}
+PLATFORMS = {"Telegram": ("TELEGRAM_BOT_TOKEN",), "Discord": ("DISCORD_BOT_TOKEN",),
+             "Slack": ("SLACK_BOT_TOKEN", "SLACK_APP_TOKEN")}
+
+
+@dataclass(frozen=True, slots=True)
+class Provider:
+    key: str  # the --provider name
+    name: str
+    model: str  # the suggested litellm model string
+    api_base: str = ""  # servers on a URL (local ones)
+    key_from: str = ""  # where a key is made; "" for servers that need none
+
+
+PROVIDERS = (
+    Provider("openai", "OpenAI", "openai/gpt-4o-mini", key_from="https://platform.openai.com/api-keys"),
+    Provider("anthropic", "Anthropic", "anthropic/claude-3-5-haiku-latest",
+             key_from="https://console.anthropic.com/settings/keys"),
+    Provider("openrouter", "OpenRouter", "openrouter/openai/gpt-4o-mini", key_from="https://openrouter.ai/keys"),
+    Provider("deepseek", "DeepSeek", "deepseek/deepseek-chat", key_from="https://platform.deepseek.com/api_keys"),
+    Provider("groq", "Groq", "groq/llama-3.1-8b-instant", key_from="https://console.groq.com/keys"),
+    Provider("ollama", "Ollama (on this machine or a URL)", "ollama_chat/llama3.1", "http://localhost:11434"),
+    Provider("lmstudio", "LM Studio", "openai/", "http://localhost:1234/v1"),
+    Provider("vllm", "vLLM", "hosted_vllm/", "http://localhost:8000/v1"),
+    Provider("other", "Other: any litellm model string, any OpenAI-compatible URL", ""),
+)
+BY_KEY = {p.key: p for p in PROVIDERS}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--file", type=Path, help="the settings file to write (default: the one Tusk reads, "
+                        "else ~/.config/tusk/tusk.env)")
+    parser.add_argument("--yes", action="store_true", help="ask nothing: take the flags (and keys from the "
+                        "environment: TUSK_API_KEY, TELEGRAM_BOT_TOKEN, ...)")
+    parser.add_argument("--provider", choices=list(BY_KEY), help="sets the suggested model and URL")
+    parser.add_argument("--model", help="litellm model string, e.g. openai/gpt-4o-mini")
+    parser.add_argument("--api-base", help="the server's URL (local servers, proxies)")
+    parser.add_argument("--api-key", help="the provider's key (better: TUSK_API_KEY in the environment)")
+    parser.add_argument("--telegram-token", help="from @BotFather (or TELEGRAM_BOT_TOKEN)")
+    parser.add_argument("--discord-token", help="the Bot page's token (or DISCORD_BOT_TOKEN)")
+    parser.add_argument("--slack-bot-token", help="xoxb-... (or SLACK_BOT_TOKEN)")
+    parser.add_argument("--slack-app-token", help="xapp-..., Socket Mode (or SLACK_APP_TOKEN)")
+    parser.add_argument("--no-check", action="store_true", help="write without checking the answers live")
+    parser.add_argument("--save-anyway", action="store_true", help="write even if a check fails")
+
+
+def run(args: argparse.Namespace) -> int:
+    """The `tusk init` command; its exit code (the doctor's once the file is written)."""
+    from dotenv import dotenv_values
+
+    from bot.ops import envfile
+    from bot.ops.init_checks import failed
+
+    found = settings_file()
+    target = args.file or found.path
+    current = {k: v for k, v in dotenv_values(target).items() if v is not None} if target.is_file() else {}
+    if args.yes:
+        try:
+            answers = from_flags(args, current)
+        except ValueError as exc:
+            print(f"tusk init: {exc}", file=sys.stderr)
+            return 2
+        checks = [] if args.no_check else asyncio.run(_check_all(answers, target))
+        save = not failed(checks) or args.save_anyway
+    else:
+        if not sys.stdin.isatty():
+            print("tusk init: no terminal to ask on: in a script, pass --yes with --provider/--model and the "
+                  "tokens (tusk init --help)", file=sys.stderr)
+            return 2
+        from bot.ops.init_ask import interview
+
+        try:
+            answers, save = interview(current, target, check=not args.no_check)
+        except (EOFError, KeyboardInterrupt):
+            print("\nNothing written.")
+            return 1
+    if not save:
+        print(f"Nothing written to {target}: fix what failed above, or add --save-anyway to write it as it is.")
+        return 1
+    try:
+        envfile.update(target, answers, HEADER)
+    except (OSError, ValueError) as exc:  # a folder not ours (/etc/tusk without sudo), a symlinked folder
+        print(f"tusk init: cannot write {target}: {getattr(exc, 'strerror', None) or exc} (run it as the "
+              "file's owner, e.g. with sudo, or pass --file PATH)", file=sys.stderr)
+        return 1
+    print(f"Wrote {target} (only you can read it: mode 600).")
+    return _doctor_then_next(target)
+
+
+def from_flags(args: argparse.Namespace, current: Mapping[str, str]) -> dict[str, str]:
+    """The changes the flags ask for, secrets also from the environment; a model must end up set."""
+    answers: dict[str, str] = {}
+    if args.provider:
+        provider = BY_KEY[args.provider]
+        answers.update(TUSK_MODEL=provider.model, TUSK_API_BASE=provider.api_base)
+    for flag, key in (("model", "TUSK_MODEL"), ("api_base", "TUSK_API_BASE")):
+        if getattr(args, flag):
+            answers[key] = getattr(args, flag)
+    for flag, key in SECRET_FLAGS.items():
+        if value := getattr(args, flag) or os.environ.get(key, "").strip():
+            answers[key] = value
+    model = answers.get("TUSK_MODEL", current.get("TUSK_MODEL", ""))
+    if not model or model.endswith("/"):
+        raise ValueError("no model: pass --model (a litellm model string such as openai/gpt-4o-mini) or "
+                         f"--provider ({', '.join(BY_KEY)}) with --model for local servers")
+    return answers
+
+
+async def _check_all(answers: Mapping[str, str], target: Path) -> list[Check]:
+    """The live checks of what changed: the model if a model setting did, each platform whose token did."""
+    from bot.ops.init_checks import check_model, check_platform
+
+    checks = []
+    if any(key in answers for key in MODEL_KEYS):
+        checks += await check_model(answers, target)
+    for name, keys in PLATFORMS.items():
+        if keys[0] in answers:
+            checks.append(await check_platform(name, answers, target))
+    show(checks, answers)
+    return checks
+
+
+def show(checks: list[Check], answers: Mapping[str, str]) -> None:
+    """Print checks as the doctor does, every secret answered masked."""
+    for check in checks:
+        print(logs.mask(check.line(), [answers.get(key, "") for key in SECRET_FLAGS.values()]), flush=True)
+
+
+def _doctor_then_next(target: Path) -> int:
+    """`tusk doctor` on the written file, then the command to run next."""
+    from bot.config import load_settings
+    from bot.errors import ConfigError
+    from bot.ops.cli import _doctor
+
+    source = settings_file()
+    elsewhere = source.path.absolute() != target.absolute()  # --file: not the file `tusk run` would read
+    if elsewhere:  # the doctor reads the file just written, as TUSK_ENV_FILE pointing at it would make it
+        source = SettingsFile(target, True, "written by tusk init --file")
+    print("\nRunning `tusk doctor`:")
+    try:
+        code = _doctor(load_settings(source), source)
+    except ConfigError as exc:
+        print(f"tusk: {exc}", file=sys.stderr)
+        code = 2
+    prefix = f"TUSK_ENV_FILE={target} " if elsewhere else ""
+    print(f"\nNext: {prefix}tusk run    (or {prefix}tusk chat to talk to it in this terminal)")
+    return code
