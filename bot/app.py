@@ -125,7 +125,8 @@ class TuskApp:
         self.learner = Learner(book, llm_settings.model, self.consolidator, context, self.llm,
                                settings.max_reply_tokens, settings.memory_max_tokens, known_output)
         self.agent = ChatAgent(settings.agent_settings(), self.store, self.llm, self.tools, context, self.bus.send,
-                               chat_commands, consolidator=self.consolidator, learner=self.learner)
+                               chat_commands, consolidator=self.consolidator, learner=self.learner,
+                               drafts=self.bus.draft, streaming=settings.stream_settings())
         self.consolidator.idle = self.agent.until_idle  # background rounds wait for the replies
         self.consolidator.tools_available = lambda: context.tools_available
         self.channels: list[Channel] = []
