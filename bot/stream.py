@@ -95,8 +95,7 @@ class Live:
         self.draft = draft
         self.min_chars = min_chars
         self.text = ""  # visible text of the current model call
-        self.shown = False  # some of this call's text went to the draft: the user may have read it
-        self.touched = False  # the draft was given anything (text or a status): finish must replace it
+        self.shown = False  # some of this call's text is going to the draft: the user may read it
         self.pushes = 0
         self._latest = ""
         self._status = False
@@ -104,6 +103,7 @@ class Live:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._broken = False
+        self._delivered = False  # the draft took at least one update
 
     def begin(self) -> None:
         """A model call starts (or starts again): its text is new."""
@@ -124,6 +124,7 @@ class Live:
             self._push(f"_{status_text(tool)}_", status=True)
 
     def _push(self, text: str, status: bool = False) -> None:
+        self.shown = self.shown or not status  # from here on this text is the user's to see
         self._latest, self._status = text, status
         self._wake.set()
         if self._task is None:
@@ -140,7 +141,6 @@ class Live:
             text, status = self._latest, self._status
             if text == self._sent:
                 continue
-            self.shown, self.touched = self.shown or not status, True
             try:
                 await (self.draft.status(text) if status else self.draft.show(text))
             except Exception:  # a draft is a courtesy: the final reply still goes out, through finish or send
@@ -149,6 +149,7 @@ class Live:
                 return
             self._sent, last = text, time.monotonic()
             self.pushes += 1
+            self._delivered = True
 
     async def stop(self) -> None:
         """Wait for the update under way; no more after it."""
@@ -162,7 +163,7 @@ class Live:
     async def finish(self, text: str) -> bool:
         """End the reply with its final text; False if nothing was shown (the caller sends it as usual)."""
         await self.stop()
-        if self.draft is None or not self.touched:
+        if self.draft is None or not self._delivered:
             return False
         await self.draft.finish(text)
         return True

@@ -4,6 +4,8 @@
     GET  /console/{asset}               its scripts and styles
     POST /v1/chats/{chat_id}/messages   {"text": "...", "user": "optional sender id"}
                                         -> 200 {"replies": ["...", ...]} once the turn is done
+                                        {"stream": true, ...} -> Server-Sent Events while it runs
+                                        (channels/http_stream.py: delta, tool, done, error)
     GET  /healthz                       -> 200 {"ok": true} (never needs the token)
     + the routes mounted with `add_routes` (the console's JSON API, bot/ops/console.py)
 
@@ -38,6 +40,7 @@ from bot.errors import BusClosed, ConfigError
 from bot.events import ChatKey, InboundMessage, OutboundMessage
 from channels.base import Publish
 from channels.http_limits import ConnectionLimit
+from channels.http_stream import EventStream
 
 logger = logging.getLogger(__name__)
 
@@ -108,6 +111,7 @@ class MessageBody(pydantic.BaseModel):
     model_config = pydantic.ConfigDict(extra="ignore")
     text: str = pydantic.Field(min_length=1)
     user: str = pydantic.Field("http", min_length=1, max_length=200)
+    stream: bool = False
 
 
 def write_refusal(request: web.Request) -> tuple[int, str] | None:
@@ -163,6 +167,7 @@ class HttpChannel:
         self.settings = settings
         self._publish = publish
         self._waiting: dict[int, list[str]] = {}  # InboundMessage.id -> replies of that turn so far
+        self._streams: dict[int, EventStream] = {}  # InboundMessage.id -> its event stream, if it asked for one
         self._routes: list[web.AbstractRouteDef] = []
         self._assets = load_assets()
         self._runner: web.AppRunner | None = None
@@ -216,6 +221,10 @@ class HttpChannel:
             await self._server.wait_closed()
             self._server = None
 
+    def draft(self, key: ChatKey, reply_to: int) -> EventStream | None:
+        """The event stream of the request that `reply_to` came from, if it asked for one."""
+        return self._streams.get(reply_to)
+
     async def send(self, msg: OutboundMessage) -> None:
         replies = self._waiting.get(msg.reply_to) if msg.reply_to is not None else None
         if replies is None:
@@ -231,7 +240,8 @@ class HttpChannel:
             if exc.status < 400:
                 raise
             response = error(exc.status, exc.text or exc.reason)
-        response.headers.update(SECURITY_HEADERS)
+        if not response.prepared:  # an event stream sent its headers (these among them) when it opened
+            response.headers.update(SECURITY_HEADERS)
         return response
 
     @web.middleware
@@ -287,13 +297,15 @@ class HttpChannel:
         body, content_type = asset
         return web.Response(body=body, content_type=content_type, charset="utf-8")
 
-    async def _post_message(self, request: web.Request) -> web.Response:
+    async def _post_message(self, request: web.Request) -> web.StreamResponse:
         key = chat_key(self.name, request.match_info["chat_id"])
         try:
             body = MessageBody.model_validate_json(await request.read())
         except pydantic.ValidationError as exc:
             return error(400, f"expected JSON {{\"text\": \"...\", \"user\": \"optional\"}}: {problems(exc)}")
         msg = InboundMessage(key, body.text, sender_id=body.user)
+        if body.stream:
+            return await self._stream_turn(request, msg)
         self._waiting[msg.id] = replies = []
         try:
             await self._publish(msg)
@@ -302,6 +314,25 @@ class HttpChannel:
         finally:
             del self._waiting[msg.id]
         return web.json_response({"replies": replies})
+
+    async def _stream_turn(self, request: web.Request, msg: InboundMessage) -> web.StreamResponse:
+        """The turn as Server-Sent Events: the reply while it is written, then `done` with the replies."""
+        events = EventStream(request, SECURITY_HEADERS)
+        self._waiting[msg.id] = replies = events.replies
+        self._streams[msg.id] = events
+        try:
+            await events.open()
+            try:
+                await self._publish(msg)
+            except BusClosed as exc:
+                await events.error(str(exc))
+            else:
+                await events.done()
+        except ConnectionResetError:  # the client went away: the turn still ran and its reply is saved
+            logger.info("a streaming client left before its reply was done")
+        finally:
+            del self._waiting[msg.id], self._streams[msg.id]
+        return events.response
 
 
 def bind_error(exc: OSError, host: str, port: int) -> ConfigError:
