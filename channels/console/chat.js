@@ -2,7 +2,7 @@
 // Messages go through POST /v1/chats/{chat}/messages like any HTTP client's, so slash commands
 // (/memory, /forget, /help ...) work exactly as in any other chat.
 
-import { api, chatPath } from "./api.js";
+import { api, chatPath, stream } from "./api.js";
 import { h } from "./dom.js";
 import { markdown } from "./markdown.js";
 
@@ -49,8 +49,25 @@ function conversation(chatId, exists, onTurn) {
       typing.hidden = false;
       send.disabled = true;
       try {
-        const { replies } = await api(`/v1/chats/${encodeURIComponent(chatId)}/messages`,
-          { method: "POST", body: { text: value, user: "console" } });
+        let live = null, sofar = "";  // the reply as it is written, replaced by the final one
+        const show = (node) => {
+          if (!live) {
+            live = h("li", { class: "msg bot live" }, h("span", { class: "who" }, "Tusk"), node);
+            messages.append(live);
+          } else live.replaceChildren(live.firstChild, node);
+          live.scrollIntoView({ block: "end" });
+        };
+        const { replies } = await stream(`/v1/chats/${encodeURIComponent(chatId)}/messages`,
+          { text: value, user: "console" }, (name, data) => {
+            if (name === "delta") {
+              sofar = data.replace ? data.text : sofar + data.text;
+              show(markdown(sofar));
+            } else if (name === "tool") {
+              sofar = "";
+              show(h("p", { class: "status" }, data.status));
+            }
+          });
+        if (live) live.remove();
         for (const reply of replies) add("bot", reply);
       } catch (err) {
         add("error", err.message);
