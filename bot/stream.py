@@ -104,6 +104,7 @@ class Live:
         self._task: asyncio.Task[None] | None = None
         self._broken = False
         self._delivered = False  # the draft took at least one update
+        self._last = -1e9  # when the draft took its last update
 
     def begin(self) -> None:
         """A model call starts (or starts again): its text is new."""
@@ -132,11 +133,10 @@ class Live:
 
     async def _pusher(self) -> None:
         assert self.draft is not None
-        last = -1e9
         while True:
             await self._wake.wait()
             self._wake.clear()
-            if (wait := last + self.draft.interval - time.monotonic()) > 0:
+            if (wait := self._last + self.draft.interval - time.monotonic()) > 0:
                 await asyncio.sleep(wait)
             text, status = self._latest, self._status
             if text == self._sent:
@@ -147,7 +147,7 @@ class Live:
                 logger.warning("showing a reply being written failed; the final reply follows", exc_info=True)
                 self._broken = True
                 return
-            self._sent, last = text, time.monotonic()
+            self._sent, self._last = text, time.monotonic()
             self.pushes += 1
             self._delivered = True
 
@@ -165,6 +165,8 @@ class Live:
         await self.stop()
         if self.draft is None or not self._delivered:
             return False
+        if (wait := self._last + self.draft.interval - time.monotonic()) > 0:  # the final update keeps the pace too
+            await asyncio.sleep(wait)
         await self.draft.finish(text)
         return True
 

@@ -345,6 +345,7 @@ class FakeLLM:
 
 
 TOKEN = re.compile(r"\s*\S+|\s+")
+MAX_UNPACED_CHUNKS = 200  # litellm and the OpenAI SDK take ~1 ms a chunk: long unpaced test replies come in fewer
 
 
 def tokens(text: str) -> list[str]:
@@ -376,7 +377,11 @@ def stream_choices(reply: Reply, calls: list[dict[str, Any]]) -> list[list[dict[
     if isinstance(content, list):  # what a server that answers in parts streams: their text
         content = "".join(p.get("text", "") if isinstance(p, dict) and p.get("type") == "text" else ""
                           for p in content)
-    deltas += [{"content": t} for t in tokens(content or "")]
+    words = tokens(content or "")
+    if not reply.token_delay and len(words) > MAX_UNPACED_CHUNKS:  # a long reply sent at once: fewer, bigger pieces
+        size = -(-len(words) // MAX_UNPACED_CHUNKS)
+        words = ["".join(words[i:i + size]) for i in range(0, len(words), size)]
+    deltas += [{"content": t} for t in words]
     for i, call in enumerate(message.get("tool_calls") or []):
         deltas += [{"tool_calls": [d]} for d in _call_deltas(i, call)]
     finish = reply.finish_reason or ("tool_calls" if message.get("tool_calls") else "stop")
