@@ -145,3 +145,29 @@ def test_visible_text_hides_thoughts_and_half_tags():
     assert visible("Hello <thi") == "Hello"
     assert visible("Hello <think>secret") == "Hello"
     assert visible("a < b") == "a < b"
+
+
+async def test_the_terminal_prints_the_reply_as_it_comes(make_settings, fake_llm):
+    """`tusk chat`'s channel writes the reply while the model writes it, and ends on the saved text once."""
+    import asyncio
+    import io
+
+    from bot.app import TuskApp
+    from channels.terminal import TerminalChannel
+
+    out = io.StringIO()
+    lines = io.StringIO("tell me a lot\n")
+    app = TuskApp(make_settings())
+    terminal = app.add(TerminalChannel("t1", app.bus.publish, stdin=lines, stdout=out))
+    fake_llm.script(Reply(text=LONG, token_delay=0.01))
+    async with app:
+        run = asyncio.create_task(terminal.run())
+        await fake_llm.wait_for_requests(1)
+        for _ in range(200):
+            await asyncio.sleep(0.02)
+            if "word20" in out.getvalue():
+                break
+        assert "word20" in out.getvalue() and "word79" not in out.getvalue()  # part of it, before the end
+        await run
+    assert out.getvalue().count(f"Tusk> {LONG}\n\n") == 1
+    assert app.store.get("terminal", "t1").unconsolidated[-1].content == LONG
