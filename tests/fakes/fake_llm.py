@@ -171,6 +171,8 @@ class FakeLLM:
         self.ollama_context: int | None = None  # set: /api/show answers as Ollama does, with this context_length
         self.arrivals: list[float] = []  # time.monotonic() of each request in `requests`
         self.cuts = 0  # streams dropped mid-way (`Reply.cut_after`)
+        self.streams = 0  # streamed replies begun
+        self.first_tokens: list[float] = []  # time.monotonic() when each stream's first text chunk was written
 
     def script(self, *replies: Reply) -> None:
         self._script.extend(replies)
@@ -320,6 +322,7 @@ class FakeLLM:
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache",
                                            **reply.headers})
         await resp.prepare(request)
+        self.streams += 1
         body = await request.json()
         chunks = [{**base, "object": "chat.completion.chunk", "choices": choices}
                   for choices in stream_choices(reply, calls)]
@@ -335,6 +338,9 @@ class FakeLLM:
                 self.cuts += 1
                 return resp
             await resp.write(f"data: {json.dumps(chunk)}\n\n".encode())
+            if len(self.first_tokens) < self.streams and any(c.get("delta", {}).get("content")
+                                                             for c in chunk["choices"]):
+                self.first_tokens.append(time.monotonic())
             if reply.token_delay and i:
                 if self._closing.is_set():
                     break
