@@ -105,6 +105,7 @@ class Live:
         self._broken = False
         self._delivered = False  # the draft took at least one update
         self._last = -1e9  # when the draft took its last update
+        self._in_call = False  # an update is under way at the platform
 
     def begin(self) -> None:
         """A model call starts (or starts again): its text is new."""
@@ -141,15 +142,20 @@ class Live:
             text, status = self._latest, self._status
             if text == self._sent:
                 continue
+            self._in_call = True
             try:
                 await (self.draft.status(text) if status else self.draft.show(text))
             except Exception:  # a draft is a courtesy: the final reply still goes out, through finish or send
                 logger.warning("showing a reply being written failed; the final reply follows", exc_info=True)
                 self._broken = True
                 return
+            finally:
+                self._in_call = False
             self._sent, self._last = text, time.monotonic()
             self.pushes += 1
             self._delivered = True
+            if self._broken:  # stopped while that update was under way
+                return
 
     async def stop(self) -> None:
         """Wait for the update under way; no more after it."""
@@ -157,8 +163,10 @@ class Live:
         if task is None:
             return
         self._broken = True
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
+        if not self._in_call:  # waiting for its turn: nothing is under way
+            task.cancel()
+        await asyncio.gather(task, return_exceptions=True)  # an update under way finishes (a message it sends
+        # must be the one the final text replaces, not a second one)
 
     async def finish(self, text: str) -> bool:
         """End the reply with its final text; False if nothing was shown (the caller sends it as usual)."""

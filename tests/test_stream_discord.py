@@ -58,7 +58,8 @@ async def test_a_dm_reply_is_sent_then_edited_and_ends_on_the_saved_text(tusk_dc
     """The first text is visible long before the end; edits keep the pace; the last edit is the saved reply."""
     fake_llm.script(Reply(text=WORDS, token_delay=0.01))
     await dc.message(dc.dm, dc.alice, "tell me a lot")
-    await dc.wait_for(lambda: dc.edits and dc.edits[-1]["content"] == WORDS, timeout=10)
+    await dc.wait_for(lambda: dc.edits and dc.edits[-1]["content"] == WORDS and not tusk_dc.bus.active_chats,
+                      timeout=10)
     assert len(dc.sent) == 1 and len(dc.edits) >= 2
     assert dc.edits[-1]["at"] - dc.sent[0]["at"] > 0.8
     times = [dc.sent[0]["at"]] + [e["at"] for e in dc.edits]
@@ -79,7 +80,7 @@ async def test_a_long_reply_continues_in_new_messages_within_2000(tusk_dc, dc, f
     """Past 2,000 characters the reply goes on in a new message; fences are balanced in each."""
     code = "```python\n" + "\n".join(f"print('line {i} of a long program')" for i in range(120)) + "\n```"
     text = f"Intro.\n\n{code}\n\nDone."
-    fake_llm.script(Reply(text=text, token_delay=0.0005))
+    fake_llm.script(Reply(text=text))
     await dc.message(dc.dm, dc.alice, "code please")
     await dc.wait_for(lambda: final_texts(dc) and final_texts(dc)[-1].endswith("Done."), timeout=15)
     finals = final_texts(dc)

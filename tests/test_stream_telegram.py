@@ -98,7 +98,7 @@ async def test_a_tool_step_shows_a_status_in_the_group_message(tusk_tg, tg, fake
 async def test_a_long_group_reply_splits_within_the_limit_and_keeps_fences(tusk_tg, tg, fake_llm):
     """Past 4,096 the reply continues in a new message; every message fits, and each code block is closed."""
     code = "```python\n" + "\n".join(f"print('line {i} of a long program')" for i in range(200)) + "\n```"
-    fake_llm.script(Reply(text=f"Intro.\n\n{code}\n\nDone.", token_delay=0.0005))
+    fake_llm.script(Reply(text=f"Intro.\n\n{code}\n\nDone."))
     tg.push_message(-100, "@tusk_bot code please", chat_type="supergroup")
     await tg.wait_for(lambda: any(m.get("parse_mode") == "HTML" and "Done." in m["plain"] for m in tg.sent), timeout=15)
     finals = {}

@@ -173,6 +173,7 @@ class FakeLLM:
         self.cuts = 0  # streams dropped mid-way (`Reply.cut_after`)
         self.streams = 0  # streamed replies begun
         self.first_tokens: list[float] = []  # time.monotonic() when each stream's first text chunk was written
+        self.last_tokens: list[float] = []  # ... and when each complete stream's last chunk was
 
     def script(self, *replies: Reply) -> None:
         self._script.extend(replies)
@@ -345,6 +346,7 @@ class FakeLLM:
                 if self._closing.is_set():
                     break
                 await asyncio.sleep(reply.token_delay)
+        self.last_tokens.append(time.monotonic())
         await resp.write(b"data: [DONE]\n\n")
         await resp.write_eof()
         return resp
