@@ -6,6 +6,9 @@
                 -> append the turn to the session (before replying: a reply the user has
                    seen is always on disk) -> send the reply -> hooks in the background
       LLM failed -> one clear sentence to the user; the session is left as it was
+      streamed (TUSK_STREAM=auto) -> the reply shows as it is written (bot/stream.py); the final
+                   text replaces it once saved; a stream cut after some of it showed ends the turn
+                   there (that text with a note is saved and sent)
 
 The bus guarantees one turn at a time per chat, so a turn owns its session while it runs.
 """
