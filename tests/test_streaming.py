@@ -64,7 +64,7 @@ async def test_a_short_reply_comes_as_done_alone(tusk, fake_llm):
 
 async def test_a_tool_step_shows_its_status_then_the_answer(tusk, fake_llm):
     """While a tool runs the client gets a `tool` event; the answer that follows is the saved one."""
-    fake_llm.script(Reply(text=None, tool_calls=[("c1", "current_time", {})]), Reply(text=LONG))
+    fake_llm.script(Reply(text=None, tool_calls=[("c1", "current_time", {})]), Reply(text=LONG, token_delay=0.01))
     events = await stream_turn(tusk, "s3", "what time is it, at length")
     names = [e[0] for e in events]
     assert names[0] == "tool" and events[0][1] == {"status": "checking the time…"}
