@@ -6,7 +6,14 @@ chats stay under the 65,536-token budget, so no consolidation request is made). 
 past the consolidation pointer. Reports the warm turn (session cached, the common case)
 and the cold first turn after a restart (the file is read once).
 
-    python bench/turn_overhead.py [--turns 300]
+Then the cost of the call path: one chat request with Tusk's usual prompt and tools against
+a real OpenAI-compatible server on 127.0.0.1 (tests/fakes/fake_llm.py, which answers at once),
+sent directly over HTTP and through `LLM.complete` (litellm), whole and streamed (a 60-word
+reply, a word per chunk), with litellm's defaults and with its documented logging switches off
+(`turn_off_message_logging`, `disable_streaming_logging`). litellm's share = through litellm
+minus direct.
+
+    python bench/turn_overhead.py [--turns 300] [--calls 200]
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from bot.llm import LLMReply  # noqa: E402
 from bot.tools.box import BUILTIN_TOOLS, ToolBox  # noqa: E402
 from memory.consolidate import Budget, Consolidator  # noqa: E402
 from memory.session import Message, SessionStore  # noqa: E402
+from bench.call_path import call_path  # noqa: E402
 
 
 class InstantLLM:
@@ -75,6 +83,7 @@ async def measure(home: Path, chat: str, turns: int) -> tuple[float, float]:
 async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--turns", type=int, default=300)
+    parser.add_argument("--calls", type=int, default=200)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
@@ -87,6 +96,8 @@ async def main() -> None:
     for n, cold, warm in rows:
         print(f"{n:>17,} {cold * 1000:>15.2f} ms {warm * 1000:>17.3f} ms")
     print(f"warm 10,000 / warm 10 = {rows[2][2] / rows[0][2]:.2f}x")
+    print()
+    await call_path(args.calls)
 
 
 if __name__ == "__main__":

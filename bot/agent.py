@@ -6,6 +6,9 @@
                 -> append the turn to the session (before replying: a reply the user has
                    seen is always on disk) -> send the reply -> hooks in the background
       LLM failed -> one clear sentence to the user; the session is left as it was
+      streamed (TUSK_STREAM=auto) -> the reply shows as it is written (bot/stream.py); the final
+                   text replaces it once saved; a stream cut after some of it showed ends the turn
+                   there (that text with a note is saved and sent)
 
 The bus guarantees one turn at a time per chat, so a turn owns its session while it runs.
 """
@@ -18,13 +21,14 @@ import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 
-from bot import commands, logs
+from bot import commands, logs, stream
 from bot.context import ContextBuilder
 from bot.errors import ContextOverflow, LLMError, MediaRefused, ToolsUnsupported
 from bot.events import ChatKey, InboundMessage, OutboundMessage
 from bot.learned import Learner
 from bot.llm import LLM, LLMReply
 from bot.media import Attached, MediaReader
+from bot.stream import Draft, Live, StreamCut, StreamSettings
 from bot.tools.box import ToolBox, ToolContext, Toolset
 from memory import chat_settings
 from memory.consolidate import Consolidator, pick_cut
@@ -36,6 +40,7 @@ logger = logging.getLogger(__name__)
 
 Send = Callable[[OutboundMessage], Awaitable[None]]
 PostTurnHook = Callable[[ChatKey], Awaitable[None]]
+Drafts = Callable[[ChatKey, int], Draft | None]  # the channel's draft for a reply to that message (bot/bus.py)
 
 CRASH_REPLY = "Something went wrong on my side and your message was not processed. Please try again."
 STEP_LIMIT_REPLY = "I stopped after {n} tool steps without finishing. Try asking for something smaller."
@@ -89,7 +94,8 @@ class ChatAgent:
     def __init__(self, settings: AgentSettings, store: SessionStore, llm: LLM, tools: ToolBox,
                  context: ContextBuilder, send: Send, chat_commands: commands.Commands | None = None,
                  consolidator: Consolidator | None = None, learner: Learner | None = None,
-                 media: MediaReader | None = None) -> None:
+                 media: MediaReader | None = None, drafts: Drafts | None = None,
+                 streaming: StreamSettings = StreamSettings("off")) -> None:
         self.settings = settings
         self.store = store
         self.llm = llm
@@ -101,6 +107,8 @@ class ChatAgent:
         self.learner = learner  # applies what the server says: window, tools, cut prompts (bot/learned.py)
         self.media = media  # reads a message's files into its turn (bot/media/)
         self.hooks: list[PostTurnHook] = [self.consolidate] if consolidator else []
+        self.drafts = drafts
+        self.streaming = streaming
         self._background: set[asyncio.Task[None]] = set()
         self._turns = 0  # turns running now, in any chat
         self._idle = asyncio.Event()
@@ -130,8 +138,9 @@ class ChatAgent:
             if self.settings.log_content:
                 logger.info("message from %s: %s", msg.sender_id, msg.text)
             runs_before = self._consolidation_runs(msg.key)
+            live = self._live(msg)
             try:
-                text = await self._answer(msg)
+                text = await self._answer(msg, live)
             except MessageTooLong as exc:
                 text = str(exc)
             except LLMError as exc:
@@ -140,7 +149,7 @@ class ChatAgent:
             except Exception:  # turn boundary: the user hears of it, the log gets the traceback
                 logger.exception("turn crashed")
                 text = CRASH_REPLY
-            await self.send(OutboundMessage(msg.key, text, reply_to=msg.id))
+            await self._deliver(OutboundMessage(msg.key, text, reply_to=msg.id), live)
             if self.settings.log_content:
                 logger.info("reply: %s", text)
             figures = stats.fields()  # time to the reply; hooks run after it
@@ -174,12 +183,28 @@ class ChatAgent:
         stats = self.consolidator.stats.get(ChatFiles.locate(self.store.home, key.channel, key.chat_id).dir)
         return stats.runs if stats else 0
 
-    async def _answer(self, msg: InboundMessage) -> str:
+    def _live(self, msg: InboundMessage) -> Live | None:
+        """The turn's stream (TUSK_STREAM=auto), shown through the channel's draft if it has one."""
+        if not self.streaming.on:
+            return None
+        return Live(self.drafts(msg.key, msg.id) if self.drafts else None, self.streaming.min_chars)
+
+    async def _deliver(self, reply: OutboundMessage, live: Live | None) -> None:
+        """The final reply: it replaces the draft that showed it being written, else it is sent."""
+        try:
+            if live is not None and await live.finish(reply.text):
+                return
+        except Exception:  # delivery boundary, as in the bus: the session keeps the reply
+            logger.exception("could not deliver a streamed reply to %s", reply.key)
+            return
+        await self.send(reply)
+
+    async def _answer(self, msg: InboundMessage, live: Live | None = None) -> str:
         session = self.store.get(msg.key.channel, msg.key.chat_id)
         if msg.injected is not None:
-            return await self._answer_injected(msg, session)
+            return await self._answer_injected(msg, session, live)
         if msg.attachments:
-            return await self._answer_media(msg, session)
+            return await self._answer_media(msg, session, live)
         if (command := commands.parse(msg.text)) is not None:
             ctx = commands.CommandContext(msg.key, session.files, session, self.store, self.settings.model,
                                           self.consolidator, self.context.fixed_tokens(session.files),
@@ -193,11 +218,11 @@ class ChatAgent:
             return f"That message is {len(msg.text):,} characters long; I can read up to {limit:,}. Send it in parts."
         if not msg.text.strip():
             return NO_TEXT_REPLY
-        new, reply = await self._converse(msg, session)
+        new, reply = await self._converse(msg, session, live=live)
         self.store.append(session, new)
         return reply
 
-    async def _answer_media(self, msg: InboundMessage, session: Session) -> str:
+    async def _answer_media(self, msg: InboundMessage, session: Session, live: Live | None = None) -> str:
         """A message with files: read into this turn (bot/media/); a file Tusk does not take is answered with
         the reason, and nothing is saved or sent to the model. The caption is never a command."""
         if self.media is None:
@@ -210,16 +235,16 @@ class ChatAgent:
             return str(exc)
         if attached.note:  # the transcript, shown before the reply (TUSK_SHOW_TRANSCRIPT)
             await self.send(OutboundMessage(msg.key, attached.note, reply_to=msg.id))
-        new, reply = await self._converse(replace(msg, text=attached.prompt), session, attached)
+        new, reply = await self._converse(replace(msg, text=attached.prompt), session, attached, live)
         self.store.append(session, new)
         return reply
 
-    async def _answer_injected(self, msg: InboundMessage, session: Session) -> str:
+    async def _answer_injected(self, msg: InboundMessage, session: Session, live: Live | None = None) -> str:
         """A turn Tusk started itself (a reminder, a task result). If the model cannot be reached, the
         fallback text goes to the chat instead and is saved as the reply: a reminder is never lost to an outage."""
         assert msg.injected is not None
         try:
-            new, reply = await self._converse(msg, session)
+            new, reply = await self._converse(msg, session, live=live)
         except LLMError as exc:
             logger.warning("%s turn answered without the model: %s", msg.injected.source, exc)
             reply = msg.injected.fallback
@@ -228,9 +253,10 @@ class ChatAgent:
         return reply
 
     async def _converse(self, msg: InboundMessage, session: Session,
-                        attached: Attached | None = None) -> tuple[list[Message], str]:
+                        attached: Attached | None = None, live: Live | None = None) -> tuple[list[Message], str]:
         """Run the LLM/tool loop; returns the messages to save and the text for the user. With `attached`,
-        `msg.text` is the text this turn's request carries; the session keeps `attached.saved`."""
+        `msg.text` is the text this turn's request carries; the session keeps `attached.saved`. A stream
+        cut after the user saw part of it ends the turn there: that part, with a note, is the reply."""
         tools = self.tools.for_chat(msg)  # the built-in tools, plus the MCP servers this chat may use
         new = [user_message(msg, attached)]
         prompt, room, sent = await self._prompt(session, msg, new, attached)
@@ -243,7 +269,12 @@ class ChatAgent:
         overflows = cut_retries = 0
         for _ in range(self.settings.max_tool_iterations):
             try:
-                reply = await self._complete(prompt, tools)
+                reply = await self._complete(prompt, tools, live)
+            except StreamCut as exc:
+                assert live is not None
+                logger.warning("the reply's stream was cut after part of it was shown: %s", exc)
+                text = live.text + stream.CUT_NOTE
+                break
             except ContextOverflow as exc:  # the server's window is smaller than we budgeted for
                 overflows += 1
                 if overflows > MAX_OVERFLOWS or self.learner is None or not self.learner.learn_window(exc):
@@ -267,7 +298,7 @@ class ChatAgent:
                 if text:
                     new.append(Message(role="assistant", content=text))
                 return new, text or EMPTY_REPLY
-            step = await self._run_step(reply, ctx, tools)
+            step = await self._run_step(reply, ctx, tools, live)
             new.extend(step)
             room -= sum(m.tokens for m in step)
             if room < 0:  # the next request would be over budget: stop here rather than send it
@@ -279,11 +310,11 @@ class ChatAgent:
         new.append(Message(role="assistant", content=text))
         return new, text
 
-    async def _complete(self, prompt: list[dict[str, object]], tools: Toolset) -> LLMReply:
+    async def _complete(self, prompt: list[dict[str, object]], tools: Toolset, live: Live | None = None) -> LLMReply:
         """One chat request: the chat's tools when the model takes them, the reply bounded by the reserve."""
         schemas = tools.schemas if self.context.tools_available else None
         reserve = self.consolidator.budget.reserve if self.consolidator else None
-        return await self.llm.complete(prompt, schemas, max_tokens=reserve)
+        return await self.llm.complete(prompt, schemas, max_tokens=reserve, live=live)
 
     async def _prompt(self, session: Session, msg: InboundMessage, new: list[Message],
                       attached: Attached | None = None) -> tuple[list[dict[str, object]], int, int]:
@@ -298,12 +329,15 @@ class ChatAgent:
         sent = self.context.fixed_tokens(session.files) - self.context.tool_tokens + used
         return prompt, room, sent
 
-    async def _run_step(self, reply: LLMReply, ctx: ToolContext, tools: Toolset) -> list[Message]:
+    async def _run_step(self, reply: LLMReply, ctx: ToolContext, tools: Toolset,
+                        live: Live | None = None) -> list[Message]:
         """Run one reply's tool calls; the step as saved (the calls with their reasoning, then the results)."""
         step = [Message(role="assistant", content=reply.content or None, reasoning=reply.reasoning,
                         thinking_blocks=reply.thinking_blocks,
                         tool_calls=tuple(c.to_wire() for c in reply.tool_calls)).counted()]
         for call in reply.tool_calls:
+            if live is not None:
+                live.status(call.name)
             result = await tools.run(call, ctx)
             step.append(Message(role="tool", tool_call_id=call.id, name=call.name,
                                 content=self._truncate(result.for_model())).counted())

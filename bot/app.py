@@ -128,7 +128,8 @@ class TuskApp:
         media = MediaReader(settings.media_settings(), self.media, llm_settings.model, self.llm.complete)
         self.warmup = ModelWarmup(llm_settings, settings.context_window, self.learner)
         self.agent = ChatAgent(settings.agent_settings(), self.store, self.llm, self.tools, context, self.bus.send,
-                               chat_commands, consolidator=self.consolidator, learner=self.learner, media=media)
+                               chat_commands, consolidator=self.consolidator, learner=self.learner, media=media,
+                               drafts=self.bus.draft, streaming=settings.stream_settings())
         self.consolidator.idle = self.agent.until_idle  # background rounds wait for the replies
         self.consolidator.tools_available = lambda: context.tools_available
         self.channels: list[Channel] = []

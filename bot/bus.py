@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 from bot.errors import BusClosed
 from bot.events import ChatKey, InboundMessage, OutboundMessage
+from bot.stream import Draft
 
 logger = logging.getLogger(__name__)
 
@@ -146,6 +147,11 @@ class MessageBus:
             await outlet.send(msg)
         except Exception:  # a channel's delivery failure must not end the turn; the session keeps the reply
             logger.exception("could not deliver a reply to %s", msg.key)
+
+    def draft(self, key: ChatKey, reply_to: int) -> Draft | None:
+        """The channel's draft for a reply being written (bot/stream.py), if it shows replies that way."""
+        make = getattr(self._outlets.get(key.channel), "draft", None)
+        return make(key, reply_to) if make is not None else None
 
     async def close(self, grace: float) -> bool:
         """Stop taking messages, let running turns finish for up to `grace` seconds; True if all did."""

@@ -21,6 +21,7 @@ from bot.llm import LLMSettings
 from bot.media import MediaSettings
 from bot.media.voice import TranscribeSettings
 from bot.places import SettingsFile, default_home, settings_file
+from bot.stream import StreamSettings
 from bot.tools.mcp.config import McpSettings, ServerConfig
 from bot.tools.mcp.config import load as load_mcp
 from bot.tools.reminders import ReminderSettings
@@ -125,6 +126,10 @@ class Settings(BaseSettings):
     rate_new_chats_per_hour: int = _env("TUSK_RATE_NEW_CHATS_PER_HOUR", 60, ge=0)
     group_remember: Literal["admins", "everyone"] = _env("TUSK_GROUP_REMEMBER", "admins")
 
+    # streaming replies (bot/stream.py)
+    stream: Literal["auto", "off"] = _env("TUSK_STREAM", "auto")
+    stream_min_chars: int = _env("TUSK_STREAM_MIN_CHARS", 120, ge=0, le=4000)
+
     @field_validator("fallback_models", "telegram_allow_from", "discord_allow_from", "slack_allow_from",
                      "slack_admins", mode="before")
     @classmethod
@@ -175,6 +180,9 @@ class Settings(BaseSettings):
             fallbacks=self.fallback_models, timeout=self.llm_timeout, retries=self.llm_retries,
             backoff=self.llm_backoff, max_tokens=self.max_reply_tokens,
         )
+
+    def stream_settings(self) -> StreamSettings:
+        return StreamSettings(self.stream, self.stream_min_chars)
 
     def agent_settings(self) -> AgentSettings:
         return AgentSettings(model=self.model or "", max_tool_iterations=self.max_tool_iterations,

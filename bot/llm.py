@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from bot import logs
+from bot import logs, stream
 from bot.errors import (ContextOverflow, LLMAuthFailed, LLMError, LLMFiltered, LLMRejected, LLMUnavailable,
                         LLMUnreachable, ModelNotFound, ToolsUnsupported)
 from bot.llm_wire import (model_missing, model_name, overflow_window, public_url, readable_client, served_models,
@@ -190,27 +190,30 @@ class LLM:
         tool_choice: str | dict[str, Any] | None = None,
         model: str | None = None,
         max_tokens: int | None = None,
+        live: stream.Live | None = None,
     ) -> LLMReply:
         """One reply for `messages`; raises LLMUnavailable / LLMRejected when none can be had.
-        `max_tokens` bounds the reply (else TUSK_MAX_REPLY_TOKENS, if set)."""
+        `max_tokens` bounds the reply (else TUSK_MAX_REPLY_TOKENS, if set). With `live`, the reply is
+        streamed into it (bot/stream.py); a stream cut after `live` showed some of it is `StreamCut`."""
         models = (model or self.settings.model, *self.settings.fallbacks)
         options = {"tools": tools or None, "tool_choice": tool_choice if tools else None,
                    "max_tokens": max_tokens or self.settings.max_tokens}
         error: LLMError | None = None
         for name in models:
             try:
-                return await self._with_retries(name, messages, options)
+                return await self._with_retries(name, messages, options, live)
             except LLMUnavailable as exc:
                 error = exc
                 logger.warning("model %s unavailable: %s", name, exc)
         assert error is not None
         raise error
 
-    async def _with_retries(self, model: str, messages: list[dict[str, Any]], options: dict[str, Any]) -> LLMReply:
+    async def _with_retries(self, model: str, messages: list[dict[str, Any]], options: dict[str, Any],
+                            live: stream.Live | None = None) -> LLMReply:
         s = self.settings
         for attempt in range(s.retries + 1):
             try:
-                return await self._once(model, messages, options)
+                return await self._once(model, messages, options, live)
             except LLMUnavailable as exc:
                 if attempt == s.retries:
                     raise
@@ -219,7 +222,8 @@ class LLM:
                 await asyncio.sleep(delay)
         raise AssertionError("unreachable")
 
-    async def _once(self, model: str, messages: list[dict[str, Any]], options: dict[str, Any]) -> LLMReply:
+    async def _once(self, model: str, messages: list[dict[str, Any]], options: dict[str, Any],
+                    live: stream.Live | None = None) -> LLMReply:
         lib = await litellm_loaded()
         s = self.settings
         kwargs: dict[str, Any] = {"timeout": s.timeout, "num_retries": 0, "max_retries": 0}
@@ -230,12 +234,23 @@ class LLM:
                            ("client", self._client_for(model)), ("num_ctx", num_ctx)):
             if value is not None:
                 kwargs[key] = value
+        if live is not None:
+            kwargs |= {"stream": True, "stream_options": {"include_usage": True}}
+            live.begin()
         started = time.monotonic()
-        try:  # litellm's timeout bounds each read; a server that trickles bytes is bounded here
-            response = await asyncio.wait_for(lib.acompletion(model=model, messages=messages, **kwargs), s.timeout)
+        try:  # litellm's timeout bounds each read; a server that trickles bytes is bounded here, stream and all
+            async with asyncio.timeout(s.timeout):
+                response = await lib.acompletion(model=model, messages=messages, **kwargs)
+                if live is not None:
+                    response = await stream.collect(response, live, model)
         except TimeoutError as exc:
-            raise LLMUnavailable(f"{model} did not answer within {s.timeout:g}s (TUSK_LLM_TIMEOUT)") from exc
+            error: LLMError = LLMUnavailable(f"{model} did not answer within {s.timeout:g}s (TUSK_LLM_TIMEOUT)")
+            raise (stream.StreamCut(str(error)) if live is not None and live.shown else error) from exc
+        except LLMError as exc:  # what bot/stream.py found in the stream itself
+            raise (stream.StreamCut(str(exc)) if live is not None and live.shown else exc) from exc
         except Exception as exc:  # litellm raises many types; all are translated here
+            if live is not None and live.shown:
+                raise stream.StreamCut(f"{type(exc).__name__}: {str(exc)[:300]}") from exc
             raise await self._explained(_translate(exc), model) from exc
         try:
             reply = _parse(response, model)

@@ -43,6 +43,7 @@ from bot.errors import BusClosed, ConfigError, DeliveryError
 from bot.events import ChatKey, InboundMessage, OutboundMessage
 from channels import discord_media
 from channels.base import Access, Publish
+from channels.discord_stream import DiscordDraft
 from channels.media_in import InOrder, MediaIntake, Remote
 from channels.split import split_message
 from memory.media import MediaStore
@@ -387,6 +388,13 @@ class DiscordChannel:
             except SEND_ERRORS as exc:
                 logger.debug("typing indicator not shown: %s", exc)
             await asyncio.wait([done], timeout=TYPING_EVERY)
+
+    def draft(self, key: ChatKey, reply_to: int) -> DiscordDraft | None:
+        """The reply while it is written (channels/discord_stream.py); slash commands answer at once."""
+        route = self._routes.get(reply_to)
+        if self.client is None or isinstance(route, _Slash):
+            return None
+        return DiscordDraft(self.client.get_partial_messageable(int(key.chat_id)), route, MENTIONS)
 
     async def send(self, msg: OutboundMessage) -> None:
         if self.client is None:

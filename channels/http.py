@@ -5,6 +5,8 @@
     POST /v1/chats/{chat_id}/messages   {"text": "...", "user": "optional sender id"}
                                         -> 200 {"replies": ["...", ...]} once the turn is done
                                         or multipart/form-data: text, user, file (channels/http_files.py)
+                                        {"stream": true, ...} -> Server-Sent Events while it runs
+                                        (channels/http_stream.py: delta, tool, done, error)
     GET  /healthz                       -> 200 {"ok": true} (never needs the token)
     + the routes mounted with `add_routes` (the console's JSON API, bot/ops/console.py)
 
@@ -42,6 +44,7 @@ from bot.events import ChatKey, InboundMessage, OutboundMessage
 from channels.base import Publish
 from channels.http_files import MAX_FILES, read_upload
 from channels.http_limits import ConnectionLimit, upload_deadline
+from channels.http_stream import EventStream
 from memory.media import MediaStore
 
 logger = logging.getLogger(__name__)
@@ -114,6 +117,7 @@ class MessageBody(pydantic.BaseModel):
     model_config = pydantic.ConfigDict(extra="ignore")
     text: str = pydantic.Field(min_length=1)
     user: str = pydantic.Field("http", min_length=1, max_length=200)
+    stream: bool = False
 
 
 def is_upload(request: web.Request) -> bool:
@@ -175,6 +179,7 @@ class HttpChannel:
         self.media = media  # where uploaded files go (None: uploads are refused)
         self._publish = publish
         self._waiting: dict[int, list[str]] = {}  # InboundMessage.id -> replies of that turn so far
+        self._streams: dict[int, EventStream] = {}  # InboundMessage.id -> its event stream, if it asked for one
         self._routes: list[web.AbstractRouteDef] = []
         self._assets = load_assets()
         self._runner: web.AppRunner | None = None
@@ -228,6 +233,10 @@ class HttpChannel:
             await self._server.wait_closed()
             self._server = None
 
+    def draft(self, key: ChatKey, reply_to: int) -> EventStream | None:
+        """The event stream of the request that `reply_to` came from, if it asked for one."""
+        return self._streams.get(reply_to)
+
     async def send(self, msg: OutboundMessage) -> None:
         replies = self._waiting.get(msg.reply_to) if msg.reply_to is not None else None
         if replies is None:
@@ -243,7 +252,8 @@ class HttpChannel:
             if exc.status < 400:
                 raise
             response = error(exc.status, exc.text or exc.reason)
-        response.headers.update(SECURITY_HEADERS)
+        if not response.prepared:  # an event stream sent its headers (these among them) when it opened
+            response.headers.update(SECURITY_HEADERS)
         return response
 
     @web.middleware
@@ -299,8 +309,9 @@ class HttpChannel:
         body, content_type = asset
         return web.Response(body=body, content_type=content_type, charset="utf-8")
 
-    async def _post_message(self, request: web.Request) -> web.Response:
+    async def _post_message(self, request: web.Request) -> web.StreamResponse:
         key = chat_key(self.name, request.match_info["chat_id"])
+        stream = False  # uploads are answered whole; JSON bodies may ask for Server-Sent Events
         if is_upload(request):
             msg = await self._upload(request, key)
             if isinstance(msg, web.Response):
@@ -310,7 +321,9 @@ class HttpChannel:
                 body = MessageBody.model_validate_json(await request.read())
             except pydantic.ValidationError as exc:
                 return error(400, f"expected JSON {{\"text\": \"...\", \"user\": \"optional\"}}: {problems(exc)}")
-            msg = InboundMessage(key, body.text, sender_id=body.user)
+            msg, stream = InboundMessage(key, body.text, sender_id=body.user), body.stream
+        if stream:
+            return await self._stream_turn(request, msg)
         self._waiting[msg.id] = replies = []
         try:
             await self._publish(msg)
@@ -336,6 +349,25 @@ class HttpChannel:
         except ValueError as exc:  # a malformed multipart body (aiohttp's parser)
             return error(400, f"malformed multipart/form-data body: {exc}")
         return InboundMessage(key, upload.text, sender_id=upload.user, attachments=upload.attachments)
+
+    async def _stream_turn(self, request: web.Request, msg: InboundMessage) -> web.StreamResponse:
+        """The turn as Server-Sent Events: the reply while it is written, then `done` with the replies."""
+        events = EventStream(request, SECURITY_HEADERS)
+        self._waiting[msg.id] = replies = events.replies
+        self._streams[msg.id] = events
+        try:
+            await events.open()
+            try:
+                await self._publish(msg)
+            except BusClosed as exc:
+                await events.error(str(exc))
+            else:
+                await events.done()
+        except ConnectionResetError:  # the client went away: the turn still ran and its reply is saved
+            logger.info("a streaming client left before its reply was done")
+        finally:
+            del self._waiting[msg.id], self._streams[msg.id]
+        return events.response
 
 
 def bind_error(exc: OSError, host: str, port: int) -> ConfigError:

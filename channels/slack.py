@@ -45,6 +45,7 @@ from channels.slack_api import ServerErrorRetry, error_code as _error_code, scop
 from channels.slack_events import (Route, Sender, command_to_inbound, reply_route, route_of, sender_of,
                                    to_inbound)
 from channels.slack_format import split_for_slack
+from channels.slack_stream import SlackDraft
 from memory.media import MediaStore
 
 logger = logging.getLogger(__name__)
@@ -113,6 +114,9 @@ class SlackChannel:
         self._commands = frozenset(name for name, _ in menu)
         self._allow = access.allow_list(settings.allow_from, "SLACK_ALLOW_FROM", self.name)
         self._routes: dict[int, Route] = {}  # InboundMessage.id -> where its replies go, until its turn is done
+        self._askers: dict[int, str] = {}  # InboundMessage.id -> its sender, the recipient of a streamed reply
+        self.team_id: str | None = None  # from auth.test
+        self._streaming = True  # False once the workspace refused chat streaming
         self._seen = _Seen()
         self._users: dict[str, tuple[float, Sender]] = {}  # user id -> (valid until, sender)
         self._tails: dict[ChatKey, asyncio.Future[None]] = {}  # per chat: the last message still being accepted
@@ -163,6 +167,7 @@ class SlackChannel:
         if self._intake is not None and scopes is not None and slack_media.SCOPE not in scopes.split(","):
             logger.warning("Slack: the app lacks the %s scope: files people share cannot be read (add it under "
                            "OAuth & Permissions -> Bot Token Scopes, then reinstall the app)", slack_media.SCOPE)
+        self.team_id = auth.get("team_id")
         logger.info("Slack: signed in as %s (%s) in team %s", auth.get("user"), self.bot_user_id, auth.get("team_id"))
 
     def _bolt(self, client: AsyncWebClient) -> AsyncApp:
@@ -333,10 +338,11 @@ class SlackChannel:
                 self._publish(msg)
             return
         self._routes[msg.id] = route
+        self._askers[msg.id] = msg.sender_id
         try:
             done = self._publish(msg)
         except BusClosed:
-            del self._routes[msg.id]
+            del self._routes[msg.id], self._askers[msg.id]
             logger.info("a Slack message arrived while shutting down: not taken")
             return
         task = asyncio.create_task(self._follow(msg.id, done, marker), name=f"slack turn {msg.id}")
@@ -351,6 +357,7 @@ class SlackChannel:
             await asyncio.wait([done])
         finally:
             self._routes.pop(msg_id, None)
+            self._askers.pop(msg_id, None)
             if marker is not None:
                 await self._react("reactions_remove", *marker)
 
@@ -363,6 +370,18 @@ class SlackChannel:
                            _scope_hint(exc, "reactions:write"))
 
     # -- outbound ----------------------------------------------------------------------------
+
+    def draft(self, key: ChatKey, reply_to: int) -> SlackDraft | None:
+        """The reply while it is written (channels/slack_stream.py); slash commands answer at once."""
+        route = self._routes.get(reply_to)
+        if route is None or route.response_url or self._client is None:
+            return None
+
+        def refused() -> None:
+            self._streaming = False
+
+        return SlackDraft(self._client, route, self.team_id if self._streaming else None,
+                          self._askers.get(reply_to), refused)
 
     async def send(self, msg: OutboundMessage) -> None:
         """Post the reply (as mrkdwn, in pieces of at most 3,000 characters); raises SlackError on failure."""

@@ -36,6 +36,7 @@ from channels import telegram_media
 from channels.base import Access, Publish
 from channels.media_in import InOrder, MediaIntake, Remote
 from channels.split import split_message, utf16_len
+from channels.telegram_stream import TelegramDraft
 from memory.media import MediaStore
 
 logger = logging.getLogger(__name__)
@@ -323,6 +324,19 @@ class TelegramChannel:
                 await asyncio.wait([done], timeout=TYPING_EVERY)
         finally:
             self._replying_to.pop(msg.id, None)
+
+    def draft(self, key: ChatKey, reply_to: int) -> TelegramDraft | None:
+        """The reply to `reply_to` while it is written (channels/telegram_stream.py): a draft in a private
+        chat (user ids are positive, group ids negative), a message edited in place in a group."""
+        if self.app is None:
+            return None
+        chat_id, thread = target(key)
+
+        async def send_final(text: str) -> None:
+            await self.send(OutboundMessage(key, text, reply_to=reply_to))
+
+        return TelegramDraft(self.app.bot, chat_id, thread, self._replying_to.get(reply_to), chat_id > 0,
+                             send_final)
 
     async def send(self, msg: OutboundMessage) -> None:
         assert self.app is not None

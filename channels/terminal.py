@@ -27,6 +27,7 @@ from typing import TextIO
 
 from bot.events import ChatKey, InboundMessage, OutboundMessage
 from channels.base import Publish
+from channels.terminal_stream import WriterDraft
 
 QUIT = frozenset({"/quit", "/exit"})
 CANCELLED = "(cancelled: that message was not answered and not saved)"
@@ -87,6 +88,10 @@ class TerminalChannel:
 
     async def stop(self) -> None:
         self._lines.put_nowait(None)
+
+    def draft(self, key: ChatKey, reply_to: int) -> WriterDraft:
+        """The reply printed as it is written (channels/terminal_stream.py)."""
+        return WriterDraft(self._stdout, f"{self._bot_name}> ")
 
     async def send(self, msg: OutboundMessage) -> None:
         self.show(msg.text)

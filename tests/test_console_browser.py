@@ -76,6 +76,28 @@ async def test_send_a_message_and_see_the_reply(tusk, browser, fake_llm):
     assert fake_llm.requests[0]["messages"][-1]["content"].endswith("hi there")
 
 
+async def test_a_reply_appears_as_it_is_written(tusk, browser, fake_llm):
+    """The console streams: part of a slow reply is on the page before the rest, then the final reply alone."""
+    words = " ".join(f"w{i}" for i in range(120))
+    fake_llm.script(Reply(text=f"**Start** {words} end.", token_delay=0.02))
+
+    def scenario(page):
+        sign_in(page, tusk)
+        page.goto(tusk.url + "/#/chat/streamed")
+        page.get_by_label("Message").fill("write a lot")
+        page.get_by_label("Message").press("Enter")
+        live = page.locator(".msg.bot.live")
+        expect(live).to_contain_text("w10")
+        assert "end." not in live.inner_text()  # seen while the model is still writing
+        expect(live).to_have_count(0, timeout=10_000)
+        reply = page.locator(".msg.bot").last
+        expect(reply.locator("strong")).to_have_text("Start")
+        expect(reply).to_contain_text("w119 end.")
+        expect(page.locator(".msg.bot")).to_have_count(1)
+
+    await browser.run(scenario)
+
+
 async def test_memory_command_answers_in_the_page(tusk, browser):
     """/memory typed in the chat page gets the same answer as in any chat, and MEMORY.md shows once written."""
     await tusk.say("bob", "hello")

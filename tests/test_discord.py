@@ -130,7 +130,9 @@ async def tusk_dc(start_tusk):
 
 
 def sent_to(dc, channel):
-    return [m["content"] for m in dc.sent if m["channel_id"] == channel]
+    """What each message the bot posted in `channel` says now (a streamed reply's edits applied)."""
+    edited = {e["id"]: e["content"] for e in dc.edits}
+    return [edited.get(m["id"], m["content"]) for m in dc.sent if m["channel_id"] == channel]
 
 
 async def test_dm_turn_end_to_end(tusk_dc, dc, fake_llm, tmp_path):
@@ -189,7 +191,7 @@ async def test_unaddressed_and_bot_messages_are_ignored(tusk_dc, dc, fake_llm):
 async def test_each_thread_keeps_its_own_memory(tusk_dc, dc, fake_llm, tmp_path):
     """A message in a thread is keyed by the thread id, apart from its parent channel."""
     await dc.message(dc.thread, dc.alice, f"{dc.mention} in the thread", guild=dc.guild)
-    await dc.wait_for(lambda: dc.sent)
+    await dc.wait_for(lambda: (tmp_path / f"data/chats/discord/{dc.thread}/session.jsonl").exists())
     assert dc.sent[0]["channel_id"] == dc.thread
     assert (tmp_path / f"data/chats/discord/{dc.thread}/session.jsonl").exists()
     assert not (tmp_path / f"data/chats/discord/{dc.channel}").exists()

@@ -32,7 +32,8 @@ async def say(tg, user_id, text):
     """Post `text` in the group as that member and wait for the bot's answer."""
     before = len(tg.sent)
     tg.push_message(GROUP, text, chat_type="group", user_id=user_id, username=MEMBERS[user_id])
-    await tg.wait_for(lambda: len(tg.sent) > before)
+    # the final reply is formatted (HTML); a streamed reply's earlier updates are plain text
+    await tg.wait_for(lambda: len(tg.sent) > before and tg.sent[-1].get("parse_mode") == "HTML")
     return tg.sent[-1]["plain"]
 
 

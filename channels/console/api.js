@@ -63,3 +63,42 @@ export async function api(path, { method = "GET", body } = {}) {
     return data;
   }
 }
+
+// A streamed turn (POST with "stream": true): `onEvent(name, data)` for each Server-Sent Event
+// (delta, tool, done, error) as it arrives; resolves with the `done` event's data.
+export async function stream(path, body, onEvent) {
+  for (;;) {
+    const token = localStorage.getItem(TOKEN_KEY);
+    const headers = { Accept: "text/event-stream", "Content-Type": "application/json" };
+    if (token) headers.Authorization = `Bearer ${token}`;
+    const resp = await fetch(path, { method: "POST", headers, body: JSON.stringify({ ...body, stream: true }) });
+    if (resp.status === 401) {
+      localStorage.removeItem(TOKEN_KEY);
+      await askToken(token ? "That token was refused: try again." : "");
+      continue;
+    }
+    if (!resp.ok) {
+      const data = await resp.json().catch(() => ({ error: `${resp.status} ${resp.statusText}` }));
+      throw new ApiError(resp.status, data.error || `${resp.status} ${resp.statusText}`);
+    }
+    const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
+    let buffer = "", result = null;
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buffer += value;
+      let end;
+      while ((end = buffer.indexOf("\n\n")) >= 0) {
+        const block = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        const name = (block.match(/^event: (.*)$/m) || [])[1];
+        const data = JSON.parse((block.match(/^data: (.*)$/m) || [])[1] || "null");
+        if (name === "error") throw new ApiError(503, data.error);
+        if (name === "done") result = data;
+        onEvent(name, data);
+      }
+    }
+    if (!result) throw new ApiError(502, "the reply stream ended early");
+    return result;
+  }
+}

@@ -3,7 +3,7 @@
 // (/memory, /forget, /help ...) work exactly as in any other chat. A file (the Attach button, or
 // dropped on the conversation) goes with the message as multipart/form-data; the text is its caption.
 
-import { api, chatPath } from "./api.js";
+import { api, chatPath, stream } from "./api.js";
 import { bytes, h } from "./dom.js";
 import { markdown } from "./markdown.js";
 
@@ -64,14 +64,34 @@ function conversation(chatId, exists, onTurn) {
       typing.hidden = false;
       send.disabled = true;
       try {
-        let body = { text: value, user: "console" };
-        if (file) {
-          body = new FormData();
+        let replies;
+        if (file) {  // a message with a file is sent as a form and answered whole
+          const body = new FormData();
           body.append("text", value);
           body.append("user", "console");
           body.append("file", file, file.name);
+          ({ replies } = await api(`/v1/chats/${encodeURIComponent(chatId)}/messages`, { method: "POST", body }));
+        } else {
+          let live = null, sofar = "";  // the reply as it is written, replaced by the final one
+          const show = (node) => {
+            if (!live) {
+              live = h("li", { class: "msg bot live" }, h("span", { class: "who" }, "Tusk"), node);
+              messages.append(live);
+            } else live.replaceChildren(live.firstChild, node);
+            live.scrollIntoView({ block: "end" });
+          };
+          ({ replies } = await stream(`/v1/chats/${encodeURIComponent(chatId)}/messages`,
+            { text: value, user: "console" }, (name, data) => {
+              if (name === "delta") {
+                sofar = data.replace ? data.text : sofar + data.text;
+                show(markdown(sofar));
+              } else if (name === "tool") {
+                sofar = "";
+                show(h("p", { class: "status" }, data.status));
+              }
+            }));
+          if (live) live.remove();
         }
-        const { replies } = await api(`/v1/chats/${encodeURIComponent(chatId)}/messages`, { method: "POST", body });
         for (const reply of replies) add("bot", reply);
       } catch (err) {
         add("error", err.message);

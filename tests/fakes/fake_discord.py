@@ -115,7 +115,9 @@ class FakeDiscord:
         self.guilds: list[Guild] = []
         self.identify: dict[str, Any] | None = None
         self.requests: list[tuple[str, str]] = []  # (method, path) of every REST request, refused ones included
-        self.sent: list[dict[str, Any]] = []  # bodies of POST /channels/{id}/messages, plus "channel_id"
+        self.sent: list[dict[str, Any]] = []  # bodies of POST /channels/{id}/messages, plus "channel_id", "id", "at"
+        self.edits: list[dict[str, Any]] = []  # bodies of PATCH .../messages/{id}, plus "channel_id", "id", "at"
+        self.deleted: list[str] = []  # ids of the messages the bot deleted
         self.created: list[dict[str, Any]] = []  # the messages Discord answered those with (usable as reply_to)
         self.typing: list[str] = []  # channel ids, one per typing request
         self.callbacks: list[dict[str, Any]] = []  # interaction callback bodies, plus "interaction_id"
@@ -242,6 +244,8 @@ class FakeDiscord:
             ("PUT", "/applications/{app}/commands", self._sync),
             ("PUT", "/applications/{app}/guilds/{guild}/commands", self._sync),
             ("POST", "/channels/{channel}/messages", self._create_message),
+            ("PATCH", "/channels/{channel}/messages/{message}", self._edit_message),
+            ("DELETE", "/channels/{channel}/messages/{message}", self._delete_message),
             ("POST", "/channels/{channel}/typing", self._typing),
             ("POST", "/interactions/{interaction}/{token}/callback", self._callback),
             ("POST", "/webhooks/{app}/{token}", self._followup),
@@ -326,9 +330,25 @@ class FakeDiscord:
             return self._json({"message": "Invalid Form Body", "code": 50035,
                                "errors": {"content": {"_errors": [{"code": "BASE_TYPE_MAX_LENGTH"}]}}}, 400)
         message = self._message(channel, body, self.bot)
-        self.sent.append({**body, "channel_id": channel})
+        self.sent.append({**body, "channel_id": channel, "id": message["id"], "at": time.monotonic()})
         self.created.append(message)
         return self._json(message)
+
+    async def _edit_message(self, request: web.Request) -> web.Response:
+        body, channel, message_id = await request.json(), request.match_info["channel"], request.match_info["message"]
+        original = next((m for m in self.created if m["id"] == message_id and m["channel_id"] == channel), None)
+        if original is None or message_id in self.deleted:
+            return self._json({"message": "Unknown Message", "code": 10008}, 404)
+        if len(body.get("content") or "") > 2000:
+            return self._json({"message": "Invalid Form Body", "code": 50035,
+                               "errors": {"content": {"_errors": [{"code": "BASE_TYPE_MAX_LENGTH"}]}}}, 400)
+        original |= {"content": body.get("content") or "", "edited_timestamp": now()}
+        self.edits.append({**body, "channel_id": channel, "id": message_id, "at": time.monotonic()})
+        return self._json(original)
+
+    async def _delete_message(self, request: web.Request) -> web.Response:
+        self.deleted.append(request.match_info["message"])
+        return web.Response(status=204)
 
     async def _typing(self, request: web.Request) -> web.Response:
         self.typing.append(request.match_info["channel"])

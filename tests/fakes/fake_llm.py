@@ -6,7 +6,9 @@
         llm.requests   # every request body, in arrival order
 
 Replies come from the script (FIFO), then from `responder(body)` if set, else echo the
-last user message as "echo: <text>". Streaming requests get SSE chunks.
+last user message as "echo: <text>". Streaming requests get SSE chunks as OpenAI sends them
+(a word per chunk; a tool call's id and name first, its arguments in pieces), paced by
+`token_delay`, dropped mid-way by `cut_after`; the Ollama route streams NDJSON.
 
 `attributing_responder` (set it as `responder`) plays a model that keeps a group's memory: a
 consolidation request gets `save_memory` with each "my X is Y" filed under its speaker's
@@ -64,6 +66,8 @@ class Reply:
     reasoning: str | None = None  # reasoning_content beside the content (DeepSeek, vLLM, OpenRouter via litellm)
     usage: dict[str, int] | None = None
     trickle: float = 0.0  # seconds between 16-byte pieces of the body
+    token_delay: float = 0.0  # streamed: seconds between chunks (a token each)
+    cut_after: int | None = None  # streamed: the connection drops after this many chunks
 
 
 # What servers answer when the prompt is over the model's window, as their docs and code give them.
@@ -215,6 +219,10 @@ class FakeLLM:
         self.api_keys: set[str] | None = None  # set: any other key gets OpenAI's 401 invalid_api_key answer
         self.transcriptions: list[dict[str, Any]] = []  # {"model", "filename", "size", "text"} per audio upload
         self.transcribe_status = 200  # another status: transcription uploads get OpenAI's error body with it
+        self.cuts = 0  # streams dropped mid-way (`Reply.cut_after`)
+        self.streams = 0  # streamed replies begun
+        self.first_tokens: list[float] = []  # time.monotonic() when each stream's first text chunk was written
+        self.last_tokens: list[float] = []  # ... and when each complete stream's last chunk was
 
     def script(self, *replies: Reply) -> None:
         self._script.extend(replies)
@@ -276,7 +284,7 @@ class FakeLLM:
         return web.json_response({"models": [{"name": m["id"], "model": m["id"]} for m in self.models]})
 
     async def _ollama_chat(self, request: web.Request) -> web.Response:
-        """Ollama's native /api/chat (non-streaming): its own reply shape and error bodies."""
+        """Ollama's native /api/chat: its own reply shape (NDJSON when streamed) and error bodies."""
         body, reply = await self._take(request)
         if not any(m["id"] == body.get("model") for m in self.models):
             return web.json_response({"error": f"model \"{body.get('model')}\" not found, try pulling it first"},
@@ -286,12 +294,27 @@ class FakeLLM:
         calls = [{"function": {"name": name, "arguments": args if isinstance(args, dict) else json.loads(args)}}
                  for _, name, args in reply.tool_calls]
         prompt = len(json.dumps(body.get("messages", []))) // 4
-        return web.json_response({
-            "model": body.get("model"), "created_at": "2026-12-03T08:00:00Z",
-            "message": {"role": "assistant", "content": reply.text or "", **({"tool_calls": calls} if calls else {})},
-            "done": True, "done_reason": reply.finish_reason or "stop",
-            "prompt_eval_count": (reply.usage or {}).get("prompt_tokens", prompt),
-            "eval_count": len(reply.text or "") // 4 + 1})
+        last = {"model": body.get("model"), "created_at": "2026-12-03T08:00:00Z",
+                "message": {"role": "assistant", "content": reply.text or "", **({"tool_calls": calls} if calls else {})},
+                "done": True, "done_reason": reply.finish_reason or "stop",
+                "prompt_eval_count": (reply.usage or {}).get("prompt_tokens", prompt),
+                "eval_count": len(reply.text or "") // 4 + 1}
+        if body.get("stream") is False:
+            return web.json_response(last)
+        # streamed (Ollama's default): one JSON object a line, the text in pieces, the calls and counts in the last
+        resp = web.StreamResponse(headers={"Content-Type": "application/x-ndjson"})
+        await resp.prepare(request)
+        for piece in tokens(reply.text or ""):
+            line = {**last, "message": {"role": "assistant", "content": piece}, "done": False}
+            for key in ("done_reason", "prompt_eval_count", "eval_count"):
+                line.pop(key)
+            await resp.write(json.dumps(line).encode() + b"\n")
+            if reply.token_delay:
+                await asyncio.sleep(reply.token_delay)
+        last["message"] = {**last["message"], "content": ""}
+        await resp.write(json.dumps(last).encode() + b"\n")
+        await resp.write_eof()
+        return resp
 
     def _refused_key(self, request: web.Request) -> web.Response | None:
         """OpenAI's answer to a wrong key (its 401 body names the key partly masked), when keys are checked."""
@@ -332,6 +355,8 @@ class FakeLLM:
                 return web.json_response({"error": {"message": problem, "type": "invalid_request_error",
                                                     "param": None, "code": "invalid_image"}}, status=400)
         body, reply = await self._take(request)
+        if reply.raw_body is not None and reply.status == 200 and body.get("stream"):  # as OpenRouter does
+            return await self._send_events(request, [reply.raw_body])
         if reply.raw_body is not None:
             return await self._send(request, reply, reply.raw_body)
         if reply.status != 200:
@@ -370,21 +395,91 @@ class FakeLLM:
         await resp.write_eof()
         return resp
 
-    async def _stream(self, request: web.Request, base: dict, reply: Reply, calls: list[dict]) -> web.StreamResponse:
-        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", **reply.headers})
+    async def _send_events(self, request: web.Request, events: list[str]) -> web.StreamResponse:
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await resp.prepare(request)
-        text = reply.text or ""
-        deltas: list[dict[str, Any]] = [{"role": "assistant", "content": text[: len(text) // 2]},
-                                        {"content": text[len(text) // 2:]}]
-        deltas += [{"tool_calls": [{"index": i, **c}]} for i, c in enumerate(calls)]
-        if reply.message is not None:
-            deltas = [reply.message]
-        for i, delta in enumerate(deltas):
-            last = i == len(deltas) - 1
-            choice = {"index": 0, "delta": delta,
-                      "finish_reason": ("tool_calls" if calls else "stop") if last else None}
-            chunk = {**base, "object": "chat.completion.chunk", "choices": [choice]}
+        for event in events:
+            await resp.write(f"data: {event}\n\n".encode())
+        await resp.write_eof()
+        return resp
+
+    async def _stream(self, request: web.Request, base: dict, reply: Reply, calls: list[dict]) -> web.StreamResponse:
+        """SSE as OpenAI streams: `data: {chunk}` events, the finish reason in the last choice, usage after it
+        when asked for (`stream_options.include_usage`), then `data: [DONE]`. `token_delay` paces the chunks;
+        `cut_after` drops the connection after that many chunks (mid-text or mid-tool-call)."""
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache",
+                                           **reply.headers})
+        await resp.prepare(request)
+        self.streams += 1
+        body = await request.json()
+        chunks = [{**base, "object": "chat.completion.chunk", "choices": choices}
+                  for choices in stream_choices(reply, calls)]
+        if (body.get("stream_options") or {}).get("include_usage"):
+            prompt = len(json.dumps(body.get("messages", []))) // 4
+            done = len(reply.text or "") // 4 + 1
+            usage = reply.usage or {"prompt_tokens": prompt, "completion_tokens": done, "total_tokens": prompt + done}
+            chunks.append({**base, "object": "chat.completion.chunk", "choices": [], "usage": usage})
+        for i, chunk in enumerate(chunks):
+            if reply.cut_after is not None and i >= reply.cut_after:
+                assert request.transport is not None
+                request.transport.close()  # the connection drops: no [DONE], an incomplete chunked body
+                self.cuts += 1
+                return resp
             await resp.write(f"data: {json.dumps(chunk)}\n\n".encode())
+            if len(self.first_tokens) < self.streams and any(c.get("delta", {}).get("content")
+                                                             for c in chunk["choices"]):
+                self.first_tokens.append(time.monotonic())
+            if reply.token_delay and i:
+                if self._closing.is_set():
+                    break
+                await asyncio.sleep(reply.token_delay)
+        self.last_tokens.append(time.monotonic())
         await resp.write(b"data: [DONE]\n\n")
         await resp.write_eof()
         return resp
+
+
+TOKEN = re.compile(r"\s*\S+|\s+")
+MAX_UNPACED_CHUNKS = 200  # litellm and the OpenAI SDK take ~1 ms a chunk: long unpaced test replies come in fewer
+
+
+def tokens(text: str) -> list[str]:
+    """`text` in the pieces a model streams it in: a word with the space before it."""
+    return TOKEN.findall(text)
+
+
+def _call_deltas(index: int, call: dict[str, Any]) -> list[dict[str, Any]]:
+    """One tool call as OpenAI streams it: id, type and name in the first delta, the arguments in pieces."""
+    function = call.get("function") or {}
+    args = function.get("arguments")
+    args = args if isinstance(args, str) else json.dumps(args)
+    first = {"index": index, "id": call.get("id"), "type": call.get("type", "function"),
+             "function": {"name": function.get("name"), "arguments": ""}}
+    return [first] + [{"index": index, "function": {"arguments": args[i:i + 8]}} for i in range(0, len(args), 8)]
+
+
+def stream_choices(reply: Reply, calls: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """The `choices` of each chunk of `reply` streamed."""
+    if reply.choices is not None:
+        return [reply.choices]
+    message = reply.message or {"role": "assistant", "content": reply.text, "tool_calls": calls or None,
+                                "reasoning_content": reply.reasoning}
+    deltas: list[dict[str, Any]] = [{"role": "assistant", "content": ""}]
+    if message.get("thinking_blocks"):
+        deltas.append({"thinking_blocks": message["thinking_blocks"]})
+    deltas += [{"reasoning_content": t} for t in tokens(message.get("reasoning_content") or "")]
+    content = message.get("content")
+    if isinstance(content, list):  # what a server that answers in parts streams: their text
+        content = "".join(p.get("text", "") if isinstance(p, dict) and p.get("type") == "text" else ""
+                          for p in content)
+    words = tokens(content or "")
+    if not reply.token_delay and len(words) > MAX_UNPACED_CHUNKS:  # a long reply sent at once: fewer, bigger pieces
+        size = -(-len(words) // MAX_UNPACED_CHUNKS)
+        words = ["".join(words[i:i + size]) for i in range(0, len(words), size)]
+    deltas += [{"content": t} for t in words]
+    for i, call in enumerate(message.get("tool_calls") or []):
+        deltas += [{"tool_calls": [d]} for d in _call_deltas(i, call)]
+    finish = reply.finish_reason or ("tool_calls" if message.get("tool_calls") else "stop")
+    out = [[{"index": 0, "delta": d, "finish_reason": None}] for d in deltas]
+    out.append([{"index": 0, "delta": {}, "finish_reason": finish}])
+    return out

@@ -9,6 +9,10 @@
         await slack.wait_acked(envelope)              # the client acknowledged it
         await slack.wait_for(lambda: slack.posted)
         slack.posted      # accepted chat.postMessage params, each with the "ts" it was given
+        slack.updates     # accepted chat.update / chat.delete params, each with "method" and "at" (monotonic time)
+        slack.stream_calls  # accepted chat.startStream/appendStream/stopStream params, with "method", "ts", "at"
+        slack.texts()     # what each of the bot's messages says now, oldest first (edits, streams, deletions applied)
+        slack.streaming = False   # chat.startStream answers feature_not_enabled, as a workspace without it
         slack.responses   # JSON bodies posted to response_url (with "response_url" added)
         slack.reactions   # [(method, params)] of accepted reactions.add/remove; slack.reacted: current set
         slack.calls       # (method, params) for every Web API call, rejected ones included
@@ -52,6 +56,8 @@ from tests.fakes.loopback import serve, wait_until
 MAX_TEXT = 40_000
 SCOPES = ("app_mentions:read", "channels:history", "chat:write", "commands", "files:read", "groups:history",
           "im:history", "reactions:write", "users:read")
+MAX_STREAM_TEXT = 12_000  # markdown_text per chat.*Stream call
+STREAM_CHUNKS = frozenset({"markdown_text", "task_update", "plan_update"})
 RESPONSE_URL_USES = 5
 
 
@@ -79,6 +85,10 @@ class FakeSlack:
         self.users: dict[str, dict[str, Any]] = {}
         self.calls: list[tuple[str, dict[str, Any]]] = []
         self.posted: list[dict[str, Any]] = []
+        self.updates: list[dict[str, Any]] = []
+        self.stream_calls: list[dict[str, Any]] = []
+        self.streaming = True
+        self.messages: dict[str, dict[str, Any]] = {}  # ts -> the bot's message as it is now
         self.responses: list[dict[str, Any]] = []
         self.reactions: list[tuple[str, dict[str, Any]]] = []
         self.reacted: set[tuple[str, str, str]] = set()  # (channel, ts, name)
@@ -373,9 +383,95 @@ class FakeSlack:
         if text and len(text) > MAX_TEXT:
             raise ApiError("msg_too_long")
         ts = self.next_ts()
-        self.posted.append({**p, "ts": ts})
+        self.posted.append({**p, "ts": ts, "at": time.monotonic()})
         message = {"type": "message", "user": self.bot_user_id, "bot_id": self.bot_id, "text": text, "ts": ts}
+        self.messages[ts] = {**message, "channel": channel, "thread_ts": p.get("thread_ts")}
         return {"channel": channel, "ts": ts, "message": message}
+
+    def texts(self, channel: str | None = None) -> list[str]:
+        return [m["text"] for m in self.messages.values() if channel is None or m["channel"] == channel]
+
+    def _own(self, p: dict[str, Any], streaming: bool | None = None) -> dict[str, Any]:
+        if not p.get("channel") or not p.get("ts"):
+            raise ApiError("invalid_arguments")
+        message = self.messages.get(p["ts"])
+        if message is None or message["channel"] != p["channel"]:
+            raise ApiError("message_not_found")
+        if streaming is not None and message.get("streaming", False) != streaming:
+            raise ApiError("message_not_in_streaming_state" if streaming else "cant_update_message")
+        return message
+
+    def _m_chat_update(self, p: dict[str, Any]) -> dict[str, Any]:
+        message = self._own(p, streaming=False)
+        text = p.get("text")
+        if not text and not p.get("blocks"):
+            raise ApiError("no_text")
+        if text and len(text) > MAX_TEXT:
+            raise ApiError("msg_too_long")
+        message["text"] = text
+        self.updates.append({**p, "method": "chat.update", "at": time.monotonic()})
+        return {"channel": p["channel"], "ts": p["ts"], "text": text}
+
+    def _m_chat_delete(self, p: dict[str, Any]) -> dict[str, Any]:
+        self._own(p)
+        del self.messages[p["ts"]]
+        self.updates.append({**p, "method": "chat.delete", "at": time.monotonic()})
+        return {"channel": p["channel"], "ts": p["ts"]}
+
+    @staticmethod
+    def _stream_text(p: dict[str, Any], required: bool) -> str:
+        """The Markdown a stream call carries, checked as Slack documents it: `markdown_text` (at most
+        12,000 characters) or `chunks` of markdown_text / task_update / plan_update."""
+        text, chunks = p.get("markdown_text"), p.get("chunks")
+        if isinstance(chunks, str):
+            chunks = json.loads(chunks)
+        if text is not None and chunks is not None:
+            raise ApiError("invalid_arguments")
+        if chunks is not None:
+            if not isinstance(chunks, list) or not all(isinstance(c, dict) and c.get("type") in STREAM_CHUNKS
+                                                       for c in chunks):
+                raise ApiError("invalid_chunks")
+            parts = [c.get("text") for c in chunks if c["type"] == "markdown_text"]
+            if not all(isinstance(t, str) for t in parts):
+                raise ApiError("invalid_chunks")
+            text = "".join(parts)
+        if text is not None and (not isinstance(text, str) or len(text) > MAX_STREAM_TEXT):
+            raise ApiError("msg_too_long")
+        if required and not text and not chunks:
+            raise ApiError("no_text")
+        return text or ""
+
+    def _stream_call(self, method: str, p: dict[str, Any], ts: str) -> None:
+        self.stream_calls.append({**p, "method": method, "ts": ts, "at": time.monotonic()})
+
+    def _m_chat_startStream(self, p: dict[str, Any]) -> dict[str, Any]:
+        if not self.streaming:
+            raise ApiError("feature_not_enabled")
+        channel = p.get("channel")
+        if not channel or not p.get("thread_ts"):
+            raise ApiError("invalid_arguments")
+        if not str(channel).startswith("D") and not (p.get("recipient_team_id") and p.get("recipient_user_id")):
+            raise ApiError("missing_recipient")  # required when streaming to channels
+        text = self._stream_text(p, required=False)
+        ts = self.next_ts()
+        self.messages[ts] = {"type": "message", "user": self.bot_user_id, "bot_id": self.bot_id, "text": text,
+                             "ts": ts, "channel": channel, "thread_ts": p["thread_ts"], "streaming": True}
+        self._stream_call("chat.startStream", p, ts)
+        return {"channel": channel, "ts": ts}
+
+    def _m_chat_appendStream(self, p: dict[str, Any]) -> dict[str, Any]:
+        message = self._own(p, streaming=True)
+        message["text"] += self._stream_text(p, required=True)
+        self._stream_call("chat.appendStream", p, p["ts"])
+        return {"channel": p["channel"], "ts": p["ts"]}
+
+    def _m_chat_stopStream(self, p: dict[str, Any]) -> dict[str, Any]:
+        message = self._own(p, streaming=True)
+        message["text"] += self._stream_text(p, required=False)
+        message["streaming"] = False
+        self._stream_call("chat.stopStream", p, p["ts"])
+        return {"channel": p["channel"], "ts": p["ts"], "message": {k: v for k, v in message.items()
+                                                                     if k != "streaming"}}
 
     def _reaction(self, p: dict[str, Any]) -> tuple[str, str, str]:
         if not p.get("channel") or not p.get("timestamp") or not p.get("name"):

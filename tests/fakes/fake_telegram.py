@@ -4,7 +4,9 @@
         bot = telegram.Bot(tg.token, base_url=tg.base_url + "/bot", base_file_url=tg.base_url + "/file/bot")
         tg.push_message(42, "/start")            # an Update for getUpdates (long polling, offset, allowed_updates)
         await tg.wait_for(lambda: tg.sent)
-        tg.sent      # accepted sendMessage/editMessageText params, decoded, plus "method", "message_id", "plain"
+        tg.sent      # accepted sendMessage/editMessageText params, decoded, plus "method", "message_id", "plain",
+                     # and "at" (time.monotonic() when it was taken)
+        tg.drafts    # accepted sendMessageDraft params (private chats only, draft_id non-zero), with "plain", "at"
         tg.calls     # (method, params) for every call, rejected ones included
         tg.fail_next("sendMessage", status=429, retry_after=1)
         tg.push_message(42, None, voice=b"OggS...", caption="listen")   # media: bool for made-up bytes, or the bytes
@@ -166,6 +168,7 @@ class FakeTelegram:
         self.bot_id = int(token.split(":")[0])
         self.bot_user = {"id": self.bot_id, "is_bot": True, "first_name": "Tusk", "username": username}
         self.sent: list[dict[str, Any]] = []
+        self.drafts: list[dict[str, Any]] = []
         self.calls: list[tuple[str, dict[str, Any]]] = []
         self.commands: list[dict[str, Any]] = []
         self.members: dict[tuple[int, int], str] = {}
@@ -190,7 +193,8 @@ class FakeTelegram:
                    "setMyCommands": self._set_my_commands, "deleteMyCommands": self._set_my_commands,  # no list: []
                    "getMyCommands": self._get_my_commands, "setWebhook": self._set_webhook,
                    "deleteWebhook": self._delete_webhook, "getWebhookInfo": self._get_webhook_info,
-                   "getChatMember": self._get_chat_member, "getFile": self._get_file}
+                   "getChatMember": self._get_chat_member, "getFile": self._get_file,
+                   "sendMessageDraft": self._send_message_draft, "deleteMessage": self._delete_message}
         self._methods = {name.lower(): (name, handler) for name, handler in methods.items()}
 
     async def __aenter__(self) -> FakeTelegram:
@@ -380,8 +384,27 @@ class FakeTelegram:
             msg["reply_to_message"] = {k: v for k, v in original.items() if k != "reply_to_message"}
         self._messages[(chat["id"], msg["message_id"])] = msg
         self._raw[(chat["id"], msg["message_id"])] = (params["text"], params.get("parse_mode"))
-        self.sent.append({"method": "sendMessage", **params, "message_id": msg["message_id"], "plain": plain})
+        self.sent.append({"method": "sendMessage", **params, "message_id": msg["message_id"], "plain": plain,
+                          "at": time.monotonic()})
         return msg
+
+    async def _send_message_draft(self, params: dict[str, Any]) -> bool:
+        """Bot API 9.3: a partial message streamed to a private chat; `draft_id` non-zero, text 1-4096."""
+        chat = self._chat(params.get("chat_id"))
+        if chat["type"] != "private":
+            raise ApiError(400, "Bad Request: drafts can be sent to private chats only")
+        if not isinstance(params.get("draft_id"), int) or not params["draft_id"]:
+            raise ApiError(400, "Bad Request: draft_id must be non-zero")
+        plain = self._check_text(params)
+        self.drafts.append({**params, "plain": plain, "at": time.monotonic()})
+        return True
+
+    async def _delete_message(self, params: dict[str, Any]) -> bool:
+        chat = self._chat(params.get("chat_id"))
+        if self._messages.pop((chat["id"], params.get("message_id")), None) is None:
+            raise ApiError(400, "Bad Request: message to delete not found")
+        self.sent.append({"method": "deleteMessage", **params, "at": time.monotonic()})
+        return True
 
     async def _edit_message_text(self, params: dict[str, Any]) -> dict[str, Any]:
         chat = self._chat(params.get("chat_id"))
@@ -396,7 +419,7 @@ class FakeTelegram:
                                 "markup are exactly the same as a current content and reply markup of the message")
         original |= {"text": plain, "edit_date": int(time.time())}
         self._raw[key] = raw
-        self.sent.append({"method": "editMessageText", **params, "plain": plain})
+        self.sent.append({"method": "editMessageText", **params, "plain": plain, "at": time.monotonic()})
         return original
 
     async def _set_my_commands(self, params: dict[str, Any]) -> bool:

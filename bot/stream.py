@@ -1,0 +1,269 @@
+"""Streaming replies: the model's text reaches the chat while it is written.
+
+    LLM stream (litellm stream=True) --text so far--> Live --throttled--> Draft (the channel's)
+    tool step running                 --status-----> Live -------------> Draft
+    turn done                         --final text-> Live.finish -------> Draft.finish (formatted, split)
+
+A channel that can show a reply being written offers `draft(key, reply_to) -> Draft`
+(Telegram: sendMessageDraft or edits, Discord: edits, Slack: chat streaming or chat.update,
+HTTP: Server-Sent Events, terminal: the text as it comes). A channel without one gets the
+final reply through `send` as before. Throttling is done here, once, at the draft's own
+`interval`; a reply shorter than `min_chars` (TUSK_STREAM_MIN_CHARS) is not shown until
+it is done, so short answers arrive as one message without edits.
+
+Drafts are shown the text with `<think>` blocks (open or closed, or a tag still arriving)
+removed. What is saved is the final text, which is what the draft ends on.
+
+A stream cut after some of it was shown (an error, TUSK_LLM_TIMEOUT) is `StreamCut`: not
+retried (the user has read part of it); the agent finishes the draft with what came plus
+`CUT_NOTE`, and saves that as the turn's reply, after the tool steps that completed. A
+stream cut before anything was shown is an ordinary failure, retried as before.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any, Literal, Protocol
+
+from bot.errors import LLMError, LLMFiltered, LLMUnavailable
+from bot.llm_wire import strip_think
+
+logger = logging.getLogger(__name__)
+
+CUT_NOTE = "\n\n_(the reply was cut off here: the connection to the model failed)_"
+STATUS = {"search_history": "searching this chat's history…", "remember": "saving that to memory…",
+          "set_reminder": "setting a reminder…", "list_reminders": "looking at the reminders…",
+          "cancel_reminder": "cancelling a reminder…", "start_task": "starting a background task…",
+          "current_time": "checking the time…"}
+_THINK_TAG = "<think>"
+
+
+@dataclass(frozen=True, slots=True)
+class StreamSettings:
+    mode: Literal["auto", "off"] = "auto"  # TUSK_STREAM
+    min_chars: int = 120  # TUSK_STREAM_MIN_CHARS: a reply shorter than this is sent once, without edits
+
+    @property
+    def on(self) -> bool:
+        return self.mode == "auto"
+
+
+class Draft(Protocol):
+    """A reply being written, as one channel shows it. `show` and `status` get the whole text so far
+    (never a delta) and are called at most once per `interval` seconds, one at a time; `finish` gets
+    the final text and delivers it as the channel's `send` would (formatted, split within limits)."""
+
+    interval: float
+
+    async def show(self, text: str) -> None: ...
+
+    async def status(self, text: str) -> None: ...
+
+    async def finish(self, text: str) -> None: ...
+
+
+class StreamCut(LLMError):
+    """The stream broke after part of the reply was shown; not retried."""
+
+    user_message = "The connection to the model failed mid-reply."
+
+
+def visible(raw: str) -> str:
+    """What a user may see of a reply still being written: no `<think>` block (one still open hides the
+    rest), no half-arrived `<think` tag at the end."""
+    text = strip_think(raw) or ""
+    tail = text[-len(_THINK_TAG):].lower()
+    for n in range(min(len(tail), len(_THINK_TAG) - 1), 0, -1):
+        if tail.endswith(_THINK_TAG[:n]):
+            return text[:-n].rstrip()
+    return text.strip()
+
+
+def status_text(tool: str) -> str:
+    return STATUS.get(tool, f"using {tool}…")
+
+
+class Live:
+    """One reply on its way to a chat: the text so far, pushed to the draft at its pace."""
+
+    def __init__(self, draft: Draft | None, min_chars: int = 0) -> None:
+        self.draft = draft
+        self.min_chars = min_chars
+        self.text = ""  # visible text of the current model call
+        self.shown = False  # some of this call's text is going to the draft: the user may read it
+        self.pushes = 0
+        self._latest = ""
+        self._status = False
+        self._sent = ""
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._broken = False
+        self._delivered = False  # the draft took at least one update
+        self._last = -1e9  # when the draft took its last update
+        self._in_call = False  # an update is under way at the platform
+
+    def begin(self) -> None:
+        """A model call starts (or starts again): its text is new."""
+        self.text, self.shown = "", False
+
+    def feed(self, raw: str) -> None:
+        """The model's raw text so far in this call (called for every chunk; cheap)."""
+        self.text = visible(raw)
+        if self.draft is None or self._broken or not self.shown and len(self.text) < self.min_chars:
+            return
+        if self.text:
+            self._push(self.text)
+
+    def status(self, tool: str) -> None:
+        """A tool step starts: its short status replaces the text shown (where a draft is)."""
+        self.text, self.shown = "", False
+        if self.draft is not None and not self._broken:
+            self._push(f"_{status_text(tool)}_", status=True)
+
+    def _push(self, text: str, status: bool = False) -> None:
+        self.shown = self.shown or not status  # from here on this text is the user's to see
+        self._latest, self._status = text, status
+        self._wake.set()
+        if self._task is None:
+            self._task = asyncio.create_task(self._pusher(), name="draft")
+
+    async def _pusher(self) -> None:
+        assert self.draft is not None
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            if (wait := self._last + self.draft.interval - time.monotonic()) > 0:
+                await asyncio.sleep(wait)
+            text, status = self._latest, self._status
+            if text == self._sent:
+                continue
+            self._in_call = True
+            try:
+                await (self.draft.status(text) if status else self.draft.show(text))
+            except Exception:  # a draft is a courtesy: the final reply still goes out, through finish or send
+                logger.warning("showing a reply being written failed; the final reply follows", exc_info=True)
+                self._broken = True
+                return
+            finally:
+                self._in_call = False
+            self._sent, self._last = text, time.monotonic()
+            self.pushes += 1
+            self._delivered = True
+            if self._broken:  # stopped while that update was under way
+                return
+
+    async def stop(self) -> None:
+        """Wait for the update under way; no more after it."""
+        task, self._task = self._task, None
+        if task is None:
+            return
+        self._broken = True
+        if not self._in_call:  # waiting for its turn: nothing is under way
+            task.cancel()
+        await asyncio.gather(task, return_exceptions=True)  # an update under way finishes (a message it sends
+        # must be the one the final text replaces, not a second one)
+
+    async def finish(self, text: str) -> bool:
+        """End the reply with its final text; False if nothing was shown (the caller sends it as usual)."""
+        await self.stop()
+        if self.draft is None or not self._delivered:
+            return False
+        if (wait := self._last + self.draft.interval - time.monotonic()) > 0:  # the final update keeps the pace too
+            await asyncio.sleep(wait)
+        await self.draft.finish(text)
+        return True
+
+
+@dataclass(slots=True)
+class _Call:
+    id: str | None = None
+    name: str = ""
+    arguments: str = ""
+
+
+@dataclass(slots=True)
+class Assembly:
+    """A streamed reply put back together, in the shape `bot.llm._parse` reads (a chat completion's)."""
+
+    model: str
+    content: str = ""
+    reasoning: str = ""
+    thinking_blocks: list[dict[str, Any]] = field(default_factory=list)
+    calls: dict[int, _Call] = field(default_factory=dict)
+    finish_reason: str | None = None
+    usage: Any = None
+    chunks: int = 0
+    choices_seen: bool = False
+
+    def add(self, chunk: Any) -> str | None:
+        """Take one chunk; returns its text, if it carried some."""
+        self.chunks += 1
+        self.model = getattr(chunk, "model", None) or self.model
+        self.usage = getattr(chunk, "usage", None) or self.usage
+        text = None
+        for choice in (getattr(chunk, "choices", None) or ())[:1]:
+            self.choices_seen = True
+            self.finish_reason = getattr(choice, "finish_reason", None) or self.finish_reason
+            delta = getattr(choice, "delta", None)
+            if delta is None:
+                continue
+            if isinstance(piece := getattr(delta, "content", None), str):
+                self.content += piece
+                text = piece
+            if isinstance(thought := getattr(delta, "reasoning_content", None), str):
+                self.reasoning += thought
+            self.thinking_blocks += [dict(b) for b in getattr(delta, "thinking_blocks", None) or ()
+                                     if isinstance(b, dict)]
+            for raw in getattr(delta, "tool_calls", None) or ():
+                self._call_piece(raw)
+        return text
+
+    def _call_piece(self, raw: Any) -> None:
+        """Real providers send a call's id and name in its first delta, its arguments in pieces after, all
+        under one `index`; some send no index (then a new id starts a new call) or the arguments whole."""
+        index, call_id = getattr(raw, "index", None), getattr(raw, "id", None)
+        if index is None:
+            index = len(self.calls) if call_id or not self.calls else max(self.calls)
+        call = self.calls.setdefault(index, _Call())
+        call.id = call.id or call_id
+        function = getattr(raw, "function", None)
+        name, args = getattr(function, "name", None), getattr(function, "arguments", None)
+        if isinstance(name, str) and name and not call.name.endswith(name):
+            call.name += name
+        if isinstance(args, dict | list):
+            call.arguments += json.dumps(args, ensure_ascii=False)
+        elif isinstance(args, str):
+            call.arguments += args
+
+    def response(self) -> Any:
+        calls = [SimpleNamespace(id=c.id, function=SimpleNamespace(name=c.name or None, arguments=c.arguments))
+                 for _, c in sorted(self.calls.items())]
+        message = SimpleNamespace(content=self.content, tool_calls=calls or None,
+                                  reasoning_content=self.reasoning or None, thinking_blocks=self.thinking_blocks)
+        choice = SimpleNamespace(message=message, finish_reason=self.finish_reason)
+        return SimpleNamespace(choices=[choice], usage=self.usage, model=self.model)
+
+
+async def collect(stream: Any, live: Live, model: str) -> Any:
+    """Read a litellm stream to its end, feeding `live` the text as it comes; the whole reply (`Assembly`)."""
+    whole = Assembly(model)
+    raw = ""
+    try:
+        async for chunk in stream:
+            if piece := whole.add(chunk):
+                raw += piece
+                live.feed(raw)
+    except Exception as exc:  # litellm wraps a broken stream in its own types: the server was reached
+        if whole.chunks and not whole.choices_seen:  # what a filter that drops the whole answer sends
+            raise LLMFiltered(f"{model} streamed no choices") from exc
+        raise LLMUnavailable(f"the stream from {model} broke: {type(exc).__name__}: {str(exc)[:300]}") from exc
+    if not whole.choices_seen:
+        raise LLMFiltered(f"{model} streamed no choices")
+    if whole.finish_reason is None:
+        raise LLMUnavailable(f"the stream from {model} ended before the reply did")
+    return whole.response()

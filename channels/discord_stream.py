@@ -1,0 +1,53 @@
+"""A Discord reply while it is written (bot/stream.py's `Draft`): sent, then edited in place.
+
+The first text is sent (in guilds as a reply to the question), then edited as more comes; past
+2,000 characters the reply continues in a new message. The final text replaces them all, split
+as `send` splits it (code fences closed and reopened). Discord allows about 5 message changes
+per 5 seconds in a channel: one edit a second stays under that, and discord.py waits out any 429.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import discord
+
+from channels.split import split_message
+
+MAX_TEXT = 2000
+INTERVAL = 1.0  # seconds between edits (Discord: about 5 per 5 s per channel)
+
+
+class DiscordDraft:
+    def __init__(self, channel: Any, reference: discord.MessageReference | None,
+                 mentions: discord.AllowedMentions) -> None:
+        self.channel = channel  # a PartialMessageable
+        self.reference = reference
+        self.mentions = mentions
+        self.interval = INTERVAL
+        self.messages: list[Any] = []  # discord.Message, one per 2,000 characters so far
+        self._texts: list[str] = []
+
+    async def show(self, text: str) -> None:
+        await self._put_all(split_message(text, MAX_TEXT))
+
+    async def status(self, text: str) -> None:
+        await self._put_all([text])
+
+    async def finish(self, text: str) -> None:
+        pieces = split_message(text, MAX_TEXT)
+        await self._put_all(pieces)
+        for message in self.messages[len(pieces):]:  # the draft ran longer than the final text
+            await message.delete()
+        del self.messages[len(pieces):], self._texts[len(pieces):]
+
+    async def _put_all(self, pieces: list[str]) -> None:
+        for i, piece in enumerate(pieces):
+            if i >= len(self.messages):
+                sent = await self.channel.send(piece, reference=self.reference if not i else None,
+                                               allowed_mentions=self.mentions)
+                self.messages.append(sent)
+                self._texts.append(piece)
+            elif self._texts[i] != piece:
+                self.messages[i] = await self.messages[i].edit(content=piece, allowed_mentions=self.mentions)
+                self._texts[i] = piece
