@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import getpass
 import os
+import shutil
 import signal
 import sys
 import threading
@@ -27,7 +28,7 @@ from typing import TextIO
 
 from bot.events import ChatKey, InboundMessage, OutboundMessage
 from channels.base import Publish
-from channels.terminal_stream import WriterDraft
+from channels.terminal_stream import RedrawDraft, WriterDraft
 
 QUIT = frozenset({"/quit", "/exit"})
 CANCELLED = "(cancelled: that message was not answered and not saved)"
@@ -90,8 +91,11 @@ class TerminalChannel:
         self._lines.put_nowait(None)
 
     def draft(self, key: ChatKey, reply_to: int) -> WriterDraft:
-        """The reply printed as it is written (channels/terminal_stream.py)."""
-        return WriterDraft(self._stdout, f"{self._bot_name}> ")
+        """The reply printed as it is written (channels/terminal_stream.py); at a terminal it is then drawn
+        again, rendered, in its place."""
+        if not self._rich:
+            return WriterDraft(self._out, f"{self._bot_name}> ")
+        return RedrawDraft(self._out, f"{self._bot_name}> ", self.show, lambda: shutil.get_terminal_size().columns)
 
     async def send(self, msg: OutboundMessage) -> None:
         self.show(msg.text)

@@ -10,6 +10,7 @@ front end hands its output stream here.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TextIO
 
 INTERVAL = 0.05  # seconds between writes: a terminal takes them as fast as they come
@@ -41,3 +42,30 @@ class WriterDraft:
         await self.show(text)
         self._write("\n\n")
         self._printed = None
+
+
+def rows_of(text: str, width: int) -> int:
+    """How many terminal rows `text` takes when printed from the start of a row `width` columns wide."""
+    return sum(max(1, -(-len(line) // max(1, width))) for line in text.split("\n"))
+
+
+class RedrawDraft(WriterDraft):
+    """At a terminal: the reply is printed as it comes, then erased and drawn once more by `render`
+    (rich Markdown), so the finished reply reads the same whether it was streamed or not."""
+
+    def __init__(self, out: TextIO, prefix: str, render: Callable[[str], None], width: Callable[[], int]) -> None:
+        super().__init__(out, prefix)
+        self.render = render
+        self.width = width
+        self._shown = ""  # everything this draft printed (statuses too): what the final drawing replaces
+
+    def _write(self, text: str) -> None:
+        super()._write(text)
+        self._shown += text
+
+    async def finish(self, text: str) -> None:
+        if self._shown:
+            up = rows_of(self._shown, self.width()) - 1
+            self.out.write("\r" + (f"\x1b[{up}A" if up else "") + "\x1b[J")  # back to the first row, cleared below
+        self._shown, self._printed = "", None
+        self.render(text)

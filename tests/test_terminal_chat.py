@@ -2,6 +2,7 @@
 messages, the log kept off the screen, Ctrl-C. The scenarios run in a thread: the fake LLM serves on the loop."""
 
 import asyncio
+import io
 import os
 import stat
 
@@ -172,3 +173,24 @@ async def test_forget_takes_the_input_history(tmp_path):
     assert "input-history" in await forget(tmp_path, key, confirm=False)
     await forget(tmp_path, key, confirm=True)
     assert not files.input_history.exists()
+
+
+async def test_a_streamed_reply_is_shown_as_written_then_rendered(fake_llm, tmp_path):
+    """At a terminal a long reply appears word by word, then is redrawn in its place rendered from Markdown."""
+    words = " ".join(f"word{n}" for n in range(40))
+    fake_llm.script(Reply(text=f"**Bold start** {words} the end.", token_delay=0.02))
+
+    def scenario():
+        child = started(chat_env(fake_llm, tmp_path))
+        child.logfile_read = seen = io.StringIO()
+        child.send("tell me a long story\r")
+        child.expect("word5")  # part of the reply, while the rest is still being written
+        child.expect("you>")
+        child.sendcontrol("d")
+        return seen.getvalue(), ended(child)
+
+    shown, (code, _) = await in_pty(scenario)
+    streamed = shown.index("**Bold start** word0")  # the reply as the model wrote it ...
+    redrawn = shown[shown.index("\x1b[J", streamed):]  # ... cleared, and drawn again rendered
+    assert code == 0
+    assert "Bold start" in redrawn and "**" not in redrawn and "the end" in redrawn
