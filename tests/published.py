@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
 
 from bot.events import InboundMessage
+from memory.media import MB, MediaLimits, MediaStore
 
 
 class Published(list[InboundMessage]):
@@ -15,3 +19,31 @@ class Published(list[InboundMessage]):
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         done.set_result(None)
         return done
+
+
+class MediaChannels:
+    """Platform channels started on a fake, each with a media store of a given per-file cap; `close` stops them."""
+
+    def __init__(self, home: Path, make: Callable[[Published, MediaStore], Any],
+                 ready: Callable[[], Awaitable[Any]] | None = None) -> None:
+        self.home, self.make, self.ready = home, make, ready
+        self.started: list[Any] = []
+
+    async def start(self, cap_mb: float = 20) -> tuple[Any, MediaStore, Published]:
+        store = MediaStore(self.home, MediaLimits(file_bytes=int(cap_mb * MB)))
+        published = Published()
+        channel = self.make(published, store)
+        self.started.append(channel)
+        await channel.start()
+        if self.ready is not None:
+            await self.ready()
+        return channel, store, published
+
+    async def close(self) -> None:
+        for channel in self.started:
+            await channel.stop()
+
+
+def on_disk(store: MediaStore, msg: InboundMessage) -> list[bytes]:
+    """The bytes kept for each of `msg`'s files."""
+    return [store.path(msg.key, a).read_bytes() for a in msg.attachments]

@@ -7,10 +7,10 @@ import pytest
 from bot.events import ChatKey
 from channels.discord_bot import DiscordChannel, DiscordSettings
 from memory import chat_settings
-from memory.media import MB, MediaLimits, MediaStore
+from memory.media import MB
 from memory.paths import ChatFiles
 from tests.fakes.fake_discord import FakeDiscord, snowflake
-from tests.published import Published
+from tests.published import MediaChannels, on_disk
 
 
 @pytest.fixture
@@ -26,24 +26,11 @@ async def dc():
 @pytest.fixture
 async def open_channel(dc, tmp_path):
     """Start a Discord channel on the fake with a media store of the given per-file cap; stopped after."""
-    started = []
-
-    async def start(cap_mb: float = 20):
-        store = MediaStore(tmp_path, MediaLimits(file_bytes=int(cap_mb * MB)))
-        published = Published()
-        channel = DiscordChannel(DiscordSettings(dc.token, api_base=dc.api_base, gateway_url=dc.gateway_url),
-                                 published, [("help", "what I can do")], media=store)
-        started.append(channel)
-        await channel.start()
-        return channel, store, published
-
-    yield start
-    for channel in started:
-        await channel.stop()
-
-
-def on_disk(store, msg):
-    return [store.path(msg.key, a).read_bytes() for a in msg.attachments]
+    channels = MediaChannels(tmp_path, lambda published, store: DiscordChannel(
+        DiscordSettings(dc.token, api_base=dc.api_base, gateway_url=dc.gateway_url), published,
+        [("help", "what I can do")], media=store))
+    yield channels.start
+    await channels.close()
 
 
 async def test_voice_photo_and_document_are_kept_with_the_text(open_channel, dc):

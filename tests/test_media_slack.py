@@ -10,10 +10,10 @@ from bot.ops import doctor
 from channels.slack import SlackChannel, SlackSettings
 from channels.slack_media import token_may_go_to
 from memory import chat_settings
-from memory.media import MB, MediaLimits, MediaStore
+from memory.media import MB
 from memory.paths import ChatFiles
 from tests.fakes.fake_slack import FakeSlack
-from tests.published import Published
+from tests.published import MediaChannels, on_disk
 
 BOT = "U0TUSK"
 
@@ -28,25 +28,11 @@ async def slack():
 @pytest.fixture
 async def open_channel(slack, tmp_path):
     """Start a Slack channel (Socket Mode) on the fake with a media store of the given cap; stopped after."""
-    started = []
-
-    async def start(cap_mb: float = 20):
-        store = MediaStore(tmp_path, MediaLimits(file_bytes=int(cap_mb * MB)))
-        published = Published()
-        channel = SlackChannel(SlackSettings(slack.bot_token, app_token=slack.app_token, api_url=slack.api_url),
-                               published, [("help", "what I can do")], media=store)
-        started.append(channel)
-        await channel.start()
-        await slack.wait_connected()
-        return channel, store, published
-
-    yield start
-    for channel in started:
-        await channel.stop()
-
-
-def on_disk(store, msg):
-    return [store.path(msg.key, a).read_bytes() for a in msg.attachments]
+    channels = MediaChannels(tmp_path, lambda published, store: SlackChannel(
+        SlackSettings(slack.bot_token, app_token=slack.app_token, api_url=slack.api_url), published,
+        [("help", "what I can do")], media=store), ready=slack.wait_connected)
+    yield channels.start
+    await channels.close()
 
 
 def share(slack, text, *files, **extra):

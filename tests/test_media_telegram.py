@@ -8,10 +8,10 @@ from bot.app import TuskApp
 from bot.events import ChatKey
 from channels.telegram import TelegramChannel, TelegramSettings
 from memory import chat_settings
-from memory.media import MB, MediaLimits, MediaStore
+from memory.media import MB
 from memory.paths import ChatFiles
 from tests.fakes.fake_telegram import FakeTelegram
-from tests.published import Published
+from tests.published import MediaChannels, on_disk
 
 MENU = [("help", "what I can do"), ("listen", "keep the group's chatter")]
 
@@ -25,24 +25,10 @@ async def tg():
 @pytest.fixture
 async def open_channel(tg, tmp_path):
     """Start a Telegram channel on the fake with a media store of the given per-file cap; stopped after."""
-    started = []
-
-    async def start(cap_mb: float = 20):
-        store = MediaStore(tmp_path, MediaLimits(file_bytes=int(cap_mb * MB)))
-        published = Published()
-        channel = TelegramChannel(TelegramSettings(tg.token, api_base=tg.base_url, poll_timeout=1), published,
-                                  MENU, media=store)
-        await channel.start()
-        started.append(channel)
-        return channel, store, published
-
-    yield start
-    for channel in started:
-        await channel.stop()
-
-
-def on_disk(store, msg):
-    return [store.path(msg.key, a).read_bytes() for a in msg.attachments]
+    channels = MediaChannels(tmp_path, lambda published, store: TelegramChannel(
+        TelegramSettings(tg.token, api_base=tg.base_url, poll_timeout=1), published, MENU, media=store))
+    yield channels.start
+    await channels.close()
 
 
 def getfiles(tg):
