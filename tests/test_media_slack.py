@@ -10,7 +10,7 @@ from bot.ops import doctor
 from channels.slack import SlackChannel, SlackSettings
 from channels.slack_media import token_may_go_to
 from memory import chat_settings
-from memory.media import MB
+from memory.media import MB, MediaStore
 from memory.paths import ChatFiles
 from tests.fakes.fake_slack import FakeSlack
 from tests.published import MediaChannels, on_disk
