@@ -1,7 +1,7 @@
 """Files that come with platform messages, kept in the chat's `media/` before the message is published.
 
     channel: to_inbound() -> allow-list -> the message's files as `Remote`s (platform id, name, declared
-             size, how to fetch): channels/telegram_media.py, discord_media.py, slack_media.py
+             size, how to fetch): channels/telegram/media.py, discord_media.py, slack_media.py
           -> MediaIntake.attach(): each file streamed into memory/media.py's MediaStore in chunks (a declared
              size over the cap is refused before any byte is fetched; a platform file id seen before is
              never fetched again) -> ONE InboundMessage: the caption as text, the kept files as attachments

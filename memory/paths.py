@@ -128,7 +128,7 @@ class ChatFiles:
 
     @property
     def input_history(self) -> Path:
-        """What was typed at `tusk chat` for this chat, for the Up key (channels/terminal_prompt.py)."""
+        """What was typed at `tusk chat` for this chat, for the Up key (channels/terminal/prompt.py)."""
         return self.dir / "input-history"
 
     @property

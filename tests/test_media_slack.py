@@ -8,7 +8,7 @@ import pytest
 from bot.events import ChatKey
 from bot.ops import doctor
 from channels.slack import SlackChannel, SlackSettings
-from channels.slack_media import token_may_go_to
+from channels.slack.media import token_may_go_to
 from memory import chat_settings
 from memory.media import MB, MediaStore
 from memory.paths import ChatFiles
@@ -149,7 +149,7 @@ async def test_doctor_checks_the_files_read_scope(make_settings, slack):
 def test_file_objects_map_to_remotes(tmp_path):
     """Slack file objects become files to fetch: clips are voice notes with their duration, sizes as declared."""
     from channels.media_in import MediaIntake
-    from channels.slack_media import files_of
+    from channels.slack.media import files_of
 
     intake = MediaIntake(MediaStore(tmp_path), "Slack")
     event = {"files": [{"id": "F1", "name": "clip.webm", "mimetype": "audio/webm", "subtype": "slack_audio",

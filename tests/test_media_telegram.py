@@ -213,7 +213,7 @@ def test_the_photo_size_is_the_largest_that_fits():
     """Of a photo's sizes the largest within the cap is taken; if none fits, the smallest (to be refused)."""
     from types import SimpleNamespace as Size
 
-    from channels.telegram_media import _photo
+    from channels.telegram.media import _photo
 
     sizes = (Size(width=90, height=60, file_size=2_000), Size(width=320, height=213, file_size=20_000),
              Size(width=1280, height=853, file_size=300_000))

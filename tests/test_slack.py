@@ -12,8 +12,8 @@ from bot.commands import ADMINS_ONLY
 from bot.errors import ConfigError
 from bot.events import ChatKey, OutboundMessage
 from channels.slack import SlackError
-from channels.slack_events import command_text, command_to_inbound, route_of, to_inbound
-from channels.slack_format import LIMIT, from_slack, split_for_slack, to_mrkdwn
+from channels.slack.events import command_text, command_to_inbound, route_of, to_inbound
+from channels.slack.format import LIMIT, from_slack, split_for_slack, to_mrkdwn
 from tests import procs
 from tests.fakes.fake_llm import Reply
 from tests.fakes.fake_slack import FakeSlack

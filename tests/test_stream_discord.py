@@ -6,7 +6,7 @@ import pytest
 
 from bot.app import TuskApp
 from bot.stream import CUT_NOTE
-from channels import discord_stream
+from channels.discord_bot import stream as discord_stream
 from tests.fakes.fake_discord import FakeDiscord, snowflake
 from tests.fakes.fake_llm import Reply
 from tests.legality import violations

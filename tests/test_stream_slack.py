@@ -6,8 +6,8 @@ import pytest
 
 from bot.app import TuskApp
 from bot.stream import CUT_NOTE
-from channels import slack_stream
-from channels.slack_format import to_mrkdwn
+from channels.slack import stream as slack_stream
+from channels.slack.format import to_mrkdwn
 from tests.fakes.fake_llm import Reply
 from tests.fakes.fake_slack import FakeSlack
 from tests.legality import violations

@@ -4,7 +4,7 @@ import pytest
 
 from bot.app import TuskApp
 from bot.stream import CUT_NOTE
-from channels import telegram_stream
+from channels.telegram import stream as telegram_stream
 from channels.split import FENCE
 from tests.fakes.fake_llm import Reply
 from tests.fakes.fake_telegram import MAX_TEXT, FakeTelegram

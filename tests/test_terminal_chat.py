@@ -139,7 +139,7 @@ async def test_ctrl_c_cancels_the_turn_or_ends_the_chat(fake_llm, tmp_path):
 
 def test_history_is_private_even_with_a_loose_umask(tmp_path):
     """The input history file is made 0600 whatever the umask, and a symlink in its place is refused."""
-    from channels.terminal_prompt import PrivateHistory
+    from channels.terminal.prompt import PrivateHistory
     from memory.paths import UnsafePathError
 
     old = os.umask(0)

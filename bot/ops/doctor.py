@@ -4,7 +4,7 @@
     tokenizer  the model (bot/ops/probe.py)  each platform token  each MCP server  allow-lists
 
 The CLI masks every secret in what it prints, exactly as the log does (bot/logs.py); the
-HTTP access check applies the very rule `tusk run` enforces (channels/http.py `bind_problem`).
+HTTP access check applies the very rule `tusk run` enforces (channels/http/ `bind_problem`).
 
 Platform tokens are checked with one plain HTTPS call each (Telegram `getMe`, Slack
 `auth.test`, Discord `users/@me`), so the doctor needs none of the platform libraries.

@@ -1,7 +1,7 @@
 """Discord, on discord.py 2.7's `Client`, run inside Tusk's own event loop.
 
     MESSAGE_CREATE -> to_inbound() (pure: bots, gating, mention stripping, chat key, admin flag)
-                   -> allow-list -> attachments kept in media/ (channels/discord_media.py; the channel's
+                   -> allow-list -> attachments kept in media/ (channels/discord_bot/media.py; the channel's
                       later messages wait for them) -> publish -> typing until done
     INTERACTION    -> a chat command (/memory, /forget, ...: the app's menu as application commands,
                       synced at start) -> command_to_inbound() -> allow-list
@@ -41,9 +41,9 @@ from discord import app_commands
 
 from bot.errors import BusClosed, ConfigError, DeliveryError
 from bot.events import ChatKey, InboundMessage, OutboundMessage
-from channels import discord_media
+from channels.discord_bot import media as discord_media
 from channels.base import Access, Publish
-from channels.discord_stream import DiscordDraft
+from channels.discord_bot.stream import DiscordDraft
 from channels.media_in import InOrder, MediaIntake, Remote
 from channels.split import split_message
 from memory.media import MediaStore
@@ -134,7 +134,7 @@ def to_inbound(message: Any, me_id: int) -> InboundMessage | None:
 
     `message` is a `discord.Message` (only plain attributes are read, so tests hand-build
     them). Attachments without text become an empty text; the channel adds the files it downloads
-    (channels/discord_media.py). The allow-list needs the channel's settings and is checked there.
+    (channels/discord_bot/media.py). The allow-list needs the channel's settings and is checked there.
     """
     author = message.author
     if author.bot or message.webhook_id is not None or message.type not in TURNS:
@@ -390,7 +390,7 @@ class DiscordChannel:
             await asyncio.wait([done], timeout=TYPING_EVERY)
 
     def draft(self, key: ChatKey, reply_to: int) -> DiscordDraft | None:
-        """The reply while it is written (channels/discord_stream.py); slash commands answer at once."""
+        """The reply while it is written (channels/discord_bot/stream.py); slash commands answer at once."""
         route = self._routes.get(reply_to)
         if self.client is None or isinstance(route, _Slash):
             return None

@@ -6,7 +6,7 @@
 Fields: `text` (the caption, may be empty), `user` (optional sender id), and up to `MAX_FILES`
 `file` parts. Each file is streamed straight into the chat's `media/` folder (memory/media.py),
 which refuses it the moment it passes TUSK_MEDIA_MAX_MB, so nothing is held in memory whole.
-The upload must arrive within `upload_deadline` (channels/http_limits.py), so a slow sender
+The upload must arrive within `upload_deadline` (channels/http/limits.py), so a slow sender
 cannot hold a connection for long; the text fields are capped like a JSON body.
 """
 

@@ -1,7 +1,7 @@
 """Telegram, on python-telegram-bot 22's `Application`, run inside Tusk's own event loop.
 
     update -> to_inbound() (pure: gating, mention stripping, chat key)
-           -> allow-list / pairing -> files kept in media/ (channels/telegram_media.py; the chat's later
+           -> allow-list / pairing -> files kept in media/ (channels/telegram/media.py; the chat's later
               messages wait for them) -> admin check (groups; cached) -> publish -> typing until done
     reply  -> split_message() on the Markdown source -> Telegram HTML per piece
            -> plain text if Telegram rejects the entities; 429s wait (AIORateLimiter),
@@ -32,11 +32,11 @@ from telegram.ext import AIORateLimiter, Application, ContextTypes, TypeHandler
 
 from bot.errors import BusClosed, ConfigError, DeliveryError
 from bot.events import ChatKey, InboundMessage, OutboundMessage
-from channels import telegram_media
+from channels.telegram import media as telegram_media
 from channels.base import Access, Publish
 from channels.media_in import InOrder, MediaIntake, Remote
 from channels.split import split_message, utf16_len
-from channels.telegram_stream import TelegramDraft
+from channels.telegram.stream import TelegramDraft
 from memory.media import MediaStore
 
 logger = logging.getLogger(__name__)
@@ -114,7 +114,7 @@ def to_inbound(message: Message | None, me: User, commands: frozenset[str]) -> I
     """The InboundMessage for a Telegram message, or None if Tusk should not answer it.
 
     Media without a caption becomes an empty text; the channel adds the files it downloads
-    (channels/telegram_media.py). The allow-list and admin rights are checked by the channel (they need state).
+    (channels/telegram/media.py). The allow-list and admin rights are checked by the channel (they need state).
     """
     if message is None or message.from_user is None or message.chat.type == Chat.CHANNEL:
         return None
@@ -326,7 +326,7 @@ class TelegramChannel:
             self._replying_to.pop(msg.id, None)
 
     def draft(self, key: ChatKey, reply_to: int) -> TelegramDraft | None:
-        """The reply to `reply_to` while it is written (channels/telegram_stream.py): a draft in a private
+        """The reply to `reply_to` while it is written (channels/telegram/stream.py): a draft in a private
         chat (user ids are positive, group ids negative), a message edited in place in a group."""
         if self.app is None:
             return None

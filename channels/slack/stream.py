@@ -19,9 +19,9 @@ from typing import Any
 
 from slack_sdk.errors import SlackApiError
 
-from channels.slack_api import error_code
-from channels.slack_events import Route
-from channels.slack_format import split_for_slack
+from channels.slack.api import error_code
+from channels.slack.events import Route
+from channels.slack.format import split_for_slack
 
 logger = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.events import ChatKey, InboundMessage
-from channels.slack_format import from_slack
+from channels.slack.format import from_slack
 
 _KEPT_SUBTYPES = {None, "file_share", "thread_broadcast"}  # user messages; every other subtype is not one
 

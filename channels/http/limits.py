@@ -13,7 +13,7 @@ open: a new one closes the oldest idle one (one not serving a request), or is cl
 once if every open connection is busy. The limit never exceeds a quarter of the process's
 file limit (RLIMIT_NOFILE), so the files, journals and platform sockets always have room.
 
-A request body is read whole within the idle timeout and at most 1 MiB (channels/http.py), except a
+A request body is read whole within the idle timeout and at most 1 MiB (channels/http/), except a
 file upload (multipart), which streams to disk within `upload_deadline`.
 """
 
@@ -29,7 +29,7 @@ from aiohttp import web
 logger = logging.getLogger(__name__)
 
 
-MIN_UPLOAD_RATE = 64 * 1024  # bytes a second a file upload must at least keep up (channels/http_files.py)
+MIN_UPLOAD_RATE = 64 * 1024  # bytes a second a file upload must at least keep up (channels/http/files.py)
 
 
 def upload_deadline(max_bytes: int, idle_timeout: float) -> float:

@@ -1,6 +1,6 @@
 """`tusk chat`: one local chat in the terminal, with the same commands as any other chat.
 
-At a terminal the input line is prompt_toolkit's (channels/terminal_prompt.py: editing keys,
+At a terminal the input line is prompt_toolkit's (channels/terminal/prompt.py: editing keys,
 the chat's own input history, multi-line messages, bracketed paste as one message), replies
 are rendered as Markdown by rich, and whatever is printed while the prompt is shown (a
 reminder's message, a library's warning) appears above it. Ctrl-C cancels the running turn
@@ -28,7 +28,7 @@ from typing import TextIO
 
 from bot.events import ChatKey, InboundMessage, OutboundMessage
 from channels.base import Publish
-from channels.terminal_stream import RedrawDraft, WriterDraft
+from channels.terminal.stream import RedrawDraft, WriterDraft
 
 QUIT = frozenset({"/quit", "/exit"})
 CANCELLED = "(cancelled: that message was not answered and not saved)"
@@ -91,7 +91,7 @@ class TerminalChannel:
         self._lines.put_nowait(None)
 
     def draft(self, key: ChatKey, reply_to: int) -> WriterDraft:
-        """The reply printed as it is written (channels/terminal_stream.py); at a terminal it is then drawn
+        """The reply printed as it is written (channels/terminal/stream.py); at a terminal it is then drawn
         again, rendered, in its place."""
         if not self._rich:
             return WriterDraft(self._out, f"{self._bot_name}> ")
@@ -134,7 +134,7 @@ class TerminalChannel:
             return
         from prompt_toolkit.patch_stdout import patch_stdout
 
-        from channels.terminal_prompt import PromptLine
+        from channels.terminal.prompt import PromptLine
 
         line = PromptLine(self._history)
         with patch_stdout(raw=True):

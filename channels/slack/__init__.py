@@ -10,7 +10,7 @@ doubled event (same channel and ts) is answered once. An hourglass reaction mark
 message while its turn runs. Senders outside SLACK_ALLOW_FROM cost no API or LLM call.
 `send` finds a reply's place from the inbound message it answers, else from the chat key
 alone (`C123` or `C123-1700000000.000100`), so reminders work with no message to answer.
-Payload mapping: channels/slack_events.py; Markdown to mrkdwn: channels/slack_format.py.
+Payload mapping: channels/slack/events.py; Markdown to mrkdwn: channels/slack/format.py.
 """
 
 from __future__ import annotations
@@ -38,14 +38,14 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.errors import BusClosed, ConfigError, DeliveryError
 from bot.events import ChatKey, InboundMessage, OutboundMessage
-from channels import slack_media
+from channels.slack import media as slack_media
 from channels.base import Access, Publish
 from channels.media_in import MediaIntake, Remote
-from channels.slack_api import ServerErrorRetry, error_code as _error_code, scope_hint as _scope_hint
-from channels.slack_events import (Route, Sender, command_to_inbound, reply_route, route_of, sender_of,
+from channels.slack.api import ServerErrorRetry, error_code as _error_code, scope_hint as _scope_hint
+from channels.slack.events import (Route, Sender, command_to_inbound, reply_route, route_of, sender_of,
                                    to_inbound)
-from channels.slack_format import split_for_slack
-from channels.slack_stream import SlackDraft
+from channels.slack.format import split_for_slack
+from channels.slack.stream import SlackDraft
 from memory.media import MediaStore
 
 logger = logging.getLogger(__name__)
@@ -372,7 +372,7 @@ class SlackChannel:
     # -- outbound ----------------------------------------------------------------------------
 
     def draft(self, key: ChatKey, reply_to: int) -> SlackDraft | None:
-        """The reply while it is written (channels/slack_stream.py); slash commands answer at once."""
+        """The reply while it is written (channels/slack/stream.py); slash commands answer at once."""
         route = self._routes.get(reply_to)
         if route is None or route.response_url or self._client is None:
             return None

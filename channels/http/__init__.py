@@ -4,9 +4,9 @@
     GET  /console/{asset}               its scripts and styles
     POST /v1/chats/{chat_id}/messages   {"text": "...", "user": "optional sender id"}
                                         -> 200 {"replies": ["...", ...]} once the turn is done
-                                        or multipart/form-data: text, user, file (channels/http_files.py)
+                                        or multipart/form-data: text, user, file (channels/http/files.py)
                                         {"stream": true, ...} -> Server-Sent Events while it runs
-                                        (channels/http_stream.py: delta, tool, done, error)
+                                        (channels/http/stream.py: delta, tool, done, error)
     GET  /healthz                       -> 200 {"ok": true} (never needs the token)
     + the routes mounted with `add_routes` (the console's JSON API, bot/ops/console.py)
 
@@ -18,10 +18,10 @@ answered (no DNS rebinding). A token for any other address must be at least 32 c
 (POST, PUT, DELETE, ...) need `Content-Type: application/json` and must come from the same
 origin (`Sec-Fetch-Site: same-origin`, or an `Origin` equal to this server's), so no other site
 open in the same browser can send them (CSRF). Connections are bounded in number and idle time
-(channels/http_limits.py). Every error is a JSON body `{"error": "..."}` with a 4xx status: bad
+(channels/http/limits.py). Every error is a JSON body `{"error": "..."}` with a 4xx status: bad
 JSON, missing text, bodies over 1 MiB, chat ids that are empty, too long or hold control characters.
 The one exception to "JSON only": a message with files may be multipart/form-data (same origin
-rules), streamed to disk within the upload deadline (channels/http_limits.py).
+rules), streamed to disk within the upload deadline (channels/http/limits.py).
 """
 
 from __future__ import annotations
@@ -42,15 +42,15 @@ from aiohttp import web
 from bot.errors import BusClosed, ConfigError, MediaRefused
 from bot.events import ChatKey, InboundMessage, OutboundMessage
 from channels.base import Publish
-from channels.http_files import MAX_FILES, read_upload
-from channels.http_limits import ConnectionLimit, upload_deadline
-from channels.http_stream import EventStream
+from channels.http.files import MAX_FILES, read_upload
+from channels.http.limits import ConnectionLimit, upload_deadline
+from channels.http.stream import EventStream
 from memory.media import MediaStore
 
 logger = logging.getLogger(__name__)
 
 MAX_BODY = 1024 * 1024
-CONSOLE_DIR = Path(__file__).parent / "console"
+CONSOLE_DIR = Path(__file__).parent.parent / "console"
 ASSET_NAME = re.compile(r"[a-z0-9_-]+\.(js|css|html|svg)")
 CONTENT_TYPES = {"js": "text/javascript", "css": "text/css", "html": "text/html", "svg": "image/svg+xml"}
 CONTROL = re.compile(r"[\x00-\x1f\x7f]")
