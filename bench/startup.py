@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 from tests.fakes.fake_llm import FakeLLM  # noqa: E402
 from tests.fakes.fake_telegram import FakeTelegram  # noqa: E402
 
-PROMPT = b"you> "  # what `tusk chat` shows when it waits for a line
+PROMPT = b"you>"  # what `tusk chat` shows when it waits for a line (prompt_toolkit moves the cursor after it)
 IDLE = 1.0  # seconds after the first reply before the idle RSS is read
 
 
@@ -126,7 +126,7 @@ async def run_telegram(llm: FakeLLM) -> dict[str, float]:
 async def run_chat(llm: FakeLLM) -> dict[str, float]:
     home = tempfile.mkdtemp(prefix="tusk-startup-")
     env = clean_env(home, TUSK_MODEL="openai/fake-model", TUSK_API_BASE=llm.base_url, TUSK_API_KEY="sk-bench",
-                    TERM="xterm")
+                    TERM="xterm", PROMPT_TOOLKIT_NO_CPR="1")  # the pty answers no cursor-position request
     master, slave = pty.openpty()
     os.set_blocking(master, False)
     seen = bytearray()
@@ -159,7 +159,7 @@ async def run_chat(llm: FakeLLM) -> dict[str, float]:
         at = await shows(PROMPT)
         ready, ready_rss, ready_cpu = time.monotonic() - started, rss_mb(proc.pid), cpu_s(proc.pid)
         os.write(master, b"hello\r")
-        await shows(PROMPT, await shows(b"Tusk> ", at))  # the reply, then the next prompt
+        await shows(PROMPT, await shows(b"Tusk>", at))  # the reply, then the next prompt
         first = time.monotonic() - started
         await asyncio.sleep(IDLE)
         return {"prompt": ready, "CPU to prompt": ready_cpu, "first reply": first, "RSS prompt": ready_rss,

@@ -23,7 +23,6 @@ import socket
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-import httpx
 
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 _OPEN_THINK = re.compile(r"<think>.*\Z", re.DOTALL | re.IGNORECASE)
@@ -176,36 +175,6 @@ def flatten_content(body: dict[str, Any]) -> bool:
     return changed
 
 
-class _ReadableReplies(httpx.AsyncBaseTransport):
-    """An httpx transport that hands chat completions on with list content turned into text."""
-
-    def __init__(self) -> None:
-        # No pooled connections: none outlives its request (nor the event loop that made it). These
-        # servers are mostly local, where a connection costs a fraction of a millisecond.
-        self._inner = httpx.AsyncHTTPTransport(limits=httpx.Limits(max_keepalive_connections=0))
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        response = await self._inner.handle_async_request(request)
-        if not request.url.path.endswith("/chat/completions") or \
-                "application/json" not in response.headers.get("content-type", ""):
-            return response  # streams and errors pass as they are
-        raw = await response.aread()
-        try:
-            body = json.loads(raw)
-        except ValueError:
-            body = None
-        if not isinstance(body, dict) or not flatten_content(body):
-            return httpx.Response(response.status_code, headers=response.headers, content=raw,
-                                  request=request, extensions=response.extensions)
-        headers = [(k, v) for k, v in response.headers.items()
-                   if k.lower() not in ("content-length", "content-encoding", "transfer-encoding")]
-        return httpx.Response(response.status_code, headers=headers, content=json.dumps(body).encode(),
-                              request=request, extensions=response.extensions)
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-
 def wants_readable_client(model: str, api_base: str | None) -> bool:
     """Whether litellm should get a `readable_client` for `model`: the `openai/` route to a base URL."""
     return bool(api_base) and model.startswith("openai/")
@@ -213,7 +182,10 @@ def wants_readable_client(model: str, api_base: str | None) -> bool:
 
 def readable_client(api_base: str, api_key: str | None) -> Any:
     """An OpenAI client (for litellm's `client` parameter) whose replies' list content arrives as text."""
-    import openai  # installed with litellm
+    import httpx  # both installed with litellm, imported here: not at start-up (httpx loads its CLI, rich)
+    import openai
+
+    from bot.llm_readable import ReadableReplies
 
     return openai.AsyncOpenAI(base_url=api_base, api_key=api_key or os.environ.get("OPENAI_API_KEY") or "none",
-                              max_retries=0, http_client=httpx.AsyncClient(transport=_ReadableReplies(), timeout=None))
+                              max_retries=0, http_client=httpx.AsyncClient(transport=ReadableReplies(), timeout=None))
