@@ -52,6 +52,10 @@ class EventStream:
         await self._event("tool", {"status": text.strip("_")})
 
     async def finish(self, text: str) -> None:
+        """The final reply, one of `done`'s; a preview it continues is first brought up to it (the last
+        update before the end may have been skipped by the pace)."""
+        if self._text and text != self._text and text.startswith(self._text):
+            await self.show(text)
         self.replies.append(text)
 
     async def done(self) -> None:
