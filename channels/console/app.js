@@ -10,11 +10,17 @@ import { h } from "./dom.js";
 import { renderChatDetail, renderMemoryList } from "./memory.js";
 import { renderTools } from "./tools.js";
 
-const view = document.getElementById("view");
+let view = document.getElementById("view");
 let generation = 0;
 
 async function route() {
   const mine = ++generation;
+  // Each page renders into a view of its own: a page still loading when the user moves on (its
+  // fetches answer late) writes into its old, detached view and can no longer cover the new page.
+  const fresh = view.cloneNode(false);
+  fresh.append(h("p", { class: "muted" }, "Loading…"));
+  view.replaceWith(fresh);
+  view = fresh;
   const parts = window.location.hash.replace(/^#\/?/, "").split("/");
   const page = ["memory", "tools"].includes(parts[0]) ? parts[0] : "chat";
   for (const link of document.querySelectorAll("header nav a")) {
