@@ -15,11 +15,30 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
+import pytest
+
 CHROMIUM = os.environ.get("TUSK_TEST_CHROMIUM", "/usr/bin/chromium")
+
+
+def playwright_expect() -> Any:
+    """Playwright's `expect`, for a browser test module's import: without Playwright or Chromium the
+    module is skipped locally, and fails in CI (a missing browser there is a failure, never a silent skip)."""
+    try:
+        from playwright.sync_api import expect
+    except ImportError:
+        if os.environ.get("CI"):
+            raise
+        pytest.skip("pip install -e '.[test]' for the browser tests", allow_module_level=True)
+    if not shutil.which(CHROMIUM):
+        if os.environ.get("CI"):
+            raise RuntimeError(f"{CHROMIUM} is missing: .ci/run installs Debian's chromium package")
+        pytest.skip(f"{CHROMIUM} is missing (apt-get install -y chromium)", allow_module_level=True)
+    return expect
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 T = TypeVar("T")

@@ -2,9 +2,7 @@
 the token, and hostile content shown as text."""
 
 import json
-import os
 import re
-import shutil
 
 import aiohttp
 import pytest
@@ -12,18 +10,9 @@ import pytest
 from bot.app import TuskApp
 from tests.fakes.fake_llm import Reply
 
-from tests.browser import CHROMIUM, BrowserThread
+from tests.browser import BrowserThread, playwright_expect
 
-try:
-    from playwright.sync_api import expect
-except ImportError:  # in CI a missing browser or driver is a failure, never a silent skip
-    if os.environ.get("CI"):
-        raise
-    pytest.skip("pip install -e '.[test]' for the browser tests", allow_module_level=True)
-if not shutil.which(CHROMIUM):
-    if os.environ.get("CI"):
-        raise RuntimeError(f"{CHROMIUM} is missing: .ci/run installs Debian's chromium package")
-    pytest.skip(f"{CHROMIUM} is missing (apt-get install -y chromium)", allow_module_level=True)
+expect = playwright_expect()
 
 XSS = '<img src=x onerror="window.__xss=1"><script>window.__xss=2</script>'
 

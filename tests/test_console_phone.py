@@ -3,13 +3,11 @@ long code lines scroll inside their block, and the composer stays in view. Scree
 
 import pytest
 
+from tests.browser import playwright_expect
 from tests.fakes.fake_llm import Reply
 from tests.test_console_browser import browser, sign_in  # noqa: F401  (the browser fixture, the sign-in)
 
-try:
-    from playwright.sync_api import expect
-except ImportError:  # tests/test_console_browser.py has already skipped (or failed, in CI)
-    pytest.skip("playwright is missing", allow_module_level=True)
+expect = playwright_expect()
 
 PHONE = {"width": 375, "height": 740}
 DESKTOP = {"width": 1280, "height": 800}

@@ -1,33 +1,16 @@
 """The console's file upload in a real headless Chromium: the Attach button and drag-and-drop."""
 
-import os
 import re
-import shutil
 
 import pytest
 
-from tests.browser import CHROMIUM, BrowserThread
+from tests.browser import playwright_expect
 from tests.conftest import running
 from tests.fakes.fake_llm import Reply, images_in
 from tests.media_files import image_bytes
+from tests.test_console_browser import browser, sign_in  # noqa: F401  (the browser fixture, the sign-in)
 
-try:
-    from playwright.sync_api import expect
-except ImportError:  # in CI a missing browser or driver is a failure, never a silent skip
-    if os.environ.get("CI"):
-        raise
-    pytest.skip("pip install -e '.[test]' for the browser tests", allow_module_level=True)
-if not shutil.which(CHROMIUM):
-    if os.environ.get("CI"):
-        raise RuntimeError(f"{CHROMIUM} is missing: .ci/run installs Debian's chromium package")
-    pytest.skip(f"{CHROMIUM} is missing (apt-get install -y chromium)", allow_module_level=True)
-
-
-@pytest.fixture(scope="module")
-def browser():
-    b = BrowserThread()
-    yield b
-    b.close()
+expect = playwright_expect()
 
 
 @pytest.fixture
@@ -37,8 +20,7 @@ async def seeing_tusk(make_settings):
 
 
 def open_chat(page, tusk, chat):
-    page.goto(f"{tusk.url}/#token={tusk.token}")
-    expect(page).not_to_have_url(re.compile("token"))
+    sign_in(page, tusk)
     page.goto(f"{tusk.url}/#/chat/{chat}")
     expect(page.locator(".chat-head h2")).to_have_text(chat)
 
