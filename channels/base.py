@@ -12,16 +12,26 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from bot.events import InboundMessage, OutboundMessage
+from bot.errors import DeliveryError
+from bot.events import ChatKey, InboundMessage, OutboundMessage
 from bot.pairing import PairingError, PairingStore
 
 logger = logging.getLogger(__name__)
 
 Publish = Callable[[InboundMessage], asyncio.Future[None]]
+
+
+async def tell(send: Callable[[OutboundMessage], Awaitable[None]], key: ChatKey, text: str) -> None:
+    """Tusk's own words outside any turn (a pairing code, a file not taken): no session, and a platform
+    that refuses them is logged, not raised (the message they concern goes on)."""
+    try:
+        await send(OutboundMessage(key, text))
+    except DeliveryError as exc:
+        logger.warning("could not send a notice to %s: %s", key, exc)
 
 
 

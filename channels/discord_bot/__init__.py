@@ -23,6 +23,7 @@ point discord.py elsewhere through the two class attributes it reads them from; 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import re
 import warnings
@@ -42,7 +43,7 @@ from discord import app_commands
 from bot.errors import BusClosed, ConfigError, DeliveryError
 from bot.events import ChatKey, InboundMessage, OutboundMessage
 from channels.discord_bot import media as discord_media
-from channels.base import Access, Publish
+from channels.base import Access, Publish, tell
 from channels.discord_bot.stream import DiscordDraft
 from channels.media_in import InOrder, MediaIntake, Remote
 from channels.split import split_message
@@ -331,7 +332,7 @@ class DiscordChannel:
                             files: list[Remote] | None = None) -> None:
         """Publish `msg` (its attachments downloaded first), then show "typing" until its turn is done."""
         if files and self._intake is not None:
-            if (with_files := await self._intake.attach(msg, files, self._tell)) is None:
+            if (with_files := await self._intake.attach(msg, files, functools.partial(tell, self.send))) is None:
                 return
             msg = with_files
         if not msg.addressed:  # no typing, no reply: the agent keeps it or drops it
@@ -345,13 +346,6 @@ class DiscordChannel:
         task = asyncio.create_task(self._keep_typing(message.channel.id, done), name=f"typing {msg.key}")
         self._typing.add(task)
         task.add_done_callback(self._typing.discard)
-
-    async def _tell(self, key: ChatKey, text: str) -> None:
-        """Tusk's own words outside any turn (a file not taken): no session."""
-        try:
-            await self.send(OutboundMessage(key, text))
-        except DeliveryError as exc:
-            logger.warning("could not tell %s that a file was not taken: %s", key, exc)
 
     async def on_command(self, interaction: discord.Interaction, name: str, args: str) -> None:
         msg = command_to_inbound(interaction, name, args)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import logging
 import re
 import time
@@ -39,7 +40,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.errors import BusClosed, ConfigError, DeliveryError
 from bot.events import ChatKey, InboundMessage, OutboundMessage
 from channels.slack import media as slack_media
-from channels.base import Access, Publish
+from channels.base import Access, Publish, tell
 from channels.media_in import MediaIntake, Remote
 from channels.slack.api import ServerErrorRetry, error_code as _error_code, scope_hint as _scope_hint
 from channels.slack.events import (Route, Sender, command_to_inbound, reply_route, route_of, sender_of,
@@ -261,13 +262,6 @@ class SlackChannel:
         return self._intake.files_for(msg, slack_media.files_of(event, self._intake, self.settings.bot_token,
                                                                  self.settings.api_url))
 
-    async def _tell(self, key: ChatKey, text: str) -> None:
-        """Tusk's own words outside any turn (a file not taken): no session."""
-        try:
-            await self.send(OutboundMessage(key, text))
-        except SlackError as exc:
-            logger.warning("could not tell %s that a file was not taken: %s", key, exc)
-
     async def _on_command(self, ack: Any, command: dict[str, Any]) -> None:
         await ack()  # within Slack's 3 seconds; the answer follows through response_url
         msg = command_to_inbound(command, self._commands)
@@ -306,7 +300,7 @@ class SlackChannel:
                                       sender_is_admin=sender.is_admin or msg.sender_id in self.settings.admins)
             if previous is not None:
                 await asyncio.wait([previous])
-            with_files = await self._intake.attach(msg, files, self._tell) if files and self._intake else msg
+            with_files = await self._intake.attach(msg, files, functools.partial(tell, self.send)) if files and self._intake else msg
             if with_files is not None:
                 self._dispatch(with_files, route, marker)
         finally:

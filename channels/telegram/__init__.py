@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import logging
 import secrets
 import time
@@ -33,7 +34,7 @@ from telegram.ext import AIORateLimiter, Application, ContextTypes, TypeHandler
 from bot.errors import BusClosed, ConfigError, DeliveryError
 from bot.events import ChatKey, InboundMessage, OutboundMessage
 from channels.telegram import media as telegram_media
-from channels.base import Access, Publish
+from channels.base import Access, Publish, tell
 from channels.media_in import InOrder, MediaIntake, Remote
 from channels.split import split_message, utf16_len
 from channels.telegram.stream import TelegramDraft
@@ -240,7 +241,7 @@ class TelegramChannel:
                                     group_name=chat.title or "", addressed=msg.addressed)
         if not verdict.admitted:
             if verdict.reply:
-                await self._tell(msg.key, verdict.reply)
+                await tell(self.send, msg.key, verdict.reply)
             return
         if update.message.media_group_id and self._albums is not None:  # one message for the whole album
             self._albums.add(update.message, msg)
@@ -265,7 +266,7 @@ class TelegramChannel:
     async def _take(self, message: Message, msg: InboundMessage, files: list[Remote] | None = None) -> None:
         """Publish `msg` (its files downloaded first), then show "typing" until its turn is done."""
         if files and self._intake is not None:
-            if (with_files := await self._intake.attach(msg, files, self._tell)) is None:
+            if (with_files := await self._intake.attach(msg, files, functools.partial(tell, self.send))) is None:
                 return
             msg = with_files
         user = message.from_user
@@ -286,13 +287,6 @@ class TelegramChannel:
         task = asyncio.create_task(self._keep_typing(msg, done), name=f"typing {msg.key}")
         self._typing.add(task)
         task.add_done_callback(self._typing.discard)
-
-    async def _tell(self, key: ChatKey, text: str) -> None:
-        """Tusk's own words outside any turn (a pairing code, a file not taken): no session."""
-        try:
-            await self.send(OutboundMessage(key, text))
-        except DeliveryError as exc:
-            logger.warning("could not tell %s (a pairing code or a file not taken): %s", key, exc)
 
     async def _with_admin_rights(self, msg: InboundMessage, chat_id: int, user_id: int) -> InboundMessage:
         """`sender_is_admin` from getChatMember, trusted for ADMIN_TTL seconds per group and user."""
