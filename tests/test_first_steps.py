@@ -52,14 +52,14 @@ async def test_doctor_names_the_settings_file_and_typos(fake_llm, tmp_path):
     """The doctor says which file it read and suggests the known name for a typo'd variable, file or environment."""
     (tmp_path / ".env").write_text("TUSK_MODLE=openai/gpt-4o\nTELEGRAM_BOT_TOKN=1:X\n")
     env = env_for(fake_llm, tmp_path, TUSK_HTTP_PORT="0", TUSK_HTTP_PROT="9000", SLACK_WHATEVER="1")
-    code, out, _ = await tusk_in(tmp_path, "doctor", env=env)
+    code, out, _ = await tusk_in(tmp_path, "doctor", "--no-model", env=env)  # the model is another test's
     assert code == 0 and f"OK    settings file: read {tmp_path / '.env'}" in out
     assert f"WARN  unknown variable: TUSK_MODLE (in {tmp_path / '.env'})" in out and "did you mean TUSK_MODEL?" in out
     assert "did you mean TELEGRAM_BOT_TOKEN?" in out
     assert "TUSK_HTTP_PROT (in the environment)" in out and "did you mean TUSK_HTTP_PORT?" in out
     assert "SLACK_WHATEVER (in the environment)" in out and "OK    HTTP port: TUSK_HTTP_PORT=0" in out
     (tmp_path / ".env").unlink()
-    code, out, _ = await tusk_in(tmp_path, "doctor", env=env_for(fake_llm, tmp_path, TUSK_HTTP_PORT="0"))
+    code, out, _ = await tusk_in(tmp_path, "doctor", "--no-model", env=env_for(fake_llm, tmp_path, TUSK_HTTP_PORT="0"))
     assert code == 0 and "settings file: none found" in out and "unknown variable" not in out
 
 

@@ -167,5 +167,5 @@ async def test_run_refuses_a_short_token_beyond_loopback(fake_llm, tmp_path):
     env = env_for(fake_llm, tmp_path, TUSK_HTTP_HOST="0.0.0.0", TUSK_HTTP_PORT="0", TUSK_HTTP_TOKEN="short-token")
     code, out, err = await tusk_cli("run", env=env)
     assert code == 2 and len(err.strip().splitlines()) == 1 and "at least 32" in err
-    code, out, _ = await tusk_cli("doctor", env=env)
+    code, out, _ = await tusk_cli("doctor", "--no-model", env=env)
     assert code == 1 and re.search(r"FAIL  HTTP access: .*at least 32", out)

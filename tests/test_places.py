@@ -87,7 +87,7 @@ async def test_run_says_which_file_it_read_and_where_data_goes(fake_llm, tmp_pat
         proc.terminate()
         await asyncio.wait_for(proc.wait(), 30)
     assert (home / ".local/share/tusk/console-token").exists()  # `tusk run` made its data dir where it said
-    code, out, _ = await procs.tusk("doctor", env=env)
+    code, out, _ = await procs.tusk("doctor", "--no-model", env=env)
     assert f"OK    settings file: read {config} (user config dir)" in out
 
 

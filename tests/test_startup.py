@@ -106,7 +106,8 @@ def imported(tmp_path, env, *args):
 
 
 def test_admin_commands_and_a_doctor_without_model_never_import_litellm(fake_llm, tmp_path):
-    """chats, memory, export, forget and a doctor with no model set run without importing litellm (nor platforms)."""
+    """chats, memory, export, forget, a doctor with no model set and `doctor --no-model` run without importing
+    litellm (nor platforms); `--no-model` says the model was not checked and sends the provider nothing."""
     env = env_for(fake_llm, tmp_path)
     chat = tmp_path / "data/chats/http/dora"
     chat.mkdir(parents=True)
@@ -121,6 +122,11 @@ def test_admin_commands_and_a_doctor_without_model_never_import_litellm(fake_llm
     no_model = {k: v for k, v in env.items() if k != "TUSK_MODEL"}
     modules, code = imported(tmp_path, no_model, "doctor")
     assert code == 1 and "litellm" not in modules and "mcp" not in modules
+    modules, code = imported(tmp_path, env, "doctor", "--no-model")
+    assert code == 0 and "litellm" not in modules and fake_llm.requests == []
+    out = procs.run([sys.executable, "-m", "bot.ops.cli", "doctor", "--no-model"], env=env, cwd=tmp_path,
+                    capture_output=True, text=True, timeout=60).stdout
+    assert "SKIP  LLM: openai/fake-model not checked (--no-model)" in out and "All is well." in out, out
 
 
 async def test_the_window_litellm_knows_is_applied_once_it_is_loaded(make_settings):

@@ -45,7 +45,9 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("run", help="start every configured channel plus the local HTTP API")
     chat = sub.add_parser("chat", help="chat with Tusk in this terminal")
     chat.add_argument("--chat", default="local", type=_chat_name, help="which local chat to talk in (each keeps its own memory)")
-    sub.add_parser("doctor", help="check the configuration, data dir, LLM and platform tokens")
+    doctor = sub.add_parser("doctor", help="check the configuration, data dir, LLM and platform tokens")
+    doctor.add_argument("--no-model", action="store_true",
+                        help="skip the model check: no request to the LLM provider, and litellm is not loaded")
     from bot.ops.init import add_arguments as init_arguments
 
     init_arguments(sub.add_parser("init", help="set Tusk up: the model, its key, the platforms (checked live), "
@@ -132,14 +134,14 @@ def _confirmed(question: str) -> bool:
     return answer.strip().lower() in ("y", "yes")
 
 
-def _doctor(settings: Settings, source=None) -> int:
+def _doctor(settings: Settings, source=None, model: bool = True) -> int:
     from bot.ops import doctor
 
     from bot.ops.access import log_secrets
 
     from bot.places import settings_file
 
-    checks = asyncio.run(doctor.run_checks(settings, source or settings_file(), os.environ))
+    checks = asyncio.run(doctor.run_checks(settings, source or settings_file(), os.environ, model=model))
     secrets = settings.secrets() + log_secrets(settings)
     for check in checks:
         print(logs.mask(check.line(), secrets))  # exactly as the log masks them
@@ -261,7 +263,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "pairing":
         return _pairing(args, settings)
     if args.command == "doctor":
-        return _doctor(settings)
+        return _doctor(settings, model=not args.no_model)
     if args.command == "console-url":
         try:
             return _console_url(settings)

@@ -35,7 +35,7 @@ TIMEOUT = aiohttp.ClientTimeout(total=20)
 @dataclass(frozen=True, slots=True)
 class Check:
     name: str
-    verdict: str  # "ok", "warn" or "fail"
+    verdict: str  # "ok", "warn", "fail", or "skip" (not checked, on request)
     detail: str
     fix: str = ""
 
@@ -163,9 +163,10 @@ async def _platform(name: str, probe: Callable[[], Awaitable[Check]]) -> Check:
 
 
 async def run_checks(settings: Settings, env_file: SettingsFile | None = None,
-                     environ: Mapping[str, str] | None = None) -> list[Check]:
+                     environ: Mapping[str, str] | None = None, model: bool = True) -> list[Check]:
     """Every check, in order; a check that cannot run (no model set) fails with its fix. With `env_file`
-    (the settings file load_settings looked for) and `environ`, also which file was read and unknown names."""
+    (the settings file load_settings looked for) and `environ`, also which file was read and unknown names.
+    `model=False` (`tusk doctor --no-model`) sends the provider nothing and says the model was not checked."""
     from bot.ops import doctor_env
 
     checks = [Check("config", "ok", "settings are valid")]
@@ -173,9 +174,12 @@ async def run_checks(settings: Settings, env_file: SettingsFile | None = None,
         checks += [doctor_env.settings_file(env_file), *doctor_env.unknown_variables(environ or {}, env_file.path)]
     checks += [_data_dir(settings), _http_access(settings), await doctor_env.http_port(settings), _tokenizer()]
     try:
-        from bot.ops.probe import probe  # imports litellm: only when the model is checked
+        if not model:
+            checks.append(Check("LLM", "skip", f"{settings.llm_settings().model} not checked (--no-model): no request sent"))
+        else:
+            from bot.ops.probe import probe  # imports litellm: only when the model is checked
 
-        checks += await probe(settings)
+            checks += await probe(settings)
     except ConfigError as exc:
         checks.append(Check("LLM", "fail", str(exc), "run `tusk init`, or set TUSK_MODEL in the environment or "
                             "the settings file"))
