@@ -55,7 +55,7 @@ messages = st.one_of(
 )
 
 
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=1000, deadline=None)
 @given(st.lists(messages, max_size=25))
 def test_any_sequence_becomes_legal_and_invents_nothing(msgs):
     """Random roles, ids, duplicates and truncations: the output meets every rule and adds no text."""
@@ -87,7 +87,7 @@ hostile = st.one_of(
 )
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=600, deadline=None)
 @given(st.lists(hostile, max_size=20))
 def test_any_stored_tool_calls_become_well_formed(msgs):
     """Empty, reused and odd ids, bad names, dict or broken arguments: the request is legal and well formed,

@@ -239,13 +239,14 @@ async def test_groups_and_topics_never_see_each_others_memory(tusk_tg, tg, fake_
 
 
 async def test_thirty_chats_at_once(tusk_tg, tg, fake_llm):
-    """30 chats writing at once to a model that takes 1 s are all answered within a few seconds."""
+    """30 chats writing at once to a model that takes 1 s are answered together: far sooner than the 30 s one after
+    another would take (the bound leaves room for a loaded 2-core machine)."""
     fake_llm.responder = lambda body: Reply(text="done", delay=1.0)
     start = time.monotonic()
     for i in range(30):
         tg.push_message(1000 + i, f"hi {i}", user_id=1000 + i)
     await tg.wait_for(lambda: len(tg.sent) == 30, timeout=15)
-    assert time.monotonic() - start < 5.0
+    assert time.monotonic() - start < 10.0
     assert {m["chat_id"] for m in tg.sent} == {1000 + i for i in range(30)}
 
 
