@@ -135,6 +135,14 @@ async def test_overloaded_is_retried_then_answered(claude, fake_llm):
     assert len(fake_llm.requests) == 6 and "unavailable" in reply and "overloaded" not in reply.lower()
 
 
+async def test_overloaded_inside_a_stream_before_any_text_is_retried(claude, fake_llm):
+    """An `error` event (overloaded_error) in the SSE before any text showed: the request is made again."""
+    async with running(claude(TUSK_LLM_RETRIES="1")) as tusk:
+        fake_llm.script(Reply(text=LONG, error_after=2), Reply(text=LONG))
+        assert await tusk.say("a12", "hello") == [LONG]
+    assert len(fake_llm.requests) == 2 and all(b["stream"] for b in fake_llm.requests)
+
+
 async def test_rate_limited_honours_retry_after(claude, fake_llm):
     """429 rate_limit_error with retry-after: one retry after the server's pause, then the answer."""
     async with running(claude(TUSK_LLM_RETRIES="1", TUSK_LLM_BACKOFF="5")) as tusk:
@@ -148,6 +156,14 @@ async def test_a_wrong_key_is_named_not_leaked(claude, fake_llm):
     async with running(claude(TUSK_API_KEY="sk-ant-wrong-key-1234")) as tusk:
         (reply,) = await tusk.say("a7", "hello")
     assert "API key" in reply and "sk-ant" not in reply and fake_llm.refusals == ["invalid x-api-key"]
+
+
+async def test_an_unknown_claude_model_is_named(claude, fake_llm):
+    """Anthropic's 404 not_found_error "model: x" tells the user the model is not known, not 'refused'."""
+    fake_llm.claude_models = {"claude-sonnet-4-5"}
+    async with running(claude(TUSK_MODEL="anthropic/claude-nonexistent-9")) as tusk:
+        (reply,) = await tusk.say("a13", "hello")
+    assert "does not know the model 'claude-nonexistent-9'" in reply and "TUSK_MODEL" in reply
 
 
 async def test_prompt_too_long_teaches_the_window(claude, fake_llm):

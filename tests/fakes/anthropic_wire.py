@@ -16,7 +16,8 @@ thinking", "Errors") and the error texts its API is known to send:
   ping, content_block_start / _delta [text_delta, input_json_delta, thinking_delta,
   signature_delta] / _stop, message_delta, message_stop).
 - `error_body(status)`: `{"type": "error", "error": {"type": ..., "message": ...}}` by status.
-- `openai_view(body)`: the request in chat-completions shape, for the fake's responders.
+- `openai_view(body)`: the request in chat-completions shape (system first, text, tool calls and
+  results with their names), so the fake's responders read both wires alike.
 """
 
 from __future__ import annotations

@@ -32,7 +32,9 @@ Anthropic's Messages API is served at `/v1/messages` (an `anthropic/` model with
 `root_url`), as strictly as the real one (tests/fakes/anthropic_wire.py): the same `Reply`s
 become content blocks (`reasoning` a signed thinking block when the request enables thinking,
 `redacted` a redacted_thinking block), streamed as Anthropic's SSE events; a `status` gets
-Anthropic's error body; an invalid request its 400 (recorded in `refusals`, script untouched).
+Anthropic's error body; an invalid request its 400 (recorded in `refusals`, script untouched);
+`error_after` sends an `error` event (overloaded_error) inside the stream; with `claude_models`
+set, another model gets Anthropic's 404 `not_found_error` "model: <name>".
 """
 
 from __future__ import annotations
@@ -76,6 +78,7 @@ class Reply:
     token_delay: float = 0.0  # streamed: seconds between chunks (a token each)
     cut_after: int | None = None  # streamed: the connection drops after this many chunks
     redacted: str | None = None  # Anthropic wire, thinking on: a redacted_thinking block (its data encodes this)
+    error_after: int | None = None  # Anthropic wire, streamed: an `error` event (overloaded_error) after this many
 
 
 # What servers answer when the prompt is over the model's window, as their docs and code give them.
@@ -233,6 +236,7 @@ class FakeLLM:
         self.last_tokens: list[float] = []  # ... and when each complete stream's last chunk was
         self.headers: list[dict[str, str]] = []  # Anthropic wire: each /v1/messages request's headers (lower-case)
         self.refusals: list[str] = []  # Anthropic wire: the 400 message of each request refused as invalid
+        self.claude_models: set[str] | None = None  # set: any other model gets Anthropic's 404 not_found_error
 
     def script(self, *replies: Reply) -> None:
         self._script.extend(replies)
@@ -353,6 +357,8 @@ class FakeLLM:
             refusal = (400, "anthropic-version: header is required")
         elif (problem := anthropic.request_problem(raw)) is not None:
             refusal = (400, problem)
+        elif self.claude_models is not None and raw["model"] not in self.claude_models:
+            refusal = (404, f"model: {raw['model']}")
         if refusal is not None:
             self.requests.append(raw)
             self.refusals.append(refusal[1])
@@ -380,7 +386,11 @@ class FakeLLM:
                 request.transport.close()
                 self.cuts += 1
                 return resp
+            if reply.error_after is not None and i >= reply.error_after:  # "Error events" in Streaming Messages
+                name, data = "error", anthropic.error_body(529)
             await resp.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
+            if name == "error":
+                break
             if len(self.first_tokens) < self.streams and data.get("delta", {}).get("type") == "text_delta":
                 self.first_tokens.append(time.monotonic())
             if reply.token_delay and name == "content_block_delta":
