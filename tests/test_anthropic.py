@@ -1,5 +1,6 @@
 """Anthropic's Messages API end to end: real litellm against the fake's strict /v1/messages (anthropic_wire)."""
 
+import base64
 import json
 
 import aiohttp
@@ -9,6 +10,7 @@ from memory import files as memfiles
 from tests.conftest import running
 from tests.fakes import anthropic_wire
 from tests.fakes.fake_llm import Reply, overflow_body
+from tests.media_files import image_bytes
 from tests.test_streaming import streamed_text
 
 MODEL = "anthropic/claude-sonnet-4-5"
@@ -122,6 +124,21 @@ async def test_a_streamed_reply_shows_text_and_rebuilds_tool_calls(claude, fake_
     assert use["name"] == "search_history" and use["input"] == {"query": "blue tea pots"}
     thinking = blocks_of(fake_llm.requests[1], "assistant")[0]
     assert thinking == {"type": "thinking", "thinking": "Look it up.", "signature": anthropic_wire.sign("Look it up.")}
+
+
+async def test_a_photo_goes_as_an_image_block_anthropic_takes(claude, fake_llm):
+    """A photo reaches Claude as a base64 image block whose bytes match its media type (checked by the fake)."""
+    from tests.test_media_turn import upload
+
+    async with running(claude(TUSK_VISION="true")) as tusk:
+        fake_llm.script(Reply(text="A red square."), Reply(text="Yes."))
+        photo = image_bytes(3000, 2000, "PNG")
+        assert await upload(tusk, "a14", ("sq.png", photo, "image/png"), text="what is this?") == ["A red square."]
+        assert await tusk.say("a14", "is it red?") == ["Yes."]
+    (image,) = [b for b in blocks_of(fake_llm.requests[0], "user") if b["type"] == "image"]
+    assert image["source"]["type"] == "base64" and image["source"]["media_type"] in ("image/jpeg", "image/png")
+    assert not [b for b in blocks_of(fake_llm.requests[1], "user") if b["type"] == "image"]
+    assert fake_llm.refusals == []
 
 
 async def test_overloaded_is_retried_then_answered(claude, fake_llm):
@@ -265,6 +282,10 @@ THOUGHT = {"type": "thinking", "thinking": "check", "signature": anthropic_wire.
                    {"role": "user", "content": [RESULT]}]}, "Invalid `signature`"),
     ({"thinking": {"type": "enabled", "budget_tokens": 2048}, "tool_choice": {"type": "tool", "name": "x"}},
      "forces tool use"),
+    ({"messages": [{"role": "user", "content": [{"type": "image", "source": {
+        "type": "base64", "media_type": "image/png",
+        "data": base64.b64encode(image_bytes(20, 20, "JPEG")).decode()}}]}]},
+     "does not match the provided media type image/png"),
 ])
 async def test_the_fake_refuses_what_anthropic_refuses(fake_llm, change, words):
     """Each rule of the real API gets its 400 invalid_request_error, and takes nothing from the script."""

@@ -23,11 +23,15 @@ thinking", "Errors") and the error texts its API is known to send:
 from __future__ import annotations
 
 import base64
+import binascii
 import hashlib
 import hmac
+import io
 import json
 import re
 from typing import Any
+
+from PIL import Image, UnidentifiedImageError
 
 VERSION = "2023-06-01"
 _KEY = b"fake-anthropic-signing-key"
@@ -98,7 +102,8 @@ def _tools_problem(body: dict[str, Any]) -> str | None:
         if not isinstance(schema, dict) or schema.get("type") != "object":
             return f"tools.{i}.custom.input_schema.type: Input should be 'object'"
     choice = body.get("tool_choice")
-    if choice is not None and (not isinstance(choice, dict) or choice.get("type") not in ("auto", "any", "tool", "none")):
+    kinds = ("auto", "any", "tool", "none")
+    if choice is not None and (not isinstance(choice, dict) or choice.get("type") not in kinds):
         return "tool_choice: Input tag does not match any of the expected tags: 'auto', 'any', 'tool', 'none'"
     return None
 
@@ -174,6 +179,8 @@ def _user_problem(i: int, blocks: list[dict[str, Any]], pending: list[str]) -> s
             return f"messages.{i}.content.{j}: unexpected `tool_use_id` found in `tool_result` blocks: " \
                    f"{block.get('tool_use_id')}. Each `tool_result` block must have a corresponding `tool_use` " \
                    "block in the previous message."
+        if kind == "image" and (problem := image_problem(f"messages.{i}.content.{j}", block)):
+            return problem
         if kind not in ("text", "image", "document", "tool_result"):
             return f"messages.{i}.content.{j}.type: Input tag '{kind}' does not match any of the expected tags"
     if pending:
@@ -187,6 +194,39 @@ def _user_problem(i: int, blocks: list[dict[str, Any]], pending: list[str]) -> s
 
 _FIELDS = {"text": {"text", "citations"}, "tool_use": {"id", "name", "input"}, "thinking": {"thinking", "signature"},
            "redacted_thinking": {"data"}}
+
+
+IMAGE_MAX_BYTES = 5 * 1024 * 1024  # Anthropic's API limit for one image
+IMAGE_MAX_SIDE = 8000
+_FORMATS = {"image/jpeg": "JPEG", "image/png": "PNG", "image/gif": "GIF", "image/webp": "WEBP"}
+
+
+def image_problem(where: str, block: dict[str, Any]) -> str | None:
+    """Why Anthropic would refuse this image block (None if it would take it): base64 source of one of
+    its four media types, at most 5 MB, at most 8000 px a side, and bytes that are what the type says."""
+    source = block.get("source") if isinstance(block.get("source"), dict) else {}
+    if source.get("type") == "url":
+        return None
+    if source.get("type") != "base64" or source.get("media_type") not in _FORMATS:
+        return f"{where}.source.base64.media_type: Input should be 'image/jpeg', 'image/png', 'image/gif' or " \
+               "'image/webp'"
+    try:
+        data = base64.b64decode(source.get("data") or "", validate=True)
+    except (binascii.Error, ValueError):
+        return f"{where}.source.base64.data: Invalid base64 data"
+    if len(data) > IMAGE_MAX_BYTES:
+        return f"{where}.source.base64: image exceeds 5 MB maximum: {len(data)} bytes > {IMAGE_MAX_BYTES} bytes"
+    try:
+        with Image.open(io.BytesIO(data)) as im:
+            kind, size = im.format, im.size
+    except (UnidentifiedImageError, OSError, ValueError):
+        return f"{where}.source.base64.data: Could not process image"
+    if kind != _FORMATS[source["media_type"]]:
+        return f"{where}.source.base64.data: Image does not match the provided media type {source['media_type']}"
+    if max(size) > IMAGE_MAX_SIDE:
+        return f"{where}.source.base64.data: At least one of the image dimensions exceed max allowed size: " \
+               f"{IMAGE_MAX_SIDE} pixels"
+    return None
 
 
 def _assistant_problem(i: int, blocks: list[dict[str, Any]]) -> str | None:
@@ -253,7 +293,8 @@ def usage(body: dict[str, Any], reply: Any, blocks: list[dict[str, Any]]) -> dic
     prompt = len(json.dumps([body.get("system"), body.get("messages"), body.get("tools")])) // 4
     written = len(json.dumps(blocks)) // 4 + 1
     given = reply.usage or {}
-    return {"input_tokens": given.get("prompt_tokens", prompt), "output_tokens": given.get("completion_tokens", written),
+    return {"input_tokens": given.get("prompt_tokens", prompt),
+            "output_tokens": given.get("completion_tokens", written),
             "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
 
 
