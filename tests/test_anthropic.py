@@ -141,6 +141,15 @@ async def test_a_photo_goes_as_an_image_block_anthropic_takes(claude, fake_llm):
     assert fake_llm.refusals == []
 
 
+async def test_stop_reasons_refusal_and_max_tokens(claude, fake_llm):
+    """stop_reason "refusal" reads as the provider's filter; "max_tokens" keeps the text with the cut note."""
+    async with running(claude()) as tusk:
+        fake_llm.script(Reply(text=None, finish_reason="refusal"), Reply(text="The first half", finish_reason="length"))
+        assert "content filter" in (await tusk.say("a15", "something"))[0]
+        (cut,) = await tusk.say("a15", "go on")
+    assert cut.startswith("The first half") and "cut off" in cut and fake_llm.refusals == []
+
+
 async def test_overloaded_is_retried_then_answered(claude, fake_llm):
     """529 overloaded_error is retried per TUSK_LLM_RETRIES; past them the user gets one clear sentence."""
     async with running(claude(TUSK_LLM_RETRIES="2", TUSK_LLM_BACKOFF="0.01")) as tusk:
