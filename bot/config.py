@@ -53,6 +53,7 @@ class Settings(BaseSettings):
     llm_retries: int = _env("TUSK_LLM_RETRIES", 3, ge=0, le=10)
     llm_backoff: float = _env("TUSK_LLM_BACKOFF", 1.0, ge=0)
     max_reply_tokens: int | None = _env("TUSK_MAX_REPLY_TOKENS", None, gt=0)
+    thinking_budget: int | None = _env("TUSK_THINKING_BUDGET", None, ge=1024)  # Anthropic extended thinking
     consolidation_model: str | None = _env("TUSK_CONSOLIDATION_MODEL", None)
     context_window: int | None = _env("TUSK_CONTEXT_WINDOW", None, ge=1024)
     memory_max_tokens: int | None = _env("TUSK_MEMORY_MAX_TOKENS", None, ge=100)
@@ -146,6 +147,11 @@ class Settings(BaseSettings):
     def _blank_is_unset(cls, value: object) -> object:
         return None if isinstance(value, str) and not value.strip() else value
 
+    @field_validator("thinking_budget", mode="before")
+    @classmethod
+    def _blank_budget_is_unset(cls, value: object) -> object:
+        return None if isinstance(value, str) and not value.strip() else value
+
     @field_validator("home", mode="before")
     @classmethod
     def _blank_home_is_default(cls, value: object) -> object:
@@ -179,6 +185,7 @@ class Settings(BaseSettings):
             api_key=self.api_key.get_secret_value() if self.api_key else None,
             fallbacks=self.fallback_models, timeout=self.llm_timeout, retries=self.llm_retries,
             backoff=self.llm_backoff, max_tokens=self.max_reply_tokens,
+            thinking_budget=self.thinking_budget,
         )
 
     def stream_settings(self) -> StreamSettings:

@@ -37,8 +37,9 @@ from typing import Any
 from bot import logs, stream
 from bot.errors import (ContextOverflow, LLMAuthFailed, LLMError, LLMFiltered, LLMRejected, LLMUnavailable,
                         LLMUnreachable, ModelNotFound, ToolsUnsupported)
-from bot.llm_wire import (model_missing, model_name, overflow_window, public_url, readable_client, served_models,
-                          strip_think, tools_refused, unreachable_reason, wants_readable_client)
+from bot.llm_wire import (model_missing, model_name, overflow_window, provider_base, public_url, readable_client,
+                          served_models, strip_think, thinking_options, tools_refused, unreachable_reason,
+                          wants_readable_client)
 from bot.threads import in_thread
 from memory.wire import new_call_id, repair_arguments, repair_name
 
@@ -108,6 +109,7 @@ class LLMSettings:
     backoff: float = 1.0  # first retry delay in seconds, doubled each time
     max_backoff: float = 60.0
     max_tokens: int | None = None
+    thinking_budget: int | None = None  # Anthropic extended thinking: tokens it may think (bot/llm_wire.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +137,17 @@ class LLMReply:
     @property
     def cut(self) -> bool:
         return self.finish_reason == "length"
+
+    def step(self) -> dict[str, Any]:
+        """This reply as the assistant message of a tool step in the next request: its calls with the
+        reasoning that led to them (DeepSeek and Anthropic with thinking answer 400 without it)."""
+        out: dict[str, Any] = {"role": "assistant", "content": self.content or None,
+                               "tool_calls": [c.to_wire() for c in self.tool_calls]}
+        if self.reasoning:
+            out["reasoning_content"] = self.reasoning
+        if self.thinking_blocks:
+            out["thinking_blocks"] = list(self.thinking_blocks)
+        return out
 
 
 class LLM:
@@ -217,7 +230,8 @@ class LLM:
             except LLMUnavailable as exc:
                 if attempt == s.retries:
                     raise
-                delay = min(s.max_backoff, exc.retry_after or s.backoff * 2**attempt)
+                wait = exc.retry_after if exc.retry_after is not None else s.backoff * 2**attempt  # 0: now
+                delay = min(s.max_backoff, wait)
                 logger.info("LLM attempt %d failed (%s); retrying in %.1fs", attempt + 1, exc, delay)
                 await asyncio.sleep(delay)
         raise AssertionError("unreachable")
@@ -230,10 +244,11 @@ class LLM:
         # Ollama runs a model at its own small context and cuts the front of a longer prompt without a word;
         # its native route takes num_ctx (the OpenAI-compatible one ignores it): the window Tusk budgets for.
         num_ctx = self.window if model.startswith(("ollama/", "ollama_chat/")) else None
-        for key, value in (("api_base", s.api_base), ("api_key", s.api_key), *options.items(),
+        for key, value in (("api_base", provider_base(model, s.api_base)), ("api_key", s.api_key), *options.items(),
                            ("client", self._client_for(model)), ("num_ctx", num_ctx)):
             if value is not None:
                 kwargs[key] = value
+        kwargs |= thinking_options(model, s.thinking_budget, kwargs)
         if live is not None:
             kwargs |= {"stream": True, "stream_options": {"include_usage": True}}
             live.begin()

@@ -9,6 +9,8 @@
   `reasoning_content`), which litellm's reply model would otherwise refuse, and arguments
   given as an object into JSON text.
 - `strip_think(text)`: `<think>...</think>` blocks never reach users or the session.
+- `provider_base(model, api_base)`, `thinking_options(...)`: what Anthropic's Messages API needs of a
+  request that litellm does not see to (see the functions).
 - `unreachable_reason(exc)`: no connection at all (refused, host not found, no route), read from
   the chain of causes litellm keeps; `public_url(url)`: an address fit to show (no credentials).
 """
@@ -64,7 +66,8 @@ def overflow_window(exc: BaseException, known_overflow: bool = False) -> int | N
 _TOOLS_REFUSED = re.compile(r"does not support tools|tools? (?:are|is) not supported|does not support (?:function|tool) "
                             r"call|tool_choice.*not supported|tool use is not supported", re.I)
 _MODEL_MISSING = re.compile(r"model\W+\S+\W+not found|model .{0,80} does not exist|model_not_found|"
-                            r"no such model|unknown model|model .{0,80} is not (?:loaded|available)", re.I)
+                            r"no such model|unknown model|model .{0,80} is not (?:loaded|available)|"
+                            r"not_found_error\W+message\W+model: ", re.I)  # Anthropic: 404 "model: <name>"
 
 
 _NO_ROUTE = frozenset({errno.ENETUNREACH, errno.EHOSTUNREACH})
@@ -103,7 +106,8 @@ def tools_refused(exc: BaseException) -> bool:
 
 
 def model_missing(exc: BaseException) -> bool:
-    """Ollama's "model 'x' not found, try pulling it first", vLLM's and OpenAI's "does not exist"."""
+    """Ollama's "model 'x' not found, try pulling it first", vLLM's and OpenAI's "does not exist",
+    Anthropic's 404 not_found_error "model: x"."""
     return bool(_MODEL_MISSING.search(_error_texts(exc)))
 
 
@@ -189,3 +193,30 @@ def readable_client(api_base: str, api_key: str | None) -> Any:
 
     return openai.AsyncOpenAI(base_url=api_base, api_key=api_key or os.environ.get("OPENAI_API_KEY") or "none",
                               max_retries=0, http_client=httpx.AsyncClient(transport=ReadableReplies(), timeout=None))
+
+
+def provider_base(model: str, api_base: str | None) -> str | None:
+    """The base URL to hand litellm for `model`. litellm's anthropic/ route appends `/v1/messages` to it, so
+    an OpenAI-style base (`https://api.anthropic.com/v1`, as the other providers' docs write it) would post to
+    `/v1/v1/messages`, a 404: the `/v1` is dropped."""
+    if api_base and model.startswith("anthropic/"):
+        return api_base.rstrip("/").removesuffix("/v1") or api_base
+    return api_base
+
+
+ANTHROPIC_MIN_THINKING = 1024  # Anthropic's least budget_tokens
+
+
+def thinking_options(model: str, budget: int | None, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """`thinking` (and the max_tokens it needs) for an anthropic/ request when TUSK_THINKING_BUDGET is set.
+    Anthropic answers 400 to thinking with a forced tool_choice (consolidation forces save_memory), and
+    wants max_tokens above budget_tokens (max_tokens counts the thinking): the reply's own bound is kept
+    and the budget added to it."""
+    if not budget or not model.startswith("anthropic/"):
+        return {}
+    if (kwargs.get("tool_choice") or {}) not in ({}, "auto", "none", {"type": "auto"}, {"type": "none"}):
+        return {}
+    out: dict[str, Any] = {"thinking": {"type": "enabled", "budget_tokens": max(budget, ANTHROPIC_MIN_THINKING)}}
+    if kwargs.get("max_tokens"):
+        out["max_tokens"] = kwargs["max_tokens"] + out["thinking"]["budget_tokens"]
+    return out

@@ -217,11 +217,26 @@ class Assembly:
                 text = piece
             if isinstance(thought := getattr(delta, "reasoning_content", None), str):
                 self.reasoning += thought
-            self.thinking_blocks += [dict(b) for b in getattr(delta, "thinking_blocks", None) or ()
-                                     if isinstance(b, dict)]
+            for block in getattr(delta, "thinking_blocks", None) or ():
+                if isinstance(block, dict):
+                    self._thinking_piece(block)
             for raw in getattr(delta, "tool_calls", None) or ():
                 self._call_piece(raw)
         return text
+
+    def _thinking_piece(self, piece: dict[str, Any]) -> None:
+        """Anthropic streams a thinking block as thinking_delta pieces then a signature_delta, which litellm
+        hands on as one partial block each, under the block's `index`: they are joined into the one block
+        (text and signature) that must go back unchanged. litellm would drop each unsigned piece and send
+        the signature with empty thinking: Anthropic's 400 "Invalid `signature` in `thinking` block"."""
+        index = piece.get("index")
+        block = {k: v for k, v in piece.items() if k != "index" and v is not None}
+        last = self.thinking_blocks[-1] if self.thinking_blocks else None
+        if last is not None and index is not None and last.get("_index") == index and block.get("type") == "thinking":
+            last["thinking"] = last.get("thinking", "") + (block.get("thinking") or "")
+            last["signature"] = block.get("signature") or last.get("signature")
+            return
+        self.thinking_blocks.append({**block, "_index": index})
 
     def _call_piece(self, raw: Any) -> None:
         """Real providers send a call's id and name in its first delta, its arguments in pieces after, all
@@ -243,8 +258,9 @@ class Assembly:
     def response(self) -> Any:
         calls = [SimpleNamespace(id=c.id, function=SimpleNamespace(name=c.name or None, arguments=c.arguments))
                  for _, c in sorted(self.calls.items())]
+        blocks = [{k: v for k, v in b.items() if k != "_index" and v is not None} for b in self.thinking_blocks]
         message = SimpleNamespace(content=self.content, tool_calls=calls or None,
-                                  reasoning_content=self.reasoning or None, thinking_blocks=self.thinking_blocks)
+                                  reasoning_content=self.reasoning or None, thinking_blocks=blocks)
         choice = SimpleNamespace(message=message, finish_reason=self.finish_reason)
         return SimpleNamespace(choices=[choice], usage=self.usage, model=self.model)
 

@@ -142,8 +142,7 @@ class Tasks:
             reply = await self.complete(messages, self.tools.schemas)
             if not reply.tool_calls:
                 return (reply.content or "").strip() or "(the helper ended without a report)"
-            step: list[dict[str, Any]] = [{"role": "assistant", "content": reply.content or None,
-                                           "tool_calls": [c.to_wire() for c in reply.tool_calls]}]
+            step: list[dict[str, Any]] = [reply.step()]
             for call in reply.tool_calls:
                 result = await self.tools.run(call, ctx)
                 step.append({"role": "tool", "tool_call_id": call.id, "name": call.name,

@@ -27,6 +27,14 @@ Images in a request are checked as OpenAI checks them: every `image_url` part mu
 `IMAGE_MAX_BYTES`; anything else gets OpenAI's 400 (and is not scripted). Audio sent to
 `/v1/audio/transcriptions` (multipart, as OpenAI's API takes it) is "transcribed" as
 `heard <first 8 hex of its sha256>` (`heard(data)`); `transcriptions` records each upload.
+
+Anthropic's Messages API is served at `/v1/messages` (an `anthropic/` model with `api_base` =
+`root_url`), as strictly as the real one (tests/fakes/anthropic_wire.py): the same `Reply`s
+become content blocks (`reasoning` a signed thinking block when the request enables thinking,
+`redacted` a redacted_thinking block), streamed as Anthropic's SSE events; a `status` gets
+Anthropic's error body; an invalid request its 400 (recorded in `refusals`, script untouched);
+`error_after` sends an `error` event (overloaded_error) inside the stream; with `claude_models`
+set, another model gets Anthropic's 404 `not_found_error` "model: <name>".
 """
 
 from __future__ import annotations
@@ -49,6 +57,7 @@ from typing import Any
 from aiohttp import web
 from PIL import Image, UnidentifiedImageError
 
+from tests.fakes import anthropic_wire as anthropic
 from tests.fakes.loopback import serve, wait_until
 
 
@@ -68,6 +77,8 @@ class Reply:
     trickle: float = 0.0  # seconds between 16-byte pieces of the body
     token_delay: float = 0.0  # streamed: seconds between chunks (a token each)
     cut_after: int | None = None  # streamed: the connection drops after this many chunks
+    redacted: str | None = None  # Anthropic wire, thinking on: a redacted_thinking block (its data encodes this)
+    error_after: int | None = None  # Anthropic wire, streamed: an `error` event (overloaded_error) after this many
 
 
 # What servers answer when the prompt is over the model's window, as their docs and code give them.
@@ -223,6 +234,9 @@ class FakeLLM:
         self.streams = 0  # streamed replies begun
         self.first_tokens: list[float] = []  # time.monotonic() when each stream's first text chunk was written
         self.last_tokens: list[float] = []  # ... and when each complete stream's last chunk was
+        self.headers: list[dict[str, str]] = []  # Anthropic wire: each /v1/messages request's headers (lower-case)
+        self.refusals: list[str] = []  # Anthropic wire: the 400 message of each request refused as invalid
+        self.claude_models: set[str] | None = None  # set: any other model gets Anthropic's 404 not_found_error
 
     def script(self, *replies: Reply) -> None:
         self._script.extend(replies)
@@ -239,8 +253,10 @@ class FakeLLM:
         app.router.add_post("/api/chat", self._ollama_chat)  # Ollama's native API (litellm's ollama_chat/ route)
         app.router.add_post("/api/show", self._ollama_show)
         app.router.add_get("/api/tags", self._ollama_tags)
+        app.router.add_post("/v1/messages", self._messages)  # Anthropic's Messages API (anthropic/ models)
         self._runner, url = await serve(app)
         self.base_url = f"{url}/v1"
+        self.root_url = url  # what an anthropic/ model's api_base is (litellm adds /v1/messages)
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -258,11 +274,12 @@ class FakeLLM:
     async def _models(self, request: web.Request) -> web.Response:
         return web.json_response({"object": "list", "data": self.models})
 
-    async def _take(self, request: web.Request) -> tuple[dict[str, Any], Reply]:
+    async def _take(self, request: web.Request, view: Callable[[dict], dict] | None = None
+                    ) -> tuple[dict[str, Any], Reply]:
         body = await request.json()
         self.requests.append(body)
         self.arrivals.append(time.monotonic())
-        reply = self._next(body)
+        reply = self._next(view(body) if view else body)  # `view`: the body as responders read it
         if reply.delay:  # cut short when the fake closes, so a test never waits out a slow reply
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._closing.wait(), reply.delay)
@@ -326,6 +343,63 @@ class FakeLLM:
                             "https://platform.openai.com/account/api-keys.",
                  "type": "invalid_request_error", "param": None, "code": "invalid_api_key"}
         return web.json_response({"error": error}, status=401)
+
+    async def _messages(self, request: web.Request) -> web.StreamResponse:
+        """Anthropic's `POST /v1/messages` (tests/fakes/anthropic_wire.py): its headers, checks, shapes and
+        errors. A refused request is recorded but takes nothing from the script."""
+        raw = await request.json()
+        self.headers.append({k.lower(): v for k, v in request.headers.items()})
+        key = request.headers.get("x-api-key")
+        refusal = None
+        if not key or (self.api_keys is not None and key not in self.api_keys):
+            refusal = (401, "x-api-key header is required" if not key else "invalid x-api-key")
+        elif not request.headers.get("anthropic-version"):
+            refusal = (400, "anthropic-version: header is required")
+        elif (problem := anthropic.request_problem(raw)) is not None:
+            refusal = (400, problem)
+        elif self.claude_models is not None and raw["model"] not in self.claude_models:
+            refusal = (404, f"model: {raw['model']}")
+        if refusal is not None:
+            self.requests.append(raw)
+            self.refusals.append(refusal[1])
+            return web.json_response(anthropic.error_body(*refusal), status=refusal[0])
+        body, reply = await self._take(request, anthropic.openai_view)
+        if reply.raw_body is not None:
+            return await self._send(request, reply, reply.raw_body)
+        if reply.status != 200:
+            return web.json_response(anthropic.error_body(reply.status), status=reply.status,
+                                     headers={"request-id": f"req_{next(self._ids)}", **reply.headers})
+        message = anthropic.message(f"msg_{next(self._ids):024d}", body, reply)
+        if not body.get("stream"):
+            return await self._send(request, reply, json.dumps(message))
+        return await self._anthropic_stream(request, reply, anthropic.stream_events(message, tokens))
+
+    async def _anthropic_stream(self, request: web.Request, reply: Reply,
+                                events: list[tuple[str, dict[str, Any]]]) -> web.StreamResponse:
+        """Anthropic's SSE: `event: <type>` and `data: {...}` per event; `token_delay` and `cut_after` as above."""
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+        await resp.prepare(request)
+        self.streams += 1
+        for i, (name, data) in enumerate(events):
+            if reply.cut_after is not None and i >= reply.cut_after:
+                assert request.transport is not None
+                request.transport.close()
+                self.cuts += 1
+                return resp
+            if reply.error_after is not None and i >= reply.error_after:  # "Error events" in Streaming Messages
+                name, data = "error", anthropic.error_body(529)
+            await resp.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
+            if name == "error":
+                break
+            if len(self.first_tokens) < self.streams and data.get("delta", {}).get("type") == "text_delta":
+                self.first_tokens.append(time.monotonic())
+            if reply.token_delay and name == "content_block_delta":
+                if self._closing.is_set():
+                    break
+                await asyncio.sleep(reply.token_delay)
+        self.last_tokens.append(time.monotonic())
+        await resp.write_eof()
+        return resp
 
     async def _transcribe(self, request: web.Request) -> web.Response:
         """OpenAI's /v1/audio/transcriptions: multipart with `file` and `model`; {"text": ...} back."""
