@@ -142,14 +142,9 @@ class Settings(BaseSettings):
                      "telegram_webhook_secret", "discord_bot_token", "discord_api_base", "discord_gateway_url",
                      "discord_guild_id", "slack_bot_token", "slack_app_token", "slack_signing_secret", "mcp_config",
                      "transcribe_model", "transcribe_api_base", "transcribe_api_key", "vision", "vision_model",
-                     mode="before")
+                     "thinking_budget", mode="before")
     @classmethod
     def _blank_is_unset(cls, value: object) -> object:
-        return None if isinstance(value, str) and not value.strip() else value
-
-    @field_validator("thinking_budget", mode="before")
-    @classmethod
-    def _blank_budget_is_unset(cls, value: object) -> object:
         return None if isinstance(value, str) and not value.strip() else value
 
     @field_validator("home", mode="before")
