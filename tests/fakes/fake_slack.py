@@ -26,6 +26,18 @@
         slack.scopes.discard("files:read")            # the app as installed without the scope
         slack.downloads   # (file id, request headers) of private file fetches that got the file
 
+    Events as real workspaces send them (docs.slack.dev/reference/events/message and its subtypes):
+        slack.channel_message("hi", thread_ts=...)   # message.channels: chatter, or the twin of a mention
+        slack.as_message(mention)                    # the `message` event Slack sends beside an app_mention
+        slack.edited(event, "new text")              # message_changed (hidden, message + previous_message)
+        slack.edited_mention(mention, "new text")    # the app_mention Slack sends again for an edit
+        slack.deleted(event)                         # message_deleted
+        slack.subtyped("channel_join", "<@U0ANN> has joined the channel")  # any other subtype
+        await slack.send_body(body, retry_attempt=1) # any events_api payload, verbatim
+        slack.event_body(event, enterprise_id="E1")  # wrapper fields overridden or added
+        slack.add_user("U0EXT", "eve", team="T0OTHER")   # a Slack Connect user from another workspace
+        slack.refuse_channel("C0OLD", "is_archived") # every chat.* / reactions.* call there fails so
+
 Web API calls accept JSON, form or query parameters, and the token as a bearer header or a
 `token` parameter, as slack_sdk sends them. Every method but apps.connections.open needs the
 bot token; that one needs the app-level token. A response_url takes five posts, as Slack's does.
@@ -96,6 +108,7 @@ class FakeSlack:
         self.connections = 0
         self._sockets: list[web.WebSocketResponse] = []
         self._failures: dict[str, deque[Failure]] = {}
+        self._refused: dict[str, str] = {}  # channel -> the error every message call there gets
         self._delays: dict[str, deque[float]] = {}
         self._response_uses: dict[str, int] = {}
         self._tickets: set[str] = set()  # issued by apps.connections.open
@@ -132,9 +145,10 @@ class FakeSlack:
 
     # -- test controls -----------------------------------------------------------------------
 
-    def add_user(self, user_id: str, name: str = "", *, is_admin: bool = False, is_owner: bool = False) -> None:
+    def add_user(self, user_id: str, name: str = "", *, is_admin: bool = False, is_owner: bool = False,
+                 team: str | None = None) -> None:
         name = name or user_id.lower()
-        self.users[user_id] = {"id": user_id, "team_id": self.team_id, "name": name, "real_name": name.title(),
+        self.users[user_id] = {"id": user_id, "team_id": team or self.team_id, "name": name, "real_name": name.title(),
                                "is_admin": is_admin, "is_owner": is_owner, "is_primary_owner": False,
                                "is_bot": False, "deleted": False,
                                "profile": {"display_name": name, "real_name": name.title()}}
@@ -168,6 +182,11 @@ class FakeSlack:
         or with `body`, a raw (content type, text) answer such as a proxy's HTML 502 page."""
         self._failures.setdefault(method, deque()).append(Failure(error, status, retry_after, body))
 
+    def refuse_channel(self, channel: str, error: str = "is_archived") -> None:
+        """From now on every chat.* and reactions.* call in `channel` fails with `error` (channel_not_found,
+        not_in_channel, is_archived), as Slack keeps refusing a place until someone fixes it."""
+        self._refused[channel] = error
+
     def slow_next(self, method: str, seconds: float) -> None:
         self._delays.setdefault(method, deque()).append(seconds)
 
@@ -193,7 +212,7 @@ class FakeSlack:
            thread_ts: str | None = None, **extra: Any) -> dict[str, Any]:
         """A `message` event in a direct message with the bot."""
         event = {"type": "message", "channel_type": "im", "channel": channel, "user": user, "text": text,
-                 "ts": ts or self.next_ts(), "team": self.team_id, **extra}
+                 "ts": ts or self.next_ts(), **self._message_fields(user), **extra}
         if thread_ts:
             event["thread_ts"] = thread_ts
         event["event_ts"] = event["ts"]
@@ -203,14 +222,70 @@ class FakeSlack:
                 thread_ts: str | None = None, **extra: Any) -> dict[str, Any]:
         """An `app_mention` event: the bot's mention is put in front of `text`."""
         event = {"type": "app_mention", "channel": channel, "user": user, "text": f"<@{self.bot_user_id}> {text}",
-                 "ts": ts or self.next_ts(), "team": self.team_id, **extra}
+                 "ts": ts or self.next_ts(), **self._message_fields(user), **extra}
         if thread_ts:
             event["thread_ts"] = thread_ts
         event["event_ts"] = event["ts"]
         return event
 
-    def event_body(self, event: dict[str, Any], event_id: str | None = None) -> dict[str, Any]:
-        """The Events API `event_callback` body around `event`."""
+    def _message_fields(self, user: str) -> dict[str, Any]:
+        """What Slack adds to every user message: a client id and the sender's team(s)."""
+        team = self.users.get(user, {}).get("team_id", self.team_id)
+        return {"client_msg_id": f"{next(self._ids):08d}-fake-client-msg", "team": team, "user_team": team,
+                "source_team": team}
+
+    def channel_message(self, text: str, *, user: str = "U0ANN", channel: str = "C0GENERAL", ts: str | None = None,
+                        thread_ts: str | None = None, **extra: Any) -> dict[str, Any]:
+        """A `message` event in a channel (message.channels), as every member's message arrives."""
+        event = {"type": "message", "channel_type": "channel", "channel": channel, "user": user, "text": text,
+                 "ts": ts or self.next_ts(), **self._message_fields(user), **extra}
+        if thread_ts:
+            event.update(thread_ts=thread_ts, parent_user_id=extra.get("parent_user_id", user))
+        event["event_ts"] = event["ts"]
+        return event
+
+    def as_message(self, mention: dict[str, Any]) -> dict[str, Any]:
+        """The `message` event Slack sends beside an `app_mention` for the same message (same ts and client id)."""
+        return {**mention, "type": "message", "channel_type": "channel"}
+
+    def edited(self, event: dict[str, Any], text: str) -> dict[str, Any]:
+        """The message_changed event for an edit of `event`'s message: no user at the top, hidden."""
+        now = self.next_ts()
+        old = {k: v for k, v in event.items() if k not in ("channel", "channel_type", "event_ts")}
+        new = {**old, "text": text, "edited": {"user": event.get("user"), "ts": now}}
+        return {"type": "message", "subtype": "message_changed", "hidden": True, "channel": event["channel"],
+                "channel_type": event.get("channel_type", "channel"), "ts": now, "event_ts": now,
+                "message": new, "previous_message": old}
+
+    def edited_mention(self, mention: dict[str, Any], text: str, *, after: float = 5.0) -> dict[str, Any]:
+        """The `app_mention` Slack sends when a message is edited (`after` seconds on) to mention the bot, or
+        edited again while it does."""
+        edited_ts = f"{float(mention['ts']) + after:.6f}"
+        event = {k: v for k, v in mention.items() if k != "channel_type"}  # app_mention events carry none
+        return {**event, "type": "app_mention", "text": text, "edited": {"user": mention["user"], "ts": edited_ts},
+                "event_ts": edited_ts}
+
+    def deleted(self, event: dict[str, Any]) -> dict[str, Any]:
+        now = self.next_ts()
+        return {"type": "message", "subtype": "message_deleted", "hidden": True, "channel": event["channel"],
+                "channel_type": event.get("channel_type", "channel"), "ts": now, "event_ts": now,
+                "deleted_ts": event["ts"], "previous_message": {k: v for k, v in event.items() if k != "channel"}}
+
+    def subtyped(self, subtype: str, text: str = "", *, user: str | None = "U0ANN", channel: str = "C0GENERAL",
+                 **extra: Any) -> dict[str, Any]:
+        """A message event of any other subtype (channel_join, bot_message, huddle_thread, ...)."""
+        ts = self.next_ts()
+        event = {"type": "message", "subtype": subtype, "channel": channel, "text": text, "ts": ts, "event_ts": ts,
+                 "channel_type": "im" if channel.startswith("D") else "channel", **extra}
+        if user:
+            event["user"] = user
+        return event
+
+    def event_body(self, event: dict[str, Any], event_id: str | None = None, **fields: Any) -> dict[str, Any]:
+        """The Events API `event_callback` body around `event`; `fields` override or add wrapper fields."""
+        return {**self._body(event, event_id), **fields}
+
+    def _body(self, event: dict[str, Any], event_id: str | None) -> dict[str, Any]:
         return {"token": "legacy-verification-token", "team_id": self.team_id, "api_app_id": "A0TUSK",
                 "event": event, "type": "event_callback", "event_id": event_id or f"Ev{next(self._ids):08d}",
                 "event_time": int(float(event.get("ts", time.time()))),
@@ -247,9 +322,13 @@ class FakeSlack:
     async def send_event(self, event: dict[str, Any], *, event_id: str | None = None, retry_attempt: int = 0,
                          retry_reason: str = "") -> str:
         """An events_api envelope; a retry repeats `event_id` with retry_attempt > 0, as Slack does."""
-        return await self.send_envelope("events_api", self.event_body(event, event_id),
-                                        accepts_response_payload=False, retry_attempt=retry_attempt,
-                                        retry_reason=retry_reason)
+        return await self.send_body(self.event_body(event, event_id), retry_attempt=retry_attempt,
+                                    retry_reason=retry_reason)
+
+    async def send_body(self, body: dict[str, Any], *, retry_attempt: int = 0, retry_reason: str = "") -> str:
+        """Any events_api payload (an `event_callback` body, as Slack documents or a workspace sent it), verbatim."""
+        return await self.send_envelope("events_api", body, accepts_response_payload=False,
+                                        retry_attempt=retry_attempt, retry_reason=retry_reason)
 
     async def send_command(self, command: str, text: str = "", **kw: Any) -> str:
         return await self.send_envelope("slash_commands", self.command_payload(command, text, **kw),
@@ -319,6 +398,8 @@ class FakeSlack:
             await asyncio.sleep(self._delays[method].popleft())
         try:
             self._check(method, token)
+            if method.startswith(("chat.", "reactions.")) and params.get("channel") in self._refused:
+                raise ApiError(self._refused[params["channel"]])
             handler = getattr(self, "_m_" + method.replace(".", "_"), None)
             if handler is None:
                 raise ApiError("unknown_method", 404)
