@@ -22,7 +22,6 @@ import dataclasses
 import functools
 import logging
 import re
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -43,10 +42,10 @@ from channels.slack import media as slack_media
 from channels.base import Access, Publish, tell
 from channels.media_in import MediaIntake, Remote
 from channels.slack.api import (GONE, ServerErrorRetry, SlackError, error_code as _error_code, failure,
-                                scope_hint as _scope_hint)
-from channels.slack.events import (Route, Seen, Sender, command_to_inbound, reply_route, route_of, sender_of,
-                                   to_inbound)
-from channels.slack.format import LIMIT, mrkdwn_len, name_mentions, to_mrkdwn, unnamed_mentions
+                                library_log as _library_log, scope_hint as _scope_hint)
+from channels.slack.events import Route, Seen, command_to_inbound, reply_route, route_of, to_inbound
+from channels.slack.format import LIMIT, mrkdwn_len, to_mrkdwn
+from channels.slack.people import People
 from channels.split import split_message
 from channels.slack.stream import SlackDraft
 from memory.media import MediaStore
@@ -54,22 +53,8 @@ from memory.media import MediaStore
 logger = logging.getLogger(__name__)
 
 
-class _Quiet(logging.Filter):
-    """Drops bolt's start-up warning about SLACK_BOT_TOKEN in the environment: we pass a configured client."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not str(record.msg).startswith("As you gave `client` as well")
-
-
-# slack_sdk and slack-bolt log whole payloads (message text) at DEBUG: they log through this one,
-# which bot/logs.py caps at INFO (and at the configured level when that is higher)
-_library_log = logging.getLogger(f"{__name__}.library")
-_library_log.addFilter(_Quiet())
-
 EVENTS_PATH = "/slack/events"
 THINKING = "hourglass_flowing_sand"
-USER_TTL = 600.0  # seconds a users.info answer (name, admin) is trusted
-MAX_NAMED = 20  # user mentions named per message (each may cost a users.info call)
 MIN_PIECE = 500  # characters: below this a piece Slack calls too long is not cut again
 CONNECT_TIMEOUT = 30.0
 _NET_ERRORS = (SlackApiError, aiohttp.ClientError, asyncio.TimeoutError)
@@ -102,7 +87,7 @@ class SlackChannel:
         self.team_id: str | None = None  # from auth.test
         self._streaming = True  # False once the workspace refused chat streaming
         self._seen = Seen()
-        self._users: dict[str, tuple[float, Sender]] = {}  # user id -> (valid until, sender)
+        self._people: People | None = None  # users.info, cached: once started
         self._tails: dict[ChatKey, asyncio.Future[None]] = {}  # per chat: the last message still being accepted
         self._tasks: set[asyncio.Task[None]] = set()
         self._session: aiohttp.ClientSession | None = None
@@ -118,6 +103,7 @@ class SlackChannel:
     async def start(self) -> None:
         try:
             self._client = self._web_client()
+            self._people = People(self._client)
             await self._sign_in(self._client)
             bolt = self._bolt(self._client)
             if self.settings.app_token:
@@ -282,8 +268,9 @@ class SlackChannel:
         tail: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._tails[msg.key] = tail
         try:
-            sender = await self._lookup(msg.sender_id)
-            msg = dataclasses.replace(msg, text=await self._named(msg.text), sender_name=sender.name,
+            assert self._people is not None
+            sender = await self._people.sender(msg.sender_id)
+            msg = dataclasses.replace(msg, text=await self._people.named(msg.text), sender_name=sender.name,
                                       sender_is_admin=sender.is_admin or msg.sender_id in self.settings.admins)
             if previous is not None:
                 await asyncio.wait([previous])
@@ -294,30 +281,6 @@ class SlackChannel:
             tail.set_result(None)
             if self._tails.get(msg.key) is tail:
                 del self._tails[msg.key]
-
-    async def _named(self, text: str) -> str:
-        """`<@U123>` mentions as `@name` (users.info, cached; at most MAX_NAMED looked up a message)."""
-        ids = unnamed_mentions(text)[:MAX_NAMED]
-        senders = await asyncio.gather(*(self._lookup(user_id) for user_id in ids))
-        return name_mentions(text, {user_id: s.name for user_id, s in zip(ids, senders) if s.name})
-
-    async def _lookup(self, user_id: str) -> Sender:
-        """Name and admin status from users.info (cached); an unknown sender is a nameless non-admin."""
-        now = time.monotonic()
-        cached = self._users.get(user_id)
-        if cached is not None and cached[0] > now:
-            return cached[1]
-        sender = Sender()
-        try:
-            assert self._client is not None
-            sender = sender_of((await self._client.users_info(user=user_id))["user"])
-        except _NET_ERRORS as exc:
-            logger.warning("users.info for %s failed (%s): taken as a nameless non-admin%s",
-                           user_id, _error_code(exc), _scope_hint(exc, "users:read"))
-        if len(self._users) > 1000:
-            self._users = {k: v for k, v in self._users.items() if v[0] > now}
-        self._users[user_id] = (now + USER_TTL, sender)
-        return sender
 
     def _dispatch(self, msg: InboundMessage, route: Route, marker: tuple[str, str] | None,
                   team: str | None = None) -> None:

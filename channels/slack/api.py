@@ -27,6 +27,18 @@ from bot.errors import DeliveryError
 
 logger = logging.getLogger(__name__)
 
+class _Quiet(logging.Filter):
+    """Drops bolt's start-up warning about SLACK_BOT_TOKEN in the environment: we pass a configured client."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("As you gave `client` as well")
+
+
+# slack_sdk and slack-bolt log whole payloads (message text) at DEBUG: they log through this one,
+# which bot/logs.py caps at INFO (and at the configured level when that is higher)
+library_log = logging.getLogger("channels.slack.library")
+library_log.addFilter(_Quiet())
+
 GONE = frozenset({"channel_not_found", "not_in_channel", "is_archived"})  # the place refuses every message
 _INVITE = "invite the app to that channel (/invite @ the app's name in it)"
 ADVICE = {
