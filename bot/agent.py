@@ -195,7 +195,7 @@ class ChatAgent:
             if live is not None and await live.finish(reply.text):
                 return
         except DeliveryError as exc:  # the platform refused it: its message says why and what to do
-            logger.error("could not deliver a streamed reply to %s: %s", reply.key, exc)
+            logger.error("could not deliver a streamed reply to %s: %s", reply.key, exc, exc_info=exc)
             return
         except Exception:  # delivery boundary, as in the bus: the session keeps the reply
             logger.exception("could not deliver a streamed reply to %s", reply.key)

@@ -146,7 +146,7 @@ class MessageBus:
         try:
             await outlet.send(msg)
         except DeliveryError as exc:  # the platform refused it: its message says why and what to do
-            logger.error("could not deliver a reply to %s: %s", msg.key, exc)
+            logger.error("could not deliver a reply to %s: %s", msg.key, exc, exc_info=exc)
         except Exception:  # a channel's delivery failure must not end the turn; the session keeps the reply
             logger.exception("could not deliver a reply to %s", msg.key)
 

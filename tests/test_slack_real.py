@@ -304,3 +304,19 @@ async def test_a_message_slack_finds_too_long_is_sent_in_smaller_pieces(settings
         slack.fail_next("chat.postMessage", "msg_too_long")
         await channel.send(OutboundMessage(ChatKey("slack", "D0ANN"), text))
     assert len(slack.posted) > 1 and " ".join(slack.texts()).split() == text.split()
+
+
+async def test_http_events_retried_by_slack_are_answered_once(make_settings, slack, fake_llm):
+    """HTTP mode: Slack's retries of one delivery (X-Slack-Retry-Num, same event_id) get one answer."""
+    s = make_settings(SLACK_BOT_TOKEN=slack.bot_token, SLACK_SIGNING_SECRET=slack.signing_secret,
+                      SLACK_API_URL=slack.api_url, SLACK_HTTP_PORT="0")
+    app = TuskApp(s)
+    app.add_http()
+    (channel,) = app.add_platforms()
+    async with app:
+        url = f"http://127.0.0.1:{channel.port}/slack/events"
+        body = slack.event_body(slack.dm("once over http"))
+        for retry in (None, 1, 2):
+            assert (await slack.deliver(url, body, retry_num=retry))[0] == 200
+        await settle(slack, fake_llm, 1, 1)
+    assert len(slack.posted) == 1 and len(fake_llm.requests) == 1

@@ -7,9 +7,9 @@
 With SLACK_THREAD_SESSIONS=false a channel is one chat (key C…) and replies go where the
 mention was. Bot messages, edits, deletions and other subtypes are not answered (the list:
 channels/slack/events.py); a retried or doubled event (same channel and ts) is answered once.
-Mentions of people reach the model as `@name`. Web API errors: channels/slack/api.py. An hourglass reaction marks a
-message while its turn runs. Senders outside SLACK_ALLOW_FROM cost no API or LLM call.
-`send` finds a reply's place from the inbound message it answers, else from the chat key
+Mentions of people reach the model as `@name` (channels/slack/people.py); Web API errors are
+read in channels/slack/api.py. An hourglass reaction marks a message while its turn runs.
+Senders outside SLACK_ALLOW_FROM cost no API or LLM call. `send` finds a reply's place from the inbound message it answers, else from the chat key
 alone (`C123` or `C123-1700000000.000100`), so reminders work with no message to answer.
 Payload mapping: channels/slack/events.py; Markdown to mrkdwn: channels/slack/format.py.
 """
