@@ -320,3 +320,19 @@ async def test_http_events_retried_by_slack_are_answered_once(make_settings, sla
             assert (await slack.deliver(url, body, retry_num=retry))[0] == 200
         await settle(slack, fake_llm, 1, 1)
     assert len(slack.posted) == 1 and len(fake_llm.requests) == 1
+
+
+async def test_tusks_own_messages_coming_back_are_never_answered(settings, slack, fake_llm):
+    """Slack sends the bot its own posts and edits as events: a DM reply written by updates and a thread reply
+    both come back (and are acknowledged), and each message still gets exactly one answer (no loop)."""
+    slack.echo_own = True
+    fake_llm.script(Reply(text=LONG, token_delay=0.002), Reply(text="short"))
+    async with running(settings(), slack):
+        await slack.send_event(slack.dm("write a lot"))
+        await slack.wait_for(lambda: slack.texts("D0ANN") == [LONG])
+        await slack.send_event(slack.mention("and here", channel="C0GENERAL"))
+        await slack.wait_for(lambda: slack.texts("C0GENERAL") == ["short"])
+        echoes = len(slack.posted) + len([u for u in slack.updates if u["method"] == "chat.update"])
+        await slack.wait_for(lambda: len(slack.acks) == 2 + echoes)
+        await asyncio.sleep(0.2)
+    assert len(fake_llm.requests) == 2 and len(slack.posted) == 2 and echoes > 2

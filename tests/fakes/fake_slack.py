@@ -37,6 +37,7 @@
         slack.event_body(event, enterprise_id="E1")  # wrapper fields overridden or added
         slack.add_user("U0EXT", "eve", team="T0OTHER")   # a Slack Connect user from another workspace
         slack.refuse_channel("C0OLD", "is_archived") # every chat.* / reactions.* call there fails so
+        slack.echo_own = True                        # the bot's posts and edits come back as message events
 
 Web API calls accept JSON, form or query parameters, and the token as a bearer header or a
 `token` parameter, as slack_sdk sends them. Every method but apps.connections.open needs the
@@ -110,6 +111,8 @@ class FakeSlack(SlackEvents):
         self._sockets: list[web.WebSocketResponse] = []
         self._failures: dict[str, deque[Failure]] = {}
         self._refused: dict[str, str] = {}  # channel -> the error every message call there gets
+        self.echo_own = False  # True: the bot's own posts and edits come back as events, as Slack sends them
+        self._echoes: set[asyncio.Task[Any]] = set()
         self._delays: dict[str, deque[float]] = {}
         self._response_uses: dict[str, int] = {}
         self._tickets: set[str] = set()  # issued by apps.connections.open
@@ -139,6 +142,7 @@ class FakeSlack(SlackEvents):
         return self
 
     async def __aexit__(self, *exc: object) -> None:
+        await asyncio.gather(*self._echoes, return_exceptions=True)
         for ws in list(self._sockets):
             await ws.close()
         assert self._runner is not None
@@ -366,7 +370,17 @@ class FakeSlack(SlackEvents):
         self.posted.append({**p, "ts": ts, "at": time.monotonic()})
         message = {"type": "message", "user": self.bot_user_id, "bot_id": self.bot_id, "text": text, "ts": ts}
         self.messages[ts] = {**message, "channel": channel, "thread_ts": p.get("thread_ts")}
+        self._echo({**message, "app_id": "A0TUSK", "bot_profile": {"id": self.bot_id, "name": "tusk"},
+                    "channel": channel, "channel_type": "im" if str(channel).startswith("D") else "channel",
+                    **({"thread_ts": p["thread_ts"]} if p.get("thread_ts") else {})})
         return {"channel": channel, "ts": ts, "message": message}
+
+    def _echo(self, event: dict[str, Any]) -> None:
+        """With echo_own, the event Slack sends every subscriber for a message the bot itself posted or edited."""
+        if self.echo_own and self._open():
+            task = asyncio.get_running_loop().create_task(self.send_event({**event, "event_ts": self.next_ts()}))
+            self._echoes.add(task)
+            task.add_done_callback(self._echoes.discard)
 
     def texts(self, channel: str | None = None) -> list[str]:
         return [m["text"] for m in self.messages.values() if channel is None or m["channel"] == channel]
@@ -388,8 +402,12 @@ class FakeSlack(SlackEvents):
             raise ApiError("no_text")
         if text and len(text) > MAX_TEXT:
             raise ApiError("msg_too_long")
+        before = {k: v for k, v in message.items() if k not in ("channel", "streaming")}
         message["text"] = text
         self.updates.append({**p, "method": "chat.update", "at": time.monotonic()})
+        self._echo({"type": "message", "subtype": "message_changed", "hidden": True, "channel": p["channel"],
+                    "ts": self.next_ts(), "previous_message": before,
+                    "message": {**before, "text": text, "edited": {"user": self.bot_user_id, "ts": self.next_ts()}}})
         return {"channel": p["channel"], "ts": p["ts"], "text": text}
 
     def _m_chat_delete(self, p: dict[str, Any]) -> dict[str, Any]:
