@@ -132,6 +132,17 @@ def test_rich_text_blocks_speak_when_text_is_empty():
     assert rich_text("not blocks") == rich_text([{"type": "rich_text", "elements": None}]) == ""
 
 
+def test_malformed_events_never_raise():
+    """Odd shapes (no channel, numbers for strings, junk blocks, a bad edit stamp) give None or a message, never
+    an exception."""
+    base = {"type": "app_mention", "channel": "C1", "user": "U1", "ts": "1700000000.000100"}
+    odd = [{**base, "channel": None}, {**base, "text": None, "blocks": "junk"}, {**base, "ts": 17e8, "text": "x"},
+           {**base, "text": ["not", "text"], "blocks": [{"type": "rich_text", "elements": [None, 3]}]},
+           {**base, "text": "x", "edited": {"ts": "soon"}}, {**base, "text": "x", "edited": "yes"}, {}]
+    results = [to_inbound(event, bot_user_id=BOT) for event in odd]
+    assert results[0] is None and results[2].text == "x" and results[-1] is None
+
+
 def test_slack_markup_reads_as_plain_text():
     """Channel links with or without a name, labelled links, entities and emoji shortcodes, as the model reads them."""
     text = f"<@{BOT}|tusk> see <#C0DEV|dev> <#C0OPS|> <https://x.org|label> &amp; &lt;b&gt; :thumbsup: <!here>"

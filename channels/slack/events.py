@@ -1,4 +1,5 @@
-"""Slack payloads to Tusk's events, and chat keys to places: pure functions, tested with hand-built dicts.
+"""Slack payloads to Tusk's events, and chat keys to places: pure functions, tested with hand-built dicts
+(and `Seen`, the memory of messages already taken that makes doubled and retried events one).
 
     to_inbound(event, bot_user_id=..., thread_sessions=True)  -> InboundMessage | None
     command_to_inbound(payload, known_commands)               -> InboundMessage | None
@@ -11,7 +12,7 @@ Which events carry a message for Tusk (real Slack sends many more than user mess
                                                       first text; but a channel message edited within
                                                       EDIT_WINDOW to add Tusk's mention (Slack then
                                                       sends an `app_mention` with `edited`) is
-                                                      answered if its message was not taken before
+                                                      answered unless it was answered before
     message_deleted, bot_message, any `bot_id`        nothing: no answer, nothing saved (bots, Tusk
     (Tusk's own), joins/leaves, huddles, unknown      itself included, are never answered: no loops);
                                                       a deletion does not erase what Tusk kept (/forget)
@@ -150,7 +151,7 @@ def _mention_added(event: dict[str, Any]) -> bool:
 def _seconds(ts: str) -> float:
     try:
         return float(ts)
-    except ValueError:
+    except (TypeError, ValueError):
         return time.time()
 
 
