@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 
 from bot import commands, logs, stream
 from bot.context import ContextBuilder
-from bot.errors import ContextOverflow, LLMError, MediaRefused, ToolsUnsupported
+from bot.errors import ContextOverflow, DeliveryError, LLMError, MediaRefused, ToolsUnsupported
 from bot.events import ChatKey, InboundMessage, OutboundMessage
 from bot.learned import Learner
 from bot.llm import LLM, LLMReply
@@ -194,6 +194,9 @@ class ChatAgent:
         try:
             if live is not None and await live.finish(reply.text):
                 return
+        except DeliveryError as exc:  # the platform refused it: its message says why and what to do
+            logger.error("could not deliver a streamed reply to %s: %s", reply.key, exc, exc_info=exc)
+            return
         except Exception:  # delivery boundary, as in the bus: the session keeps the reply
             logger.exception("could not deliver a streamed reply to %s", reply.key)
             return

@@ -15,7 +15,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
-from bot.errors import BusClosed
+from bot.errors import BusClosed, DeliveryError
 from bot.events import ChatKey, InboundMessage, OutboundMessage
 from bot.stream import Draft
 
@@ -145,6 +145,8 @@ class MessageBus:
             return
         try:
             await outlet.send(msg)
+        except DeliveryError as exc:  # the platform refused it: its message says why and what to do
+            logger.error("could not deliver a reply to %s: %s", msg.key, exc, exc_info=exc)
         except Exception:  # a channel's delivery failure must not end the turn; the session keeps the reply
             logger.exception("could not deliver a reply to %s", msg.key)
 

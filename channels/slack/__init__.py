@@ -5,10 +5,11 @@
     /memory /forget /new /status /help  any other name: `/tusk <sub>` key = the channel   reply ephemeral
 
 With SLACK_THREAD_SESSIONS=false a channel is one chat (key C…) and replies go where the
-mention was. Bot messages, edits, deletions and other subtypes are ignored; a retried or
-doubled event (same channel and ts) is answered once. An hourglass reaction marks a
-message while its turn runs. Senders outside SLACK_ALLOW_FROM cost no API or LLM call.
-`send` finds a reply's place from the inbound message it answers, else from the chat key
+mention was. Bot messages, edits, deletions and other subtypes are not answered (the list:
+channels/slack/events.py); a retried or doubled event (same channel and ts) is answered once.
+Mentions of people reach the model as `@name` (channels/slack/people.py); Web API errors are
+read in channels/slack/api.py. An hourglass reaction marks a message while its turn runs.
+Senders outside SLACK_ALLOW_FROM cost no API or LLM call. `send` finds a reply's place from the inbound message it answers, else from the chat key
 alone (`C123` or `C123-1700000000.000100`), so reminders work with no message to answer.
 Payload mapping: channels/slack/events.py; Markdown to mrkdwn: channels/slack/format.py.
 """
@@ -21,8 +22,6 @@ import dataclasses
 import functools
 import logging
 import re
-import time
-from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -37,42 +36,28 @@ from slack_sdk.http_retry.builtin_async_handlers import (AsyncConnectionErrorRet
                                                          AsyncRateLimitErrorRetryHandler)
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.errors import BusClosed, ConfigError, DeliveryError
+from bot.errors import BusClosed, ConfigError
 from bot.events import ChatKey, InboundMessage, OutboundMessage
 from channels.slack import media as slack_media
 from channels.base import Access, Publish, tell
 from channels.media_in import MediaIntake, Remote
-from channels.slack.api import ServerErrorRetry, error_code as _error_code, scope_hint as _scope_hint
-from channels.slack.events import (Route, Sender, command_to_inbound, reply_route, route_of, sender_of,
-                                   to_inbound)
-from channels.slack.format import split_for_slack
+from channels.slack.api import (GONE, ServerErrorRetry, SlackError, error_code as _error_code, failure,
+                                library_log as _library_log, scope_hint as _scope_hint)
+from channels.slack.events import Route, Seen, command_to_inbound, reply_route, route_of, to_inbound
+from channels.slack.format import LIMIT, mrkdwn_len, to_mrkdwn
+from channels.slack.people import People
+from channels.split import split_message
 from channels.slack.stream import SlackDraft
 from memory.media import MediaStore
 
 logger = logging.getLogger(__name__)
 
 
-class _Quiet(logging.Filter):
-    """Drops bolt's start-up warning about SLACK_BOT_TOKEN in the environment: we pass a configured client."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not str(record.msg).startswith("As you gave `client` as well")
-
-
-# slack_sdk and slack-bolt log whole payloads (message text) at DEBUG: they log through this one,
-# which bot/logs.py caps at INFO (and at the configured level when that is higher)
-_library_log = logging.getLogger(f"{__name__}.library")
-_library_log.addFilter(_Quiet())
-
 EVENTS_PATH = "/slack/events"
 THINKING = "hourglass_flowing_sand"
-USER_TTL = 600.0  # seconds a users.info answer (name, admin) is trusted
+MIN_PIECE = 500  # characters: below this a piece Slack calls too long is not cut again
 CONNECT_TIMEOUT = 30.0
 _NET_ERRORS = (SlackApiError, aiohttp.ClientError, asyncio.TimeoutError)
-
-
-class SlackError(DeliveryError):
-    """A Slack Web API call failed (the message names the method and Slack's error code)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,23 +73,6 @@ class SlackSettings:
     http_port: int = 3000
 
 
-class _Seen:
-    """The last `size` keys seen; `first(key)` is True only the first time."""
-
-    def __init__(self, size: int = 4096) -> None:
-        self._keys: OrderedDict[object, None] = OrderedDict()
-        self._size = size
-
-    def first(self, *keys: object) -> bool:
-        new = not any(k in self._keys for k in keys)
-        for k in keys:
-            self._keys[k] = None
-            self._keys.move_to_end(k)
-        while len(self._keys) > self._size:
-            self._keys.popitem(last=False)
-        return new
-
-
 class SlackChannel:
     name = "slack"
 
@@ -115,11 +83,11 @@ class SlackChannel:
         self._commands = frozenset(name for name, _ in menu)
         self._allow = access.allow_list(settings.allow_from, "SLACK_ALLOW_FROM", self.name)
         self._routes: dict[int, Route] = {}  # InboundMessage.id -> where its replies go, until its turn is done
-        self._askers: dict[int, str] = {}  # InboundMessage.id -> its sender, the recipient of a streamed reply
+        self._askers: dict[int, tuple[str | None, str]] = {}  # InboundMessage.id -> (team, user): a stream's recipient
         self.team_id: str | None = None  # from auth.test
         self._streaming = True  # False once the workspace refused chat streaming
-        self._seen = _Seen()
-        self._users: dict[str, tuple[float, Sender]] = {}  # user id -> (valid until, sender)
+        self._seen = Seen()
+        self._people: People | None = None  # users.info, cached: once started
         self._tails: dict[ChatKey, asyncio.Future[None]] = {}  # per chat: the last message still being accepted
         self._tasks: set[asyncio.Task[None]] = set()
         self._session: aiohttp.ClientSession | None = None
@@ -135,6 +103,7 @@ class SlackChannel:
     async def start(self) -> None:
         try:
             self._client = self._web_client()
+            self._people = People(self._client)
             await self._sign_in(self._client)
             bolt = self._bolt(self._client)
             if self.settings.app_token:
@@ -246,14 +215,17 @@ class SlackChannel:
         msg = to_inbound(event, bot_user_id=self.bot_user_id, thread_sessions=self.settings.thread_sessions)
         if msg is None:
             return
-        keys = [("ts", event["channel"], event["ts"])] + ([("event", body["event_id"])] if body.get("event_id") else [])
-        if not self._seen.first(*keys):
+        # one message arrives as `message` and `app_mention`, and again on a retry: answered once; a message
+        # overheard (kept, not answered) may still be answered once an edit adds Tusk's mention
+        keys = [("ts", event["channel"], event["ts"], msg.addressed)]
+        if not self._seen.first(*keys, *([("event", body["event_id"])] if body.get("event_id") else [])):
             logger.info("Slack event %s for a message already taken: ignored", body.get("event_id"))
             return
         if not await self._admit(msg, event["channel"]):
             return
+        team = event.get("user_team") or event.get("team") or self.team_id  # Slack Connect: the sender's own
         await self._accept(msg, reply_route(event, self.settings.thread_sessions), (event["channel"], event["ts"]),
-                           self._files(event, msg))
+                           self._files(event, msg), team)
 
     def _files(self, event: dict[str, Any], msg: InboundMessage) -> list[Remote]:
         """The event's files to download: none without a media store, or for chatter the chat does not keep."""
@@ -269,7 +241,8 @@ class SlackChannel:
             return
         if not await self._admit(msg, command.get("channel_id", ""), command.get("response_url")):
             return
-        await self._accept(msg, Route(msg.key.chat_id, response_url=command.get("response_url")), None)
+        await self._accept(msg, Route(msg.key.chat_id, response_url=command.get("response_url")), None,
+                           team=command.get("team_id"))
 
     async def _admit(self, msg: InboundMessage, channel: str, response_url: str | None = None) -> bool:
         """The allow-list's verdict (no API call for a refused sender); a pairing code is told here."""
@@ -288,51 +261,35 @@ class SlackChannel:
         return None
 
     async def _accept(self, msg: InboundMessage, route: Route, marker: tuple[str, str] | None,
-                      files: list[Remote] | None = None) -> None:
-        """Learn who sent `msg` and download its files, then publish it; messages of one chat are published
-        in arrival order."""
+                      files: list[Remote] | None = None, team: str | None = None) -> None:
+        """Learn who sent `msg` (and the names of those it mentions) and download its files, then publish it;
+        messages of one chat are published in arrival order."""
         previous = self._tails.get(msg.key)
         tail: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._tails[msg.key] = tail
         try:
-            sender = await self._lookup(msg.sender_id)
-            msg = dataclasses.replace(msg, sender_name=sender.name,
+            assert self._people is not None
+            sender = await self._people.sender(msg.sender_id)
+            msg = dataclasses.replace(msg, text=await self._people.named(msg.text), sender_name=sender.name,
                                       sender_is_admin=sender.is_admin or msg.sender_id in self.settings.admins)
             if previous is not None:
                 await asyncio.wait([previous])
             with_files = await self._intake.attach(msg, files, functools.partial(tell, self.send)) if files and self._intake else msg
             if with_files is not None:
-                self._dispatch(with_files, route, marker)
+                self._dispatch(with_files, route, marker, team)
         finally:
             tail.set_result(None)
             if self._tails.get(msg.key) is tail:
                 del self._tails[msg.key]
 
-    async def _lookup(self, user_id: str) -> Sender:
-        """Name and admin status from users.info (cached); an unknown sender is a nameless non-admin."""
-        now = time.monotonic()
-        cached = self._users.get(user_id)
-        if cached is not None and cached[0] > now:
-            return cached[1]
-        sender = Sender()
-        try:
-            assert self._client is not None
-            sender = sender_of((await self._client.users_info(user=user_id))["user"])
-        except _NET_ERRORS as exc:
-            logger.warning("users.info for %s failed (%s): taken as a nameless non-admin%s",
-                           user_id, _error_code(exc), _scope_hint(exc, "users:read"))
-        if len(self._users) > 1000:
-            self._users = {k: v for k, v in self._users.items() if v[0] > now}
-        self._users[user_id] = (now + USER_TTL, sender)
-        return sender
-
-    def _dispatch(self, msg: InboundMessage, route: Route, marker: tuple[str, str] | None) -> None:
+    def _dispatch(self, msg: InboundMessage, route: Route, marker: tuple[str, str] | None,
+                  team: str | None = None) -> None:
         if not msg.addressed:  # channel chatter: no reply, no marker; the agent keeps it or drops it
             with contextlib.suppress(BusClosed):
                 self._publish(msg)
             return
         self._routes[msg.id] = route
-        self._askers[msg.id] = msg.sender_id
+        self._askers[msg.id] = (team, msg.sender_id)
         try:
             done = self._publish(msg)
         except BusClosed:
@@ -345,23 +302,28 @@ class SlackChannel:
 
     async def _follow(self, msg_id: int, done: asyncio.Future[None], marker: tuple[str, str] | None) -> None:
         """The thinking marker on the user's message while its turn runs; the route forgotten after."""
+        marked = False
         try:
             if marker is not None:
-                await self._react("reactions_add", *marker)
+                marked = await self._react("reactions_add", *marker)
             await asyncio.wait([done])
         finally:
             self._routes.pop(msg_id, None)
             self._askers.pop(msg_id, None)
-            if marker is not None:
+            if marked:
+                assert marker is not None
                 await self._react("reactions_remove", *marker)
 
-    async def _react(self, method: str, channel: str, ts: str) -> None:
+    async def _react(self, method: str, channel: str, ts: str) -> bool:
         try:
             assert self._client is not None
             await getattr(self._client, method)(channel=channel, timestamp=ts, name=THINKING)
+            return True
         except _NET_ERRORS as exc:  # a missing marker is cosmetic: the turn goes on
-            logger.warning("%s failed (%s)%s", method.replace("_", "."), _error_code(exc),
-                           _scope_hint(exc, "reactions:write"))
+            code = _error_code(exc)  # a place refusing everything is told once, by the reply's failure
+            logger.log(logging.DEBUG if code in GONE else logging.WARNING, "%s failed (%s)%s",
+                       method.replace("_", "."), code, _scope_hint(exc, "reactions:write"))
+            return False
 
     # -- outbound ----------------------------------------------------------------------------
 
@@ -374,18 +336,28 @@ class SlackChannel:
         def refused() -> None:
             self._streaming = False
 
-        return SlackDraft(self._client, route, self.team_id if self._streaming else None,
-                          self._askers.get(reply_to), refused)
+        team, user = self._askers.get(reply_to, (None, None))
+        return SlackDraft(self._client, route, (team or self.team_id) if self._streaming else None, user, refused)
 
     async def send(self, msg: OutboundMessage) -> None:
         """Post the reply (as mrkdwn, in pieces of at most 3,000 characters); raises SlackError on failure."""
         route = self._routes.get(msg.reply_to) if msg.reply_to is not None else None
-        route = route or route_of(msg.key)
-        for piece in split_for_slack(msg.text):
+        await self._send_pieces(route or route_of(msg.key), msg.text, LIMIT)
+
+    async def _send_pieces(self, route: Route, markdown: str, limit: int) -> None:
+        """`markdown` in mrkdwn pieces of at most `limit` characters; a piece Slack calls too long is sent again
+        in smaller pieces."""
+        for piece in split_message(markdown, limit, mrkdwn_len):
             if route.response_url:
-                await self._respond(route.response_url, piece)
-            else:
-                await self._post(route, piece)
+                await self._respond(route.response_url, to_mrkdwn(piece))
+                continue
+            try:
+                await self._post(route, to_mrkdwn(piece))
+            except SlackError as exc:
+                if exc.code != "msg_too_long" or limit <= MIN_PIECE:
+                    raise
+                logger.info("Slack found a %d-character message too long: sending it in smaller pieces", len(piece))
+                await self._send_pieces(route, piece, max(MIN_PIECE, limit // 4))
 
     async def _post(self, route: Route, piece: str) -> None:
         if self._client is None:
@@ -393,7 +365,7 @@ class SlackChannel:
         try:
             await self._client.chat_postMessage(channel=route.channel, thread_ts=route.thread_ts, text=piece)
         except _NET_ERRORS as exc:
-            raise SlackError(f"chat.postMessage to {route.channel} failed: {_error_code(exc)}") from exc
+            raise failure("chat.postMessage", route.channel, exc) from exc
 
     async def _respond(self, url: str, piece: str) -> None:
         """An ephemeral answer to a slash command, through its response_url."""

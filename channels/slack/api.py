@@ -3,6 +3,14 @@
 A proxy or load balancer in front of the API (or Slack itself in an outage) can answer with an
 HTML page or plain text instead of Slack's JSON; slack_sdk then raises `SlackApiError` with a text
 body, or with the raw aiohttp response. Nothing here assumes JSON.
+
+Errors Slack sends as `ok: false`: `ratelimited` (HTTP 429 + Retry-After) and 5xx are retried by the
+client's handlers; the others are final and become one `SlackError` that says what to do (`failure`):
+
+    channel_not_found / not_in_channel   invite the app to the channel
+    is_archived                          unarchive the channel
+    msg_too_long                         (send retries in smaller pieces first)
+    invalid_auth / token_revoked / ...   reinstall the app, update SLACK_BOT_TOKEN
 """
 
 from __future__ import annotations
@@ -15,7 +23,49 @@ from slack_sdk.http_retry.request import HttpRequest
 from slack_sdk.http_retry.response import HttpResponse
 from slack_sdk.http_retry.state import RetryState
 
+from bot.errors import DeliveryError
+
 logger = logging.getLogger(__name__)
+
+class _Quiet(logging.Filter):
+    """Drops bolt's start-up warning about SLACK_BOT_TOKEN in the environment: we pass a configured client."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("As you gave `client` as well")
+
+
+# slack_sdk and slack-bolt log whole payloads (message text) at DEBUG: they log through this one,
+# which bot/logs.py caps at INFO (and at the configured level when that is higher)
+library_log = logging.getLogger("channels.slack.library")
+library_log.addFilter(_Quiet())
+
+GONE = frozenset({"channel_not_found", "not_in_channel", "is_archived"})  # the place refuses every message
+_INVITE = "invite the app to that channel (/invite @ the app's name in it)"
+ADVICE = {
+    "channel_not_found": f"the channel was deleted, or is private and the app is not in it: {_INVITE}",
+    "not_in_channel": f"the app is not a member of the channel: {_INVITE}",
+    "is_archived": "the channel is archived: unarchive it to talk with Tusk there",
+    "msg_too_long": "Slack found the message too long even in small pieces",
+    "ratelimited": "Slack still rate-limited after the waits it asked for: the reply was not posted",
+    "invalid_auth": "reinstall the Slack app and update SLACK_BOT_TOKEN",
+    "token_revoked": "the app's token was revoked: reinstall the Slack app and update SLACK_BOT_TOKEN",
+    "account_inactive": "the app was uninstalled: reinstall it and update SLACK_BOT_TOKEN",
+}
+
+
+class SlackError(DeliveryError):
+    """A Slack Web API call failed (the message names the method, Slack's error code and what to do)."""
+
+    def __init__(self, message: str, code: str = "") -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def failure(method: str, where: str, exc: BaseException) -> SlackError:
+    """The SlackError for a failed call, naming Slack's error code and the fix if there is one (never the text)."""
+    code = error_code(exc)
+    advice = ADVICE.get(code)
+    return SlackError(f"{method} to {where} failed: {code}" + (f" ({advice})" if advice else ""), code)
 
 
 def error_code(exc: BaseException) -> str:

@@ -3,6 +3,7 @@
     to_mrkdwn("**Hi** [docs](https://x.io)")   -> "*Hi* <https://x.io|docs>"
     split_for_slack(markdown)                  -> ["mrkdwn piece", ...] each <= 3,000 characters
     from_slack("<@UBOT> see <https://x.io|x.io> &amp; more", bot_user_id="UBOT") -> "see x.io & more"
+    name_mentions("ask <@U1> and <@U2|bob>", {"U1": "ann"})                  -> "ask @ann and @bob"
 
 mrkdwn has bold `*b*`, italic `_i_`, strike `~s~`, code spans and ``` blocks (no language
 tag), `>` quotes and `<url|label>` links, and no headings, lists or tables: headings become
@@ -22,7 +23,7 @@ LIMIT = 3000  # characters per message: Slack allows far more, but readers scrol
 _SENTINEL = "\x00"
 _BOLD = "\x01"
 _CODE_SPAN = re.compile(r"(`+)(.+?)\1")
-_MENTION = re.compile(r"<([@#][UWC][A-Z0-9]+(?:\|[^<>|]*)?)>")
+_MENTION = re.compile(r"<([@#][UWCG][A-Z0-9]+(?:\|[^<>|]*)?)>")
 _AUTOLINK = re.compile(r"<((?:https?|mailto):[^<>\s|]+)>")
 _LINK = re.compile(r"(!?)\[([^\]\n]*)\]\(\s*<?([^()\s<>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 _HEADING = re.compile(r"^ {0,3}#{1,6}\s+(.*?)(?:\s+#+)?\s*$")
@@ -34,6 +35,7 @@ _STRONG = re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*|(?<!\w)__(?=\S)(.+?)(?<=\S)__(
 _EM = re.compile(r"(?<![\w*])\*(?=[^\s*])(.+?)(?<=[^\s*])\*(?![\w*])")
 _STRIKE = re.compile(r"~~(?=\S)(.+?)(?<=\S)~~")
 _INCOMING = re.compile(r"<([^<>]+)>")
+_USER = re.compile(r"<@([UW][A-Z0-9]+)(?:\|([^<>]*))?>")
 
 
 def escape(text: str) -> str:
@@ -136,7 +138,7 @@ def _incoming(m: re.Match[str]) -> str:
     if target[:1] == "@":
         return m[0]  # a user mention stays as Slack writes it, so the model can mention them back
     if target[:1] == "#":
-        return f"#{label}" if label else m[0]
+        return f"#{label}" if label else f"<{target}>"  # Slack now often sends `<#C123|>`: the id, linkable back
     if target[:1] == "!":
         special = target[1:].split("^")[0]
         return label or (f"@{special}" if special in ("here", "channel", "everyone") else "")
@@ -155,3 +157,13 @@ def from_slack(text: str, bot_user_id: str | None = None) -> str:
     text = _INCOMING.sub(_incoming, text)
     text = text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
     return re.sub(r"[ \t]{2,}", " ", text).strip()
+
+
+def unnamed_mentions(text: str) -> list[str]:
+    """The ids of user mentions in `text` that carry no name (`<@U123>`), each once, in order."""
+    return list(dict.fromkeys(m[1] for m in _USER.finditer(text) if not m[2]))
+
+
+def name_mentions(text: str, names: dict[str, str]) -> str:
+    """User mentions as `@name` the model can read: the name in the mention, else from `names`, else the id."""
+    return _USER.sub(lambda m: "@" + (m[2] or names.get(m[1]) or m[1]), text)

@@ -10,6 +10,9 @@ Streamed text can only grow: if the reply starts over (the model wrote a little,
 tool), the streamed message is stopped and deleted and a new one begins. A tool step's status is
 shown only on the chat.update path (a stream takes text alone). One update a second keeps well
 under the Web API's tiers; slack_sdk's retry handler waits out any 429.
+
+A place that refuses every message (archived, deleted, the app not in it: api.GONE) stops the draft
+quietly; `finish` then raises the one SlackError that says what to do.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from typing import Any
 
 from slack_sdk.errors import SlackApiError
 
-from channels.slack.api import error_code
+from channels.slack.api import GONE, SlackError, error_code, failure
 from channels.slack.events import Route
 from channels.slack.format import split_for_slack
 
@@ -45,8 +48,27 @@ class SlackDraft:
         self._streamed = ""
         self._posted: list[str] = []  # chat.update path: the ts of each message so far
         self._texts: list[str] = []
+        self.failed: SlackError | None = None  # the place refuses every message: nothing more is tried
 
     async def show(self, text: str) -> None:
+        await self._quietly(self._show, text)
+
+    async def status(self, text: str) -> None:
+        if not self.streaming:
+            await self._quietly(self._put_all, [text])
+
+    async def _quietly(self, step: Any, arg: Any) -> None:
+        """One update; a place that refuses every message ends the updates without an error (finish says it)."""
+        if self.failed is not None:
+            return
+        try:
+            await step(arg)
+        except SlackApiError as exc:
+            if error_code(exc) not in GONE:
+                raise
+            self.failed = failure("a reply", self.route.channel, exc)
+
+    async def _show(self, text: str) -> None:
         if self.streaming:
             try:
                 await self._stream_to(text)
@@ -60,11 +82,15 @@ class SlackDraft:
                     self.on_refused()
         await self._put_all(split_for_slack(text))
 
-    async def status(self, text: str) -> None:
-        if not self.streaming:
-            await self._put_all([text])
-
     async def finish(self, text: str) -> None:
+        if self.failed is not None:
+            raise self.failed
+        try:
+            await self._finish(text)
+        except SlackApiError as exc:
+            raise failure("a reply", self.route.channel, exc) from exc
+
+    async def _finish(self, text: str) -> None:
         if self.streaming and (self._stream is None or text.startswith(self._streamed)):
             await self._stream_to(text)
             if self._stream is not None:

@@ -26,6 +26,19 @@
         slack.scopes.discard("files:read")            # the app as installed without the scope
         slack.downloads   # (file id, request headers) of private file fetches that got the file
 
+    Events as real workspaces send them (docs.slack.dev/reference/events/message and its subtypes):
+        slack.channel_message("hi", thread_ts=...)   # message.channels: chatter, or the twin of a mention
+        slack.as_message(mention)                    # the `message` event Slack sends beside an app_mention
+        slack.edited(event, "new text")              # message_changed (hidden, message + previous_message)
+        slack.edited_mention(mention, "new text")    # the app_mention Slack sends again for an edit
+        slack.deleted(event)                         # message_deleted
+        slack.subtyped("channel_join", "<@U0ANN> has joined the channel")  # any other subtype
+        await slack.send_body(body, retry_attempt=1) # any events_api payload, verbatim
+        slack.event_body(event, enterprise_id="E1")  # wrapper fields overridden or added
+        slack.add_user("U0EXT", "eve", team="T0OTHER")   # a Slack Connect user from another workspace
+        slack.refuse_channel("C0OLD", "is_archived") # every chat.* / reactions.* call there fails so
+        slack.echo_own = True                        # the bot's posts and edits come back as message events
+
 Web API calls accept JSON, form or query parameters, and the token as a bearer header or a
 `token` parameter, as slack_sdk sends them. Every method but apps.connections.open needs the
 bot token; that one needs the app-level token. A response_url takes five posts, as Slack's does.
@@ -52,6 +65,7 @@ import aiohttp
 from aiohttp import web
 
 from tests.fakes.loopback import serve, wait_until
+from tests.fakes.slack_events import SlackEvents
 
 MAX_TEXT = 40_000
 SCOPES = ("app_mentions:read", "channels:history", "chat:write", "commands", "files:read", "groups:history",
@@ -76,7 +90,7 @@ class ApiError(Exception):
         self.error, self.status, self.headers, self.body = error, status, headers or {}, body
 
 
-class FakeSlack:
+class FakeSlack(SlackEvents):
     def __init__(self, *, bot_token: str = "xoxb-fake-bot-token", app_token: str = "xapp-fake-app-token",
                  signing_secret: str = "fake-signing-secret", team_id: str = "T0FAKE",
                  bot_user_id: str = "U0TUSK", bot_id: str = "B0TUSK") -> None:
@@ -96,6 +110,9 @@ class FakeSlack:
         self.connections = 0
         self._sockets: list[web.WebSocketResponse] = []
         self._failures: dict[str, deque[Failure]] = {}
+        self._refused: dict[str, str] = {}  # channel -> the error every message call there gets
+        self.echo_own = False  # True: the bot's own posts and edits come back as events, as Slack sends them
+        self._echoes: set[asyncio.Task[Any]] = set()
         self._delays: dict[str, deque[float]] = {}
         self._response_uses: dict[str, int] = {}
         self._tickets: set[str] = set()  # issued by apps.connections.open
@@ -125,6 +142,7 @@ class FakeSlack:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
+        await asyncio.gather(*self._echoes, return_exceptions=True)
         for ws in list(self._sockets):
             await ws.close()
         assert self._runner is not None
@@ -132,9 +150,10 @@ class FakeSlack:
 
     # -- test controls -----------------------------------------------------------------------
 
-    def add_user(self, user_id: str, name: str = "", *, is_admin: bool = False, is_owner: bool = False) -> None:
+    def add_user(self, user_id: str, name: str = "", *, is_admin: bool = False, is_owner: bool = False,
+                 team: str | None = None) -> None:
         name = name or user_id.lower()
-        self.users[user_id] = {"id": user_id, "team_id": self.team_id, "name": name, "real_name": name.title(),
+        self.users[user_id] = {"id": user_id, "team_id": team or self.team_id, "name": name, "real_name": name.title(),
                                "is_admin": is_admin, "is_owner": is_owner, "is_primary_owner": False,
                                "is_bot": False, "deleted": False,
                                "profile": {"display_name": name, "real_name": name.title()}}
@@ -168,6 +187,11 @@ class FakeSlack:
         or with `body`, a raw (content type, text) answer such as a proxy's HTML 502 page."""
         self._failures.setdefault(method, deque()).append(Failure(error, status, retry_after, body))
 
+    def refuse_channel(self, channel: str, error: str = "is_archived") -> None:
+        """From now on every chat.* and reactions.* call in `channel` fails with `error` (channel_not_found,
+        not_in_channel, is_archived), as Slack keeps refusing a place until someone fixes it."""
+        self._refused[channel] = error
+
     def slow_next(self, method: str, seconds: float) -> None:
         self._delays.setdefault(method, deque()).append(seconds)
 
@@ -183,52 +207,6 @@ class FakeSlack:
     async def wait_acked(self, envelope_id: str, timeout: float = 5.0) -> dict[str, Any] | None:
         await self.wait_for(lambda: envelope_id in self.acks, timeout)
         return self.acks[envelope_id]
-
-    def next_ts(self) -> str:
-        return f"{1_700_000_000 + next(self._clock)}.000100"
-
-    # -- events as Slack writes them ---------------------------------------------------------
-
-    def dm(self, text: str, *, user: str = "U0ANN", channel: str = "D0ANN", ts: str | None = None,
-           thread_ts: str | None = None, **extra: Any) -> dict[str, Any]:
-        """A `message` event in a direct message with the bot."""
-        event = {"type": "message", "channel_type": "im", "channel": channel, "user": user, "text": text,
-                 "ts": ts or self.next_ts(), "team": self.team_id, **extra}
-        if thread_ts:
-            event["thread_ts"] = thread_ts
-        event["event_ts"] = event["ts"]
-        return event
-
-    def mention(self, text: str, *, user: str = "U0ANN", channel: str = "C0GENERAL", ts: str | None = None,
-                thread_ts: str | None = None, **extra: Any) -> dict[str, Any]:
-        """An `app_mention` event: the bot's mention is put in front of `text`."""
-        event = {"type": "app_mention", "channel": channel, "user": user, "text": f"<@{self.bot_user_id}> {text}",
-                 "ts": ts or self.next_ts(), "team": self.team_id, **extra}
-        if thread_ts:
-            event["thread_ts"] = thread_ts
-        event["event_ts"] = event["ts"]
-        return event
-
-    def event_body(self, event: dict[str, Any], event_id: str | None = None) -> dict[str, Any]:
-        """The Events API `event_callback` body around `event`."""
-        return {"token": "legacy-verification-token", "team_id": self.team_id, "api_app_id": "A0TUSK",
-                "event": event, "type": "event_callback", "event_id": event_id or f"Ev{next(self._ids):08d}",
-                "event_time": int(float(event.get("ts", time.time()))),
-                "authorizations": [{"enterprise_id": None, "team_id": self.team_id, "user_id": self.bot_user_id,
-                                    "is_bot": True, "is_enterprise_install": False}],
-                "is_ext_shared_channel": False, "event_context": f"4-fake-{next(self._ids)}"}
-
-    def command_payload(self, command: str, text: str = "", *, user: str = "U0ANN", channel: str = "D0ANN",
-                        channel_name: str | None = None) -> dict[str, str]:
-        """A slash command payload; its response_url points at this fake."""
-        n = next(self._ids)
-        if channel_name is None:
-            channel_name = "directmessage" if channel.startswith("D") else "general"
-        return {"token": "legacy-verification-token", "team_id": self.team_id, "team_domain": "fake",
-                "channel_id": channel, "channel_name": channel_name, "user_id": user,
-                "user_name": self.users.get(user, {}).get("name", user.lower()), "command": command, "text": text,
-                "api_app_id": "A0TUSK", "is_enterprise_install": "false",
-                "response_url": f"{self.base_url}/respond/{n}", "trigger_id": f"{n}.fake.trigger"}
 
     # -- Socket Mode ---------------------------------------------------------------------------
 
@@ -247,9 +225,13 @@ class FakeSlack:
     async def send_event(self, event: dict[str, Any], *, event_id: str | None = None, retry_attempt: int = 0,
                          retry_reason: str = "") -> str:
         """An events_api envelope; a retry repeats `event_id` with retry_attempt > 0, as Slack does."""
-        return await self.send_envelope("events_api", self.event_body(event, event_id),
-                                        accepts_response_payload=False, retry_attempt=retry_attempt,
-                                        retry_reason=retry_reason)
+        return await self.send_body(self.event_body(event, event_id), retry_attempt=retry_attempt,
+                                    retry_reason=retry_reason)
+
+    async def send_body(self, body: dict[str, Any], *, retry_attempt: int = 0, retry_reason: str = "") -> str:
+        """Any events_api payload (an `event_callback` body, as Slack documents or a workspace sent it), verbatim."""
+        return await self.send_envelope("events_api", body, accepts_response_payload=False,
+                                        retry_attempt=retry_attempt, retry_reason=retry_reason)
 
     async def send_command(self, command: str, text: str = "", **kw: Any) -> str:
         return await self.send_envelope("slash_commands", self.command_payload(command, text, **kw),
@@ -319,6 +301,8 @@ class FakeSlack:
             await asyncio.sleep(self._delays[method].popleft())
         try:
             self._check(method, token)
+            if method.startswith(("chat.", "reactions.")) and params.get("channel") in self._refused:
+                raise ApiError(self._refused[params["channel"]])
             handler = getattr(self, "_m_" + method.replace(".", "_"), None)
             if handler is None:
                 raise ApiError("unknown_method", 404)
@@ -386,7 +370,17 @@ class FakeSlack:
         self.posted.append({**p, "ts": ts, "at": time.monotonic()})
         message = {"type": "message", "user": self.bot_user_id, "bot_id": self.bot_id, "text": text, "ts": ts}
         self.messages[ts] = {**message, "channel": channel, "thread_ts": p.get("thread_ts")}
+        self._echo({**message, "app_id": "A0TUSK", "bot_profile": {"id": self.bot_id, "name": "tusk"},
+                    "channel": channel, "channel_type": "im" if str(channel).startswith("D") else "channel",
+                    **({"thread_ts": p["thread_ts"]} if p.get("thread_ts") else {})})
         return {"channel": channel, "ts": ts, "message": message}
+
+    def _echo(self, event: dict[str, Any]) -> None:
+        """With echo_own, the event Slack sends every subscriber for a message the bot itself posted or edited."""
+        if self.echo_own and self._open():
+            task = asyncio.get_running_loop().create_task(self.send_event({**event, "event_ts": self.next_ts()}))
+            self._echoes.add(task)
+            task.add_done_callback(self._echoes.discard)
 
     def texts(self, channel: str | None = None) -> list[str]:
         return [m["text"] for m in self.messages.values() if channel is None or m["channel"] == channel]
@@ -408,8 +402,12 @@ class FakeSlack:
             raise ApiError("no_text")
         if text and len(text) > MAX_TEXT:
             raise ApiError("msg_too_long")
+        before = {k: v for k, v in message.items() if k not in ("channel", "streaming")}
         message["text"] = text
         self.updates.append({**p, "method": "chat.update", "at": time.monotonic()})
+        self._echo({"type": "message", "subtype": "message_changed", "hidden": True, "channel": p["channel"],
+                    "ts": self.next_ts(), "previous_message": before,
+                    "message": {**before, "text": text, "edited": {"user": self.bot_user_id, "ts": self.next_ts()}}})
         return {"channel": p["channel"], "ts": p["ts"], "text": text}
 
     def _m_chat_delete(self, p: dict[str, Any]) -> dict[str, Any]:
