@@ -193,6 +193,8 @@ class TelegramChannel:
             return
         msg = to_inbound(update.message, self.app.bot.bot, self._commands)
         if msg is None:  # service messages, other bots, a kind Tusk does not read
+            if update.message.from_user is None and update.message.sender_chat is None:
+                self._skip_once("messages without a sender")
             return
         chat = update.message.chat
         verdict = self._allow.check(msg.sender_id, msg.sender_name, group=str(chat.id) if msg.is_group else None,
@@ -248,9 +250,12 @@ class TelegramChannel:
         """An update that is not a new message (an edit, a channel post, a button press, a kind from a newer Bot
         API): never asked for, so only a webhook or an old subscription brings it; logged once per kind."""
         kind = next((k for k in update.to_dict() if k != "update_id"), "empty")
-        if kind not in self._skipped:
-            self._skipped.add(kind)
-            logger.info("skipping Telegram %s updates: Tusk answers new messages only", kind)
+        self._skip_once(f"{kind} updates")
+
+    def _skip_once(self, what: str) -> None:
+        if what not in self._skipped:
+            self._skipped.add(what)
+            logger.info("skipping Telegram %s: Tusk answers new messages with a sender only", what)
 
     def _migrated(self, message: Message) -> None:
         """The service message of a group upgraded to a supergroup (one in each chat): its memory follows."""
