@@ -139,7 +139,7 @@ class TuskApp:
         self.flood = FloodGate(settings.flood_limits(), self.bus.publish, self.bus.send, self._known)
         self.sweeper = Sweeper(settings.home, self._consolidate)
         self.moves = ChatMoves(settings.home, self.store, self.bus.in_order, self.consolidator.lock,
-                               [self.reminders])  # a Telegram group upgraded to a supergroup
+                               [self.reminders, *filter(None, [self.access.pairing])])  # a Telegram group upgraded
         self._scheduler: AsyncIOScheduler | None = None
 
     async def _consolidation_call(self, messages: list[dict], tools: list[dict], max_tokens: int) -> str | None:

@@ -16,6 +16,7 @@ from bot.tools.box import ToolContext
 from memory import chat_settings
 from memory.chat_settings import ChatSettings
 from memory.files import append_history
+from memory.move import move_chat
 from tests.fakes.fake_llm import Reply
 from tests.fakes.fake_telegram import FakeTelegram
 
@@ -41,7 +42,7 @@ async def start_tusk(make_settings, tg):
 
     async def start(**env):
         app = TuskApp(make_settings(TELEGRAM_BOT_TOKEN=tg.token, TELEGRAM_API_BASE=tg.base_url,
-                                    TUSK_DM_POLICY="open", **env))
+                                    **{"TUSK_DM_POLICY": "open"} | env))
         assert [c.name for c in app.add_platforms()] == ["telegram"]
         await app.__aenter__()
         apps.append(app)
@@ -284,3 +285,32 @@ async def test_webhook_skips_what_it_does_not_answer(start_tusk, tg, fake_llm, c
     assert last_prompt(fake_llm).endswith("answer me")
     skipped = [r.getMessage() for r in caplog.records if r.getMessage().startswith("skipping Telegram")]
     assert len(skipped) == 7 and any("edited_message" in s for s in skipped) and not any("news" in s for s in skipped)
+
+
+async def test_a_paired_group_stays_paired_after_its_upgrade(start_tusk, tg, fake_llm):
+    """With pairing, a group the owner approved is still approved under its supergroup id."""
+    app = await start_tusk(TUSK_DM_POLICY="pairing")
+    request, _ = app.access.pairing.request("telegram", "group", "-4001", "Hikers")
+    app.access.pairing.approve(request.code)
+    tg.migrate(-4001, -1004001)
+    push(tg, SUPER, **mention("@tusk_bot still there?"))
+    await tg.wait_for(lambda: fake_llm.requests)
+    assert last_prompt(fake_llm).endswith("still there?")
+    assert app.access.pairing.approved("telegram", "group", "-1004001")
+    assert not app.access.pairing.approved("telegram", "group", "-4001")
+
+
+def test_a_move_never_merges_or_overwrites(tmp_path):
+    """Files under the new id already: both folders are left as they are; a second move finds it done."""
+    for chat_id, text in (("-4001", "old memory"), ("-1004001", "new memory")):
+        folder = tmp_path / "chats" / "telegram" / chat_id
+        folder.mkdir(parents=True)
+        (folder / "MEMORY.md").write_text(text)
+    assert move_chat(tmp_path, "telegram", "-4001", "-1004001") == "kept both"
+    assert (tmp_path / "chats/telegram/-4001/MEMORY.md").read_text() == "old memory"
+    assert (tmp_path / "chats/telegram/-1004001/MEMORY.md").read_text() == "new memory"
+    assert move_chat(tmp_path, "telegram", "-4002", "-1004002") == "nothing"
+    (tmp_path / "chats/telegram/-4002").mkdir()
+    (tmp_path / "chats/telegram/-1004002").mkdir()  # an empty folder is no chat's files: replaced
+    assert move_chat(tmp_path, "telegram", "-4002", "-1004002") == "moved"
+    assert move_chat(tmp_path, "telegram", "-4002", "-1004002") == "done before"

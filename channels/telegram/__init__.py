@@ -196,22 +196,30 @@ class TelegramChannel:
             if update.message.from_user is None and update.message.sender_chat is None:
                 self._skip_once("messages without a sender")
             return
-        chat = update.message.chat
+        message = update.message
+        album = message.media_group_id and self._albums is not None  # an open album gathers its items at once
+        if self._in_order.busy(msg.key) and not album:  # earlier messages' files, or an upgrade's move, go first
+            self._in_order.run(msg.key, lambda: self._admit(message, msg, queued=True))
+            return
+        await self._admit(message, msg)
+
+    async def _admit(self, message: Message, msg: InboundMessage, queued: bool = False) -> None:
+        """Allow-list, then publish (files downloaded first, in the chat's order unless `queued` there already)."""
+        chat = message.chat
         verdict = self._allow.check(msg.sender_id, msg.sender_name, group=str(chat.id) if msg.is_group else None,
                                     group_name=chat.title or "", addressed=msg.addressed)
         if not verdict.admitted:
             if verdict.reply:
                 await tell(self.send, msg.key, verdict.reply)
             return
-        if update.message.media_group_id and self._albums is not None:  # one message for the whole album
-            self._albums.add(update.message, msg)
+        if message.media_group_id and self._albums is not None:  # one message for the whole album
+            self._albums.add(message, msg)
             return
-        files = self._files(update.message, msg)
-        if files or self._in_order.busy(msg.key):
-            message = update.message
+        files = self._files(message, msg)
+        if files and not queued:
             self._in_order.run(msg.key, lambda: self._take(message, msg, files))
             return
-        await self._take(update.message, msg)
+        await self._take(message, msg, files)
 
     def _files(self, message: Message, msg: InboundMessage) -> list[Remote]:
         """The files of `message` to download: none without a media store, or for chatter the chat does not keep."""
@@ -266,13 +274,15 @@ class TelegramChannel:
 
     def _migrate(self, old: int, new: int) -> None:
         """Send to `new` from now on; move the chat's files before the new chat's next message is published."""
+        if self._moved.get(old) != new:
+            logger.info("Telegram group %s became supergroup %s", old, new)
+            if str(old) in self.settings.allow_from and str(new) not in self.settings.allow_from:
+                logger.warning("TELEGRAM_ALLOW_FROM lists the group %s, which Telegram upgraded to %s: add %s to it",
+                               old, new, new)
         self._moved[old] = new
-        if self._move is None:
-            return
-        move = self._move
-        old_key, new_key = ChatKey(self.name, str(old)), ChatKey(self.name, str(new))
-        self._in_order.run(new_key, lambda: move(old_key, new_key))
-        logger.info("Telegram group %s became supergroup %s", old, new)
+        if self._move is not None:  # again for a second notice: it finds the files moved (and re-keys what is left)
+            move, old_key, new_key = self._move, ChatKey(self.name, str(old)), ChatKey(self.name, str(new))
+            self._in_order.run(new_key, lambda: move(old_key, new_key))
 
     async def _with_admin_rights(self, msg: InboundMessage, chat_id: int, user_id: int) -> InboundMessage:
         """`sender_is_admin` from getChatMember, trusted for ADMIN_TTL seconds per group and user."""

@@ -302,7 +302,8 @@ class FakeTelegram:
         user = self._users.get(user_id, {"id": user_id, "is_bot": False, "first_name": "Alice"})
         self.upgraded[old] = new
         now = int(time.time())
-        group, supergroup = {"id": old, "type": "group", "title": title}, {"id": new, "type": "supergroup", "title": title}
+        group = {"id": old, "type": "group", "title": title}
+        supergroup = {"id": new, "type": "supergroup", "title": title}
         self._chats[new] = supergroup
         return (self.push_update({"message": {"message_id": next(self._message_ids), "date": now, "chat": group,
                                               "from": user, "migrate_to_chat_id": new}}),
