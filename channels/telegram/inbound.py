@@ -120,9 +120,9 @@ def _context(message: Message, me: User) -> list[str]:
         out.append(f"[sent via the inline bot @{via.username}]")
     quote = message.quote.text if message.quote is not None else None
     if (replied := message.reply_to_message) is not None:
-        author = replied.from_user
-        who = ("your earlier message" if author is not None and author.id == me.id
-               else f"a message of {author.full_name if author else replied.sender_chat and replied.sender_chat.title}")
+        author, as_chat = replied.from_user, replied.sender_chat
+        name = as_chat.title if as_chat is not None and as_chat.title else author.full_name if author else "someone"
+        who = "your earlier message" if author is not None and author.id == me.id else f"a message of {name}"
         quoted = quote or replied.text or replied.caption or " ".join(_things(replied))
         out.append(f'[replying to {who}: "{_shorten(quoted)}"]' if quoted else f"[replying to {who}]")
     elif (external := message.external_reply) is not None:
