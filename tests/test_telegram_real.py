@@ -257,8 +257,8 @@ async def test_unreadable_updates_are_skipped_once_and_polling_goes_on(app, tg, 
 
 
 async def test_webhook_skips_what_it_does_not_answer(start_tusk, tg, fake_llm, caplog):
-    """Edits, channel posts, button presses, inline queries, join requests and newer kinds are skipped (logged once
-    per kind); the webhook goes on answering."""
+    """Edits, channel posts, button presses, inline queries, join requests, newer kinds and unreadable updates are
+    taken (200) and skipped, logged once per kind and never with their text; the webhook goes on answering."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -273,6 +273,7 @@ async def test_webhook_skips_what_it_does_not_answer(start_tusk, tg, fake_llm, c
                {"inline_query": {"id": "2", "from": ALICE, "query": "q", "offset": ""}},
                {"chat_join_request": {"chat": SUPER, "from": BOB, "user_chat_id": 8, "date": now}},
                {"purchased_paid_media_v9": {"from": ALICE}},
+               {"message": {"message_id": 1, "chat": DM, "from": ALICE, "text": "secret words"}},  # no date
                {"message": message(tg, DM, text="answer me")}]
     with caplog.at_level(logging.INFO, logger="channels.telegram"):
         async with aiohttp.ClientSession() as client:
@@ -283,8 +284,10 @@ async def test_webhook_skips_what_it_does_not_answer(start_tusk, tg, fake_llm, c
         await tg.wait_for(lambda: tg.sent)
         await quiet(tg, fake_llm, 1, 1)
     assert last_prompt(fake_llm).endswith("answer me")
-    skipped = [r.getMessage() for r in caplog.records if r.getMessage().startswith("skipping Telegram")]
-    assert len(skipped) == 7 and any("edited_message" in s for s in skipped) and not any("news" in s for s in skipped)
+    skipped = [r.getMessage() for r in caplog.records if r.getMessage().startswith(("skipping Telegram", "skipping a"))]
+    assert len(skipped) == 8 and any("edited_message" in s for s in skipped) and not any("news" in s for s in skipped)
+    assert any("cannot read" in s for s in skipped)
+    assert not any("secret words" in r.getMessage() or r.levelno >= logging.CRITICAL for r in caplog.records)
 
 
 async def test_a_paired_group_stays_paired_after_its_upgrade(start_tusk, tg, fake_llm):

@@ -1,6 +1,6 @@
 """Telegram, on python-telegram-bot 22's `Application`, run inside Tusk's own event loop.
 
-    update -> getUpdates answers sieved (channels/telegram/sieve.py: one unreadable update never stalls polling)
+    update -> sieved (channels/telegram/sieve.py: one unreadable update never stalls polling or the webhook)
            -> not a new message (edit, channel post, button, a newer kind): skipped, logged once per kind
            -> a group upgraded to a supergroup (migrate_to/from_chat_id): replies go to the new id, and the
               chat's files move there (bot/chat_move.py) before the new chat's next message is published
@@ -47,7 +47,7 @@ from channels.base import Access, Publish, tell
 from channels.media_in import InOrder, MediaIntake, Remote
 from channels.split import split_message, utf16_len
 from channels.telegram.inbound import ALIASES, chat_id_of, to_inbound
-from channels.telegram.sieve import SievingRequest
+from channels.telegram.sieve import SievingRequest, SievingServer
 from channels.telegram.stream import TelegramDraft
 from memory.media import MediaStore
 
@@ -65,10 +65,11 @@ def bound_webhook_server() -> None:
     """Cap what PTB's webhook server accepts. It is tornado's HTTPServer, which PTB makes with tornado's
     defaults (100 MB bodies, no timeouts); tornado documents HTTPServer as `Configurable`, so these
     defaults hold for every HTTPServer made afterwards: a body declared (or streamed) over the cap
-    is answered 400 and the connection closed before any of it is buffered."""
+    is answered 400 and the connection closed before any of it is buffered. The server is `SievingServer`
+    (channels/telegram/sieve.py): an update PTB cannot parse is taken and skipped, not refused."""
     from tornado.httpserver import HTTPServer
 
-    HTTPServer.configure(None, max_body_size=WEBHOOK_MAX_BODY, body_timeout=WEBHOOK_TIMEOUT,
+    HTTPServer.configure(SievingServer, max_body_size=WEBHOOK_MAX_BODY, body_timeout=WEBHOOK_TIMEOUT,
                          idle_connection_timeout=WEBHOOK_TIMEOUT)
 TYPING_EVERY = 4.0  # Telegram shows "typing" for 5 s
 SEND_ATTEMPTS = 4  # for network errors; 429s are retried by the rate limiter
@@ -257,8 +258,9 @@ class TelegramChannel:
     def _skip(self, update: Update) -> None:
         """An update that is not a new message (an edit, a channel post, a button press, a kind from a newer Bot
         API): never asked for, so only a webhook or an old subscription brings it; logged once per kind."""
-        kind = next((k for k in update.to_dict() if k != "update_id"), "empty")
-        self._skip_once(f"{kind} updates")
+        kind = next((k for k in update.to_dict() if k != "update_id"), None)
+        if kind is not None:  # None: an update the sieve emptied (and logged)
+            self._skip_once(f"{kind} updates")
 
     def _skip_once(self, what: str) -> None:
         if what not in self._skipped:

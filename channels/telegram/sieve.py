@@ -7,6 +7,11 @@ built with (`ApplicationBuilder.get_updates_request`, PTB's documented seam): it
 answer on its own and puts a bare `{"update_id": n}` in the place of one that does not parse, so PTB
 confirms it (the offset moves on) and the channel skips it. The skip is logged once per update, with its
 kinds and the parser's error, never its content (message text stays out of the logs).
+
+Webhook mode has the same seam one level down: PTB's webhook handler answers an update it cannot parse with
+400 (so Telegram delivers it again and again) and logs the whole body, message text included, as CRITICAL.
+`SievingServer` is the tornado HTTPServer PTB's webhook runs on (channels/telegram/__init__.py configures it):
+each request body that is an update goes through `sieve` before the handler reads it.
 """
 
 from __future__ import annotations
@@ -17,6 +22,8 @@ from typing import Any
 
 from telegram import Update
 from telegram.request import HTTPXRequest, RequestData
+from tornado import httputil
+from tornado.httpserver import HTTPServer
 
 logger = logging.getLogger(__name__)
 
@@ -58,3 +65,45 @@ class SievingRequest(HTTPXRequest):
         if sieved == result:
             return status, payload
         return status, json.dumps({**answer, "result": sieved}).encode()
+
+
+def sieve_body(body: bytes) -> bytes:
+    """A webhook request's body, with the update replaced by its bare update_id if PTB cannot parse it."""
+    try:
+        update = json.loads(body)
+    except ValueError:
+        return body  # not JSON: PTB's handler refuses it as it does
+    if not isinstance(update, dict) or "update_id" not in update:
+        return body
+    (kept,) = sieve([update]) or [None]
+    return body if kept is update else json.dumps(kept).encode()
+
+
+class _SievedRequest(httputil.HTTPMessageDelegate):
+    """A request whose body is gathered, sieved, then handed to the handler whole (bodies are capped:
+    WEBHOOK_MAX_BODY)."""
+
+    def __init__(self, inner: httputil.HTTPMessageDelegate) -> None:
+        self.inner = inner
+        self.chunks: list[bytes] = []
+
+    def headers_received(self, start_line: Any, headers: httputil.HTTPHeaders) -> Any:
+        return self.inner.headers_received(start_line, headers)
+
+    def data_received(self, chunk: bytes) -> None:
+        self.chunks.append(chunk)
+
+    def finish(self) -> None:
+        if self.chunks:
+            self.inner.data_received(sieve_body(b"".join(self.chunks)))
+        self.inner.finish()
+
+    def on_connection_close(self) -> None:
+        self.inner.on_connection_close()
+
+
+class SievingServer(HTTPServer):
+    """tornado's HTTPServer, each request's body sieved (`sieve_body`) before PTB's webhook handler parses it."""
+
+    def start_request(self, server_conn: object, request_conn: httputil.HTTPConnection) -> httputil.HTTPMessageDelegate:
+        return _SievedRequest(super().start_request(server_conn, request_conn))
