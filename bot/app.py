@@ -17,6 +17,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from bot.agent import ChatAgent
 from bot.bus import MessageBus
+from bot.chat_move import ChatMoves
 from bot.commands import Commands
 from bot.erasure import InboxMembers, MediaMembers, MemberErasure, ReminderMembers, SearchMembers, model_rewrite
 from bot.config import Settings
@@ -137,6 +138,8 @@ class TuskApp:
                                                               settings.pairing_max_pending))
         self.flood = FloodGate(settings.flood_limits(), self.bus.publish, self.bus.send, self._known)
         self.sweeper = Sweeper(settings.home, self._consolidate)
+        self.moves = ChatMoves(settings.home, self.store, self.bus.in_order, self.consolidator.lock,
+                               [self.reminders, *filter(None, [self.access.pairing])])  # a Telegram group upgraded
         self._scheduler: AsyncIOScheduler | None = None
 
     async def _consolidation_call(self, messages: list[dict], tools: list[dict], max_tokens: int) -> str | None:
@@ -221,7 +224,7 @@ class TuskApp:
             allow_from=frozenset(s.telegram_allow_from), webhook_url=s.telegram_webhook_url,
             webhook_listen=s.telegram_webhook_listen, webhook_port=s.telegram_webhook_port,
             webhook_secret=s.telegram_webhook_secret.get_secret_value() if s.telegram_webhook_secret else None,
-        ), self.flood.publish, self.menu(), access=self.access, media=self.media)
+        ), self.flood.publish, self.menu(), access=self.access, media=self.media, move=self.moves)
 
     def _discord(self) -> Channel:
         s = self.settings

@@ -36,6 +36,7 @@ from typing import Literal
 import pydantic
 
 from bot.errors import TuskError
+from bot.events import ChatKey
 from memory.files import write_atomic
 
 logger = logging.getLogger(__name__)
@@ -211,6 +212,16 @@ class PairingStore:
             kept = tuple(a for a in state.approved if not a.matches(request.channel, request.kind, request.id))
             self._write(replace(state, approved=(*kept, approval), pending=rest))
         return approval
+
+    def move(self, old: ChatKey, new: ChatKey) -> int:
+        """A group approved under `old` is approved under `new` (a Telegram group upgraded: bot/chat_move.py)."""
+        with self._locked() as state:
+            moved = [replace(a, id=new.chat_id) for a in state.approved if a.matches(old.channel, "group", old.chat_id)]
+            if moved:
+                kept = [a for a in state.approved if not a.matches(old.channel, "group", old.chat_id)
+                        and not a.matches(new.channel, "group", new.chat_id)]
+                self._write(replace(state, approved=(*kept, *moved)))
+        return len(moved)
 
     def revoke(self, target: str) -> list[Approval | Request]:
         """Remove the approvals of `CHANNEL:ID` (a user or a group), or the pending request with that code."""

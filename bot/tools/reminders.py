@@ -16,6 +16,7 @@ cancels only its own reminders; /forget cancels them.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 import secrets
@@ -235,6 +236,17 @@ class Reminders:
     def of(self, key: ChatKey) -> list[Reminder]:
         """This chat's reminders, soonest first."""
         return [r for job in self.store.get_all_jobs() if (r := job.kwargs["reminder"]).key == key]
+
+    def move(self, old: ChatKey, new: ChatKey) -> int:
+        """The reminders of chat `old` now belong to `new` (a Telegram group upgraded: bot/chat_move.py)."""
+        moved = 0
+        for job in self.store.get_all_jobs():
+            if (reminder := job.kwargs["reminder"]).key == old:
+                job.kwargs["reminder"] = dataclasses.replace(reminder, key=new)
+                moved += 1
+        if moved:
+            self.store._save()
+        return moved
 
     def _cancel(self, reminder: Reminder) -> None:
         self.store.remove_job(reminder.id)  # straight to the store: it works during shutdown too

@@ -1,6 +1,11 @@
 """Telegram, on python-telegram-bot 22's `Application`, run inside Tusk's own event loop.
 
-    update -> to_inbound() (pure: gating, mention stripping, chat key)
+    update -> sieved (channels/telegram/sieve.py: one unreadable update never stalls polling or the webhook)
+           -> not a new message (edit, channel post, button, a newer kind): skipped, logged once per kind
+           -> a group upgraded to a supergroup (migrate_to/from_chat_id): replies go to the new id, and the
+              chat's files move there (bot/chat_move.py) before the new chat's next message is published
+           -> to_inbound() (channels/telegram/inbound.py, pure: service messages dropped, forwards, replies,
+              stickers, places framed; gating, mention stripping, chat key)
            -> allow-list / pairing -> files kept in media/ (channels/telegram/media.py; the chat's later
               messages wait for them) -> admin check (groups; cached) -> publish -> typing until done
     reply  -> split_message() on the Markdown source -> Telegram HTML per piece
@@ -11,7 +16,10 @@ Chat key: the chat id; in forum supergroups `<chat id>.<topic id>`, so every top
 its own memory. DMs: every message is a turn. Groups: only messages that mention the bot,
 reply to it, or are commands meant for it, are turns; the others are handed over marked
 `addressed=False` (kept as context if the chat listens, /listen). Only new messages are asked for (`message`
-updates), so edits never come back as second turns.
+updates), so edits never come back as second turns (an edit is not answered again: the first answer stands,
+and a second one to a fixed typo would be noise). Being added to a group is not greeted: it is a service
+message, and the group may not be allowed yet (TELEGRAM_ALLOW_FROM, pairing); /help and the command menu say
+how to use the bot once someone mentions it.
 """
 
 from __future__ import annotations
@@ -23,12 +31,13 @@ import functools
 import logging
 import secrets
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from chatgpt_md_converter import telegram_format
-from telegram import BotCommand, Chat, Message, MessageEntity, ReplyParameters, Update, User
+from telegram import BotCommand, Message, ReplyParameters, Update
 from telegram.constants import ChatAction, ChatMemberStatus, MessageLimit, ParseMode
-from telegram.error import BadRequest, InvalidToken, NetworkError, RetryAfter, TelegramError
+from telegram.error import BadRequest, ChatMigrated, InvalidToken, NetworkError, RetryAfter, TelegramError
 from telegram.ext import AIORateLimiter, Application, ContextTypes, TypeHandler
 
 from bot.errors import BusClosed, ConfigError, DeliveryError
@@ -37,13 +46,17 @@ from channels.telegram import media as telegram_media
 from channels.base import Access, Publish, tell
 from channels.media_in import InOrder, MediaIntake, Remote
 from channels.split import split_message, utf16_len
+from channels.telegram.inbound import ALIASES, chat_id_of, to_inbound
+from channels.telegram.sieve import SievingRequest, SievingServer
 from channels.telegram.stream import TelegramDraft
 from memory.media import MediaStore
 
 logger = logging.getLogger(__name__)
 
 ADMINS = frozenset({ChatMemberStatus.ADMINISTRATOR, ChatMemberStatus.OWNER})
-UPDATES = ["message"]  # edits, reactions, channel posts: never asked for
+UPDATES = ["message"]  # edits, reactions, channel posts, the bot's own membership: never asked for
+Move = Callable[[ChatKey, ChatKey], Awaitable[None]]  # a chat's files follow its new id (bot/chat_move.py)
+__all__ = ["TelegramChannel", "TelegramSettings", "chat_id_of", "target", "to_inbound"]
 WEBHOOK_MAX_BODY = 256 * 1024  # an update is a few KiB (a 4,096-character message, escaped, with a quoted reply)
 WEBHOOK_TIMEOUT = 15.0  # seconds a webhook connection may idle, or take to send its body
 
@@ -52,15 +65,15 @@ def bound_webhook_server() -> None:
     """Cap what PTB's webhook server accepts. It is tornado's HTTPServer, which PTB makes with tornado's
     defaults (100 MB bodies, no timeouts); tornado documents HTTPServer as `Configurable`, so these
     defaults hold for every HTTPServer made afterwards: a body declared (or streamed) over the cap
-    is answered 400 and the connection closed before any of it is buffered."""
+    is answered 400 and the connection closed before any of it is buffered. The server is `SievingServer`
+    (channels/telegram/sieve.py): an update PTB cannot parse is taken and skipped, not refused."""
     from tornado.httpserver import HTTPServer
 
-    HTTPServer.configure(None, max_body_size=WEBHOOK_MAX_BODY, body_timeout=WEBHOOK_TIMEOUT,
+    HTTPServer.configure(SievingServer, max_body_size=WEBHOOK_MAX_BODY, body_timeout=WEBHOOK_TIMEOUT,
                          idle_connection_timeout=WEBHOOK_TIMEOUT)
 TYPING_EVERY = 4.0  # Telegram shows "typing" for 5 s
 SEND_ATTEMPTS = 4  # for network errors; 429s are retried by the rate limiter
 ADMIN_TTL = 300.0  # seconds a getChatMember answer (admin or not) is trusted
-ALIASES = {"start": "help"}  # Telegram clients send /start when a user first opens the bot
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,72 +89,10 @@ class TelegramSettings:
     backoff: float = 1.0  # first delay after a network error when sending
 
 
-def chat_id_of(chat: Chat, thread_id: int | None) -> str:
-    return f"{chat.id}.{thread_id}" if thread_id else str(chat.id)
-
-
 def target(key: ChatKey) -> tuple[int, int | None]:
     """The Telegram chat id and forum topic a chat key stands for (the inverse of `chat_id_of`)."""
     chat, _, thread = key.chat_id.partition(".")
     return int(chat), int(thread) if thread else None
-
-
-def _addressed(message: Message, me: User, commands: frozenset[str]) -> tuple[bool, str]:
-    """In a group: is the message for the bot, and its text with the bot's @mention removed."""
-    text = message.text or message.caption or ""
-    entities = message.parse_entities() if message.text else message.parse_caption_entities()
-    name = f"@{me.username}".lower()
-    addressed = bool(message.reply_to_message and message.reply_to_message.from_user
-                     and message.reply_to_message.from_user.id == me.id)
-    for entity, value in sorted(entities.items(), key=lambda item: -item[0].offset):
-        if (entity.type == MessageEntity.MENTION and value.lower() == name
-                or entity.type == MessageEntity.TEXT_MENTION and entity.user and entity.user.id == me.id):
-            addressed = True
-            text = _cut_utf16(text, entity.offset, entity.length)
-        elif entity.type == MessageEntity.BOT_COMMAND and entity.offset == 0:
-            command, _, bot = value[1:].partition("@")
-            if bot.lower() == name[1:] or not bot and command.lower() in commands:
-                addressed = True
-    return addressed, text.strip()
-
-
-def _cut_utf16(text: str, offset: int, length: int) -> str:
-    """`text` without the span Telegram describes in UTF-16 code units."""
-    raw = text.encode("utf-16-le")
-    return (raw[: offset * 2] + raw[(offset + length) * 2:]).decode("utf-16-le")
-
-
-def to_inbound(message: Message | None, me: User, commands: frozenset[str]) -> InboundMessage | None:
-    """The InboundMessage for a Telegram message, or None if Tusk should not answer it.
-
-    Media without a caption becomes an empty text; the channel adds the files it downloads
-    (channels/telegram/media.py). The allow-list and admin rights are checked by the channel (they need state).
-    """
-    if message is None or message.from_user is None or message.chat.type == Chat.CHANNEL:
-        return None
-    user = message.from_user
-    anonymous_admin = message.sender_chat is not None and message.sender_chat.id == message.chat.id
-    if user.is_bot and not anonymous_admin:
-        return None
-    thread = message.message_thread_id if message.is_topic_message else None
-    key = ChatKey("telegram", chat_id_of(message.chat, thread))
-    is_group = message.chat.type != Chat.PRIVATE
-    text = message.text or message.caption or ""
-    addressed = True
-    if is_group:  # a message not for the bot is handed over as such: the chat's /listen decides (bot/agent.py)
-        addressed, text = _addressed(message, me, commands)
-    return InboundMessage(key, _alias(text) if addressed else text, sender_id=str(user.id),
-                          sender_name=user.full_name, is_group=is_group, sender_is_admin=anonymous_admin,
-                          ts=message.date.timestamp(), addressed=addressed)
-
-
-def _alias(text: str) -> str:
-    """`/start` (what Telegram sends when someone opens the bot) is answered as `/help`."""
-    head, _, rest = text.partition(" ")
-    command, at, bot = head.partition("@")
-    if command.lower()[1:] in ALIASES and command.startswith("/"):
-        return f"/{ALIASES[command.lower()[1:]]}{at}{bot} {rest}".strip()
-    return text
 
 
 def _measure(piece: str) -> int:
@@ -153,7 +104,7 @@ class TelegramChannel:
     name = "telegram"
 
     def __init__(self, settings: TelegramSettings, publish: Publish, menu: list[tuple[str, str]],
-                 access: Access = Access(), media: MediaStore | None = None) -> None:
+                 access: Access = Access(), media: MediaStore | None = None, move: Move | None = None) -> None:
         self.settings = settings
         self._publish = publish
         self._menu = menu
@@ -163,6 +114,9 @@ class TelegramChannel:
         self._typing: set[asyncio.Task[None]] = set()
         self._admins: dict[tuple[int, int], tuple[float, bool]] = {}  # (chat, user) -> (valid until, is admin)
         self.app: Application | None = None
+        self._move = move
+        self._moved: dict[int, int] = {}  # old group id -> its supergroup's id, once Telegram said so
+        self._skipped: set[str] = set()  # kinds of update already logged as skipped
         self._intake = MediaIntake(media, "Telegram") if media is not None else None  # None: files are not taken
         self._in_order = InOrder()  # a chat's messages wait for its earlier ones' downloads
         self._albums = telegram_media.Albums(self._in_order, self._take, self._album_files,
@@ -172,7 +126,8 @@ class TelegramChannel:
         base = self.settings.api_base.rstrip("/")
         app = (Application.builder().token(self.settings.token).base_url(f"{base}/bot")
                .base_file_url(f"{base}/file/bot").rate_limiter(AIORateLimiter(max_retries=3))
-               .get_updates_read_timeout(self.settings.poll_timeout + 10).build())
+               .get_updates_request(SievingRequest(connection_pool_size=1,
+                                                   read_timeout=self.settings.poll_timeout + 10)).build())
         app.add_handler(TypeHandler(Update, self._on_update))
         app.add_error_handler(self._on_error)
         return app
@@ -231,27 +186,41 @@ class TelegramChannel:
 
     async def _on_update(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         assert self.app is not None
-        msg = to_inbound(update.message, self.app.bot.bot, self._commands)
-        if msg is None or update.message is None:
+        if update.message is None:
+            self._skip(update)
             return
-        user = update.message.from_user
-        assert user is not None
-        chat = update.message.chat
-        verdict = self._allow.check(str(user.id), user.full_name, group=str(chat.id) if msg.is_group else None,
+        if update.message.migrate_to_chat_id or update.message.migrate_from_chat_id:
+            self._migrated(update.message)
+            return
+        msg = to_inbound(update.message, self.app.bot.bot, self._commands)
+        if msg is None:  # service messages, other bots, a kind Tusk does not read
+            if update.message.from_user is None and update.message.sender_chat is None:
+                self._skip_once("messages without a sender")
+            return
+        message = update.message
+        album = message.media_group_id and self._albums is not None  # an open album gathers its items at once
+        if self._in_order.busy(msg.key) and not album:  # earlier messages' files, or an upgrade's move, go first
+            self._in_order.run(msg.key, lambda: self._admit(message, msg, queued=True))
+            return
+        await self._admit(message, msg)
+
+    async def _admit(self, message: Message, msg: InboundMessage, queued: bool = False) -> None:
+        """Allow-list, then publish (files downloaded first, in the chat's order unless `queued` there already)."""
+        chat = message.chat
+        verdict = self._allow.check(msg.sender_id, msg.sender_name, group=str(chat.id) if msg.is_group else None,
                                     group_name=chat.title or "", addressed=msg.addressed)
         if not verdict.admitted:
             if verdict.reply:
                 await tell(self.send, msg.key, verdict.reply)
             return
-        if update.message.media_group_id and self._albums is not None:  # one message for the whole album
-            self._albums.add(update.message, msg)
+        if message.media_group_id and self._albums is not None:  # one message for the whole album
+            self._albums.add(message, msg)
             return
-        files = self._files(update.message, msg)
-        if files or self._in_order.busy(msg.key):
-            message = update.message
+        files = self._files(message, msg)
+        if files and not queued:
             self._in_order.run(msg.key, lambda: self._take(message, msg, files))
             return
-        await self._take(update.message, msg)
+        await self._take(message, msg, files)
 
     def _files(self, message: Message, msg: InboundMessage) -> list[Remote]:
         """The files of `message` to download: none without a media store, or for chatter the chat does not keep."""
@@ -269,14 +238,12 @@ class TelegramChannel:
             if (with_files := await self._intake.attach(msg, files, functools.partial(tell, self.send))) is None:
                 return
             msg = with_files
-        user = message.from_user
-        assert user is not None
         if not msg.addressed:  # no typing, no reply: the agent keeps it or drops it
             with contextlib.suppress(BusClosed):
                 self._publish(msg)
             return
-        if msg.is_group and not msg.sender_is_admin:  # commands and the remember tool need it
-            msg = await self._with_admin_rights(msg, message.chat_id, user.id)
+        if msg.is_group and not msg.sender_is_admin and message.from_user and message.sender_chat is None:
+            msg = await self._with_admin_rights(msg, message.chat_id, message.from_user.id)  # for commands, remember
         try:
             done = self._publish(msg)
         except BusClosed:
@@ -287,6 +254,37 @@ class TelegramChannel:
         task = asyncio.create_task(self._keep_typing(msg, done), name=f"typing {msg.key}")
         self._typing.add(task)
         task.add_done_callback(self._typing.discard)
+
+    def _skip(self, update: Update) -> None:
+        """An update that is not a new message (an edit, a channel post, a button press, a kind from a newer Bot
+        API): never asked for, so only a webhook or an old subscription brings it; logged once per kind."""
+        kind = next((k for k in update.to_dict() if k != "update_id"), None)
+        if kind is not None:  # None: an update the sieve emptied (and logged)
+            self._skip_once(f"{kind} updates")
+
+    def _skip_once(self, what: str) -> None:
+        if what not in self._skipped:
+            self._skipped.add(what)
+            logger.info("skipping Telegram %s: Tusk answers new messages with a sender only", what)
+
+    def _migrated(self, message: Message) -> None:
+        """The service message of a group upgraded to a supergroup (one in each chat): its memory follows."""
+        if message.migrate_to_chat_id:
+            self._migrate(message.chat.id, message.migrate_to_chat_id)
+        elif message.migrate_from_chat_id:
+            self._migrate(message.migrate_from_chat_id, message.chat.id)
+
+    def _migrate(self, old: int, new: int) -> None:
+        """Send to `new` from now on; move the chat's files before the new chat's next message is published."""
+        if self._moved.get(old) != new:
+            logger.info("Telegram group %s became supergroup %s", old, new)
+            if str(old) in self.settings.allow_from and str(new) not in self.settings.allow_from:
+                logger.warning("TELEGRAM_ALLOW_FROM lists the group %s, which Telegram upgraded to %s: add %s to it",
+                               old, new, new)
+        self._moved[old] = new
+        if self._move is not None:  # again for a second notice: it finds the files moved (and re-keys what is left)
+            move, old_key, new_key = self._move, ChatKey(self.name, str(old)), ChatKey(self.name, str(new))
+            self._in_order.run(new_key, lambda: move(old_key, new_key))
 
     async def _with_admin_rights(self, msg: InboundMessage, chat_id: int, user_id: int) -> InboundMessage:
         """`sender_is_admin` from getChatMember, trusted for ADMIN_TTL seconds per group and user."""
@@ -325,6 +323,7 @@ class TelegramChannel:
         if self.app is None:
             return None
         chat_id, thread = target(key)
+        chat_id = self._moved.get(chat_id, chat_id)
 
         async def send_final(text: str) -> None:
             await self.send(OutboundMessage(key, text, reply_to=reply_to))
@@ -335,6 +334,7 @@ class TelegramChannel:
     async def send(self, msg: OutboundMessage) -> None:
         assert self.app is not None
         chat_id, thread = target(msg.key)
+        chat_id = self._moved.get(chat_id, chat_id)
         reply_to = self._replying_to.get(msg.reply_to) if msg.reply_to is not None else None
         for piece in split_message(msg.text, MessageLimit.MAX_TEXT_LENGTH, _measure):
             await self._send_piece(chat_id, thread, piece, reply_to)
@@ -355,6 +355,10 @@ class TelegramChannel:
                     logger.info("Telegram rejected the formatting of a reply; sending it as plain text")
                     await self.app.bot.send_message(chat_id, piece, message_thread_id=thread, reply_parameters=reply)
                 return
+            except ChatMigrated as exc:  # the group became a supergroup: the reply goes there, and so does its memory
+                self._migrate(chat_id, exc.new_chat_id)
+                chat_id = exc.new_chat_id
+                continue
             except (BadRequest, RetryAfter) as exc:  # refused for good (or 429s outlasted the retries)
                 raise DeliveryError(f"Telegram refused the reply: {exc}") from exc
             except NetworkError as exc:

@@ -11,6 +11,10 @@
         tg.fail_next("sendMessage", status=429, retry_after=1)
         tg.push_message(42, None, voice=b"OggS...", caption="listen")   # media: bool for made-up bytes, or the bytes
         tg.downloads  # file paths fetched from /file/bot<token>/<path> (after getFile), in order
+        tg.push_update({"message": {...}})   # any update JSON as the Bot API documents it (real shapes, malformed
+                                             # ones too); its chats, users and messages are remembered
+        tg.migrate(-4001, -1004001)  # the group became a supergroup: both service messages are pushed, and sends
+                                     # to the old id fail as Telegram's do (400, parameters.migrate_to_chat_id)
 
 Files are served as Telegram does: getFile answers a `file_path` (refused with "file is too big" over
 20 MB, declared or actual), and `/file/bot<token>/<file_path>` streams the bytes.
@@ -62,9 +66,12 @@ class ApiError(Exception):
     status: int
     description: str
     retry_after: int | None = None
+    migrate_to: int | None = None
 
     def body(self) -> dict[str, Any]:
         extra = {"parameters": {"retry_after": self.retry_after}} if self.retry_after is not None else {}
+        if self.migrate_to is not None:
+            extra = {"parameters": {"migrate_to_chat_id": self.migrate_to}}
         return {"ok": False, "error_code": self.status, "description": self.description, **extra}
 
 
@@ -185,6 +192,7 @@ class FakeTelegram:
         self._users: dict[int, dict[str, Any]] = {}
         self._messages: dict[tuple[int, int], dict[str, Any]] = {}
         self._raw: dict[tuple[int, int], tuple[str, str | None]] = {}  # bot messages' text as sent
+        self.upgraded: dict[int, int] = {}  # group id -> its supergroup's id (migrate)
         self.files: dict[str, FakeFile] = {}  # file_id -> file
         self.downloads: list[str] = []  # file paths fetched, in order
         self._runner: web.AppRunner | None = None
@@ -220,8 +228,11 @@ class FakeTelegram:
         self._failures[method.lower()].append(ApiError(status, description or default, retry_after))
 
     def push_update(self, update: dict[str, Any]) -> dict[str, Any]:
-        """Queue a raw update for getUpdates (an update_id is added if missing)."""
+        """Queue a raw update for getUpdates (an update_id is added if missing). A well-formed message in it
+        is remembered (its chat, sender, and the message for replies to quote), as sent ones are."""
         update.setdefault("update_id", next(self._update_ids))
+        for value in update.values():
+            self._remember(value)
         self._queue.append(update)
         self._wake.set()
         self._wake = asyncio.Event()
@@ -271,6 +282,36 @@ class FakeTelegram:
         self._messages[(chat_id, msg["message_id"])] = msg
         return self.push_update({"edited_message" if edited else "message": msg})
 
+    def _remember(self, msg: Any) -> None:
+        if not isinstance(msg, dict) or not isinstance(msg.get("chat"), dict) or "message_id" not in msg:
+            return
+        chat = msg["chat"]
+        if isinstance(chat.get("id"), int):
+            self._chats.setdefault(chat["id"], chat)
+            if isinstance(msg["message_id"], int):
+                self._messages.setdefault((chat["id"], msg["message_id"]), msg)
+        if isinstance(user := msg.get("from"), dict) and isinstance(user.get("id"), int):
+            self._users.setdefault(user["id"], user)
+
+    def next_message_id(self) -> int:
+        return next(self._message_ids)
+
+    def migrate(self, old: int, new: int, *, user_id: int = 7, title: str = "Chat") -> tuple[dict[str, Any], ...]:
+        """Upgrade group `old` to supergroup `new` as Telegram does: a service message in each chat, and from now
+        on calls naming `old` fail with 400 "group chat was upgraded to a supergroup chat" (ChatMigrated)."""
+        user = self._users.get(user_id, {"id": user_id, "is_bot": False, "first_name": "Alice"})
+        self.upgraded[old] = new
+        now = int(time.time())
+        group = {"id": old, "type": "group", "title": title}
+        supergroup = {"id": new, "type": "supergroup", "title": title}
+        self._chats[new] = supergroup
+        return (self.push_update({"message": {"message_id": next(self._message_ids), "date": now, "chat": group,
+                                              "from": user, "migrate_to_chat_id": new}}),
+                self.push_update({"message": {"message_id": next(self._message_ids), "date": now, "chat": supergroup,
+                                              "from": {"id": 1087968824, "is_bot": True, "first_name": "Group",
+                                                       "username": "GroupAnonymousBot"},
+                                              "sender_chat": supergroup, "migrate_from_chat_id": old}}))
+
     def add_file(self, kind: str, data: bytes, *, size: int | None = None, unique_id: str | None = None,
                  file_id: str | None = None) -> dict[str, Any]:
         """Keep a file to serve; returns its (file_id, file_unique_id, file_size) as messages carry them."""
@@ -297,6 +338,9 @@ class FakeTelegram:
     def _chat(self, chat_id: object) -> dict[str, Any]:
         if not isinstance(chat_id, int):
             raise ApiError(400, "Bad Request: chat not found")
+        if chat_id in self.upgraded:
+            raise ApiError(400, "Bad Request: group chat was upgraded to a supergroup chat",
+                           migrate_to=self.upgraded[chat_id])
         unseen = {"type": "private", "first_name": "User"} if chat_id > 0 else {"type": "supergroup", "title": "Chat"}
         return self._chats.get(chat_id, {"id": chat_id, **unseen})
 
