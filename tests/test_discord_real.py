@@ -208,3 +208,20 @@ async def test_a_long_rate_limit_fails_the_reply_at_once(tusk_dc, dc):
     dc.fail_next("POST", f"/channels/{dc.dm}/messages", 429, retry_after=MAX_RATE_WAIT * 100, is_global=True)
     with pytest.raises(DeliveryError, match="rate limit"):
         await asyncio.wait_for(discord_channel(tusk_dc).send(OutboundMessage(ChatKey("discord", dc.dm), "hi")), 5)
+
+
+async def test_intent_switched_off_while_running(tusk_dc, dc, fake_llm, caplog, monkeypatch):
+    """The intent turned off while Tusk runs: at the next identify the 4014 is one error line, and Tusk reconnects
+    without the intent instead of going silent."""
+    async def no_wait(self, shard_id, *, initial=False):  # discord.py waits 5 s before identifying again: time only
+        pass
+
+    monkeypatch.setattr(discord.Client, "before_identify_hook", no_wait)
+    assert dc.identify["intents"] & MESSAGE_CONTENT
+    dc.message_content_enabled = False
+    await dc.ask_reconnect()
+    await dc.wait_for(lambda: not dc.identify["intents"] & MESSAGE_CONTENT and dc._sockets)
+    await dc.message(dc.dm, dc.alice, "are you back?")
+    await dc.wait_for(lambda: dc.sent)
+    errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert len(errors) == 1 and "4014" in errors[0].getMessage() and errors[0].exc_info is None

@@ -132,11 +132,6 @@ def _connect_error(connection: asyncio.Task[None]) -> Exception:
     return DeliveryError(f"could not connect to the Discord gateway at {where}: {exc or 'timed out'}")
 
 
-def _on_connection_end(connection: asyncio.Task[None]) -> None:
-    if not connection.cancelled() and connection.exception() is not None:  # one line, no traceback: the fix is known
-        logger.error("the Discord connection ended and will not come back: %s", _connect_error(connection))
-
-
 @dataclass(frozen=True, slots=True)
 class _Slash:
     """Where a slash command's answer goes: its interaction's followup."""
@@ -159,6 +154,7 @@ class DiscordChannel:
         self._accepting = False
         self._undo_aim: Callable[[], None] | None = None
         self._connection: asyncio.Task[None] | None = None
+        self._fallback: asyncio.Task[None] | None = None  # reconnecting without Message Content after a 4014
         self.client: discord.Client | None = None
         self._intake = MediaIntake(media, "Discord") if media is not None else None  # None: files are not taken
         self._in_order = InOrder()  # a channel's messages wait for its earlier ones' downloads
@@ -229,7 +225,27 @@ class DiscordChannel:
             if isinstance(exc, discord.PrivilegedIntentsRequired) and client.intents.message_content:
                 raise exc  # start() tries again without the intent
             raise _connect_error(connection)
-        connection.add_done_callback(_on_connection_end)
+        connection.add_done_callback(self._on_connection_end)
+
+    def _on_connection_end(self, connection: asyncio.Task[None]) -> None:
+        """The gateway connection ended for good: a 4014 (the intent switched off while running) connects again
+        without Message Content; anything else is one error line (no traceback: the cause is in it)."""
+        if connection.cancelled() or (exc := connection.exception()) is None:
+            return
+        if isinstance(exc, discord.PrivilegedIntentsRequired) and self.client is not None \
+                and self.client.intents.message_content:
+            logger.error(refusals.DISALLOWED)
+            self._fallback = asyncio.create_task(self._without_content(), name="discord without message content")
+            return
+        logger.error("the Discord connection ended and will not come back: %s", _connect_error(connection))
+
+    async def _without_content(self) -> None:
+        try:
+            await self._login(NO_CONTENT_INTENTS)
+            assert self.client is not None
+            await self._connect(self.client)
+        except (ConfigError, DeliveryError) as exc:
+            logger.error("the Discord connection ended and will not come back: %s", exc)
 
     async def _login(self, intents: discord.Intents) -> app_commands.CommandTree:
         """A new client with these intents (the one before, if any, closed), logged in; its command tree."""
@@ -275,6 +291,10 @@ class DiscordChannel:
 
     async def _close(self) -> None:
         self._accepting = False
+        if self._fallback is not None:
+            self._fallback.cancel()
+            await asyncio.gather(self._fallback, return_exceptions=True)
+            self._fallback = None
         if self.client is not None:
             await self.client.close()
             self.client = None

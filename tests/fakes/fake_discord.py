@@ -246,6 +246,12 @@ class FakeDiscord:
         await self.dispatch("MESSAGE_DELETE", {"id": message["id"], "channel_id": message["channel_id"],
                                                **({"guild_id": message["guild_id"]} if "guild_id" in message else {})})
 
+    async def ask_reconnect(self) -> None:
+        """Op 7 RECONNECT, as Discord sends before moving a session: the bot resumes (refused: op 9), then
+        identifies again, meeting `message_content_enabled` as it is now."""
+        for ws in list(self._sockets):
+            await ws.send_str(json.dumps({"op": 7, "d": None}))
+
     async def remove_guild(self, guild: Guild) -> None:
         """The bot was kicked or the guild deleted: GUILD_DELETE without `unavailable`; its REST calls now fail."""
         self.guilds.remove(guild)
@@ -441,6 +447,8 @@ class FakeDiscord:
                 payload = json.loads(frame.data)
                 if payload["op"] == 1:
                     await ws.send_str(json.dumps({"op": 11}))
+                elif payload["op"] == 6:  # RESUME: the fake keeps no sessions, so it is invalid: identify again
+                    await ws.send_str(json.dumps({"op": 9, "d": False}))
                 elif payload["op"] == 2:
                     await self._identified(ws, payload["d"])
         finally:
