@@ -157,7 +157,7 @@ async def test_forum_posts_and_private_threads_keep_their_own_memory(tusk_dc, dc
     await dc.wait_for(lambda: len(dc.sent) == 2)
     chats = {p.name for p in (tmp_path / "data/chats/discord").iterdir()}
     assert chats == {post, private}
-    assert (sent_to(dc, post), sent_to(dc, private)) == ([dc.sent[0]["content"]], [dc.sent[1]["content"]])
+    assert len(sent_to(dc, post)) == len(sent_to(dc, private)) == 1  # each answered in its own thread
 
 
 async def test_removed_from_a_guild(tusk_dc, dc, fake_llm, caplog):
