@@ -3,6 +3,8 @@
 import asyncio
 import json
 import logging
+from datetime import datetime, timezone
+from types import SimpleNamespace
 
 import pytest
 
@@ -10,6 +12,7 @@ from bot.errors import DeliveryError
 from bot.events import ChatKey, OutboundMessage
 from bot.ops.doctor import _discord
 from channels.discord_bot import MAX_RATE_WAIT, DiscordChannel, discord
+from channels.discord_bot.inbound import QUOTE, to_inbound
 from channels.discord_bot.refusals import GATEWAY_MESSAGE_CONTENT_LIMITED
 from tests.fakes.fake_discord import MESSAGE_CONTENT, snowflake
 from tests.fakes.fake_llm import Reply, last_user_text
@@ -27,6 +30,49 @@ def session_lines(tmp_path, chat):
 
 def discord_channel(app) -> DiscordChannel:
     return next(c for c in app.channels if isinstance(c, DiscordChannel))
+
+
+ME = 1000
+
+
+def hand_built(content, *, guild_id=9, cached=True, replied=None, kind=discord.MessageType.default):
+    """The attributes `to_inbound` reads of a discord.Message; `replied`: (author name, text) of a replied-to one."""
+    resolved = None
+    if replied is not None:
+        resolved = SimpleNamespace(author=SimpleNamespace(id=5, display_name=replied[0]), content=replied[1],
+                                   guild=None, mentions=[])
+    guild = SimpleNamespace(id=guild_id) if guild_id and cached else None
+    channel = SimpleNamespace(id=55, guild_id=guild_id, permissions_for=lambda member: discord.Permissions.none())
+    return SimpleNamespace(
+        author=SimpleNamespace(id=7, bot=False, display_name="Alice", guild_permissions=None), webhook_id=None,
+        type=kind, guild=guild, mentions=[], attachments=[], content=content, channel=channel,
+        reference=SimpleNamespace(resolved=resolved) if replied else None,
+        created_at=datetime(2025, 1, 2, tzinfo=timezone.utc))
+
+
+def test_a_reply_that_is_a_command_stays_a_command():
+    """"@bot /forget" sent as a reply is the command, not a quote followed by it."""
+    msg = to_inbound(hand_built(f"<@{ME}> /forget", replied=("Bob", "hi"), kind=discord.MessageType.reply), ME)
+    assert msg.text == "/forget"
+
+
+def test_a_long_replied_to_text_is_cut():
+    """The replied-to text reaches the model cut to QUOTE characters, on one line."""
+    msg = to_inbound(hand_built("and?", guild_id=None, replied=("Bob", "a\nb " + "x" * 1000),
+                                kind=discord.MessageType.reply), ME)
+    quote = msg.text.split("\n")[0]
+    assert quote.startswith('(replying to Bob: "a b xxx') and len(quote) <= QUOTE + 30 and msg.text.endswith("\nand?")
+
+
+def test_a_guild_not_in_the_cache_is_still_a_group():
+    """A message whose guild is unknown (removed, unavailable) is group chatter, never taken for a DM."""
+    msg = to_inbound(hand_built("hello", cached=False), ME)
+    assert msg.is_group and not msg.addressed
+
+
+def test_an_empty_message_is_nothing():
+    """No text, file, sticker or embed (a guild message without the Message Content intent): no InboundMessage."""
+    assert to_inbound(hand_built(""), ME) is None and to_inbound(hand_built("  ", guild_id=None), ME) is None
 
 
 # --- the Message Content intent ------------------------------------------------------------------
@@ -225,3 +271,16 @@ async def test_intent_switched_off_while_running(tusk_dc, dc, fake_llm, caplog, 
     await dc.wait_for(lambda: dc.sent)
     errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
     assert len(errors) == 1 and "4014" in errors[0].getMessage() and errors[0].exc_info is None
+
+
+async def test_a_streamed_reply_refused_is_told_once(tusk_dc, dc, fake_llm, caplog):
+    """A long (streamed) reply in a channel the bot may not post in: the fix is logged once, nothing is retried."""
+    fake_llm.script(Reply(text=" ".join(f"word{i}" for i in range(150)), token_delay=0.002))
+    for _ in range(5):
+        dc.fail_next("POST", f"/channels/{dc.channel}/messages", 403, code=50013)
+    await dc.message(dc.channel, dc.alice, f"{dc.mention} tell me a lot", guild=dc.guild)
+    await dc.wait_for(lambda: "Send Messages" in caplog.text)
+    await tusk_dc.agent.until_idle()
+    told = [r for r in caplog.records if "Send Messages" in r.getMessage() + str(r.exc_info)]
+    posts = [p for m, p in dc.requests if m == "POST" and p.endswith(f"/channels/{dc.channel}/messages")]
+    assert len(told) == 1 and len(posts) == 2 and not dc.sent  # the draft's first message, then the final send

@@ -392,7 +392,7 @@ class DiscordChannel:
         route = self._routes.get(reply_to)
         if self.client is None or isinstance(route, _Slash) or self._refusals.quiet(int(key.chat_id)):
             return None
-        return DiscordDraft(self.client.get_partial_messageable(int(key.chat_id)), route, MENTIONS)
+        return DiscordDraft(self.client.get_partial_messageable(int(key.chat_id)), route, MENTIONS, self._refusals)
 
     async def send(self, msg: OutboundMessage) -> None:
         if self.client is None:
