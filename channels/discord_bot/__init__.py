@@ -47,7 +47,7 @@ from bot.events import ChatKey, InboundMessage, OutboundMessage
 from channels.discord_bot import media as discord_media
 from channels.discord_bot import refusals
 from channels.base import Access, Publish, tell
-from channels.discord_bot.inbound import guild_id, to_inbound
+from channels.discord_bot.inbound import command_to_inbound, guild_id, to_inbound  # noqa: F401 (API)
 from channels.discord_bot.stream import DiscordDraft
 from channels.media_in import InOrder, MediaIntake, Remote
 from channels.split import split_message
@@ -108,18 +108,6 @@ def _aim(api_base: str | None, gateway_url: str | None) -> Callable[[], None]:
         route.BASE, socket.DEFAULT_GATEWAY = before
 
     return undo
-
-
-def command_to_inbound(interaction: Any, name: str, args: str) -> InboundMessage | None:
-    """The InboundMessage for a slash command: the same text a user would type ("/memory undo")."""
-    if interaction.channel_id is None:
-        return None
-    is_group = interaction.guild_id is not None
-    user = interaction.user
-    return InboundMessage(ChatKey("discord", str(interaction.channel_id)), f"/{name} {args}".strip(),
-                          sender_id=str(user.id), sender_name=user.display_name, is_group=is_group,
-                          sender_is_admin=is_group and interaction.permissions.manage_messages,
-                          ts=interaction.created_at.timestamp())
 
 
 def _connect_error(connection: asyncio.Task[None]) -> Exception:

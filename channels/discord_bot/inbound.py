@@ -13,6 +13,7 @@ What the model reads:
                                   the bot's own mention is removed
     a reply                       `(replying to Name: "their text")` before the text (at most QUOTE characters)
     stickers, embeds, forwards    `[sticker: name]`, `[embed: title: description]`, `[forwarded: text]`
+A slash command becomes the text a user would type (`command_to_inbound`).
 Edits (MESSAGE_UPDATE) and deletions are not turns: the answer given stands, the session keeps what was sent.
 """
 
@@ -124,3 +125,15 @@ def to_inbound(message: Any, me_id: int) -> InboundMessage | None:
                           sender_id=str(author.id), sender_name=author.display_name, is_group=is_group,
                           sender_is_admin=is_group and _manages_messages(message.channel, author),
                           ts=message.created_at.timestamp(), addressed=addressed)
+
+
+def command_to_inbound(interaction: Any, name: str, args: str) -> InboundMessage | None:
+    """The InboundMessage for a slash command: the same text a user would type ("/memory undo")."""
+    if interaction.channel_id is None:
+        return None
+    is_group = interaction.guild_id is not None
+    user = interaction.user
+    return InboundMessage(ChatKey("discord", str(interaction.channel_id)), f"/{name} {args}".strip(),
+                          sender_id=str(user.id), sender_name=user.display_name, is_group=is_group,
+                          sender_is_admin=is_group and interaction.permissions.manage_messages,
+                          ts=interaction.created_at.timestamp())
