@@ -153,13 +153,19 @@ async def test_system_messages_are_never_turns(tusk_dc, dc, fake_llm, tmp_path):
     assert not (tmp_path / f"data/chats/discord/{dc.channel}").exists()
 
 
-async def test_stickers_and_embeds_alone_are_read(tusk_dc, dc, fake_llm):
-    """A message with only a sticker, or only an embed, is a turn the model can read."""
+async def test_stickers_embeds_and_forwards_alone_are_read(tusk_dc, dc, fake_llm):
+    """A message with only a sticker, an embed, or a forwarded message is a turn the model can read."""
     await dc.message(dc.dm, dc.alice, sticker_items=[{"id": snowflake(), "name": "wave", "format_type": 1}])
     await dc.wait_for(lambda: dc.sent)
     await dc.message(dc.dm, dc.alice, embeds=[{"type": "rich", "title": "Release notes", "description": "v2 is out"}])
     await dc.wait_for(lambda: len(dc.sent) == 2)
-    assert [t.split("\n")[-1] for t in user_texts(fake_llm)] == ["[sticker: wave]", "[embed: Release notes: v2 is out]"]
+    snapshot = {"type": 0, "content": "lunch at noon", "embeds": [], "attachments": [], "flags": 0, "mentions": [],
+                "mention_roles": [], "timestamp": "2026-01-02T10:00:00+00:00", "edited_timestamp": None}
+    forward = {"type": 1, "channel_id": dc.channel, "message_id": snowflake()}  # a message_reference of type FORWARD
+    await dc.message(dc.dm, dc.alice, message_reference=forward, message_snapshots=[{"message": snapshot}])
+    await dc.wait_for(lambda: len(dc.sent) == 3)
+    assert [t.split("\n")[-1] for t in user_texts(fake_llm)] == [
+        "[sticker: wave]", "[embed: Release notes: v2 is out]", "[forwarded: lunch at noon]"]
 
 
 async def test_webhooks_other_bots_and_itself_are_never_answered(tusk_dc, dc, fake_llm):
@@ -197,7 +203,8 @@ async def test_forum_posts_and_private_threads_keep_their_own_memory(tusk_dc, dc
     post, private = dc.guild.add_thread(forum, "my question"), dc.guild.add_thread(dc.channel, "secret", private=True)
     # threads made after start arrive as THREAD_CREATE
     for thread in (post, private):
-        await dc.dispatch("THREAD_CREATE", next(t for t in dc.guild.threads if t["id"] == thread) | {"newly_created": True})
+        created = next(t for t in dc.guild.threads if t["id"] == thread)
+        await dc.dispatch("THREAD_CREATE", created | {"newly_created": True})
     await dc.message(post, dc.alice, f"{dc.mention} in the forum", guild=dc.guild)
     await dc.message(private, dc.alice, f"{dc.mention} in private", guild=dc.guild)
     await dc.wait_for(lambda: len(dc.sent) == 2)

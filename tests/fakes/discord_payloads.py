@@ -63,8 +63,8 @@ class Guild:
 
     def add_thread(self, parent: str, name: str = "a thread", *, private: bool = False) -> str:
         """A public thread (type 11; a forum's posts are these too) or a private one (12)."""
-        thread = {"id": snowflake(), "type": 12 if private else 11, "guild_id": self.id, "parent_id": parent, "owner_id": self.owner_id,
-                  "name": name, "message_count": 0, "member_count": 1, "rate_limit_per_user": 0,
+        thread = {"id": snowflake(), "type": 12 if private else 11, "guild_id": self.id, "parent_id": parent,
+                  "owner_id": self.owner_id, "name": name, "message_count": 0, "member_count": 1, "rate_limit_per_user": 0,
                   "thread_metadata": {"archived": False, "auto_archive_duration": 1440, "archive_timestamp": now(),
                                       "locked": False}}
         self.threads.append(thread)

@@ -15,7 +15,7 @@
         dc.fail_next("POST", "/channels/", status=403)  # the next matching request is refused
         dc.message_content_enabled = False              # as if the intent were off in the Developer Portal
         dc.fail_next("POST", "/messages", status=429, retry_after=0.1, is_global=True)  # Discord's error bodies
-        await dc.edit(msg, "new text"); await dc.delete(msg); await dc.remove_guild(guild)  # UPDATE, DELETE, GUILD_DELETE
+        await dc.edit(msg, "new"); await dc.delete(msg); await dc.remove_guild(guild)  # UPDATE, DELETE, GUILD_DELETE
         await dc.dispatch("MESSAGE_CREATE", {...})      # any gateway payload, as a real server sends it
         await dc.message(dc_channel, alice, "look", attachments=(dc.attachment("cat.png", b"PNG..."),))
         dc.downloads                                    # CDN requests: (filename, headers) in order
@@ -401,7 +401,8 @@ class FakeDiscord:
         ready = {"v": 10, "user": self.bot, "session_id": f"session-{snowflake()}",
                  "resume_gateway_url": self.gateway_url,
                  "guilds": [{"id": g.id, "unavailable": True} for g in self.guilds],
-                 "application": {"id": self.application_id, "flags": self._flags()}, "private_channels": [], "relationships": []}
+                 "application": {"id": self.application_id, "flags": self._flags()}, "private_channels": [],
+                 "relationships": []}
         await ws.send_str(json.dumps({"op": 0, "t": "READY", "s": self._seq, "d": ready}))
         for guild in self.guilds:
             self._seq += 1
