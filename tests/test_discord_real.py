@@ -6,6 +6,7 @@ import logging
 from datetime import datetime, timezone
 from types import SimpleNamespace
 
+import aiohttp
 import pytest
 
 from bot.errors import DeliveryError
@@ -13,7 +14,7 @@ from bot.events import ChatKey, OutboundMessage
 from bot.ops.doctor import _discord
 from channels.discord_bot import MAX_RATE_WAIT, DiscordChannel, discord
 from channels.discord_bot.inbound import QUOTE, to_inbound
-from channels.discord_bot.refusals import GATEWAY_MESSAGE_CONTENT_LIMITED
+from channels.discord_bot.refusals import GATEWAY_MESSAGE_CONTENT_LIMITED, QUIET, Refusals
 from tests.fakes.fake_discord import MESSAGE_CONTENT, snowflake
 from tests.fakes.fake_llm import Reply, last_user_text
 from tests.test_discord import dc, sent_to, start_tusk, tusk_dc  # noqa: F401 (fixtures)
@@ -291,3 +292,20 @@ async def test_a_streamed_reply_refused_is_told_once(tusk_dc, dc, fake_llm, capl
     told = [r for r in caplog.records if "Send Messages" in r.getMessage() + str(r.exc_info)]
     posts = [p for m, p in dc.requests if m == "POST" and p.endswith(f"/channels/{dc.channel}/messages")]
     assert len(told) == 1 and len(posts) == 2 and not dc.sent  # the draft's first message, then the final send
+
+
+async def test_refusals_are_told_once_per_channel_until_delivered_or_quiet_again(dc):
+    """A refusal yields the fix once per channel; a delivery there, or QUIET seconds, makes the next one told again."""
+    clock = [0.0]
+    refusals = Refusals(clock=lambda: clock[0])
+    dc.fail_next("GET", "/users/@me", 403, code=50007, message="Cannot send messages to this user")
+    async with aiohttp.ClientSession() as session:  # a real Discord error body, as discord.py reads it
+        async with session.get(f"{dc.api_base}/users/@me") as response:
+            exc = discord.Forbidden(response, await response.json())
+    first = refusals.refused(exc, 1)
+    assert first is not None and "blocked the bot" in str(first) and "50007" in str(first)
+    assert refusals.refused(exc, 1) is None and refusals.refused(exc, 2) is not None and refusals.quiet(1)
+    refusals.delivered(1)
+    assert refusals.refused(exc, 1) is not None
+    clock[0] += QUIET + 1
+    assert not refusals.quiet(1) and refusals.refused(exc, 1) is not None

@@ -9,7 +9,8 @@ connects without it (DMs and mentions still work; the empty messages are not tur
 says so once at start; a 4014 anyway is one error line and the same fallback.
 
 Channels the bot may not post in: 403 Missing Permissions (50013), 403 Missing Access (50001, also once
-the bot was removed from the server), 404 Unknown Channel (10003). The first refusal in a channel is
+the bot was removed from the server), 404 Unknown Channel (10003), 403 Cannot send messages to this user (50007,
+a DM). The first refusal in a channel is
 raised with the fix; more in that channel within QUIET seconds are only logged at debug level: Discord
 does not retry them, and neither does Tusk (no log or request storm).
 """
@@ -39,6 +40,8 @@ FIXES = {
            "in that channel (Server Settings -> Roles, or the channel's Permissions)",
     50001: "let the bot see that channel (View Channel), or invite it to the server again if it was removed",
     10003: "the channel was deleted; nothing to do",
+    50007: "the person blocked the bot, left every server it shares with them, or takes no DMs from server "
+           "members; nothing to do on this side",
 }
 QUIET = 600.0  # seconds during which further refusals in the same channel are not logged again
 
