@@ -34,7 +34,8 @@ def message(content="", *, guild=True, bot=False, mentions=(), reply_author=None
     reference = None if reply_author is None else SimpleNamespace(resolved=replied)
     return SimpleNamespace(
         author=SimpleNamespace(id=7, bot=bot, display_name="Alice"), webhook_id=webhook_id, type=kind,
-        guild=SimpleNamespace(id=9) if guild else None, mentions=[SimpleNamespace(id=i) for i in mentions],
+        guild=SimpleNamespace(id=9) if guild else None, attachments=[],
+        mentions=[SimpleNamespace(id=i, display_name=f"User{i}") for i in mentions],
         reference=reference, content=content, created_at=datetime(2025, 1, 2, tzinfo=timezone.utc),
         channel=SimpleNamespace(id=channel_id, permissions_for=lambda member: perms))
 
@@ -305,17 +306,6 @@ async def test_wrong_token_fails_at_start(make_settings, dc):
                                 DISCORD_GATEWAY_URL=dc.gateway_url))
     app.add_platforms()
     with pytest.raises(ConfigError, match="DISCORD_BOT_TOKEN"):
-        async with app:
-            pass
-
-
-async def test_missing_message_content_intent_fails_at_start(make_settings, dc):
-    """If the Message Content intent is off in the Developer Portal, start fails saying where to turn it on."""
-    dc.message_content_enabled = False
-    app = TuskApp(make_settings(DISCORD_BOT_TOKEN=dc.token, DISCORD_API_BASE=dc.api_base,
-                                DISCORD_GATEWAY_URL=dc.gateway_url))
-    app.add_platforms()
-    with pytest.raises(ConfigError, match="Privileged Gateway Intents -> Message Content"):
         async with app:
             pass
 

@@ -148,10 +148,24 @@ async def _discord(s: Settings) -> Check:
 
     url = api_root(s.discord_api_base or DISCORD_API) + "/users/@me"
     status, body = await _get_json("GET", url, {"Authorization": f"Bot {s.discord_bot_token.get_secret_value()}"})
-    if status == 200 and body.get("id"):
-        return Check("Discord", "ok", f"token accepted: {body.get('username')}")
-    return Check("Discord", "fail", f"token refused ({status})",
-                 "reset and copy the token on your application's Bot page in the Discord Developer Portal")
+    if not (status == 200 and body.get("id")):
+        return Check("Discord", "fail", f"token refused ({status})",
+                     "reset and copy the token on your application's Bot page in the Discord Developer Portal")
+    return await _discord_intent(s, f"token accepted: {body.get('username')}")
+
+
+async def _discord_intent(s: Settings, accepted: str) -> Check:
+    """The application's flags: is the Message Content intent on? (channels/discord_bot/refusals.py)"""
+    assert s.discord_bot_token is not None
+    from channels.discord_bot import api_root
+    from channels.discord_bot.refusals import PORTAL, content_intent_enabled
+
+    url = api_root(s.discord_api_base or DISCORD_API) + "/applications/@me"
+    status, app = await _get_json("GET", url, {"Authorization": f"Bot {s.discord_bot_token.get_secret_value()}"})
+    if status == 200 and not content_intent_enabled(int(app.get("flags") or 0)):
+        return Check("Discord", "warn", f"{accepted}, but the Message Content intent is off: only DMs and "
+                     "messages that mention the bot can be read", f"switch on {PORTAL}")
+    return Check("Discord", "ok", accepted)
 
 
 async def _platform(name: str, probe: Callable[[], Awaitable[Check]]) -> Check:

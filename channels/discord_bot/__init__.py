@@ -1,6 +1,7 @@
 """Discord, on discord.py 2.7's `Client`, run inside Tusk's own event loop.
 
-    MESSAGE_CREATE -> to_inbound() (pure: bots, gating, mention stripping, chat key, admin flag)
+    MESSAGE_CREATE -> to_inbound() (inbound.py, pure: message types, bots, empty messages, mentions as names,
+                      replies quoted, chat key, admin flag)
                    -> allow-list -> attachments kept in media/ (channels/discord_bot/media.py; the channel's
                       later messages wait for them) -> publish -> typing until done
     INTERACTION    -> a chat command (/memory, /forget, ...: the app's menu as application commands,
@@ -14,7 +15,9 @@ own memory). DMs: every message is a turn. Guild channels: only messages that me
 bot or reply to it, the mention stripped, are turns; the others are handed over marked
 `addressed=False` (kept as context if the channel listens, /listen). In guilds, /forget and /memory undo need the
 Manage Messages permission (`sender_is_admin`). Intents: guilds, guild and DM messages,
-message content; not the privileged members intent.
+message content (without it if the application's flags show it off: refusals.py); not the privileged
+members intent. Discord's refusals (a channel the bot may not post in, 4014) are told once with the fix
+(refusals.py); 429s are waited out by discord.py up to MAX_RATE_WAIT seconds, then the reply fails.
 
 DISCORD_API_BASE and DISCORD_GATEWAY_URL (REST proxies such as nirn-proxy, and the tests)
 point discord.py elsewhere through the two class attributes it reads them from; see `_aim`.
@@ -25,7 +28,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-import re
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -43,7 +45,9 @@ from discord import app_commands
 from bot.errors import BusClosed, ConfigError, DeliveryError
 from bot.events import ChatKey, InboundMessage, OutboundMessage
 from channels.discord_bot import media as discord_media
+from channels.discord_bot import refusals
 from channels.base import Access, Publish, tell
+from channels.discord_bot.inbound import command_to_inbound, guild_id, to_inbound  # noqa: F401 (API)
 from channels.discord_bot.stream import DiscordDraft
 from channels.media_in import InOrder, MediaIntake, Remote
 from channels.split import split_message
@@ -56,15 +60,16 @@ TYPING_EVERY = 8.0  # Discord shows "typing" for 10 s
 START_TIMEOUT = 60.0  # login, command sync and gateway READY
 GUILD_READY_WAIT = 0.2  # discord.py waits this long after the last GUILD_CREATE before `ready`; nothing here needs more
 INTENTS = discord.Intents(guilds=True, guild_messages=True, dm_messages=True, message_content=True)
+NO_CONTENT_INTENTS = discord.Intents(guilds=True, guild_messages=True, dm_messages=True)
+MAX_RATE_WAIT = 30.0  # a 429 asking for a longer wait (a global or Cloudflare limit) fails the reply instead
 MENTIONS = discord.AllowedMentions(everyone=False, users=False, roles=False, replied_user=True)
-TURNS = (discord.MessageType.default, discord.MessageType.reply)  # not joins, pins, thread starters, ...
 NO_ARGUMENTS = frozenset({"help", "status", "new"})  # every other command has one optional free-text option,
 ARGUMENTS = {  # named and described here if known; its text follows the command ("/memory undo")
     "memory": ("what", "'history 3' for the last 3 history entries, or 'undo'"),
     "forget": ("confirm", "type 'confirm' to erase everything I keep about this chat"),
 }
 PRIVATE = frozenset({"help", "status", "memory"})  # in guilds only the asker sees these answers
-SEND_ERRORS = (discord.HTTPException, aiohttp.ClientError, OSError)
+SEND_ERRORS = (discord.HTTPException, discord.RateLimited, aiohttp.ClientError, OSError)
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,74 +110,14 @@ def _aim(api_base: str | None, gateway_url: str | None) -> Callable[[], None]:
     return undo
 
 
-def _strip_mention(text: str, me_id: int) -> str:
-    return re.sub(rf"[ \t]*<@!?{me_id}>", "", text).strip()
-
-
-def _addressed(message: Any, me_id: int) -> bool:
-    """In a guild: does the message mention the bot or reply to one of its messages?"""
-    if any(user.id == me_id for user in message.mentions):
-        return True
-    resolved = message.reference.resolved if message.reference is not None else None
-    author = getattr(resolved, "author", None)  # a deleted message has none
-    return author is not None and author.id == me_id
-
-
-def _manages_messages(channel: Any, author: Any) -> bool:
-    """Manage Messages here: channel overwrites counted, a thread asks its parent."""
-    if isinstance(channel, discord.PartialMessageable):  # not in the cache: the guild-wide roles
-        perms = getattr(author, "guild_permissions", None)
-    else:
-        try:
-            perms = channel.permissions_for(author)
-        except discord.ClientException:  # a thread whose parent is not cached
-            perms = getattr(author, "guild_permissions", None)
-    return bool(perms is not None and perms.manage_messages)
-
-
-def to_inbound(message: Any, me_id: int) -> InboundMessage | None:
-    """The InboundMessage for a Discord message, or None if Tusk should not answer it.
-
-    `message` is a `discord.Message` (only plain attributes are read, so tests hand-build
-    them). Attachments without text become an empty text; the channel adds the files it downloads
-    (channels/discord_bot/media.py). The allow-list needs the channel's settings and is checked there.
-    """
-    author = message.author
-    if author.bot or message.webhook_id is not None or message.type not in TURNS:
-        return None
-    is_group = message.guild is not None
-    addressed = not is_group or _addressed(message, me_id)  # if not, the chat's /listen decides (bot/agent.py)
-    return InboundMessage(ChatKey("discord", str(message.channel.id)), _strip_mention(message.content, me_id),
-                          sender_id=str(author.id), sender_name=author.display_name, is_group=is_group,
-                          sender_is_admin=is_group and _manages_messages(message.channel, author),
-                          ts=message.created_at.timestamp(), addressed=addressed)
-
-
-def command_to_inbound(interaction: Any, name: str, args: str) -> InboundMessage | None:
-    """The InboundMessage for a slash command: the same text a user would type ("/memory undo")."""
-    if interaction.channel_id is None:
-        return None
-    is_group = interaction.guild_id is not None
-    user = interaction.user
-    return InboundMessage(ChatKey("discord", str(interaction.channel_id)), f"/{name} {args}".strip(),
-                          sender_id=str(user.id), sender_name=user.display_name, is_group=is_group,
-                          sender_is_admin=is_group and interaction.permissions.manage_messages,
-                          ts=interaction.created_at.timestamp())
-
-
 def _connect_error(connection: asyncio.Task[None]) -> Exception:
     """Why the gateway connection failed or never became ready, with the fix where there is one."""
     exc = connection.exception() if connection.done() and not connection.cancelled() else None
     if isinstance(exc, discord.PrivilegedIntentsRequired):
-        return ConfigError("Discord refused the Message Content intent: enable it in the Developer Portal "
-                           "(Applications -> your app -> Bot -> Privileged Gateway Intents -> Message Content)")
+        return ConfigError(f"Discord refused the Message Content intent (gateway close 4014): switch on "
+                           f"{refusals.PORTAL}, then restart Tusk")
     where = discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY
     return DeliveryError(f"could not connect to the Discord gateway at {where}: {exc or 'timed out'}")
-
-
-def _on_connection_end(connection: asyncio.Task[None]) -> None:
-    if not connection.cancelled() and connection.exception() is not None:
-        logger.error("the Discord connection ended and will not come back: %s", _connect_error(connection))
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,14 +142,17 @@ class DiscordChannel:
         self._accepting = False
         self._undo_aim: Callable[[], None] | None = None
         self._connection: asyncio.Task[None] | None = None
+        self._fallback: asyncio.Task[None] | None = None  # reconnecting without Message Content after a 4014
         self.client: discord.Client | None = None
         self._intake = MediaIntake(media, "Discord") if media is not None else None  # None: files are not taken
         self._in_order = InOrder()  # a channel's messages wait for its earlier ones' downloads
+        self._refusals = refusals.Refusals()
 
-    def _build(self) -> tuple[discord.Client, app_commands.CommandTree]:
+    def _build(self, intents: discord.Intents) -> tuple[discord.Client, app_commands.CommandTree]:
         discord.VoiceClient.warn_nacl = discord.VoiceClient.warn_dave = False  # no voice: no warnings about it
-        client = discord.Client(intents=INTENTS, allowed_mentions=MENTIONS, max_messages=None,
-                                guild_ready_timeout=GUILD_READY_WAIT, chunk_guilds_at_startup=False)
+        client = discord.Client(intents=intents, allowed_mentions=MENTIONS, max_messages=None,
+                                guild_ready_timeout=GUILD_READY_WAIT, chunk_guilds_at_startup=False,
+                                max_ratelimit_timeout=MAX_RATE_WAIT)
         client.event(self.on_message)
         tree = app_commands.CommandTree(client)
         for name, summary in self._menu:
@@ -228,18 +176,26 @@ class DiscordChannel:
     async def start(self) -> None:
         # discord.py logs request bodies and gateway payloads (message text) at DEBUG; Tusk logs no message text
         self._undo_aim = _aim(self.settings.api_base, self.settings.gateway_url)
-        client, tree = self._build()
-        self.client = client
         try:
-            await self._login(client)
+            tree = await self._login(INTENTS)
+            assert self.client is not None and self.client.application is not None
+            if not refusals.content_intent_enabled(self.client.application.flags.value):
+                logger.warning(refusals.NO_CONTENT)
+                tree = await self._login(NO_CONTENT_INTENTS)
             await self._sync(tree)
             # from READY on, discord.py dispatches messages while it still waits for the guilds (GUILD_READY_WAIT):
             # they are taken (the bus queues them), not dropped because start() has not returned yet
             self._accepting = True
-            await self._connect(client)
+            try:
+                await self._connect(self.client)
+            except discord.PrivilegedIntentsRequired:  # the flags said yes, the gateway says no
+                logger.error(refusals.DISALLOWED)
+                await self._login(NO_CONTENT_INTENTS)
+                await self._connect(self.client)
         except BaseException:
             await self._close()
             raise
+        client = self.client
         assert client.user is not None
         logger.info("Discord channel running as %s (id %d) in %d guilds", client.user.name, client.user.id,
                     len(client.guilds))
@@ -253,10 +209,38 @@ class DiscordChannel:
         finally:
             ready.cancel()
         if not client.is_ready():
+            exc = connection.exception() if connection.done() and not connection.cancelled() else None
+            if isinstance(exc, discord.PrivilegedIntentsRequired) and client.intents.message_content:
+                raise exc  # start() tries again without the intent
             raise _connect_error(connection)
-        connection.add_done_callback(_on_connection_end)
+        connection.add_done_callback(self._on_connection_end)
 
-    async def _login(self, client: discord.Client) -> None:
+    def _on_connection_end(self, connection: asyncio.Task[None]) -> None:
+        """The gateway connection ended for good: a 4014 (the intent switched off while running) connects again
+        without Message Content; anything else is one error line (no traceback: the cause is in it)."""
+        if connection.cancelled() or (exc := connection.exception()) is None:
+            return
+        if isinstance(exc, discord.PrivilegedIntentsRequired) and self.client is not None \
+                and self.client.intents.message_content:
+            logger.error(refusals.DISALLOWED)
+            self._fallback = asyncio.create_task(self._without_content(), name="discord without message content")
+            return
+        logger.error("the Discord connection ended and will not come back: %s", _connect_error(connection))
+
+    async def _without_content(self) -> None:
+        try:
+            await self._login(NO_CONTENT_INTENTS)
+            assert self.client is not None
+            await self._connect(self.client)
+        except (ConfigError, DeliveryError) as exc:
+            logger.error("the Discord connection ended and will not come back: %s", exc)
+
+    async def _login(self, intents: discord.Intents) -> app_commands.CommandTree:
+        """A new client with these intents (the one before, if any, closed), logged in; its command tree."""
+        if self.client is not None:
+            await self.client.close()
+        client, tree = self._build(intents)
+        self.client = client
         try:
             await client.login(self.settings.token)
         except discord.LoginFailure as exc:
@@ -264,6 +248,7 @@ class DiscordChannel:
                               "(Applications -> your app -> Bot -> Reset Token)") from exc
         except (discord.HTTPException, aiohttp.ClientError, OSError) as exc:
             raise DeliveryError(f"cannot reach the Discord API at {discord.http.Route.BASE}: {exc}") from exc
+        return tree
 
     async def _sync(self, tree: app_commands.CommandTree) -> None:
         """Register the slash commands: to DISCORD_GUILD_ID at once if set, else globally."""
@@ -294,6 +279,10 @@ class DiscordChannel:
 
     async def _close(self) -> None:
         self._accepting = False
+        if self._fallback is not None:
+            self._fallback.cancel()
+            await asyncio.gather(self._fallback, return_exceptions=True)
+            self._fallback = None
         if self.client is not None:
             await self.client.close()
             self.client = None
@@ -320,7 +309,8 @@ class DiscordChannel:
     async def on_message(self, message: discord.Message) -> None:
         assert self.client is not None and self.client.user is not None
         msg = to_inbound(message, self.client.user.id)
-        if msg is None or not await self._admit(msg, message.guild):
+        gid = guild_id(message)  # also for a guild no longer in the cache
+        if msg is None or not await self._admit(msg, message.guild or (discord.Object(gid) if gid else None)):
             return
         files = self._intake.files_for(msg, discord_media.files_of(message, self._intake)) if self._intake else []
         if files or self._in_order.busy(msg.key):
@@ -376,19 +366,21 @@ class DiscordChannel:
         """Show "typing" until the turn is done."""
         assert self.client is not None
         channel = self.client.get_partial_messageable(channel_id)
-        while not done.done():
+        while not done.done() and not self._refusals.quiet(channel_id):
             try:
                 await channel.typing()
             except SEND_ERRORS as exc:
+                if refusals.is_refusal(exc):  # the reply will meet the same refusal and say so: no more tries
+                    return
                 logger.debug("typing indicator not shown: %s", exc)
             await asyncio.wait([done], timeout=TYPING_EVERY)
 
     def draft(self, key: ChatKey, reply_to: int) -> DiscordDraft | None:
         """The reply while it is written (channels/discord_bot/stream.py); slash commands answer at once."""
         route = self._routes.get(reply_to)
-        if self.client is None or isinstance(route, _Slash):
+        if self.client is None or isinstance(route, _Slash) or self._refusals.quiet(int(key.chat_id)):
             return None
-        return DiscordDraft(self.client.get_partial_messageable(int(key.chat_id)), route, MENTIONS)
+        return DiscordDraft(self.client.get_partial_messageable(int(key.chat_id)), route, MENTIONS, self._refusals)
 
     async def send(self, msg: OutboundMessage) -> None:
         if self.client is None:
@@ -401,5 +393,15 @@ class DiscordChannel:
                 else:
                     channel = self.client.get_partial_messageable(int(msg.key.chat_id))
                     await channel.send(piece, reference=route if i == 0 else None)  # type: ignore[arg-type]
+        except discord.RateLimited as exc:
+            raise DeliveryError(f"Discord asks for a {exc.retry_after:.0f} s wait before the bot posts again "
+                                f"(a rate limit past MAX_RATE_WAIT): the reply was not sent") from exc
         except SEND_ERRORS as exc:
+            if not isinstance(route, _Slash) and refusals.is_refusal(exc):
+                assert isinstance(exc, discord.HTTPException)
+                if (error := self._refusals.refused(exc, int(msg.key.chat_id))) is None:
+                    return  # told already (refusals.py): not again for every reply
+                raise error from exc
             raise DeliveryError(f"Discord refused the reply: {exc}") from exc
+        if not isinstance(route, _Slash):
+            self._refusals.delivered(int(msg.key.chat_id))

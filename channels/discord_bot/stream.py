@@ -4,6 +4,7 @@ The first text is sent (in guilds as a reply to the question), then edited as mo
 2,000 characters the reply continues in a new message. The final text replaces them all, split
 as `send` splits it (code fences closed and reopened). Discord allows about 5 message changes
 per 5 seconds in a channel: one edit a second stays under that, and discord.py waits out any 429.
+A channel where the bot may not post is told once with the fix (refusals.py), here or by the send after.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 
 import discord
 
+from channels.discord_bot.refusals import Refusals, is_refusal
 from channels.split import split_message
 
 MAX_TEXT = 2000
@@ -20,8 +22,9 @@ INTERVAL = 1.0  # seconds between edits (Discord: about 5 per 5 s per channel)
 
 class DiscordDraft:
     def __init__(self, channel: Any, reference: discord.MessageReference | None,
-                 mentions: discord.AllowedMentions) -> None:
+                 mentions: discord.AllowedMentions, refusals: Refusals | None = None) -> None:
         self.channel = channel  # a PartialMessageable
+        self.refusals = refusals
         self.reference = reference
         self.mentions = mentions
         self.interval = INTERVAL
@@ -44,10 +47,18 @@ class DiscordDraft:
     async def _put_all(self, pieces: list[str]) -> None:
         for i, piece in enumerate(pieces):
             if i >= len(self.messages):
-                sent = await self.channel.send(piece, reference=self.reference if not i else None,
-                                               allowed_mentions=self.mentions)
+                sent = await self._send(piece, reference=self.reference if not i else None)
                 self.messages.append(sent)
                 self._texts.append(piece)
             elif self._texts[i] != piece:
                 self.messages[i] = await self.messages[i].edit(content=piece, allowed_mentions=self.mentions)
                 self._texts[i] = piece
+
+    async def _send(self, piece: str, reference: discord.MessageReference | None) -> Any:
+        try:
+            return await self.channel.send(piece, reference=reference, allowed_mentions=self.mentions)
+        except discord.HTTPException as exc:
+            if self.refusals is not None and is_refusal(exc):
+                if (error := self.refusals.refused(exc, self.channel.id)) is not None:
+                    raise error from exc
+            raise

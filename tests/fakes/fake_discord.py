@@ -14,11 +14,18 @@
         dc.typing, dc.callbacks, dc.followups, dc.commands, dc.identify, dc.requests
         dc.fail_next("POST", "/channels/", status=403)  # the next matching request is refused
         dc.message_content_enabled = False              # as if the intent were off in the Developer Portal
+        dc.fail_next("POST", "/messages", status=429, retry_after=0.1, is_global=True)  # Discord's error bodies
+        await dc.edit(msg, "new"); await dc.delete(msg); await dc.remove_guild(guild)  # UPDATE, DELETE, GUILD_DELETE
+        await dc.dispatch("MESSAGE_CREATE", {...})      # any gateway payload, as a real server sends it
         await dc.message(dc_channel, alice, "look", attachments=(dc.attachment("cat.png", b"PNG..."),))
         dc.downloads                                    # CDN requests: (filename, headers) in order
 
 Attachments are served by the fake's CDN (`/attachments/<channel>/<id>/<name>?ex=&is=&hm=`, signed like
 Discord's links: a wrong signature is a 404); it needs no token, as the real CDN.
+
+Without the Message Content intent in IDENTIFY, guild messages that do not mention the bot arrive with
+empty `content`, `embeds`, `attachments` and `components`, as Discord sends them; the application's
+`flags` (GET /applications/@me) say whether the intent is enabled (GATEWAY_MESSAGE_CONTENT_LIMITED).
 
 Replies are JSON with `Content-Type` exactly `application/json` (discord.py parses nothing else).
 Gateway frames are plain JSON text, whatever `compress=` the client asks for; discord.py accepts them.
@@ -29,82 +36,19 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import itertools
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from typing import Any
 
 from aiohttp import WSMsgType, web
 
+from tests.fakes.discord_payloads import (  # noqa: F401 (re-exported: tests import them from here)
+    CONTENT_FIELDS, EVERYONE, GATEWAY_MESSAGE_CONTENT, GATEWAY_MESSAGE_CONTENT_LIMITED, IS_VOICE_MESSAGE,
+    MANAGE_MESSAGES, MESSAGE_CONTENT, Guild, member, now, snowflake, user)
 from tests.fakes.loopback import serve, wait_until
 
-MANAGE_MESSAGES = 1 << 13
-MESSAGE_CONTENT = 1 << 15  # the gateway intent
-EVERYONE = (1 << 10) | (1 << 11) | (1 << 16)  # view channel, send messages, read message history
-IS_VOICE_MESSAGE = 1 << 13  # message flag
 _CDN_KEY = b"fake cdn signing key"
-DISCORD_EPOCH_MS = 1_420_070_400_000
-_counter = itertools.count()
-
-
-def snowflake() -> str:
-    """A unique id that dates from now, as Discord's do (discord.py reads `created_at` from it)."""
-    return str((int(time.time() * 1000) - DISCORD_EPOCH_MS) << 22 | next(_counter) % (1 << 22))
-
-
-def now() -> str:
-    return datetime.now(timezone.utc).isoformat()
-
-
-def user(name: str, *, bot: bool = False, id: str | None = None) -> dict[str, Any]:
-    return {"id": id or snowflake(), "username": name, "global_name": name.title(), "discriminator": "0",
-            "avatar": None, "bot": bot}
-
-
-@dataclass
-class Guild:
-    id: str = field(default_factory=snowflake)
-    name: str = "Test guild"
-    owner_id: str = field(default_factory=snowflake)  # nobody the tests use: owners may do anything
-    channels: list[dict[str, Any]] = field(default_factory=list)
-    threads: list[dict[str, Any]] = field(default_factory=list)
-    roles: list[dict[str, Any]] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        self.add_role("@everyone", EVERYONE, id=self.id)
-
-    def add_role(self, name: str, permissions: int, *, id: str | None = None) -> str:
-        role = {"id": id or snowflake(), "name": name, "permissions": str(permissions), "position": len(self.roles),
-                "color": 0, "hoist": False, "managed": False, "mentionable": False}
-        self.roles.append(role)
-        return role["id"]
-
-    def add_channel(self, name: str = "general") -> str:
-        channel = {"id": snowflake(), "type": 0, "guild_id": self.id, "name": name, "position": len(self.channels),
-                   "permission_overwrites": [], "nsfw": False, "parent_id": None, "topic": None}
-        self.channels.append(channel)
-        return channel["id"]
-
-    def add_thread(self, parent: str, name: str = "a thread") -> str:
-        thread = {"id": snowflake(), "type": 11, "guild_id": self.id, "parent_id": parent, "owner_id": self.owner_id,
-                  "name": name, "message_count": 0, "member_count": 1, "rate_limit_per_user": 0,
-                  "thread_metadata": {"archived": False, "auto_archive_duration": 1440, "archive_timestamp": now(),
-                                      "locked": False}}
-        self.threads.append(thread)
-        return thread["id"]
-
-    def payload(self, bot: dict[str, Any]) -> dict[str, Any]:
-        me = {"user": bot, "roles": [], "joined_at": now(), "deaf": False, "mute": False, "flags": 0}
-        return {"id": self.id, "name": self.name, "owner_id": self.owner_id, "unavailable": False, "member_count": 2,
-                "roles": self.roles, "channels": self.channels, "threads": self.threads, "members": [me],
-                "features": [], "emojis": [], "stickers": [], "large": False, "joined_at": now()}
-
-
-def _member(roles: list[str], **extra: Any) -> dict[str, Any]:
-    return {"roles": roles, "joined_at": now(), "deaf": False, "mute": False, "flags": 0, "nick": None, **extra}
 
 
 class FakeDiscord:
@@ -124,10 +68,11 @@ class FakeDiscord:
         self.followups: list[dict[str, Any]] = []  # followup webhook bodies, plus "token"
         self.commands: dict[str | None, list[dict[str, Any]]] = {}  # None: global, else a guild id
         self.message_content_enabled = True  # False: IDENTIFY asking for it is closed with 4014, as Discord does
+        self.application_flags: int | None = None  # None: GATEWAY_MESSAGE_CONTENT_LIMITED iff the intent is enabled
         self.files: dict[str, bytes] = {}  # attachment id -> bytes the CDN serves
         self.downloads: list[tuple[str, dict[str, str]]] = []  # (filename, request headers) of CDN fetches
         self.root = ""
-        self._failures: list[tuple[str, str, int]] = []
+        self._failures: list[tuple[str, str, web.Response]] = []
         self._sockets: list[web.WebSocketResponse] = []
         self._seq = 0
         self._runner: web.AppRunner | None = None
@@ -171,9 +116,21 @@ class FakeDiscord:
         url = f"{self.root}{path}?{query}&hm={digest}"
         return {k: v for k, v in attachment.items() if k != "ex"} | {"url": url, "proxy_url": url}
 
-    def fail_next(self, method: str, path_part: str, status: int = 403) -> None:
-        """Refuse the next `method` request whose path contains `path_part` with `status`."""
-        self._failures.append((method, path_part, status))
+    def fail_next(self, method: str, path_part: str, status: int = 403, *, code: int = 50013,
+                  message: str = "Missing Permissions", retry_after: float = 1.0, is_global: bool = False) -> None:
+        """Refuse the next `method` request whose path contains `path_part` as Discord does: a JSON error
+        (`code`: 50013 Missing Permissions, 50001 Missing Access, 10003 Unknown Channel, ...), or for 429 the
+        rate-limit body and headers (`retry_after` seconds, `global`, `Via` as Discord's proxies add)."""
+        if status == 429:
+            body = {"message": "You are being rate limited.", "retry_after": retry_after, "global": is_global}
+            headers = {"Retry-After": str(retry_after), "Via": "1.1 google",
+                       "X-RateLimit-Scope": "global" if is_global else "user"}
+            if is_global:
+                headers["X-RateLimit-Global"] = "true"
+            response = self._json(body, 429, headers)
+        else:
+            response = self._json({"message": message, "code": code}, status)
+        self._failures.append((method, path_part, response))
 
     async def wait_for(self, predicate: Callable[[], Any], timeout: float = 5.0) -> Any:
         return await wait_until(predicate, timeout)
@@ -185,27 +142,53 @@ class FakeDiscord:
 
     async def message(self, channel: str, author: dict[str, Any], content: str = "", *, guild: Guild | None = None,
                       roles: tuple[str, ...] = (), reply_to: dict[str, Any] | None = None,
-                      attachments: tuple[str | dict[str, Any], ...] = (), webhook: bool = False) -> dict[str, Any]:
+                      attachments: tuple[str | dict[str, Any], ...] = (), webhook: bool = False,
+                      type: int | None = None, mentions: tuple[dict[str, Any], ...] = (),
+                      **fields: Any) -> dict[str, Any]:
         """Dispatch MESSAGE_CREATE. A mention of the bot in `content` is listed in `mentions`, as Discord
-        does; a reply is not (as when the user turns the reply's ping off). `attachments`: file names
-        (made-up bytes) or `attachment(...)` objects."""
+        does, with the users in `mentions`; a reply is not (as when the user turns the reply's ping off).
+        `attachments`: file names (made-up bytes) or `attachment(...)` objects. `type` (default 0, 19 for
+        a reply) and `fields` (embeds, sticker_items, mention_roles, message_reference, ...) as Discord sends."""
         files = [self._signed(channel, a if isinstance(a, dict) else self.attachment(a)) for a in attachments]
         voice = any("waveform" in a for a in files)
         data: dict[str, Any] = {
             "id": snowflake(), "channel_id": channel, "author": author, "content": content, "timestamp": now(),
             "edited_timestamp": None, "tts": False, "mention_everyone": False, "mention_roles": [], "embeds": [],
-            "mentions": [self.bot] if self.mention in content else [],
+            "mentions": ([self.bot] if self.mention in content else []) + list(mentions),
             "attachments": files,
-            "pinned": False, "type": 19 if reply_to else 0, "flags": IS_VOICE_MESSAGE if voice else 0}
+            "pinned": False, "type": type if type is not None else 19 if reply_to else 0,
+            "flags": IS_VOICE_MESSAGE if voice else 0}
         if guild is not None:
-            data.update(guild_id=guild.id, member=_member(list(roles)))
+            data.update(guild_id=guild.id, member=member(list(roles)))
         if reply_to is not None:
             data.update(message_reference={"message_id": reply_to["id"], "channel_id": channel,
                                            **({"guild_id": guild.id} if guild else {})}, referenced_message=reply_to)
         if webhook:
             data["webhook_id"] = snowflake()
+        data.update(fields)
         await self.dispatch("MESSAGE_CREATE", data)
         return data
+
+    async def edit(self, message: dict[str, Any], content: str) -> None:
+        """Dispatch MESSAGE_UPDATE: the user edited `message` (as sent by `message()`)."""
+        message |= {"content": content, "edited_timestamp": now()}
+        await self.dispatch("MESSAGE_UPDATE", dict(message))
+
+    async def delete(self, message: dict[str, Any]) -> None:
+        """Dispatch MESSAGE_DELETE for `message`."""
+        await self.dispatch("MESSAGE_DELETE", {"id": message["id"], "channel_id": message["channel_id"],
+                                               **({"guild_id": message["guild_id"]} if "guild_id" in message else {})})
+
+    async def ask_reconnect(self) -> None:
+        """Op 7 RECONNECT, as Discord sends before moving a session: the bot resumes (refused: op 9), then
+        identifies again, meeting `message_content_enabled` as it is now."""
+        for ws in list(self._sockets):
+            await ws.send_str(json.dumps({"op": 7, "d": None}))
+
+    async def remove_guild(self, guild: Guild) -> None:
+        """The bot was kicked or the guild deleted: GUILD_DELETE without `unavailable`; its REST calls now fail."""
+        self.guilds.remove(guild)
+        await self.dispatch("GUILD_DELETE", {"id": guild.id})
 
     async def command(self, name: str, channel: str, author: dict[str, Any], text: str | None = None, *,
                       guild: Guild | None = None, permissions: int = EVERYONE) -> dict[str, Any]:
@@ -220,13 +203,25 @@ class FakeDiscord:
             "channel_id": channel, "channel": {"id": channel, "type": 0 if guild else 1}}
         if guild is not None:
             data.update(guild_id=guild.id, context=0,
-                        member=_member([], user=author, permissions=str(permissions)))
+                        member=member([], user=author, permissions=str(permissions)))
         else:
             data.update(user=author, context=1)
         await self.dispatch("INTERACTION_CREATE", data)
         return data
 
+    def _as_received(self, event: str, data: dict[str, Any]) -> dict[str, Any]:
+        """What the bot is sent: without the Message Content intent, a guild message that does not mention it
+        (and is not its own) has its content fields emptied, as Discord does."""
+        if event not in ("MESSAGE_CREATE", "MESSAGE_UPDATE") or self.identify is None or "guild_id" not in data:
+            return data
+        mentioned = any(u.get("id") == self.bot["id"] for u in data.get("mentions", []))
+        if self.identify.get("intents", 0) & MESSAGE_CONTENT or mentioned or data.get("author") == self.bot:
+            return data
+        return data | CONTENT_FIELDS
+
     async def dispatch(self, event: str, data: dict[str, Any]) -> None:
+        """Send any gateway event (`t`, `d`) to the connected bot, as a real gateway would."""
+        data = self._as_received(event, data)
         for ws in list(self._sockets):
             self._seq += 1
             await ws.send_str(json.dumps({"op": 0, "t": event, "s": self._seq, "d": data}))
@@ -240,6 +235,7 @@ class FakeDiscord:
         api = "/api/v{version:\\d+}"
         for method, path, handler in (
             ("GET", "/users/@me", self._me), ("GET", "/oauth2/applications/@me", self._application),
+            ("GET", "/applications/@me", self._application),
             ("GET", "/gateway", self._gateway_info), ("GET", "/gateway/bot", self._gateway_info),
             ("PUT", "/applications/{app}/commands", self._sync),
             ("PUT", "/applications/{app}/guilds/{guild}/commands", self._sync),
@@ -263,9 +259,10 @@ class FakeDiscord:
         await self._runner.cleanup()
 
     @staticmethod
-    def _json(data: Any, status: int = 200) -> web.Response:
+    def _json(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
         # exactly "application/json": json_response's "; charset=utf-8" makes discord.py read the body as text
-        return web.Response(body=json.dumps(data).encode(), status=status, headers={"Content-Type": "application/json"})
+        return web.Response(body=json.dumps(data).encode(), status=status,
+                            headers={"Content-Type": "application/json", **(headers or {})})
 
     @web.middleware
     async def _record(self, request: web.Request, handler) -> web.StreamResponse:
@@ -273,10 +270,10 @@ class FakeDiscord:
             return await handler(request)
         self.requests.append((request.method, request.path))
         for failure in self._failures:
-            method, part, status = failure
+            method, part, response = failure
             if request.method == method and part in request.path:
                 self._failures.remove(failure)
-                return self._json({"message": f"fake failure {status}", "code": 50013}, status)
+                return response
         webhook = request.path.startswith(("/api/v10/webhooks/", "/api/v10/interactions/"))
         if not webhook and request.headers.get("Authorization") != f"Bot {self.token}":
             return self._json({"message": "401: Unauthorized", "code": 0}, 401)
@@ -304,7 +301,12 @@ class FakeDiscord:
     async def _application(self, request: web.Request) -> web.Response:
         return self._json({"id": self.application_id, "name": self.bot["username"], "description": "", "icon": None,
                            "bot_public": True, "bot_require_code_grant": False, "verify_key": "00" * 32,
-                           "owner": user("owner"), "flags": 0, "bot": self.bot})
+                           "owner": user("owner"), "flags": self._flags(), "bot": self.bot})
+
+    def _flags(self) -> int:
+        if self.application_flags is not None:
+            return self.application_flags
+        return GATEWAY_MESSAGE_CONTENT_LIMITED if self.message_content_enabled else 0
 
     async def _gateway_info(self, request: web.Request) -> web.Response:
         return self._json({"url": self.gateway_url, "shards": 1,
@@ -378,6 +380,8 @@ class FakeDiscord:
                 payload = json.loads(frame.data)
                 if payload["op"] == 1:
                     await ws.send_str(json.dumps({"op": 11}))
+                elif payload["op"] == 6:  # RESUME: the fake keeps no sessions, so it is invalid: identify again
+                    await ws.send_str(json.dumps({"op": 9, "d": False}))
                 elif payload["op"] == 2:
                     await self._identified(ws, payload["d"])
         finally:
@@ -397,7 +401,8 @@ class FakeDiscord:
         ready = {"v": 10, "user": self.bot, "session_id": f"session-{snowflake()}",
                  "resume_gateway_url": self.gateway_url,
                  "guilds": [{"id": g.id, "unavailable": True} for g in self.guilds],
-                 "application": {"id": self.application_id, "flags": 0}, "private_channels": [], "relationships": []}
+                 "application": {"id": self.application_id, "flags": self._flags()}, "private_channels": [],
+                 "relationships": []}
         await ws.send_str(json.dumps({"op": 0, "t": "READY", "s": self._seq, "d": ready}))
         for guild in self.guilds:
             self._seq += 1
