@@ -37,11 +37,11 @@ from typing import Any
 from bot import logs, stream
 from bot.errors import (ContextOverflow, LLMAuthFailed, LLMError, LLMFiltered, LLMRejected, LLMUnavailable,
                         LLMUnreachable, ModelNotFound, ToolsUnsupported)
-from bot.llm_wire import (model_missing, model_name, overflow_window, provider_base, public_url, readable_client,
+from bot.llm_wire import (for_model, model_missing, model_name, overflow_window, provider_base, public_url, readable_client,
                           served_models, strip_think, thinking_options, tools_refused, unreachable_reason,
                           wants_readable_client)
 from bot.threads import in_thread
-from memory.wire import new_call_id, repair_arguments, repair_name
+from memory.wire import new_call_id, repair_arguments, repair_name, thought_signature, wire_call
 
 logger = logging.getLogger(__name__)
 
@@ -118,9 +118,10 @@ class ToolCall:
     name: str
     arguments: str  # the text of a JSON object, repaired; "{}" when the model's could not be read
     error: str | None = None  # why the model's arguments could not be read (its raw text included)
+    signature: str | None = None  # Gemini's thought signature on this call, sent back unchanged (memory/wire.py)
 
     def to_wire(self) -> dict[str, Any]:
-        return {"id": self.id, "type": "function", "function": {"name": self.name, "arguments": self.arguments}}
+        return wire_call(self.id, self.name, self.arguments, self.signature)
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,7 +256,7 @@ class LLM:
         started = time.monotonic()
         try:  # litellm's timeout bounds each read; a server that trickles bytes is bounded here, stream and all
             async with asyncio.timeout(s.timeout):
-                response = await lib.acompletion(model=model, messages=messages, **kwargs)
+                response = await lib.acompletion(model=model, messages=for_model(model, messages), **kwargs)
                 if live is not None:
                     response = await stream.collect(response, live, model)
         except TimeoutError as exc:
@@ -345,4 +346,6 @@ def _call(raw: Any) -> ToolCall | None:
         logger.warning("dropped a tool call without a usable name: %r", getattr(function, "name", None))
         return None
     arguments, error = repair_arguments(getattr(function, "arguments", None))
-    return ToolCall(id=new_call_id(), name=name, arguments=arguments, error=error)
+    signature = thought_signature(getattr(raw, "id", None), getattr(raw, "provider_specific_fields", None),
+                                  getattr(function, "provider_specific_fields", None))
+    return ToolCall(id=new_call_id(), name=name, arguments=arguments, error=error, signature=signature)

@@ -198,10 +198,26 @@ def readable_client(api_base: str, api_key: str | None) -> Any:
 def provider_base(model: str, api_base: str | None) -> str | None:
     """The base URL to hand litellm for `model`. litellm's anthropic/ route appends `/v1/messages` to it, so
     an OpenAI-style base (`https://api.anthropic.com/v1`, as the other providers' docs write it) would post to
-    `/v1/v1/messages`, a 404: the `/v1` is dropped."""
+    `/v1/v1/messages`, a 404: the `/v1` is dropped. Its gemini/ route appends `/models/<model>:generateContent`
+    to it, so a bare server root (`https://generativelanguage.googleapis.com`) gets Google's `/v1beta`."""
     if api_base and model.startswith("anthropic/"):
         return api_base.rstrip("/").removesuffix("/v1") or api_base
+    if api_base and model.startswith("gemini/") and urlsplit(api_base).path.strip("/") == "":
+        return api_base.rstrip("/") + "/v1beta"
     return api_base
+
+
+GEMINI_ROUTES = ("gemini/", "vertex_ai/", "vertex_ai_beta/")
+
+
+def for_model(model: str, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`messages` as `model`'s route takes them: a stored call's Gemini thought signature
+    (`provider_specific_fields`, memory/wire.py) goes to Gemini only; no other provider is sent the key."""
+    if model.startswith(GEMINI_ROUTES):
+        return messages
+    return [m if not any("provider_specific_fields" in c for c in m.get("tool_calls") or ()) else
+            {**m, "tool_calls": [{k: v for k, v in c.items() if k != "provider_specific_fields"}
+                                 for c in m["tool_calls"]]} for m in messages]
 
 
 ANTHROPIC_MIN_THINKING = 1024  # Anthropic's least budget_tokens
