@@ -34,6 +34,7 @@ _OVERFLOW = (
     (re.compile(r"maximum context length is (\d+)", re.I), True),  # OpenAI, vLLM, llama-cpp-python
     (re.compile(r"context length of only (\d+)", re.I), True),  # LM Studio
     (re.compile(r"tokens? > (\d+) maximum", re.I), True),  # Anthropic "prompt is too long: N tokens > M maximum"
+    (re.compile(r"maximum number of tokens allowed \((\d+)\)", re.I), True),  # Gemini "The input token count (N) ..."
     (re.compile(r'"n_ctx"\s*:\s*"?(\d+)', re.I), True),  # llama.cpp server's error body
     (re.compile(r"context_length_exceeded|exceed(?:s|ed)? (?:the )?(?:available |max(?:imum)? )?context"
                 r"|prompt (?:is )?too long|context window|input is too long|too many tokens", re.I), False),
@@ -98,6 +99,16 @@ def public_url(url: str) -> str:
     if parts.port is not None:
         netloc += f":{parts.port}"
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+_RETRY_DELAY = re.compile(r"""["']retryDelay["']\s*:\s*["'](\d+(?:\.\d+)?)s["']""")
+
+
+def retry_delay(exc: BaseException) -> float | None:
+    """The seconds a Google 429's `RetryInfo` detail asks to wait (`"retryDelay": "37s"`), if it names any:
+    Gemini sends no Retry-After header."""
+    match = _RETRY_DELAY.search(_error_texts(exc))
+    return float(match.group(1)) if match else None
 
 
 def tools_refused(exc: BaseException) -> bool:

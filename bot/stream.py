@@ -278,6 +278,8 @@ async def collect(stream: Any, live: Live, model: str) -> Any:
                 raw += piece
                 live.feed(raw)
     except Exception as exc:  # litellm wraps a broken stream in its own types: the server was reached
+        if not whole.chunks and 400 <= (getattr(exc, "status_code", None) or 0) < 500:
+            raise  # a refusal before the stream began (Gemini's route raises it here): bot/llm.py reads it
         if whole.chunks and not whole.choices_seen:  # what a filter that drops the whole answer sends
             raise LLMFiltered(f"{model} streamed no choices") from exc
         raise LLMUnavailable(f"the stream from {model} broke: {type(exc).__name__}: {str(exc)[:300]}") from exc

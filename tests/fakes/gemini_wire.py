@@ -313,8 +313,12 @@ def stream_chunks(whole: dict[str, Any], words: Any) -> list[dict[str, Any]]:
     parts = (candidate.get("content") or {}).get("parts") or []
     pieces: list[dict[str, Any]] = []
     for part in parts:
-        if "text" in part and "thoughtSignature" not in part:
-            pieces += [{**part, "text": t} for t in words(part["text"])] or [part]
+        if "text" in part:  # a signature on a text part comes with its last piece
+            signature = {k: v for k, v in part.items() if k == "thoughtSignature"}
+            split = [{k: v for k, v in part.items() if k != "thoughtSignature"} | {"text": t}
+                     for t in words(part["text"])] or [dict(part)]
+            split[-1].update(signature)
+            pieces += split
         else:
             pieces.append(part)
     chunks = [{"candidates": [{"content": {"role": "model", "parts": [p]}, "index": 0}], **base} for p in pieces]
