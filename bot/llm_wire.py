@@ -9,8 +9,9 @@
   `reasoning_content`), which litellm's reply model would otherwise refuse, and arguments
   given as an object into JSON text.
 - `strip_think(text)`: `<think>...</think>` blocks never reach users or the session.
-- `provider_base(model, api_base)`, `thinking_options(...)`: what Anthropic's Messages API needs of a
-  request that litellm does not see to (see the functions).
+- `provider_base(model, api_base)`, `thinking_options(...)`: what Anthropic's Messages API and Gemini's
+  generateContent need of a request that litellm does not see to (see the functions); `for_model(...)`
+  keeps Gemini's thought signatures for Gemini; `retry_delay(exc)` reads a Google 429's RetryInfo.
 - `unreachable_reason(exc)`: no connection at all (refused, host not found, no route), read from
   the chain of causes litellm keeps; `public_url(url)`: an address fit to show (no credentials).
 """
@@ -239,6 +240,8 @@ def thinking_options(model: str, budget: int | None, kwargs: dict[str, Any]) -> 
     Anthropic answers 400 to thinking with a forced tool_choice (consolidation forces save_memory), and
     wants max_tokens above budget_tokens (max_tokens counts the thinking): the reply's own bound is kept
     and the budget added to it."""
+    if model.startswith(GEMINI_ROUTES):
+        return gemini_thinking(model, budget, kwargs)
     if not budget or not model.startswith("anthropic/"):
         return {}
     if (kwargs.get("tool_choice") or {}) not in ({}, "auto", "none", {"type": "auto"}, {"type": "none"}):
@@ -246,4 +249,24 @@ def thinking_options(model: str, budget: int | None, kwargs: dict[str, Any]) -> 
     out: dict[str, Any] = {"thinking": {"type": "enabled", "budget_tokens": max(budget, ANTHROPIC_MIN_THINKING)}}
     if kwargs.get("max_tokens"):
         out["max_tokens"] = kwargs["max_tokens"] + out["thinking"]["budget_tokens"]
+    return out
+
+
+GEMINI_THINKING_ROOM = 8192  # tokens a Gemini 2.5 / 3 model may think before it answers, when no budget is set
+GEMINI_MAX_OUTPUT = 65536  # the most these models write in one reply (thoughts included)
+_GEMINI_VERSION = re.compile(r"gemini-(\d+)")
+
+
+def gemini_thinking(model: str, budget: int | None, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Gemini 2.5 and 3 think by default, and their thoughts count in maxOutputTokens: a reply bound of
+    1,024 can be spent thinking, leaving an empty reply cut at MAX_TOKENS. The bound is sent with room to
+    think added (TUSK_THINKING_BUDGET, else GEMINI_THINKING_ROOM). The budget itself goes as litellm's
+    `thinking` (thinkingBudget) to 2.5 models only: Gemini 3 sets thinking by level, and litellm drops a
+    budget for it with a warning each request."""
+    out: dict[str, Any] = {}
+    if kwargs.get("max_tokens"):
+        out["max_tokens"] = min(GEMINI_MAX_OUTPUT, kwargs["max_tokens"] + (budget or GEMINI_THINKING_ROOM))
+    version = _GEMINI_VERSION.search(model)
+    if budget and version is not None and int(version.group(1)) < 3:
+        out["thinking"] = {"type": "enabled", "budget_tokens": budget}
     return out

@@ -265,3 +265,32 @@ async def test_older_turns_are_not_checked_and_gemini_2_5_not_at_all(fake_llm):
     old_turn = [USER, UNSIGNED, ANSWER, {"role": "model", "parts": [{"text": "noon"}]}, USER]
     assert (await post(fake_llm, {"contents": old_turn}))[0] == 200
     assert (await post(fake_llm, {"contents": [USER, UNSIGNED, ANSWER]}, model="gemini-2.5-flash"))[0] == 200
+
+
+async def test_thoughts_count_in_the_output_bound_so_it_leaves_room(gemini, fake_llm):
+    """Gemini's thoughts count in maxOutputTokens: the reply bound is sent with room to think, so a reply comes."""
+    async with running(gemini()) as tusk:
+        fake_llm.script(Reply(text="Thought it through."))
+        assert await tusk.say("g14", "hard question") == ["Thought it through."]
+        reserve = tusk.consolidator.budget.reserve
+    sent = fake_llm.requests[-1]["generationConfig"]["max_output_tokens"]
+    assert sent == reserve + 8192 > gemini_wire.THOUGHTS + reserve and "thinkingConfig" not in json.dumps(fake_llm.requests)
+
+
+async def test_a_thinking_budget_goes_to_gemini_2_5_as_thinking_budget(gemini, fake_llm):
+    """TUSK_THINKING_BUDGET: gemini-2.5 gets thinkingBudget and the bound grows by it; thoughts stay private."""
+    async with running(gemini(TUSK_MODEL="gemini/gemini-2.5-flash", TUSK_THINKING_BUDGET="4096",
+                                  TUSK_MAX_REPLY_TOKENS="2000")) as tusk:
+        fake_llm.script(Reply(text="Done.", reasoning="My private thoughts."))
+        assert await tusk.say("g15", "think") == ["Done."]
+        reserve = tusk.consolidator.budget.reserve
+        assert "private" not in json.dumps([m.to_record() for m in reload(tusk, "g15")])
+    config = fake_llm.requests[-1]["generationConfig"]
+    assert config["thinkingConfig"]["thinkingBudget"] == 4096 and config["max_output_tokens"] == reserve + 4096
+
+
+async def test_the_fake_spends_a_small_bound_on_thinking(fake_llm):
+    """A bound below what a thinking model thinks gets no parts and MAX_TOKENS, as the real models answer."""
+    fake_llm.script(Reply(text="never seen"))
+    status, answer = await post(fake_llm, {"contents": [USER], "generationConfig": {"maxOutputTokens": 1024}})
+    assert status == 200 and answer["candidates"][0] == {"finishReason": "MAX_TOKENS", "index": 0}

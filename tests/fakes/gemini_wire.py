@@ -17,7 +17,9 @@ From Google's documentation (ai.google.dev: "generateContent", "Function calling
   thought_signature in functionCall parts ...".
 - `response(...)`: a test's `Reply` as a GenerateContentResponse (`candidates[0].content.parts`, the
   first `functionCall` part signed, `finishReason` STOP / MAX_TOKENS / SAFETY / RECITATION /
-  MALFORMED_FUNCTION_CALL, `usageMetadata`, `promptFeedback.blockReason` for `Reply.block_reason`);
+  MALFORMED_FUNCTION_CALL, `usageMetadata`, `promptFeedback.blockReason` for `Reply.block_reason`); a
+  thinking model (2.5 and later) first thinks `THOUGHTS` tokens, which count in `maxOutputTokens`: a
+  smaller bound gets no parts and MAX_TOKENS, as the real models do;
   `stream_chunks(...)` the SSE chunks (text in pieces, a function call whole, the reason and usage last).
 - `error_body(status, message, retry_delay)`: `{"error": {"code", "message", "status"[, "details"]}}`,
   429 with a `RetryInfo` detail; `overflow_message(n, m)` the input-token-limit 400.
@@ -96,6 +98,13 @@ def sign(name: str, args: Any) -> str:
 
 def gemini_3(model: str) -> bool:
     return bool(re.match(r"gemini-([3-9]|\d\d)", model))
+
+
+THOUGHTS = 2000  # tokens a thinking model (Gemini 2.5 and later) thinks before it writes; they count in the limit
+
+
+def thinks(model: str) -> bool:
+    return bool(re.match(r"gemini-(2\.5|[3-9]|\d\d)", model))
 
 
 def request_problem(body: dict[str, Any], model: str) -> str | None:
@@ -292,6 +301,9 @@ def response(body: dict[str, Any], model: str, reply: Any, response_id: str) -> 
     reason = FINISH.get(reply.finish_reason, reply.finish_reason)
     parts = [] if reason in ("SAFETY", "RECITATION", "MALFORMED_FUNCTION_CALL") and not reply.text \
         else reply_parts(reply, thoughts)
+    limit = _get(thinking, "maxOutputTokens")
+    if thinks(model) and isinstance(limit, int) and limit < THOUGHTS + len(json.dumps(parts)) // 4:
+        reason, parts = "MAX_TOKENS", []  # the thoughts used up maxOutputTokens before a word was written
     candidate: dict[str, Any] = {"finishReason": reason, "index": 0}
     if parts:
         candidate["content"] = {"role": "model", "parts": parts}
