@@ -69,7 +69,8 @@ _TOOLS_REFUSED = re.compile(r"does not support tools|tools? (?:are|is) not suppo
                             r"call|tool_choice.*not supported|tool use is not supported", re.I)
 _MODEL_MISSING = re.compile(r"model\W+\S+\W+not found|model .{0,80} does not exist|model_not_found|"
                             r"no such model|unknown model|model .{0,80} is not (?:loaded|available)|"
-                            r"not_found_error\W+message\W+model: ", re.I)  # Anthropic: 404 "model: <name>"
+                            r"not_found_error\W+message\W+model: |"  # Anthropic: 404 "model: <name>"
+                            r"models/\S+ is not found for API version", re.I)  # Gemini: 404 NOT_FOUND
 
 
 _NO_ROUTE = frozenset({errno.ENETUNREACH, errno.EHOSTUNREACH})
@@ -119,7 +120,7 @@ def tools_refused(exc: BaseException) -> bool:
 
 def model_missing(exc: BaseException) -> bool:
     """Ollama's "model 'x' not found, try pulling it first", vLLM's and OpenAI's "does not exist",
-    Anthropic's 404 not_found_error "model: x"."""
+    Anthropic's 404 not_found_error "model: x", Gemini's 404 "models/x is not found for API version ..."."""
     return bool(_MODEL_MISSING.search(_error_texts(exc)))
 
 

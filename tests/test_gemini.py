@@ -294,3 +294,11 @@ async def test_the_fake_spends_a_small_bound_on_thinking(fake_llm):
     fake_llm.script(Reply(text="never seen"))
     status, answer = await post(fake_llm, {"contents": [USER], "generationConfig": {"maxOutputTokens": 1024}})
     assert status == 200 and answer["candidates"][0] == {"finishReason": "MAX_TOKENS", "index": 0}
+
+
+async def test_an_unknown_gemini_model_is_named(gemini, fake_llm):
+    """Gemini's 404 "models/x is not found for API version v1beta" says the model is unknown, not 'refused'."""
+    fake_llm.gemini_models = {"gemini-3-pro-preview"}
+    async with running(gemini(TUSK_MODEL="gemini/gemini-9-nonexistent")) as tusk:
+        (reply,) = await tusk.say("g16", "hello")
+    assert "does not know the model 'gemini-9-nonexistent'" in reply and "TUSK_MODEL" in reply

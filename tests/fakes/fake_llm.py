@@ -247,6 +247,7 @@ class FakeLLM:
         self.refusals: list[str] = []  # Anthropic wire: the 400 message of each request refused as invalid
         self.claude_models: set[str] | None = None  # set: any other model gets Anthropic's 404 not_found_error
         self.gemini_placeholders = 0  # Gemini wire: parts sent with the skip-validator placeholder, not a signature
+        self.gemini_models: set[str] | None = None  # set: any other model gets Gemini's 404 NOT_FOUND
 
     def script(self, *replies: Reply) -> None:
         self._script.extend(replies)
@@ -399,6 +400,8 @@ class FakeLLM:
             refusal = (400, gemini.KEY_INVALID)
         elif action not in ("generateContent", "streamGenerateContent"):
             refusal = (404, f"Method not found: {action}")
+        elif self.gemini_models is not None and model not in self.gemini_models:
+            refusal = (404, gemini.model_not_found(model))
         elif (problem := gemini.request_problem(raw, model)) is not None:
             refusal = (400, problem)
         if refusal is not None:

@@ -255,6 +255,11 @@ def error_body(status: int, message: str | None = None, retry_delay: str | None 
     return {"error": error}
 
 
+def model_not_found(model: str) -> str:
+    return f"models/{model} is not found for API version v1beta, or is not supported for generateContent. Call " \
+           "ListModels to see the list of available models and their supported methods."
+
+
 def overflow_message(window: int, prompt: int) -> str:
     return f"The input token count ({prompt}) exceeds the maximum number of tokens allowed ({window})."
 
