@@ -302,3 +302,36 @@ async def test_an_unknown_gemini_model_is_named(gemini, fake_llm):
     async with running(gemini(TUSK_MODEL="gemini/gemini-9-nonexistent")) as tusk:
         (reply,) = await tusk.say("g16", "hello")
     assert "does not know the model 'gemini-9-nonexistent'" in reply and "TUSK_MODEL" in reply
+
+
+async def test_a_signature_gemini_no_longer_takes_is_swapped_by_litellm(gemini, fake_llm, monkeypatch):
+    """A stored signature the server now calls corrupted (another backend or key minted it): litellm sends
+    Google's skip-validator placeholder instead, and the turn is answered."""
+    settings = gemini()
+    async with running(settings) as tusk:
+        fake_llm.script(clock(), Reply(text="It is noon."))
+        await tusk.say("g17", "time?")
+    monkeypatch.setattr(gemini_wire, "_KEY", b"another-backend")
+    async with running(settings) as tusk:
+        fake_llm.script(Reply(text="Still fine."))
+        assert await tusk.say("g17", "hello") == ["Still fine."]
+    assert fake_llm.refusals == ["Corrupted thought signature."] and fake_llm.gemini_placeholders == 1
+
+
+async def test_a_background_task_keeps_its_signatures(gemini, fake_llm):
+    """A start_task helper's own tool loop sends each step's signed call back (Gemini 3 checks the current turn)."""
+    def respond(body):
+        helper, last = body["messages"][0]["content"].startswith("You are a background helper"), body["messages"][-1]
+        if helper:
+            return clock() if last["role"] == "user" else Reply(text="Report: it is noon.")
+        if last["role"] == "user" and "look it up" in last["content"]:
+            return Reply(text=None, tool_calls=[("t", "start_task", {"instructions": "Find the time."})])
+        return Reply(text="On it." if last["role"] == "tool" else "Done.")
+    fake_llm.responder = respond
+    async with running(gemini()) as tusk:
+        assert await tusk.say("g18", "please look it up") == ["On it."]
+        await fake_llm.wait_for_requests(5)  # the turn, its helper's two requests, the turn with the report
+    helper_steps = [b for b in fake_llm.requests if "background helper" in json.dumps(b.get("system_instruction"))]
+    assert len(helper_steps) == 2 and fake_llm.refusals == [] and fake_llm.gemini_placeholders == 0
+    (call,) = calls_of(helper_steps[1])
+    assert call["thoughtSignature"] == gemini_wire.sign("current_time", {})
