@@ -1,5 +1,6 @@
 """Google's Gemini API end to end: real litellm against the fake's strict generateContent (gemini_wire)."""
 
+import base64
 import json
 
 import aiohttp
@@ -9,6 +10,8 @@ from memory import files as memfiles
 from tests.conftest import running
 from tests.fakes import gemini_wire
 from tests.fakes.fake_llm import Reply, overflow_body
+from tests.media_files import image_bytes
+from tests.test_streaming import streamed_text
 
 MODEL = "gemini/gemini-3-pro-preview"
 KEY = "AIza-test-secret-key"
@@ -106,8 +109,6 @@ async def test_the_signature_goes_to_gemini_only(gemini, fake_llm):
 
 async def test_a_streamed_reply_shows_text_and_keeps_the_signature(gemini, fake_llm):
     """TUSK_STREAM=auto: streamGenerateContent?alt=sse text reaches the client; the call's signature is kept."""
-    from tests.test_streaming import streamed_text
-
     async with running(gemini()) as tusk:
         fake_llm.script(Reply(text=None, tool_calls=[("s", "search_history", {"query": "blue tea pots"})]),
                         Reply(text=LONG, token_delay=0.002))
@@ -274,7 +275,8 @@ async def test_thoughts_count_in_the_output_bound_so_it_leaves_room(gemini, fake
         assert await tusk.say("g14", "hard question") == ["Thought it through."]
         reserve = tusk.consolidator.budget.reserve
     sent = fake_llm.requests[-1]["generationConfig"]["max_output_tokens"]
-    assert sent == reserve + 8192 > gemini_wire.THOUGHTS + reserve and "thinkingConfig" not in json.dumps(fake_llm.requests)
+    assert sent == reserve + 8192 > gemini_wire.THOUGHTS + reserve
+    assert "thinkingConfig" not in json.dumps(fake_llm.requests)
 
 
 async def test_a_thinking_budget_goes_to_gemini_2_5_as_thinking_budget(gemini, fake_llm):
@@ -335,3 +337,31 @@ async def test_a_background_task_keeps_its_signatures(gemini, fake_llm):
     assert len(helper_steps) == 2 and fake_llm.refusals == [] and fake_llm.gemini_placeholders == 0
     (call,) = calls_of(helper_steps[1])
     assert call["thoughtSignature"] == gemini_wire.sign("current_time", {})
+
+
+async def test_a_photo_goes_as_inline_data_gemini_takes(gemini, fake_llm):
+    """A photo reaches Gemini as inline_data of a type it takes (a GIF sent as is would be refused), once."""
+    from tests.test_media_turn import upload
+
+    async with running(gemini(TUSK_VISION="true")) as tusk:
+        fake_llm.script(Reply(text="A red square."), Reply(text="Yes."))
+        photo = image_bytes(300, 200, "GIF")
+        assert await upload(tusk, "g19", ("sq.gif", photo, "image/gif"), text="what is this?") == ["A red square."]
+        assert await tusk.say("g19", "is it red?") == ["Yes."]
+    inline = [p.get("inline_data") or p.get("inlineData") for p in parts_of(fake_llm.requests[0], "user")]
+    (image,) = [i for i in inline if i]
+    assert image["mime_type"] in ("image/jpeg", "image/png") and fake_llm.refusals == []
+    assert not [p for p in parts_of(fake_llm.requests[1], "user") if "inline_data" in p or "inlineData" in p]
+
+
+async def test_the_fake_refuses_a_gif_and_an_image_that_is_not_its_type(fake_llm):
+    """Gemini takes PNG, JPEG, WEBP, HEIC, HEIF: a GIF is an unsupported MIME type; PNG bytes called JPEG unreadable."""
+    def photo(kind, mime):
+        data = base64.b64encode(image_bytes(20, 20, kind)).decode()
+        return {"contents": [{"role": "user", "parts": [{"text": "what?"}, {"inline_data": {"mime_type": mime,
+                                                                                          "data": data}}]}]}
+    gif = (await post(fake_llm, photo("GIF", "image/gif")))[1]
+    assert gif["error"]["message"] == "Unsupported MIME type: image/gif"
+    assert (await post(fake_llm, photo("PNG", "image/jpeg")))[1]["error"]["message"] == gemini_wire.UNREADABLE_IMAGE
+    fake_llm.script(Reply(text="A square."))
+    assert (await post(fake_llm, photo("PNG", "image/png")))[0] == 200

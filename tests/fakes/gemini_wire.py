@@ -10,6 +10,7 @@ From Google's documentation (ai.google.dev: "generateContent", "Function calling
   schema is an OpenAPI subset: no `additionalProperties`, no `$schema`); roles are `user` / `model`;
   a `functionCall` turn comes right after a user turn or a function-response turn, and is answered by
   exactly as many `functionResponse` parts; `args` and `response` are objects; every
+  image part is PNG, JPEG, WEBP, HEIC or HEIF (no GIF) and decodes as such; every
   `thoughtSignature` is base64 and one this server gave (or Google's documented skip-validator
   placeholder: counted in `FakeLLM.gemini_placeholders`), else "Corrupted thought signature.";
   for Gemini 3 models, the first `functionCall` part of each model step in the current turn (from the
@@ -32,9 +33,12 @@ import base64
 import binascii
 import hashlib
 import hmac
+import io
 import json
 import re
 from typing import Any
+
+from PIL import Image, UnidentifiedImageError
 
 _KEY = b"fake-gemini-signing-key"
 STATUS = {400: "INVALID_ARGUMENT", 403: "PERMISSION_DENIED", 404: "NOT_FOUND", 429: "RESOURCE_EXHAUSTED",
@@ -167,11 +171,37 @@ def _parts_problem(parts: Any, where: str) -> str | None:
         if answer is not None and not isinstance(answer.get("response"), dict):
             return f"Invalid value at '{where}.parts[{j}].function_response.response' (type.googleapis.com/" \
                    "google.protobuf.Struct)"
+        inline = _get(part, "inlineData")
+        if inline is not None and (problem := _inline_problem(inline, f"{where}.parts[{j}]")):
+            return problem
         signature = _get(part, "thoughtSignature")
         if signature is not None and not _base64(signature):
             return f"Invalid value at '{where}.parts[{j}].thought_signature' (TYPE_BYTES), Base64 decoding " \
                    f"failed for \"{str(signature)[:40]}\""
     return None
+
+
+IMAGE_TYPES = {"image/png": "PNG", "image/jpeg": "JPEG", "image/webp": "WEBP", "image/heic": None, "image/heif": None}
+UNREADABLE_IMAGE = "Unable to process input image. Please retry or report in " \
+                   "https://developers.generativeai.google/guide/troubleshooting"
+
+
+def _inline_problem(inline: Any, where: str) -> str | None:
+    """An image Gemini takes: one of its image types (PNG, JPEG, WEBP, HEIC, HEIF; no GIF), base64 bytes
+    that decode to that image."""
+    mime, data = _get(inline, "mimeType"), inline.get("data")
+    if not isinstance(mime, str) or not mime.startswith("image/"):
+        return None
+    if mime not in IMAGE_TYPES:
+        return f"Unsupported MIME type: {mime}"
+    if not _base64(data):
+        return f"Invalid value at '{where}.inline_data.data' (TYPE_BYTES), Base64 decoding failed"
+    try:
+        with Image.open(io.BytesIO(base64.b64decode(data))) as im:
+            kind = im.format
+    except (UnidentifiedImageError, OSError, ValueError):
+        return UNREADABLE_IMAGE
+    return UNREADABLE_IMAGE if IMAGE_TYPES[mime] not in (None, kind) else None
 
 
 def _base64(value: Any) -> bool:
