@@ -75,6 +75,7 @@ OUT_OF_ROOM_REPLY = ("The tool results filled this conversation's token budget b
 NO_TEXT_REPLY = ("I can only read text, voice messages, photos and documents (text files, PDFs), and that message "
                  "had none of them: stickers and the like are beyond me.")
 EMPTY_REPLY = "The model sent an empty reply. Please try again or rephrase."
+MALFORMED_REPLY = "The model wrote a tool call it could not complete, twice. Please try again or rephrase."
 NO_MEDIA_REPLY = "I can't take files here: only text."
 CUT_NOTE = "\n\n_(cut off here: the reply reached its length limit)_"
 FILTER_NOTE = "\n\n_(stopped here by the model provider's content filter)_"
@@ -300,7 +301,7 @@ class ChatAgent:
                 text = shown_text(reply)
                 if text:
                     new.append(Message(role="assistant", content=text))
-                return new, text or EMPTY_REPLY
+                return new, text or (MALFORMED_REPLY if reply.finish_reason == "malformed_call" else EMPTY_REPLY)
             step = await self._run_step(reply, ctx, tools, live)
             new.extend(step)
             room -= sum(m.tokens for m in step)

@@ -37,11 +37,11 @@ from typing import Any
 from bot import logs, stream
 from bot.errors import (ContextOverflow, LLMAuthFailed, LLMError, LLMFiltered, LLMRejected, LLMUnavailable,
                         LLMUnreachable, ModelNotFound, ToolsUnsupported)
-from bot.llm_wire import (model_missing, model_name, overflow_window, provider_base, public_url, readable_client,
-                          served_models, strip_think, thinking_options, tools_refused, unreachable_reason,
-                          wants_readable_client)
+from bot.llm_wire import (GEMINI_ROUTES, for_model, model_missing, model_name, overflow_window, provider_base,
+                          public_url, readable_client, retry_delay, served_models, strip_think, thinking_options,
+                          tools_refused, unreachable_reason, wants_readable_client)
 from bot.threads import in_thread
-from memory.wire import new_call_id, repair_arguments, repair_name
+from memory.wire import new_call_id, repair_arguments, repair_name, thought_signature, wire_call
 
 logger = logging.getLogger(__name__)
 
@@ -118,9 +118,10 @@ class ToolCall:
     name: str
     arguments: str  # the text of a JSON object, repaired; "{}" when the model's could not be read
     error: str | None = None  # why the model's arguments could not be read (its raw text included)
+    signature: str | None = None  # Gemini's thought signature on this call, sent back unchanged (memory/wire.py)
 
     def to_wire(self) -> dict[str, Any]:
-        return {"id": self.id, "type": "function", "function": {"name": self.name, "arguments": self.arguments}}
+        return wire_call(self.id, self.name, self.arguments, self.signature)
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,7 +131,8 @@ class LLMReply:
     model: str
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    finish_reason: str = "stop"  # "length": cut by max_tokens; "content_filter": stopped by the provider
+    finish_reason: str = "stop"  # "length": cut by max_tokens; "content_filter": stopped by the provider;
+    # "malformed_call": Gemini's MALFORMED_FUNCTION_CALL, twice in a row
     reasoning: str | None = None  # reasoning_content (DeepSeek, Qwen, Kimi, OpenRouter, vLLM)
     thinking_blocks: tuple[dict[str, Any], ...] = ()  # Anthropic's signed thinking blocks
 
@@ -226,7 +228,11 @@ class LLM:
         s = self.settings
         for attempt in range(s.retries + 1):
             try:
-                return await self._once(model, messages, options, live)
+                reply = await self._once(model, messages, options, live)
+                if _ask_again(reply, model, streamed=live is not None):
+                    logger.warning("%s wrote a malformed tool call (or nothing); asking once more", model)
+                    reply = await self._once(model, messages, options)  # whole: Gemini's reason comes only so
+                return reply
             except LLMUnavailable as exc:
                 if attempt == s.retries:
                     raise
@@ -255,7 +261,7 @@ class LLM:
         started = time.monotonic()
         try:  # litellm's timeout bounds each read; a server that trickles bytes is bounded here, stream and all
             async with asyncio.timeout(s.timeout):
-                response = await lib.acompletion(model=model, messages=messages, **kwargs)
+                response = await lib.acompletion(model=model, messages=for_model(model, messages), **kwargs)
                 if live is not None:
                     response = await stream.collect(response, live, model)
         except TimeoutError as exc:
@@ -309,7 +315,17 @@ def _retry_after(exc: Exception) -> float | None:
                 return max(0.0, float(value))
         except (TypeError, ValueError, AttributeError):
             continue
-    return None
+    return retry_delay(exc)
+
+
+def _ask_again(reply: LLMReply, model: str, streamed: bool) -> bool:
+    """Gemini's MALFORMED_FUNCTION_CALL (the model's call could not be parsed: no text, no call) is asked
+    once more. litellm reads that finish reason as "stop" and keeps the native one only in a whole reply,
+    so an empty streamed reply from Gemini is asked again too (whole, to learn the reason)."""
+    if reply.finish_reason == "malformed_call":
+        return True
+    empty = not reply.content and not reply.tool_calls and reply.finish_reason == "stop"
+    return streamed and empty and model.startswith(GEMINI_ROUTES)
 
 
 def _parse(response: Any, model: str) -> LLMReply:
@@ -320,6 +336,9 @@ def _parse(response: Any, model: str) -> LLMReply:
     finish = str(getattr(choice, "finish_reason", None) or "stop")
     calls = tuple(filter(None, map(_call, message.tool_calls or ())))
     content = strip_think(message.content if isinstance(message.content, str) else None)
+    native = (getattr(choice, "provider_specific_fields", None) or {}).get("native_finish_reason")
+    if native == "MALFORMED_FUNCTION_CALL" and not calls and not content:  # Gemini: litellm says "stop"
+        finish = "malformed_call"
     if finish == "content_filter" and not content and not calls:
         raise LLMFiltered(f"{model} stopped with finish_reason content_filter")
     usage = getattr(response, "usage", None)
@@ -345,4 +364,6 @@ def _call(raw: Any) -> ToolCall | None:
         logger.warning("dropped a tool call without a usable name: %r", getattr(function, "name", None))
         return None
     arguments, error = repair_arguments(getattr(function, "arguments", None))
-    return ToolCall(id=new_call_id(), name=name, arguments=arguments, error=error)
+    signature = thought_signature(getattr(raw, "id", None), getattr(raw, "provider_specific_fields", None),
+                                  getattr(function, "provider_specific_fields", None))
+    return ToolCall(id=new_call_id(), name=name, arguments=arguments, error=error, signature=signature)

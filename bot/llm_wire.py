@@ -9,8 +9,9 @@
   `reasoning_content`), which litellm's reply model would otherwise refuse, and arguments
   given as an object into JSON text.
 - `strip_think(text)`: `<think>...</think>` blocks never reach users or the session.
-- `provider_base(model, api_base)`, `thinking_options(...)`: what Anthropic's Messages API needs of a
-  request that litellm does not see to (see the functions).
+- `provider_base(model, api_base)`, `thinking_options(...)`: what Anthropic's Messages API and Gemini's
+  generateContent need of a request that litellm does not see to (see the functions); `for_model(...)`
+  keeps Gemini's thought signatures for Gemini; `retry_delay(exc)` reads a Google 429's RetryInfo.
 - `unreachable_reason(exc)`: no connection at all (refused, host not found, no route), read from
   the chain of causes litellm keeps; `public_url(url)`: an address fit to show (no credentials).
 """
@@ -34,6 +35,7 @@ _OVERFLOW = (
     (re.compile(r"maximum context length is (\d+)", re.I), True),  # OpenAI, vLLM, llama-cpp-python
     (re.compile(r"context length of only (\d+)", re.I), True),  # LM Studio
     (re.compile(r"tokens? > (\d+) maximum", re.I), True),  # Anthropic "prompt is too long: N tokens > M maximum"
+    (re.compile(r"maximum number of tokens allowed \((\d+)\)", re.I), True),  # Gemini "The input token count (N) ..."
     (re.compile(r'"n_ctx"\s*:\s*"?(\d+)', re.I), True),  # llama.cpp server's error body
     (re.compile(r"context_length_exceeded|exceed(?:s|ed)? (?:the )?(?:available |max(?:imum)? )?context"
                 r"|prompt (?:is )?too long|context window|input is too long|too many tokens", re.I), False),
@@ -67,7 +69,8 @@ _TOOLS_REFUSED = re.compile(r"does not support tools|tools? (?:are|is) not suppo
                             r"call|tool_choice.*not supported|tool use is not supported", re.I)
 _MODEL_MISSING = re.compile(r"model\W+\S+\W+not found|model .{0,80} does not exist|model_not_found|"
                             r"no such model|unknown model|model .{0,80} is not (?:loaded|available)|"
-                            r"not_found_error\W+message\W+model: ", re.I)  # Anthropic: 404 "model: <name>"
+                            r"not_found_error\W+message\W+model: |"  # Anthropic: 404 "model: <name>"
+                            r"models/\S+ is not found for API version", re.I)  # Gemini: 404 NOT_FOUND
 
 
 _NO_ROUTE = frozenset({errno.ENETUNREACH, errno.EHOSTUNREACH})
@@ -100,6 +103,16 @@ def public_url(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
+_RETRY_DELAY = re.compile(r"""["']retryDelay["']\s*:\s*["'](\d+(?:\.\d+)?)s["']""")
+
+
+def retry_delay(exc: BaseException) -> float | None:
+    """The seconds a Google 429's `RetryInfo` detail asks to wait (`"retryDelay": "37s"`), if it names any:
+    Gemini sends no Retry-After header."""
+    match = _RETRY_DELAY.search(_error_texts(exc))
+    return float(match.group(1)) if match else None
+
+
 def tools_refused(exc: BaseException) -> bool:
     """Ollama's 400 "<model> does not support tools" and its kin."""
     return bool(_TOOLS_REFUSED.search(_error_texts(exc)))
@@ -107,7 +120,7 @@ def tools_refused(exc: BaseException) -> bool:
 
 def model_missing(exc: BaseException) -> bool:
     """Ollama's "model 'x' not found, try pulling it first", vLLM's and OpenAI's "does not exist",
-    Anthropic's 404 not_found_error "model: x"."""
+    Anthropic's 404 not_found_error "model: x", Gemini's 404 "models/x is not found for API version ..."."""
     return bool(_MODEL_MISSING.search(_error_texts(exc)))
 
 
@@ -198,10 +211,26 @@ def readable_client(api_base: str, api_key: str | None) -> Any:
 def provider_base(model: str, api_base: str | None) -> str | None:
     """The base URL to hand litellm for `model`. litellm's anthropic/ route appends `/v1/messages` to it, so
     an OpenAI-style base (`https://api.anthropic.com/v1`, as the other providers' docs write it) would post to
-    `/v1/v1/messages`, a 404: the `/v1` is dropped."""
+    `/v1/v1/messages`, a 404: the `/v1` is dropped. Its gemini/ route appends `/models/<model>:generateContent`
+    to it, so a bare server root (`https://generativelanguage.googleapis.com`) gets Google's `/v1beta`."""
     if api_base and model.startswith("anthropic/"):
         return api_base.rstrip("/").removesuffix("/v1") or api_base
+    if api_base and model.startswith("gemini/") and urlsplit(api_base).path.strip("/") == "":
+        return api_base.rstrip("/") + "/v1beta"
     return api_base
+
+
+GEMINI_ROUTES = ("gemini/", "vertex_ai/", "vertex_ai_beta/")
+
+
+def for_model(model: str, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`messages` as `model`'s route takes them: a stored call's Gemini thought signature
+    (`provider_specific_fields`, memory/wire.py) goes to Gemini only; no other provider is sent the key."""
+    if model.startswith(GEMINI_ROUTES):
+        return messages
+    return [m if not any("provider_specific_fields" in c for c in m.get("tool_calls") or ()) else
+            {**m, "tool_calls": [{k: v for k, v in c.items() if k != "provider_specific_fields"}
+                                 for c in m["tool_calls"]]} for m in messages]
 
 
 ANTHROPIC_MIN_THINKING = 1024  # Anthropic's least budget_tokens
@@ -212,6 +241,8 @@ def thinking_options(model: str, budget: int | None, kwargs: dict[str, Any]) -> 
     Anthropic answers 400 to thinking with a forced tool_choice (consolidation forces save_memory), and
     wants max_tokens above budget_tokens (max_tokens counts the thinking): the reply's own bound is kept
     and the budget added to it."""
+    if model.startswith(GEMINI_ROUTES):
+        return gemini_thinking(model, budget, kwargs)
     if not budget or not model.startswith("anthropic/"):
         return {}
     if (kwargs.get("tool_choice") or {}) not in ({}, "auto", "none", {"type": "auto"}, {"type": "none"}):
@@ -219,4 +250,24 @@ def thinking_options(model: str, budget: int | None, kwargs: dict[str, Any]) -> 
     out: dict[str, Any] = {"thinking": {"type": "enabled", "budget_tokens": max(budget, ANTHROPIC_MIN_THINKING)}}
     if kwargs.get("max_tokens"):
         out["max_tokens"] = kwargs["max_tokens"] + out["thinking"]["budget_tokens"]
+    return out
+
+
+GEMINI_THINKING_ROOM = 8192  # tokens a Gemini 2.5 / 3 model may think before it answers, when no budget is set
+GEMINI_MAX_OUTPUT = 65536  # the most these models write in one reply (thoughts included)
+_GEMINI_VERSION = re.compile(r"gemini-(\d+)")
+
+
+def gemini_thinking(model: str, budget: int | None, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Gemini 2.5 and 3 think by default, and their thoughts count in maxOutputTokens: a reply bound of
+    1,024 can be spent thinking, leaving an empty reply cut at MAX_TOKENS. The bound is sent with room to
+    think added (TUSK_THINKING_BUDGET, else GEMINI_THINKING_ROOM). The budget itself goes as litellm's
+    `thinking` (thinkingBudget) to 2.5 models only: Gemini 3 sets thinking by level, and litellm drops a
+    budget for it with a warning each request."""
+    out: dict[str, Any] = {}
+    if kwargs.get("max_tokens"):
+        out["max_tokens"] = min(GEMINI_MAX_OUTPUT, kwargs["max_tokens"] + (budget or GEMINI_THINKING_ROOM))
+    version = _GEMINI_VERSION.search(model)
+    if budget and version is not None and int(version.group(1)) < 3:
+        out["thinking"] = {"type": "enabled", "budget_tokens": budget}
     return out

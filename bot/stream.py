@@ -184,6 +184,7 @@ class _Call:
     id: str | None = None
     name: str = ""
     arguments: str = ""
+    fields: dict[str, Any] | None = None  # provider_specific_fields (Gemini's thought signature)
 
 
 @dataclass(slots=True)
@@ -246,6 +247,8 @@ class Assembly:
             index = len(self.calls) if call_id or not self.calls else max(self.calls)
         call = self.calls.setdefault(index, _Call())
         call.id = call.id or call_id
+        if isinstance(fields := getattr(raw, "provider_specific_fields", None), dict) and fields:
+            call.fields = {**(call.fields or {}), **fields}
         function = getattr(raw, "function", None)
         name, args = getattr(function, "name", None), getattr(function, "arguments", None)
         if isinstance(name, str) and name and not call.name.endswith(name):
@@ -256,8 +259,8 @@ class Assembly:
             call.arguments += args
 
     def response(self) -> Any:
-        calls = [SimpleNamespace(id=c.id, function=SimpleNamespace(name=c.name or None, arguments=c.arguments))
-                 for _, c in sorted(self.calls.items())]
+        calls = [SimpleNamespace(id=c.id, function=SimpleNamespace(name=c.name or None, arguments=c.arguments),
+                                 provider_specific_fields=c.fields) for _, c in sorted(self.calls.items())]
         blocks = [{k: v for k, v in b.items() if k != "_index" and v is not None} for b in self.thinking_blocks]
         message = SimpleNamespace(content=self.content, tool_calls=calls or None,
                                   reasoning_content=self.reasoning or None, thinking_blocks=blocks)
@@ -275,6 +278,8 @@ async def collect(stream: Any, live: Live, model: str) -> Any:
                 raw += piece
                 live.feed(raw)
     except Exception as exc:  # litellm wraps a broken stream in its own types: the server was reached
+        if not whole.chunks and 400 <= (getattr(exc, "status_code", None) or 0) < 500:
+            raise  # a refusal before the stream began (Gemini's route raises it here): bot/llm.py reads it
         if whole.chunks and not whole.choices_seen:  # what a filter that drops the whole answer sends
             raise LLMFiltered(f"{model} streamed no choices") from exc
         raise LLMUnavailable(f"the stream from {model} broke: {type(exc).__name__}: {str(exc)[:300]}") from exc

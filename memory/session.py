@@ -8,7 +8,8 @@ File format (schema 1), one JSON object per line:
     {"record": "pointer", "last_consolidated": 2, "ts": 1733...}
 
 Messages carry the OpenAI chat keys (`role`, `content`, `tool_calls`, `tool_call_id`,
-`name`) at the top level plus `ts` and `tokens`; a user message also carries its sender,
+`name`) at the top level plus `ts` and `tokens` (a tool call Gemini signed also keeps its
+`"provider_specific_fields": {"thought_signature": ...}`, memory/wire.py); a user message also carries its sender,
 `"sender": {"id": "123", "name": "Alice"}` (optional: older files have none), and when files came with it
 the paths of the kept copies, `"media": ["media/<file>", ...]` (bot/media/: the text holds a placeholder
 for each; the files themselves are never sent again). A `pointer` record says how many messages from the

@@ -10,7 +10,12 @@ strictest common form:
   file always yields the same request, which keeps provider prompt caches warm);
 - names: `^[A-Za-z0-9_-]{1,64}$` (OpenAI's rule; Anthropic's is the same); a name
   that cannot be made so (nothing usable left) loses its call and that call's result;
-- `type: "function"`; `arguments`: the text of a JSON object.
+- `type: "function"`; `arguments`: the text of a JSON object;
+- a Gemini thought signature (the opaque token Gemini puts on a model step's first `functionCall`,
+  which Gemini 3 wants back unchanged): litellm hands it over inside the call's id
+  (`call_x__thought__<signature>`) and in `provider_specific_fields`; Tusk's own id replaces the
+  former, so it is kept as `provider_specific_fields: {"thought_signature": ...}` on the stored call,
+  where litellm's Gemini route reads it back (bot/llm_wire.py `for_model` drops it for other providers).
 
 Arguments are read leniently, as real servers write them (never with `eval`): surrounding
 whitespace, a Markdown code fence, raw control characters inside strings (llama.cpp's JSON
@@ -107,8 +112,26 @@ def _drop_trailing_commas(text: str) -> str:
     return "".join(out)
 
 
-def wire_call(call_id: str, name: str, arguments: str) -> dict[str, Any]:
-    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+SIGNATURE_SEPARATOR = "__thought__"  # litellm's THOUGHT_SIGNATURE_SEPARATOR (prompt_templates/factory.py)
+
+
+def thought_signature(call_id: Any, fields: Any = None, function_fields: Any = None) -> str | None:
+    """The Gemini thought signature a call carries: in its (or its function's) `provider_specific_fields`,
+    else after `__thought__` in its id; None when it has none."""
+    for where in (fields, function_fields):
+        value = where.get("thought_signature") if isinstance(where, dict) else None
+        if isinstance(value, str) and value:
+            return value
+    if isinstance(call_id, str) and SIGNATURE_SEPARATOR in call_id:
+        return call_id.split(SIGNATURE_SEPARATOR, 1)[1] or None
+    return None
+
+
+def wire_call(call_id: str, name: str, arguments: str, signature: str | None = None) -> dict[str, Any]:
+    call: dict[str, Any] = {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+    if signature:
+        call["provider_specific_fields"] = {"thought_signature": signature}
+    return call
 
 
 def repaired_call(call: Any) -> tuple[str, dict[str, Any]] | None:
@@ -121,4 +144,6 @@ def repaired_call(call: Any) -> tuple[str, dict[str, Any]] | None:
         return None
     arguments, _ = repair_arguments(call["function"].get("arguments"))
     original = call.get("id")
-    return (original if isinstance(original, str) else ""), wire_call("", name, arguments)
+    signature = thought_signature(original, call.get("provider_specific_fields"),
+                                  call["function"].get("provider_specific_fields"))
+    return (original if isinstance(original, str) else ""), wire_call("", name, arguments, signature)

@@ -35,6 +35,11 @@ become content blocks (`reasoning` a signed thinking block when the request enab
 Anthropic's error body; an invalid request its 400 (recorded in `refusals`, script untouched);
 `error_after` sends an `error` event (overloaded_error) inside the stream; with `claude_models`
 set, another model gets Anthropic's 404 `not_found_error` "model: <name>".
+
+Google's Gemini API is served at `/v1beta/models/<model>:generateContent` and `:streamGenerateContent`
+(a `gemini/` model with `api_base` = `root_url + "/v1beta"`), as strictly as the real one
+(tests/fakes/gemini_wire.py): the same `Reply`s become parts (the first function call signed),
+`block_reason` a blocked prompt; an invalid request gets Google's 400 (in `refusals`, script untouched).
 """
 
 from __future__ import annotations
@@ -58,6 +63,7 @@ from aiohttp import web
 from PIL import Image, UnidentifiedImageError
 
 from tests.fakes import anthropic_wire as anthropic
+from tests.fakes import gemini_wire as gemini
 from tests.fakes.loopback import serve, wait_until
 
 
@@ -79,6 +85,7 @@ class Reply:
     cut_after: int | None = None  # streamed: the connection drops after this many chunks
     redacted: str | None = None  # Anthropic wire, thinking on: a redacted_thinking block (its data encodes this)
     error_after: int | None = None  # Anthropic wire, streamed: an `error` event (overloaded_error) after this many
+    block_reason: str | None = None  # Gemini wire: the prompt is blocked (promptFeedback.blockReason, no candidates)
 
 
 # What servers answer when the prompt is over the model's window, as their docs and code give them.
@@ -100,6 +107,8 @@ OVERFLOW_BODIES = {
                                "type": "api_error", "param": None, "code": None}}),
     "anthropic": (400, {"type": "error", "error": {"type": "invalid_request_error",
                                                    "message": "prompt is too long: {m} tokens > {n} maximum"}}),
+    "gemini": (400, {"error": {"code": 400, "message": "The input token count ({m}) exceeds the maximum number "
+                                                       "of tokens allowed ({n}).", "status": "INVALID_ARGUMENT"}}),
 }
 
 
@@ -237,6 +246,8 @@ class FakeLLM:
         self.headers: list[dict[str, str]] = []  # Anthropic wire: each /v1/messages request's headers (lower-case)
         self.refusals: list[str] = []  # Anthropic wire: the 400 message of each request refused as invalid
         self.claude_models: set[str] | None = None  # set: any other model gets Anthropic's 404 not_found_error
+        self.gemini_placeholders = 0  # Gemini wire: parts sent with the skip-validator placeholder, not a signature
+        self.gemini_models: set[str] | None = None  # set: any other model gets Gemini's 404 NOT_FOUND
 
     def script(self, *replies: Reply) -> None:
         self._script.extend(replies)
@@ -254,6 +265,7 @@ class FakeLLM:
         app.router.add_post("/api/show", self._ollama_show)
         app.router.add_get("/api/tags", self._ollama_tags)
         app.router.add_post("/v1/messages", self._messages)  # Anthropic's Messages API (anthropic/ models)
+        app.router.add_post("/v1beta/models/{action}", self._generate)  # Gemini API (gemini/ models)
         self._runner, url = await serve(app)
         self.base_url = f"{url}/v1"
         self.root_url = url  # what an anthropic/ model's api_base is (litellm adds /v1/messages)
@@ -374,6 +386,38 @@ class FakeLLM:
             return await self._send(request, reply, json.dumps(message))
         return await self._anthropic_stream(request, reply, anthropic.stream_events(message, tokens))
 
+    async def _generate(self, request: web.Request) -> web.StreamResponse:
+        """Gemini's `models/{model}:generateContent` and `:streamGenerateContent?alt=sse`
+        (tests/fakes/gemini_wire.py); a refused request is recorded but takes nothing from the script."""
+        raw = await request.json()
+        model, _, action = request.match_info["action"].partition(":")
+        self.headers.append({k.lower(): v for k, v in request.headers.items()})
+        key = request.headers.get("x-goog-api-key") or request.query.get("key")
+        refusal = None
+        if not key:
+            refusal = (403, None)
+        elif self.api_keys is not None and key not in self.api_keys:
+            refusal = (400, gemini.KEY_INVALID)
+        elif action not in ("generateContent", "streamGenerateContent"):
+            refusal = (404, f"Method not found: {action}")
+        elif self.gemini_models is not None and model not in self.gemini_models:
+            refusal = (404, gemini.model_not_found(model))
+        elif (problem := gemini.request_problem(raw, model)) is not None:
+            refusal = (400, problem)
+        if refusal is not None:
+            self.requests.append(raw)
+            self.refusals.append(refusal[1] or gemini.MESSAGES[refusal[0]])
+            return web.json_response(gemini.error_body(*refusal), status=refusal[0])
+        self.gemini_placeholders += gemini.placeholders_in(raw)
+        body, reply = await self._take(request, lambda b: {**gemini.openai_view(b), "model": model})
+        if reply.raw_body is not None or reply.status != 200:
+            return await self._send(request, reply, reply.raw_body or json.dumps(gemini.error_body(reply.status)))
+        whole = gemini.response(body, model, reply, f"resp{next(self._ids)}")
+        if action == "generateContent":
+            return await self._send(request, reply, json.dumps(whole))
+        events = [json.dumps(c) for c in gemini.stream_chunks(whole, tokens)]
+        return await self._send_events(request, events, reply, "\r\n\r\n")
+
     async def _anthropic_stream(self, request: web.Request, reply: Reply,
                                 events: list[tuple[str, dict[str, Any]]]) -> web.StreamResponse:
         """Anthropic's SSE: `event: <type>` and `data: {...}` per event; `token_delay` and `cut_after` as above."""
@@ -469,11 +513,21 @@ class FakeLLM:
         await resp.write_eof()
         return resp
 
-    async def _send_events(self, request: web.Request, events: list[str]) -> web.StreamResponse:
+    async def _send_events(self, request: web.Request, events: list[str], reply: Reply | None = None,
+                           end: str = "\n\n") -> web.StreamResponse:
+        """`data: <event>` each; with `reply`, paced by its `token_delay` and dropped after `cut_after`."""
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await resp.prepare(request)
-        for event in events:
-            await resp.write(f"data: {event}\n\n".encode())
+        self.streams += reply is not None
+        for i, event in enumerate(events):
+            if reply is not None and reply.cut_after is not None and i >= reply.cut_after:
+                assert request.transport is not None
+                request.transport.close()
+                self.cuts += 1
+                return resp
+            await resp.write(f"data: {event}{end}".encode())
+            if reply is not None and reply.token_delay and not self._closing.is_set():
+                await asyncio.sleep(reply.token_delay)
         await resp.write_eof()
         return resp
 
