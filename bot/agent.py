@@ -28,6 +28,8 @@ from bot.events import ChatKey, InboundMessage, OutboundMessage
 from bot.learned import Learner
 from bot.llm import LLM, LLMReply
 from bot.media import Attached, MediaReader
+from bot.replies import (CRASH_REPLY, EMPTY_REPLY, MALFORMED_REPLY, NO_MEDIA_REPLY, NO_TEXT_REPLY, OUT_OF_ROOM_REPLY,
+                         STEP_LIMIT_REPLY, MessageTooLong, shown_text, user_message)
 from bot.stream import Draft, Live, StreamCut, StreamSettings
 from bot.tools.box import ToolBox, ToolContext, Toolset
 from memory import chat_settings
@@ -42,43 +44,8 @@ Send = Callable[[OutboundMessage], Awaitable[None]]
 PostTurnHook = Callable[[ChatKey], Awaitable[None]]
 Drafts = Callable[[ChatKey, int], Draft | None]  # the channel's draft for a reply to that message (bot/bus.py)
 
-CRASH_REPLY = "Something went wrong on my side and your message was not processed. Please try again."
-STEP_LIMIT_REPLY = "I stopped after {n} tool steps without finishing. Try asking for something smaller."
 RUNTIME_BLOCK_TOKENS = 40  # the runtime-context line added to the user message
 OWNER_CHANNELS = frozenset({"http", "terminal"})  # the owner's own: an LLM failure is told with its cause and fix
-
-
-def user_message(msg: InboundMessage, attached: Attached | None = None) -> Message:
-    """The user message to save for `msg`, with its sender (for an injected turn: who set it up); with
-    files, their placeholders and caption (`Attached.saved`) and the kept files' paths."""
-    return Message(role="user", content=attached.saved if attached else msg.text, ts=msg.ts,
-                   sender_id=msg.sender_id or None, sender_name=msg.sender_name or None,
-                   media=attached.files if attached else ())
-
-
-def shown_text(reply: LLMReply) -> str:
-    """The reply's text as the user sees it and the session keeps it: with a note when it was cut."""
-    text = (reply.content or "").strip()
-    if text and reply.cut:
-        text += CUT_NOTE
-    elif text and reply.finish_reason == "content_filter":
-        text += FILTER_NOTE
-    return text
-
-
-class MessageTooLong(Exception):
-    """The new message alone leaves no room in the window; its text is the user's answer."""
-
-
-OUT_OF_ROOM_REPLY = ("The tool results filled this conversation's token budget before I could finish. "
-                     "Ask again with a narrower request.")
-NO_TEXT_REPLY = ("I can only read text, voice messages, photos and documents (text files, PDFs), and that message "
-                 "had none of them: stickers and the like are beyond me.")
-EMPTY_REPLY = "The model sent an empty reply. Please try again or rephrase."
-MALFORMED_REPLY = "The model wrote a tool call it could not complete, twice. Please try again or rephrase."
-NO_MEDIA_REPLY = "I can't take files here: only text."
-CUT_NOTE = "\n\n_(cut off here: the reply reached its length limit)_"
-FILTER_NOTE = "\n\n_(stopped here by the model provider's content filter)_"
 MAX_OVERFLOWS = 3  # times a turn learns a smaller window and tries again before it gives up
 
 
