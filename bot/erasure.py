@@ -205,7 +205,7 @@ class MemberErasure:
         if messages:
             out.append(f"{turns} turn(s) of theirs in the conversation ({messages} messages, with my replies)")
         if in_memory or versions:
-            out.append(f"their section of MEMORY.md" + (f" (and in {versions} earlier version(s))" if versions else ""))
+            out.append("their section of MEMORY.md" + (f" (and in {versions} earlier version(s))" if versions else ""))
         if entries:
             out.append(f"{entries} history entr{'y' if entries == 1 else 'ies'} that mention them")
         if out:  # the rest only counts along with something of theirs
@@ -224,7 +224,7 @@ class MemberErasure:
                 report.append(f"- removed {removed} message(s) of their turns from session.jsonl")
             current, versions = erase.drop_memory_sections(ctx.files, who)
             if current or versions:
-                report.append(f"- removed their section from MEMORY.md" if current else "- MEMORY.md had no section")
+                report.append("- removed their section from MEMORY.md" if current else "- MEMORY.md had no section")
                 report[-1] += f" and from {versions} earlier version(s)" if versions else ""
             report += await self._history(ctx.files, who)
             for stray in ctx.files.dir.glob(".*.tmp"):  # a rewrite cut short by a crash: it may hold their text

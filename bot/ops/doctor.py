@@ -13,7 +13,6 @@ Platform tokens are checked with one plain HTTPS call each (Telegram `getMe`, Sl
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import shutil
 import tempfile
 from collections.abc import Awaitable, Callable, Mapping
@@ -22,7 +21,7 @@ from dataclasses import dataclass
 import aiohttp
 
 from bot.config import Settings
-from bot.errors import ConfigError, LLMError
+from bot.errors import ConfigError
 from bot.places import SettingsFile
 from memory.paths import private_dir
 
@@ -199,9 +198,9 @@ async def run_checks(settings: Settings, env_file: SettingsFile | None = None,
                             "the settings file"))
     platforms = [("Telegram", settings.telegram_bot_token, _telegram), ("Slack", settings.slack_bot_token, _slack),
                  ("Discord", settings.discord_bot_token, _discord)]
-    for name, token, probe in platforms:
+    for name, token, check in platforms:
         if token is not None:
-            checks.append(await _platform(name, lambda probe=probe: probe(settings)))
+            checks.append(await _platform(name, lambda check=check: check(settings)))
     if not any(token for _, token, _ in platforms):
         checks.append(Check("platforms", "warn", "no platform token is set: only the local HTTP API and "
                             "`tusk chat` will run", "set TELEGRAM_BOT_TOKEN, DISCORD_BOT_TOKEN or SLACK_BOT_TOKEN"))

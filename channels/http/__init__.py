@@ -353,7 +353,7 @@ class HttpChannel:
     async def _stream_turn(self, request: web.Request, msg: InboundMessage) -> web.StreamResponse:
         """The turn as Server-Sent Events: the reply while it is written, then `done` with the replies."""
         events = EventStream(request, SECURITY_HEADERS)
-        self._waiting[msg.id] = replies = events.replies
+        self._waiting[msg.id] = events.replies
         self._streams[msg.id] = events
         try:
             await events.open()
