@@ -15,19 +15,9 @@ from channels.slack.events import EDIT_WINDOW, to_inbound
 from channels.slack.format import from_slack
 from channels.slack.rich import rich_text
 from tests.fakes.fake_llm import Reply
-from tests.fakes.fake_slack import FakeSlack
+from tests.test_slack import BOT, slack  # noqa: F401  (the fake Slack and its three people)
 
-BOT = "U0TUSK"
 LONG = " ".join(f"word{i}" for i in range(60)) + "."  # past TUSK_STREAM_MIN_CHARS: a thread reply streams
-
-
-@pytest.fixture
-async def slack():
-    async with FakeSlack(bot_user_id=BOT) as fake:
-        fake.add_user("U0ANN", "ann")
-        fake.add_user("U0BOSS", "boss", is_admin=True)
-        fake.add_user("U0CAROL", "carol")
-        yield fake
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from memory.chat_settings import ChatSettings
 from memory.files import append_history
 from memory.move import move_chat
 from tests.fakes.fake_llm import Reply
-from tests.fakes.fake_telegram import FakeTelegram
+from tests.test_telegram import start_tusk, tg  # noqa: F401  (the fake Bot API and a Tusk started on it)
 
 BOT = {"id": 123, "is_bot": True, "first_name": "Tusk", "username": "tusk_bot"}
 ALICE = {"id": 7, "is_bot": False, "first_name": "Alice", "username": "alice", "language_code": "en"}
@@ -27,30 +27,6 @@ DM = {"id": 7, "type": "private", "first_name": "Alice", "username": "alice"}
 GROUP = {"id": -4001, "type": "group", "title": "Hikers", "all_members_are_administrators": True}
 SUPER = {"id": -1004001, "type": "supergroup", "title": "Hikers"}
 CHANNEL = {"id": -1009999, "type": "channel", "title": "Hiking News", "username": "hikingnews"}
-
-
-@pytest.fixture
-async def tg():
-    async with FakeTelegram(token="123:ABC", username="tusk_bot") as fake:
-        yield fake
-
-
-@pytest.fixture
-async def start_tusk(make_settings, tg):
-    """Start Tusk with the Telegram channel pointed at the fake (extra env as keyword arguments); stopped after."""
-    apps = []
-
-    async def start(**env):
-        app = TuskApp(make_settings(TELEGRAM_BOT_TOKEN=tg.token, TELEGRAM_API_BASE=tg.base_url,
-                                    **{"TUSK_DM_POLICY": "open"} | env))
-        assert [c.name for c in app.add_platforms()] == ["telegram"]
-        await app.__aenter__()
-        apps.append(app)
-        return app
-
-    yield start
-    for app in apps:
-        await app.__aexit__(None, None, None)
 
 
 @pytest.fixture
