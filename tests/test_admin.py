@@ -82,7 +82,8 @@ async def test_doctor_sees_a_server_that_cuts_prompts_and_a_model_answering_in_t
 
 
 async def test_doctor_names_what_is_broken(make_settings, fake_llm):
-    """A refused platform token, a failing LLM and an unreachable API each fail with a fix; exit code 1."""
+    """A refused platform token, a failing LLM and unreachable APIs (platform and model) each fail with a fix;
+    exit code 1."""
     fake_llm.script(Reply(status=401))
     async with FakeTelegram(token="123:GOOD") as tg:
         checks = await doctor.run_checks(make_settings(TELEGRAM_BOT_TOKEN="123:WRONG", TELEGRAM_API_BASE=tg.base_url,
@@ -90,8 +91,11 @@ async def test_doctor_names_what_is_broken(make_settings, fake_llm):
     failed = {c.name: c for c in checks if c.verdict == "fail"}
     assert set(failed) == {"LLM", "Telegram"} and doctor.exit_code(checks) == 1
     assert "@BotFather" in failed["Telegram"].fix and "TUSK_MODEL" in failed["LLM"].fix
-    checks = await doctor.run_checks(make_settings(TELEGRAM_BOT_TOKEN="1:X", TELEGRAM_API_BASE="http://127.0.0.1:9"))
+    checks = await doctor.run_checks(make_settings(TELEGRAM_BOT_TOKEN="1:X", TELEGRAM_API_BASE="http://127.0.0.1:9",
+                                                   TUSK_API_BASE="http://127.0.0.1:9/v1"))
     assert next(c for c in checks if c.name == "Telegram").detail.startswith("cannot reach")
+    llm = next(c for c in checks if c.name == "LLM")
+    assert llm.verdict == "fail" and "server running at http://127.0.0.1:9/v1" in llm.fix and doctor.exit_code(checks) == 1
 
 
 async def test_doctor_checks_discord_and_slack_tokens(make_settings, fake_llm):
@@ -113,8 +117,9 @@ async def test_doctor_command_exit_codes(fake_llm, tmp_path):
     """`tusk doctor` prints one verdict per check and exits 0 when nothing fails, 1 when something does."""
     code, out, _ = await tusk_cli("doctor", env=env_for(fake_llm, tmp_path))
     assert code == 0 and "OK    LLM" in out and "All is well." in out
-    code, out, _ = await tusk_cli("doctor", env=env_for(fake_llm, tmp_path, TUSK_API_BASE="http://127.0.0.1:9/v1"))
-    assert code == 1 and "FAIL  LLM" in out and "fix:" in out
+    broken = env_for(fake_llm, tmp_path, TUSK_HTTP_HOST="0.0.0.0", TUSK_HTTP_TOKEN="short")  # the model: in-process
+    code, out, _ = await tusk_cli("doctor", "--no-model", env=broken)
+    assert code == 1 and "FAIL  HTTP access" in out and "fix:" in out and "Something is broken" in out
 
 
 async def test_doctor_output_never_contains_a_configured_secret(fake_llm, tmp_path):
