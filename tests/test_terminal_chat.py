@@ -45,8 +45,10 @@ def ended(child) -> tuple[int, str]:
     return child.exitstatus, rest
 
 
-async def test_editing_keys_fix_the_line_and_history_recalls_it(fake_llm, tmp_path):
-    """Left arrows and an insertion correct a typo before Enter; Up brings the message back; the history is 0600."""
+async def test_editing_keys_history_and_pastes(fake_llm, tmp_path):
+    """In one chat, as a person types: left arrows and an insertion correct a typo before Enter; Up brings the
+    message back; the history is 0600. A bracketed 3-line paste (plus Esc-Enter and a fourth line) is one
+    turn; a 40,000-character paste is not cut at 4,095 characters but arrives whole and gets the length answer."""
     def scenario():
         child = started(chat_env(fake_llm, tmp_path))
         child.send("helo world")
@@ -56,22 +58,6 @@ async def test_editing_keys_fix_the_line_and_history_recalls_it(fake_llm, tmp_pa
         child.send(UP + "\r")
         child.expect("Tusk>")
         child.expect("you>")
-        child.sendcontrol("d")
-        return ended(child)
-
-    code, _ = await in_pty(scenario)
-    assert code == 0
-    assert user_texts(fake_llm) == ["hello world", "hello world"]
-    history = tmp_path / "data/chats/terminal/local/input-history"
-    assert "+hello world" in history.read_text()
-    assert stat.S_IMODE(history.stat().st_mode) == 0o600
-
-
-async def test_pastes_arrive_whole(fake_llm, tmp_path):
-    """A bracketed 3-line paste (plus Esc-Enter and a fourth line) is one turn; a 40,000-character paste is not
-    cut at 4,095 characters but arrives whole and gets the length answer."""
-    def scenario():
-        child = started(chat_env(fake_llm, tmp_path))
         child.send(f"{PASTE_START}line one\rline two\rline three{PASTE_END}")
         child.send("\x1b\r" + "and four\r")
         child.expect("Tusk>")
@@ -83,7 +69,11 @@ async def test_pastes_arrive_whole(fake_llm, tmp_path):
         return ended(child)
 
     code, _ = await in_pty(scenario)
-    assert code == 0 and user_texts(fake_llm) == ["line one\nline two\nline three\nand four"]
+    assert code == 0
+    assert user_texts(fake_llm) == ["hello world", "hello world", "line one\nline two\nline three\nand four"]
+    history = tmp_path / "data/chats/terminal/local/input-history"
+    assert "+hello world" in history.read_text()
+    assert stat.S_IMODE(history.stat().st_mode) == 0o600
 
 
 async def test_log_lines_stay_out_of_the_conversation(fake_llm, tmp_path):
