@@ -31,6 +31,7 @@ from bot.media import Attached, MediaReader
 from bot.replies import (CRASH_REPLY, EMPTY_REPLY, MALFORMED_REPLY, NO_MEDIA_REPLY, NO_TEXT_REPLY, OUT_OF_ROOM_REPLY,
                          STEP_LIMIT_REPLY, MessageTooLong, shown_text, user_message)
 from bot.stream import Draft, Live, StreamCut, StreamSettings
+from bot.threads import Spawned
 from bot.tools.box import ToolBox, ToolContext, Toolset
 from memory import chat_settings
 from memory.consolidate import Consolidator, pick_cut
@@ -77,7 +78,7 @@ class ChatAgent:
         self.hooks: list[PostTurnHook] = [self.consolidate] if consolidator else []
         self.drafts = drafts
         self.streaming = streaming
-        self._background: set[asyncio.Task[None]] = set()
+        self._background = Spawned()  # post-turn hooks
         self._turns = 0  # turns running now, in any chat
         self._idle = asyncio.Event()
         self._idle.set()
@@ -366,12 +367,8 @@ class ChatAgent:
                 logger.exception("post-turn hook %s failed", getattr(hook, "__name__", hook))
 
     def _spawn(self, coro: Awaitable[None], name: str) -> None:
-        task = asyncio.ensure_future(coro)
-        task.set_name(name)
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
+        self._background.start(coro, name)
 
     async def aclose(self) -> None:
         """Wait for background hooks (they are short: consolidation of one chat)."""
-        if self._background:
-            await asyncio.gather(*self._background, return_exceptions=True)
+        await self._background.wait()

@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass
 
 from bot.events import ChatKey, InboundMessage, OutboundMessage
+from bot.threads import Spawned
 
 logger = logging.getLogger(__name__)
 
@@ -74,7 +75,7 @@ class FloodGate:
                          "chat": Window(limits.chat_per_minute, 60.0)}
         self._seen: OrderedDict[ChatKey, None] = OrderedDict()  # chats taken since start (their folder may lag)
         self._warned: dict[tuple[str, Hashable], float] = {}  # (limit, key) -> when the polite reply went out
-        self._replies: set[asyncio.Task[None]] = set()
+        self._replies = Spawned()  # flood notices being sent
 
     def publish(self, msg: InboundMessage) -> asyncio.Future[None]:
         """The bus's publish, unless `msg` is over a limit: then a resolved future (and maybe one reply)."""
@@ -108,8 +109,7 @@ class FloodGate:
             self._warned = {k: t for k, t in self._warned.items() if now - t < self._windows[k[0]].span}
         self._warned[(limit, key)] = now
         logger.warning("flood limit (%s) reached in %s by sender %s: not answered", limit, msg.key, msg.sender_id)
-        task = asyncio.create_task(self._send(OutboundMessage(msg.key, REPLIES[limit], reply_to=msg.id)))
-        self._replies.add(task)
-        task.add_done_callback(self._replies.discard)
+        task = self._replies.start(self._send(OutboundMessage(msg.key, REPLIES[limit], reply_to=msg.id)),
+                                   f"flood notice {msg.key}")
         task.add_done_callback(lambda _: done.done() or done.set_result(None))
         return done

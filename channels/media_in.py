@@ -25,6 +25,7 @@ import aiohttp
 
 from bot.errors import MediaRefused, MediaUnreachable
 from bot.events import Attachment, ChatKey, InboundMessage, MediaKind
+from bot.threads import Spawned
 from memory import chat_settings
 from memory.media import MediaStore
 from memory.paths import ChatFiles, UnsafePathError
@@ -147,7 +148,7 @@ class InOrder:
 
     def __init__(self) -> None:
         self._tails: dict[ChatKey, asyncio.Future[None]] = {}
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks = Spawned()
 
     def busy(self, key: ChatKey) -> bool:
         return key in self._tails
@@ -169,21 +170,17 @@ class InOrder:
                 if self._tails.get(key) is tail:
                     del self._tails[key]
 
-        task = asyncio.create_task(in_turn(), name=f"files {key}")
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._tasks.start(in_turn(), f"files {key}")
 
     async def drain(self, timeout: float = DRAIN_TIMEOUT) -> None:
         """Wait until every job started so far has ended (shutdown: what was taken is published), at most
         `timeout` seconds; `cancel` ends the rest."""
         deadline = asyncio.get_running_loop().time() + timeout
         while self._tasks and (left := deadline - asyncio.get_running_loop().time()) > 0:
-            await asyncio.wait(set(self._tasks), timeout=left)
+            await self._tasks.wait(left)
 
     async def cancel(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self._tasks.cancel()
         for tail in self._tails.values():  # a job cancelled before it began never resolved its tail
             if not tail.done():
                 tail.set_result(None)

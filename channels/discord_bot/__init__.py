@@ -44,6 +44,7 @@ from discord import app_commands
 
 from bot.errors import BusClosed, ConfigError, DeliveryError
 from bot.events import ChatKey, InboundMessage, OutboundMessage
+from bot.threads import Spawned
 from channels.discord_bot import media as discord_media
 from channels.discord_bot import refusals
 from channels.base import Access, Publish, tell
@@ -137,7 +138,7 @@ class DiscordChannel:
         self._publish = publish
         self._menu = menu
         self._routes: dict[int, discord.MessageReference | _Slash] = {}  # InboundMessage.id -> reply target
-        self._typing: set[asyncio.Task[None]] = set()
+        self._typing = Spawned()  # the typing indicators of running turns
         self._allow = access.allow_list(settings.allow_from, "DISCORD_ALLOW_FROM", self.name)
         self._accepting = False
         self._undo_aim: Callable[[], None] | None = None
@@ -268,9 +269,7 @@ class DiscordChannel:
 
     async def stop(self) -> None:
         await self.pause()
-        for task in self._typing:
-            task.cancel()
-        await asyncio.gather(*self._typing, return_exceptions=True)
+        await self._typing.cancel()
         await self._in_order.cancel()
         if self._intake is not None:
             await self._intake.aclose()
@@ -333,9 +332,7 @@ class DiscordChannel:
             self._routes[msg.id] = reference
         if (done := self._take(msg)) is None:
             return
-        task = asyncio.create_task(self._keep_typing(message.channel.id, done), name=f"typing {msg.key}")
-        self._typing.add(task)
-        task.add_done_callback(self._typing.discard)
+        self._typing.start(self._keep_typing(message.channel.id, done), f"typing {msg.key}")
 
     async def on_command(self, interaction: discord.Interaction, name: str, args: str) -> None:
         msg = command_to_inbound(interaction, name, args)

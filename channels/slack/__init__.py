@@ -38,6 +38,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.errors import BusClosed, ConfigError
 from bot.events import ChatKey, InboundMessage, OutboundMessage
+from bot.threads import Spawned
 from channels.slack import media as slack_media
 from channels.base import Access, Publish, tell
 from channels.media_in import MediaIntake, Remote
@@ -89,7 +90,7 @@ class SlackChannel:
         self._seen = Seen()
         self._people: People | None = None  # users.info, cached: once started
         self._tails: dict[ChatKey, asyncio.Future[None]] = {}  # per chat: the last message still being accepted
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks = Spawned()  # each running turn's thinking marker
         self._session: aiohttp.ClientSession | None = None
         self._client: AsyncWebClient | None = None
         self._socket: AsyncSocketModeHandler | None = None
@@ -197,11 +198,7 @@ class SlackChannel:
 
     async def stop(self) -> None:
         await self.pause()
-        if self._tasks:  # thinking markers still being taken off
-            _, pending = await asyncio.wait(self._tasks, timeout=5)
-            for task in pending:
-                task.cancel()
-            await asyncio.gather(*pending, return_exceptions=True)
+        await self._tasks.cancel(grace=5)  # thinking markers still being taken off
         if self._session is not None:
             await self._session.close()
             self._session = None
@@ -296,9 +293,7 @@ class SlackChannel:
             del self._routes[msg.id], self._askers[msg.id]
             logger.info("a Slack message arrived while shutting down: not taken")
             return
-        task = asyncio.create_task(self._follow(msg.id, done, marker), name=f"slack turn {msg.id}")
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._tasks.start(self._follow(msg.id, done, marker), f"slack turn {msg.id}")
 
     async def _follow(self, msg_id: int, done: asyncio.Future[None], marker: tuple[str, str] | None) -> None:
         """The thinking marker on the user's message while its turn runs; the route forgotten after."""

@@ -42,6 +42,7 @@ from telegram.ext import AIORateLimiter, Application, ContextTypes, TypeHandler
 
 from bot.errors import BusClosed, ConfigError, DeliveryError
 from bot.events import ChatKey, InboundMessage, OutboundMessage
+from bot.threads import Spawned
 from channels.telegram import media as telegram_media
 from channels.base import Access, Publish, tell
 from channels.media_in import InOrder, MediaIntake, Remote
@@ -111,7 +112,7 @@ class TelegramChannel:
         self._commands = frozenset(name for name, _ in menu) | frozenset(ALIASES)
         self._allow = access.allow_list(settings.allow_from, "TELEGRAM_ALLOW_FROM", self.name)
         self._replying_to: dict[int, int] = {}  # InboundMessage.id -> Telegram message id, while its turn runs
-        self._typing: set[asyncio.Task[None]] = set()
+        self._typing = Spawned()  # the typing indicators of running turns
         self._admins: dict[tuple[int, int], tuple[float, bool]] = {}  # (chat, user) -> (valid until, is admin)
         self.app: Application | None = None
         self._move = move
@@ -169,9 +170,7 @@ class TelegramChannel:
         if self.app is None:
             return
         await self.pause()
-        for task in self._typing:
-            task.cancel()
-        await asyncio.gather(*self._typing, return_exceptions=True)
+        await self._typing.cancel()
         await self._in_order.cancel()
         if self._intake is not None:
             await self._intake.aclose()
@@ -251,9 +250,7 @@ class TelegramChannel:
             return
         if msg.is_group:
             self._replying_to[msg.id] = message.message_id
-        task = asyncio.create_task(self._keep_typing(msg, done), name=f"typing {msg.key}")
-        self._typing.add(task)
-        task.add_done_callback(self._typing.discard)
+        self._typing.start(self._keep_typing(msg, done), f"typing {msg.key}")
 
     def _skip(self, update: Update) -> None:
         """An update that is not a new message (an edit, a channel post, a button press, a kind from a newer Bot
