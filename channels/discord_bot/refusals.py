@@ -72,7 +72,10 @@ class Refusals:
         if self.quiet(channel_id):
             logger.debug("Discord still refuses the bot in channel %d (%d %s)", channel_id, exc.status, exc.code)
             return None
-        self._since[channel_id] = self._clock()
+        now = self._clock()
+        if len(self._since) > 1000:  # channels refused long ago are told again anyway
+            self._since = {k: t for k, t in self._since.items() if now - t < QUIET}
+        self._since[channel_id] = now
         return DeliveryError(f"Discord refused to let the bot post in channel {channel_id} ({exc.status}, "
                              f"code {exc.code}: {exc.text or 'no reason given'}): {FIXES[exc.code]}")
 
