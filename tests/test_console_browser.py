@@ -2,7 +2,9 @@
 the token, and hostile content shown as text."""
 
 import json
+import os
 import re
+from pathlib import Path
 
 import aiohttp
 import pytest
@@ -15,6 +17,9 @@ from tests.browser import BrowserThread, playwright_expect
 expect = playwright_expect()
 
 XSS = '<img src=x onerror="window.__xss=1"><script>window.__xss=2</script>'
+# TUSK_DOCS_SCREENSHOTS=1 saves the docs' pictures here (read at import: the fixtures clear TUSK_* variables)
+DOCS_IMAGES = Path(__file__).resolve().parent.parent / "docs" / "images" \
+    if os.environ.get("TUSK_DOCS_SCREENSHOTS") == "1" else None
 
 
 @pytest.fixture(scope="module")
@@ -255,3 +260,35 @@ async def test_the_tools_page_lists_mcp_servers_without_their_secrets(make_setti
 
         html = await browser.run(scenario)
     assert secret not in html
+
+
+async def test_docs_screenshots(tusk, browser, fake_llm, tmp_path):
+    """The chat and memory pages the docs show, after a real conversation; saved to docs/images/ with TUSK_DOCS_SCREENSHOTS=1."""
+    shots = DOCS_IMAGES or tmp_path
+    fake_llm.script(
+        Reply(text="Nice to meet you, Ana! Norway in June is a fine choice: long days, and the snow is "
+                   "mostly gone from the lower trails."),
+        save_memory_call("Ana introduced herself; she plans a hiking trip to Norway in June and asked about trails.",
+                         "## Ana\n\n- Plans a **hiking trip to Norway** in June\n- Prefers huts to tents\n"
+                         "- Time zone: Europe/Berlin\n"),
+        Reply(text="You're planning a **hiking trip to Norway** in June, and you prefer huts to tents. "
+                   "A few trails that suit that:\n\n- **Besseggen** (Jotunheimen): a classic day hike, "
+                   "Gjendesheim hut at the start\n- **Trolltunga**: long, best from mid-June\n"
+                   "- **Romsdalseggen**: ridge views over Åndalsnes\n\nWant me to remind you to book the huts?"))
+    await tusk.say("ana", "Hi! I'm Ana. I'm planning a hiking trip to Norway in June, and I prefer huts to tents.")
+    await tusk.say("ana", "/new")
+    await tusk.say("ana", "What do you remember about my trip? Any trails you'd suggest?")
+
+    def scenario(page):
+        sign_in(page, tusk)
+        page.goto(tusk.url + "/#/chat/ana")
+        expect(page.locator(".msg.bot").last.locator("li")).to_have_count(3)
+        page.wait_for_load_state("networkidle")
+        page.screenshot(path=shots / "console-chat.png")
+        page.goto(tusk.url + "/#/memory/http/ana")
+        expect(page.locator(".memory .md strong")).to_have_text("hiking trip to Norway")
+        page.wait_for_load_state("networkidle")
+        page.screenshot(path=shots / "console-memory.png")
+
+    await browser.run(scenario, viewport={"width": 1100, "height": 680})
+    assert (shots / "console-chat.png").stat().st_size > 10_000 and (shots / "console-memory.png").exists()
