@@ -6,7 +6,7 @@
                 -> append the turn to the session (before replying: a reply the user has
                    seen is always on disk) -> send the reply -> hooks in the background
       LLM failed -> one clear sentence to the user; the session is left as it was
-      streamed (TUSK_STREAM=auto) -> the reply shows as it is written (bot/stream.py); the final
+      streamed (TUSK_STREAM=auto, where a draft watches) -> the reply shows as written (bot/stream.py); the final
                    text replaces it once saved; a stream cut after some of it showed ends the turn
                    there (that text with a note is saved and sent)
 
@@ -153,10 +153,10 @@ class ChatAgent:
         return stats.runs if stats else 0
 
     def _live(self, msg: InboundMessage) -> Live | None:
-        """The turn's stream (TUSK_STREAM=auto), shown through the channel's draft if it has one."""
-        if not self.streaming.on:
-            return None
-        return Live(self.drafts(msg.key, msg.id) if self.drafts else None, self.streaming.min_chars)
+        """The turn's stream (TUSK_STREAM=auto) where someone watches it: a channel's draft (a chat that shows
+        replies being written, an SSE client, the terminal). A turn nobody watches is one plain request."""
+        draft = self.drafts(msg.key, msg.id) if self.streaming.on and self.drafts else None
+        return Live(draft, self.streaming.min_chars) if draft is not None else None
 
     async def _deliver(self, reply: OutboundMessage, live: Live | None) -> None:
         """The final reply: it replaces the draft that showed it being written, else it is sent."""

@@ -12,7 +12,8 @@
     │       ├── ContextOverflow  the prompt is over the model's real window (`window`: the size it named)
     │       ├── LLMFiltered      the provider's content filter refused (no choices, content_filter)
     │       ├── ToolsUnsupported the model or server takes no tools ("does not support tools")
-    │       └── ModelNotFound    the server does not serve the model named in TUSK_MODEL
+    │       ├── ModelNotFound    the server does not serve the model named in TUSK_MODEL
+    │       └── NotAModelServer  the address answers with a web page, not a model API (TUSK_API_BASE)
     ├── McpToolError         one MCP tool call failed (server down, timeout, crash, malformed reply)
     └── MediaRefused         a file Tusk will not take (over a size cap, a type it cannot read, corrupt)
             └── MediaUnreachable the platform did not hand the file over (network, HTTP error, login page)
@@ -139,6 +140,22 @@ class ModelNotFound(LLMRejected):
         listing = f" It serves: {', '.join(self.served[:10])}." if self.served else ""
         return (f"LLM failure (unknown model): the model server does not know the model{named}.{listing} "
                 "Set TUSK_MODEL to one it serves; `tusk doctor` lists them.")
+
+
+class NotAModelServer(LLMRejected):
+    """The address in TUSK_API_BASE answered a chat request with a web page (HTML) instead of the model API:
+    a misconfigured base URL (a web server's front page, a login page, a path without `/v1`). `where` is
+    the address without credentials, where bot/llm.py knows it."""
+
+    cause = "not-a-model-server"
+    user_message = "The model server is misconfigured (it answered with a web page); the operator can run `tusk doctor`."
+    where: str | None = None
+
+    @property
+    def owner_message(self) -> str:
+        at = f" at {self.where}" if self.where else ""
+        return (f"LLM failure (misconfigured server): the address{at} answered with a web page, not a model API. "
+                f"Check TUSK_API_BASE (OpenAI-compatible servers usually end in /v1). {DOCTOR_HINT}")
 
 
 class McpToolError(TuskError):

@@ -1,13 +1,16 @@
 """What Tusk learned about each model from its server, kept in `$TUSK_HOME/models.json`.
 
-    {"openai/tiny": {"window": 2048, "no_tools": true, "truncates": false,
+    {"openai/tiny": {"window": 2048, "no_tools": true, "truncates": false, "no_stream": "tools",
                      "reason": "...", "updated": "2026-12-03 08:40:00"}}
 
 - `window`: tokens the server really takes (it said a prompt was too long; bot/window.py);
 - `no_tools`: the server refused tools ("does not support tools") or ignored them: turns go
   without tools and consolidation uses its plain-text form;
 - `truncates`: the server reported far fewer prompt tokens than Tusk sent (Ollama cutting the
-  front of the prompt at its own context size).
+  front of the prompt at its own context size);
+- `no_stream`: `"tools"` or `"all"`: the server streamed nothing (or an empty reply) for such a
+  request but answered it whole (Ollama's /v1 drops streamed tool calls, a server that cannot
+  stream at all): those requests go unstreamed (bot/llm.py).
 
 Readable JSON, owner-only, written atomically; an unreadable file is treated as empty.
 
@@ -39,6 +42,7 @@ class ModelFacts:
     window: int | None = None
     no_tools: bool = False
     truncates: bool = False
+    no_stream: str | None = None  # "tools" | "all"
 
 
 class ModelBook:
@@ -67,10 +71,15 @@ class ModelBook:
             return ModelFacts()
         window = entry.get("window")
         return ModelFacts(window=window if type(window) is int and window > 0 else None,  # noqa: E721
-                          no_tools=entry.get("no_tools") is True, truncates=entry.get("truncates") is True)
+                          no_tools=entry.get("no_tools") is True, truncates=entry.get("truncates") is True,
+                          no_stream=entry.get("no_stream") if entry.get("no_stream") in ("tools", "all") else None)
+
+    def unstreamed(self) -> dict[str, str]:
+        """model -> "tools" | "all", for every model whose server was found unable to stream."""
+        return {m: f for m in self._read() if (f := self.get(m).no_stream) is not None}
 
     def note(self, model: str, reason: str, **facts: Any) -> None:
-        """Record `facts` (window=, no_tools=, truncates=) for `model`, with why."""
+        """Record `facts` (window=, no_tools=, truncates=, no_stream=) for `model`, with why."""
         data = dict(self._read())
         entry = dict(data.get(model) or {})
         entry.update(facts, reason=reason[:300], updated=time.strftime("%Y-%m-%d %H:%M:%S"))
@@ -99,6 +108,8 @@ class Learner:
         self.truncates = facts.truncates
         context.tools_available = not facts.no_tools
         llm.window = consolidator.budget.window
+        llm.no_stream.update(book.unstreamed())
+        llm.on_no_stream = self.stream_refused
 
     def set_window(self, window: Window) -> None:
         """Budget for `window` from now on (the memory cap follows it unless TUSK_MEMORY_MAX_TOKENS is set)."""
@@ -130,6 +141,10 @@ class Learner:
         self.book.note(self.model, str(exc), no_tools=True)
         self.context.tools_available = False
 
+    def stream_refused(self, model: str, scope: str, why: str) -> None:
+        """`model`'s server answered whole what it streamed as nothing: kept, so a restart does not ask twice."""
+        self.book.note(model, f"streamed {why}, answered whole", no_stream=scope)
+
     def prompt_counted(self, sent: int, counted: int) -> None:
         """Compare Tusk's estimate of a prompt with the server's count; a far smaller count is a cut prompt."""
         if self.truncates or not counted or sent < TRUNCATION_MIN or counted >= sent * TRUNCATION_RATIO:
@@ -146,4 +161,7 @@ class Learner:
             out.append("Tools: unavailable (the model or its server takes none); memory is kept in plain text")
         if self.truncates:
             out.append(f"Warning: {TRUNCATION_FIX}")
+        if (scope := self.llm.no_stream.get(self.model)) is not None:
+            out.append("Streaming: off" + (" for replies that may use tools" if scope == "tools" else "")
+                       + " (the model's server answers those whole)")
         return tuple(out)

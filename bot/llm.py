@@ -30,16 +30,17 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
 from bot import logs, stream
 from bot.errors import (ContextOverflow, LLMAuthFailed, LLMError, LLMFiltered, LLMRejected, LLMUnavailable,
-                        LLMUnreachable, ModelNotFound, ToolsUnsupported)
+                        LLMUnreachable, ModelNotFound, NotAModelServer, ToolsUnsupported)
 from bot.llm_wire import (GEMINI_ROUTES, for_model, model_missing, model_name, overflow_window, provider_base,
-                          public_url, readable_client, retry_delay, served_models, strip_think, thinking_options,
-                          tools_refused, unreachable_reason, wants_readable_client)
+                          public_url, retry_delay, served_models, strip_think, thinking_options, tools_refused,
+                          unreachable_reason, wants_readable_client, web_page)
 from bot.threads import in_thread
 from memory.wire import new_call_id, repair_arguments, repair_name, thought_signature, wire_call
 
@@ -158,6 +159,10 @@ class LLM:
     def __init__(self, settings: LLMSettings) -> None:
         self.settings = settings
         self.window: int | None = None  # the window Tusk budgets for (sent as Ollama's num_ctx)
+        # model -> "tools" | "all": requests its server cannot stream (with tools, or at all), and who to tell
+        # when one more is found (bot/learned.py keeps them in models.json)
+        self.no_stream: dict[str, str] = {}
+        self.on_no_stream: Callable[[str, str, str], None] | None = None
         self._client: Any = None
 
     async def __aenter__(self) -> LLM:
@@ -180,6 +185,8 @@ class LLM:
             error.user_message = f"I can't reach the model: is {server} running at {public_url(where)}?"
             if isinstance(error, LLMUnreachable):
                 error.where, error.server = public_url(where), server
+        elif isinstance(error, NotAModelServer) and where:
+            error.where = public_url(where)
         elif isinstance(error, ModelNotFound):
             served = await served_models(where) if where else []
             error.model, error.served = model_name(model), tuple(served)
@@ -193,6 +200,8 @@ class LLM:
         if not wants_readable_client(model, s.api_base):
             return None
         if self._client is None:
+            from bot.llm_readable import readable_client  # httpx and openai: loaded with litellm, not at start
+
             assert s.api_base is not None
             self._client = readable_client(s.api_base, s.api_key)
         return self._client
@@ -228,11 +237,7 @@ class LLM:
         s = self.settings
         for attempt in range(s.retries + 1):
             try:
-                reply = await self._once(model, messages, options, live)
-                if _ask_again(reply, model, streamed=live is not None):
-                    logger.warning("%s wrote a malformed tool call (or nothing); asking once more", model)
-                    reply = await self._once(model, messages, options)  # whole: Gemini's reason comes only so
-                return reply
+                return await self._reply(model, messages, options, live)
             except LLMUnavailable as exc:
                 if attempt == s.retries:
                     raise
@@ -241,6 +246,47 @@ class LLM:
                 logger.info("LLM attempt %d failed (%s); retrying in %.1fs", attempt + 1, exc, delay)
                 await asyncio.sleep(delay)
         raise AssertionError("unreachable")
+
+    async def _reply(self, model: str, messages: list[dict[str, Any]], options: dict[str, Any],
+                     live: stream.Live | None) -> LLMReply:
+        """One reply, streamed into `live` where the server can stream this request. A stream that brought
+        nothing (no chunk, no finish, an empty reply) is asked again once without streaming: the server's
+        real answer or error (a window error included) comes that way; if it is an answer, the server is
+        remembered as one that cannot stream such requests. Gemini's MALFORMED_FUNCTION_CALL (no text, no
+        call) is asked once more too."""
+        if live is None or not self.streams(model, options):
+            reply = await self._once(model, messages, options)
+        else:
+            learn = not model.startswith(GEMINI_ROUTES)  # Gemini's empties are its model's (read whole below)
+            try:
+                reply = await self._once(model, messages, options, live)
+                why = "an empty reply" if _empty(reply) else None
+            except stream.StreamEmpty as exc:
+                why, learn = str(exc), learn and not exc.broken
+            if why is not None:
+                logger.warning("the stream from %s brought nothing (%s); asking once more without streaming",
+                               model, why)
+                reply = await self._once(model, messages, options)
+                if learn and not _empty(reply) and reply.finish_reason != "malformed_call":
+                    self._cannot_stream(model, options, why)
+                return reply
+        if reply.finish_reason == "malformed_call":
+            logger.warning("%s wrote a malformed tool call; asking once more", model)
+            reply = await self._once(model, messages, options)
+        return reply
+
+    def streams(self, model: str, options: dict[str, Any]) -> bool:
+        """Whether a request of `model` (with these options) may stream: not where its server was found not to."""
+        scope = self.no_stream.get(model)
+        return scope is None or (scope == "tools" and not options.get("tools"))
+
+    def _cannot_stream(self, model: str, options: dict[str, Any], why: str) -> None:
+        scope = "tools" if options.get("tools") else "all"
+        self.no_stream[model] = scope
+        logger.warning("%s's server streamed %s but answers whole: its requests%s go unstreamed from now on",
+                       model, why, " with tools" if scope == "tools" else "")
+        if self.on_no_stream is not None:
+            self.on_no_stream(model, scope, why)
 
     async def _once(self, model: str, messages: list[dict[str, Any]], options: dict[str, Any],
                     live: stream.Live | None = None) -> LLMReply:
@@ -291,6 +337,8 @@ def _translate(exc: Exception) -> LLMError:
     overflow = overflow_window(exc, isinstance(exc, lib.ContextWindowExceededError))
     if overflow is not None:
         return ContextOverflow(text, window=overflow or None)
+    if web_page(exc, html_counts=status not in TRANSIENT_STATUS):  # a proxy's 502 page is an outage
+        return NotAModelServer(text)
     if status in (400, 404, 500) and tools_refused(exc):
         return ToolsUnsupported(text)
     if status in (400, 404) and model_missing(exc):
@@ -318,14 +366,11 @@ def _retry_after(exc: Exception) -> float | None:
     return retry_delay(exc)
 
 
-def _ask_again(reply: LLMReply, model: str, streamed: bool) -> bool:
-    """Gemini's MALFORMED_FUNCTION_CALL (the model's call could not be parsed: no text, no call) is asked
-    once more. litellm reads that finish reason as "stop" and keeps the native one only in a whole reply,
-    so an empty streamed reply from Gemini is asked again too (whole, to learn the reason)."""
-    if reply.finish_reason == "malformed_call":
-        return True
-    empty = not reply.content and not reply.tool_calls and reply.finish_reason == "stop"
-    return streamed and empty and model.startswith(GEMINI_ROUTES)
+def _empty(reply: LLMReply) -> bool:
+    """No text and no call, and not because the reply was cut or filtered. A streamed one is asked again
+    whole: servers that cannot stream a request (llama.cpp over its window, Ollama's /v1 with tools)
+    end the stream so; litellm keeps Gemini's MALFORMED_FUNCTION_CALL reason only in a whole reply."""
+    return not reply.content and not reply.tool_calls and reply.finish_reason in ("stop", "tool_calls", "")
 
 
 def _parse(response: Any, model: str) -> LLMReply:

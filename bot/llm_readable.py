@@ -1,18 +1,142 @@
-"""The httpx transport behind `bot.llm_wire.readable_client`: chat completions whose content is a list
-of parts arrive as text (litellm's reply model refuses lists on the openai route). Imported only when
-such a client is made, so start-up does not pay for httpx."""
+"""What OpenAI-compatible servers really send, made readable before litellm reads it.
+
+For the `openai/` route with a base URL (vLLM, LM Studio, llama.cpp, Ollama's /v1, a proxy)
+litellm is handed `readable_client(...)`: an OpenAI client (litellm's documented `client`
+parameter) whose httpx transport, `ReadableReplies`, fixes the shapes litellm would refuse
+or drop, streamed or not:
+
+- `content` as a list of parts (Mistral, some vLLM models), in a whole reply or in each
+  streamed `delta`: its text; thinking parts become `reasoning_content`;
+- tool-call `arguments` given as a JSON object: JSON text;
+- a streamed request answered with one whole JSON body (a server that ignores `stream`):
+  the same reply as one SSE chunk, so nothing is lost and nothing is asked twice;
+- an `error` object in a 200 answer to a streamed request: an SSE error event, which the
+  OpenAI client raises as the server's error;
+- a web page (HTML) where the chat API should be: `NotAnApi`, which bot/llm.py reads as a
+  misconfigured base URL (`bot.errors.NotAModelServer`), not as an empty reply.
+
+Everything else passes unchanged. Imported only when such a client is made: start-up does
+not pay for httpx.
+"""
 
 from __future__ import annotations
 
 import json
+import os
+import re
+from collections.abc import AsyncIterator
+from typing import Any
 
 import httpx
 
-from bot.llm_wire import flatten_content
+from bot.llm_wire import WEB_PAGE, NotAnApi
+
+_STREAM_ASKED = re.compile(rb'(?<!\\)"stream"\s*:\s*true')
+_NEEDS_READING = (b'"content":[', b'"content": [', b'"arguments":{', b'"arguments": {')
+
+
+def _flatten_message(message: dict[str, Any]) -> bool:
+    """A message (or a streamed delta) with list content turned into text and object arguments into JSON
+    text, in place; True if anything changed."""
+    changed = False
+    for call in message.get("tool_calls") or []:
+        function = call.get("function") if isinstance(call, dict) else None
+        if isinstance(function, dict) and isinstance(function.get("arguments"), dict | list):
+            function["arguments"] = json.dumps(function["arguments"], ensure_ascii=False)
+            changed = True
+    content = message.get("content")
+    if not isinstance(content, list):
+        return changed
+    texts, thoughts = [], []
+    for part in content:
+        if isinstance(part, str):
+            texts.append(part)
+        elif isinstance(part, dict) and part.get("type") in ("thinking", "reasoning"):
+            inner = part.get("thinking") or part.get("text") or ""
+            thoughts.append(inner if isinstance(inner, str) else
+                            "".join(p.get("text", "") for p in inner if isinstance(p, dict)))
+        elif isinstance(part, dict) and isinstance(part.get("text"), str):
+            texts.append(part["text"])
+    message["content"] = "".join(texts)
+    if thoughts and not message.get("reasoning_content"):
+        message["reasoning_content"] = "\n".join(thoughts)
+    return True
+
+
+def flatten_content(body: dict[str, Any]) -> bool:
+    """A chat completion or a streamed chunk made readable in place (see `_flatten_message`); True if changed."""
+    changed = False
+    for choice in body.get("choices") or []:
+        for key in ("message", "delta"):
+            part = choice.get(key) if isinstance(choice, dict) else None
+            if isinstance(part, dict):
+                changed = _flatten_message(part) or changed
+    return changed
+
+
+def as_chunks(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """A whole chat completion as the chunks a stream of it would have been: one delta per choice with its
+    finish reason, then the usage."""
+    base = {k: body[k] for k in ("id", "created", "model", "system_fingerprint") if k in body}
+    choices = []
+    for i, choice in enumerate(body.get("choices") or []):
+        message = dict(choice.get("message") or {}) if isinstance(choice, dict) else {}
+        calls = message.get("tool_calls")
+        if isinstance(calls, list):
+            message["tool_calls"] = [{**c, "index": n} if isinstance(c, dict) else c for n, c in enumerate(calls)]
+        choices.append({"index": choice.get("index", i), "delta": {"role": "assistant", **message},
+                        "finish_reason": choice.get("finish_reason") or "stop"})
+    chunks = [{**base, "object": "chat.completion.chunk", "choices": choices}]
+    if isinstance(body.get("usage"), dict):
+        chunks.append({**base, "object": "chat.completion.chunk", "choices": [], "usage": body["usage"]})
+    return chunks
+
+
+def _events(payloads: list[dict[str, Any]]) -> bytes:
+    return b"".join(b"data: " + json.dumps(p).encode() + b"\n\n" for p in payloads) + b"data: [DONE]\n\n"
+
+
+class _ReadableEvents(httpx.AsyncByteStream):
+    """An SSE body read line by line; a `data:` line whose JSON needs it is made readable (`flatten_content`)."""
+
+    def __init__(self, inner: httpx.AsyncByteStream) -> None:
+        self._inner = inner
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        pending = b""
+        async for piece in self._inner:
+            pending += piece
+            *lines, pending = pending.split(b"\n")
+            if lines:
+                yield b"".join(_readable_line(line) + b"\n" for line in lines)
+        if pending:
+            yield _readable_line(pending)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+def _readable_line(line: bytes) -> bytes:
+    if not line.startswith(b"data:") or not any(marker in line for marker in _NEEDS_READING):
+        return line
+    try:
+        chunk = json.loads(line[5:])
+    except ValueError:
+        return line
+    if not isinstance(chunk, dict) or not flatten_content(chunk):
+        return line
+    return b"data: " + json.dumps(chunk).encode() + (b"\r" if line.endswith(b"\r") else b"")
+
+
+def _asks_stream(request: httpx.Request) -> bool:
+    try:
+        return _STREAM_ASKED.search(request.content) is not None
+    except httpx.RequestNotRead:  # a streamed upload is no chat request
+        return False
 
 
 class ReadableReplies(httpx.AsyncBaseTransport):
-    """An httpx transport that hands chat completions on with list content turned into text."""
+    """An httpx transport that hands chat completions on in shapes litellm reads (the module docstring)."""
 
     def __init__(self) -> None:
         # No pooled connections: none outlives its request (nor the event loop that made it). These
@@ -21,21 +145,43 @@ class ReadableReplies(httpx.AsyncBaseTransport):
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         response = await self._inner.handle_async_request(request)
-        if not request.url.path.endswith("/chat/completions") or \
-                "application/json" not in response.headers.get("content-type", ""):
-            return response  # streams and errors pass as they are
+        if not request.url.path.endswith("/chat/completions"):
+            return response
+        kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
+        if kind in ("text/html", "application/xhtml+xml") and response.status_code in (200, 404):
+            await response.aclose()
+            raise NotAnApi(f"HTTP {response.status_code}: {WEB_PAGE} ({kind})")
+        if kind == "text/event-stream":
+            return httpx.Response(response.status_code, headers=response.headers,
+                                  stream=_ReadableEvents(response.stream), request=request,
+                                  extensions=response.extensions)
+        if kind != "application/json":
+            return response  # errors in other types pass as they are
         raw = await response.aread()
         try:
             body = json.loads(raw)
         except ValueError:
             body = None
+        headers = [(k, v) for k, v in response.headers.items()
+                   if k.lower() not in ("content-length", "content-encoding", "transfer-encoding", "content-type")]
+        if isinstance(body, dict) and response.status_code == 200 and _asks_stream(request):
+            flatten_content(body)  # a server that ignored `stream`: its whole answer, as one stream
+            payloads = [{"error": body["error"]}] if body.get("error") else as_chunks(body)
+            return httpx.Response(200, headers=[*headers, ("content-type", "text/event-stream")],
+                                  content=_events(payloads), request=request, extensions=response.extensions)
         if not isinstance(body, dict) or not flatten_content(body):
             return httpx.Response(response.status_code, headers=response.headers, content=raw,
                                   request=request, extensions=response.extensions)
-        headers = [(k, v) for k, v in response.headers.items()
-                   if k.lower() not in ("content-length", "content-encoding", "transfer-encoding")]
-        return httpx.Response(response.status_code, headers=headers, content=json.dumps(body).encode(),
-                              request=request, extensions=response.extensions)
+        return httpx.Response(response.status_code, headers=[*headers, ("content-type", "application/json")],
+                              content=json.dumps(body).encode(), request=request, extensions=response.extensions)
 
     async def aclose(self) -> None:
         await self._inner.aclose()
+
+
+def readable_client(api_base: str, api_key: str | None) -> Any:
+    """An OpenAI client (for litellm's `client` parameter) whose replies arrive readable (see above)."""
+    import openai  # installed with litellm
+
+    return openai.AsyncOpenAI(base_url=api_base, api_key=api_key or os.environ.get("OPENAI_API_KEY") or "none",
+                              max_retries=0, http_client=httpx.AsyncClient(transport=ReadableReplies(), timeout=None))

@@ -3,15 +3,13 @@
 - `overflow_window(exc)`: is this error a prompt over the window, and what window did the
   server name? Each server words it its own way (the fake in tests/fakes/fake_llm.py has
   each wording as its docs or code give it).
-- `readable_client(...)`: for the `openai/` route with a base URL (vLLM, LM Studio,
-  llama.cpp, a proxy), an OpenAI client for litellm's documented `client` parameter whose
-  transport turns a reply's `content` list of parts into its text (thinking parts into
-  `reasoning_content`), which litellm's reply model would otherwise refuse, and arguments
-  given as an object into JSON text.
+- `wants_readable_client(...)`: the `openai/` route with a base URL (vLLM, LM Studio, llama.cpp,
+  a proxy) gets bot/llm_readable.py's client, which reads what those servers really send.
 - `strip_think(text)`: `<think>...</think>` blocks never reach users or the session.
 - `provider_base(model, api_base)`, `thinking_options(...)`: what Anthropic's Messages API and Gemini's
   generateContent need of a request that litellm does not see to (see the functions); `for_model(...)`
   keeps Gemini's thought signatures for Gemini; `retry_delay(exc)` reads a Google 429's RetryInfo.
+- `web_page(exc)`: the server answered with a web page (HTML), not the API: a misconfigured base URL.
 - `unreachable_reason(exc)`: no connection at all (refused, host not found, no route), read from
   the chain of causes litellm keeps; `public_url(url)`: an address fit to show (no credentials).
 """
@@ -19,8 +17,6 @@
 from __future__ import annotations
 
 import errno
-import json
-import os
 import re
 import socket
 from typing import Any
@@ -71,6 +67,29 @@ _MODEL_MISSING = re.compile(r"model\W+\S+\W+not found|model .{0,80} does not exi
                             r"no such model|unknown model|model .{0,80} is not (?:loaded|available)|"
                             r"not_found_error\W+message\W+model: |"  # Anthropic: 404 "model: <name>"
                             r"models/\S+ is not found for API version", re.I)  # Gemini: 404 NOT_FOUND
+
+
+class NotAnApi(Exception):
+    """A chat request was answered with a web page: the base URL points at a web server, not a model API
+    (raised by bot/llm_readable.py's transport, found in the chain of causes litellm keeps)."""
+
+
+WEB_PAGE = "a web page where the chat completions API should be"  # NotAnApi's words (litellm keeps no chain)
+_HTML = re.compile(r"<!doctype html|<html[\s>]|<head>|<body[\s>]", re.I)
+
+
+def web_page(exc: BaseException, html_counts: bool = True) -> bool:
+    """Whether the server answered with a web page where the model API should be: NotAnApi, or (where
+    `html_counts`: not for a proxy's 502 page, an outage) HTML in the error."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(cause, NotAnApi):
+            return True
+        cause = cause.__cause__ or cause.__context__
+    text = _error_texts(exc)
+    return WEB_PAGE in text or html_counts and bool(_HTML.search(text[:4000]))
 
 
 _NO_ROUTE = frozenset({errno.ENETUNREACH, errno.EHOSTUNREACH})
@@ -159,53 +178,9 @@ def strip_think(text: str | None) -> str | None:
     return _OPEN_THINK.sub("", _THINK.sub("", text)).strip()
 
 
-def flatten_content(body: dict[str, Any]) -> bool:
-    """Turn list-of-parts `content` in a chat completion into text, and tool-call arguments given as an
-    object into JSON text, in place; True if anything changed."""
-    changed = False
-    for choice in body.get("choices") or []:
-        message = choice.get("message") if isinstance(choice, dict) else None
-        if not isinstance(message, dict):
-            continue
-        for call in message.get("tool_calls") or []:
-            function = call.get("function") if isinstance(call, dict) else None
-            if isinstance(function, dict) and isinstance(function.get("arguments"), dict | list):
-                function["arguments"] = json.dumps(function["arguments"], ensure_ascii=False)
-                changed = True
-        content = message.get("content")
-        if not isinstance(content, list):
-            continue
-        texts, thoughts = [], []
-        for part in content:
-            if isinstance(part, str):
-                texts.append(part)
-            elif isinstance(part, dict) and part.get("type") in ("thinking", "reasoning"):
-                inner = part.get("thinking") or part.get("text") or ""
-                thoughts.append(inner if isinstance(inner, str) else
-                                "".join(p.get("text", "") for p in inner if isinstance(p, dict)))
-            elif isinstance(part, dict) and isinstance(part.get("text"), str):
-                texts.append(part["text"])
-        message["content"] = "".join(texts)
-        if thoughts and not message.get("reasoning_content"):
-            message["reasoning_content"] = "\n".join(thoughts)
-        changed = True
-    return changed
-
-
 def wants_readable_client(model: str, api_base: str | None) -> bool:
-    """Whether litellm should get a `readable_client` for `model`: the `openai/` route to a base URL."""
+    """Whether litellm should get bot/llm_readable.py's client for `model`: the `openai/` route to a base URL."""
     return bool(api_base) and model.startswith("openai/")
-
-
-def readable_client(api_base: str, api_key: str | None) -> Any:
-    """An OpenAI client (for litellm's `client` parameter) whose replies' list content arrives as text."""
-    import httpx  # both installed with litellm, imported here: not at start-up (httpx loads its CLI, rich)
-    import openai
-
-    from bot.llm_readable import ReadableReplies
-
-    return openai.AsyncOpenAI(base_url=api_base, api_key=api_key or os.environ.get("OPENAI_API_KEY") or "none",
-                              max_retries=0, http_client=httpx.AsyncClient(transport=ReadableReplies(), timeout=None))
 
 
 def provider_base(model: str, api_base: str | None) -> str | None:

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any, Literal, Protocol
 
-from bot.errors import LLMError, LLMFiltered, LLMUnavailable
+from bot.errors import LLMError, LLMUnavailable
 from bot.llm_wire import strip_think
 
 logger = logging.getLogger(__name__)
@@ -71,6 +71,16 @@ class StreamCut(LLMError):
     """The stream broke after part of the reply was shown; not retried."""
 
     user_message = "The connection to the model failed mid-reply."
+
+
+class StreamEmpty(LLMError):
+    """The stream ended or broke before anything was shown: no answer yet. bot/llm.py asks the same request
+    once more without streaming, which gives the server's real answer or error. `broken`: it broke (a
+    dropped connection, a server error inside it), which says nothing about what the server can stream."""
+
+    def __init__(self, message: str, broken: bool = False) -> None:
+        super().__init__(message)
+        self.broken = broken
 
 
 def visible(raw: str) -> str:
@@ -269,7 +279,8 @@ class Assembly:
 
 
 async def collect(stream: Any, live: Live, model: str) -> Any:
-    """Read a litellm stream to its end, feeding `live` the text as it comes; the whole reply (`Assembly`)."""
+    """Read a litellm stream to its end, feeding `live` the text as it comes; the whole reply (`Assembly`).
+    A stream that ends or breaks before anything was shown, with no reply in it, is `StreamEmpty`."""
     whole = Assembly(model)
     raw = ""
     try:
@@ -278,13 +289,15 @@ async def collect(stream: Any, live: Live, model: str) -> Any:
                 raw += piece
                 live.feed(raw)
     except Exception as exc:  # litellm wraps a broken stream in its own types: the server was reached
-        if not whole.chunks and 400 <= (getattr(exc, "status_code", None) or 0) < 500:
-            raise  # a refusal before the stream began (Gemini's route raises it here): bot/llm.py reads it
-        if whole.chunks and not whole.choices_seen:  # what a filter that drops the whole answer sends
-            raise LLMFiltered(f"{model} streamed no choices") from exc
+        if not live.shown and 400 <= (getattr(exc, "status_code", None) or 0) < 500:
+            raise  # a refusal (an error object in the stream, Gemini's route): read as the same error unstreamed
+        if not live.shown:
+            raise StreamEmpty(f"a stream that broke: {type(exc).__name__}: {str(exc)[:200]}", broken=True) from exc
         raise LLMUnavailable(f"the stream from {model} broke: {type(exc).__name__}: {str(exc)[:300]}") from exc
     if not whole.choices_seen:
-        raise LLMFiltered(f"{model} streamed no choices")
+        raise StreamEmpty("no chunk" if not whole.chunks else "no choices")
     if whole.finish_reason is None:
+        if not live.shown:
+            raise StreamEmpty("a stream that ended before the reply did")
         raise LLMUnavailable(f"the stream from {model} ended before the reply did")
     return whole.response()

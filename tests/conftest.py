@@ -1,6 +1,7 @@
 """Shared fixtures: a fake LLM server, settings pointing at it, a running Tusk with its HTTP channel."""
 
 import contextlib
+import json
 import os
 
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"  # before anything imports litellm
@@ -87,7 +88,20 @@ def with_helpers(app, http, client):
             assert resp.status == 200, await resp.text()
             return (await resp.json())["replies"]
 
+    async def say_streamed(chat, text, **extra):
+        """The replies of a turn asked for as Server-Sent Events: someone watches, so the model streams."""
+        url = f"http://127.0.0.1:{http.port}/v1/chats/{chat}/messages"
+        last = None
+        async with client.post(url, json={"text": text, "stream": True, **extra}) as resp:
+            assert resp.status == 200, await resp.text()
+            async for raw in resp.content:
+                if raw.startswith(b"data: "):
+                    last = json.loads(raw[6:])
+        assert last is not None and "replies" in last, last
+        return last["replies"]
+
     app.say = say
+    app.say_streamed = say_streamed
     app.url = f"http://127.0.0.1:{http.port}"
     app.client = client
     app.token = http.settings.token

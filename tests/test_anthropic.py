@@ -83,7 +83,7 @@ async def test_thinking_blocks_and_signatures_come_back_unchanged(claude, fake_l
     async with running(settings) as tusk:
         fake_llm.script(clock(reasoning="I should check the clock.", redacted="hidden plan"),
                         Reply(text="It is noon.", reasoning="Now answer."))
-        assert await tusk.say("a3", "time?") == ["It is noon."]
+        assert await tusk.say_streamed("a3", "time?") == ["It is noon."]
         first = fake_llm.requests[0]
         assert first.get("stream", False) is (stream == "auto")
         assert first["thinking"] == {"type": "enabled", "budget_tokens": 2048} and first["max_tokens"] > 2048
@@ -162,11 +162,13 @@ async def test_overloaded_is_retried_then_answered(claude, fake_llm):
 
 
 async def test_overloaded_inside_a_stream_before_any_text_is_retried(claude, fake_llm):
-    """An `error` event (overloaded_error) in the SSE before any text showed: the request is made again."""
+    """An `error` event (overloaded_error) in the SSE before any text showed: the request is made again, whole;
+    the next turn streams again (an outage says nothing of what the server can stream)."""
     async with running(claude(TUSK_LLM_RETRIES="1")) as tusk:
-        fake_llm.script(Reply(text=LONG, error_after=2), Reply(text=LONG))
-        assert await tusk.say("a12", "hello") == [LONG]
-    assert len(fake_llm.requests) == 2 and all(b["stream"] for b in fake_llm.requests)
+        fake_llm.script(Reply(text=LONG, error_after=2), Reply(text=LONG), Reply(text=LONG))
+        assert await tusk.say_streamed("a12", "hello") == [LONG]
+        assert await tusk.say_streamed("a12", "again") == [LONG]
+    assert [b.get("stream", False) for b in fake_llm.requests] == [True, False, True]
 
 
 async def test_rate_limited_honours_retry_after(claude, fake_llm):

@@ -1,4 +1,5 @@
 """What real providers send: each shape gets a sensible answer or a clear error, and the next request is legal.
+Each shape is sent both ways: as one whole reply and streamed (the `tusk` fixture below).
 
 Every request the fake LLM receives in these tests is checked with tests/legality.py (roles, pairing, and
 well-formed tool calls), and each chat's session is reloaded from disk before the next turn.
@@ -12,8 +13,18 @@ import pytest
 from bot.errors import ContextOverflow, LLMError, LLMFiltered
 from memory.session import load
 from tests import procs
+from tests.conftest import running
 from tests.fakes.fake_llm import OVERFLOW_BODIES, Reply, overflow_body
 from tests.legality import violations
+
+
+@pytest.fixture(params=["whole", "streamed"])
+async def tusk(make_settings, request):
+    """Each shape both ways: asked for plainly (one whole reply) and over SSE (the model streams it)."""
+    async with running(make_settings()) as app:
+        if request.param == "streamed":
+            app.say = app.say_streamed
+        yield app
 
 
 def assert_all_legal(fake_llm):
@@ -162,17 +173,20 @@ async def test_a_tool_call_cut_inside_its_arguments_is_asked_again_once(tusk, fa
 
 @pytest.mark.parametrize("reply", [Reply(choices=[]), Reply(text=None, finish_reason="content_filter")])
 async def test_filtered_replies_say_so(tusk, fake_llm, reply):
-    """No choices, or a content-filter stop with nothing said: the user hears it was the filter."""
+    """No choices, or a content-filter stop with nothing said: the user hears it was the filter (a stream with
+    no choices is asked again whole, and the provider filters that too)."""
     await tusk.say("filt", "first")
     before = reload(tusk, "filt").files.session.read_bytes()
-    fake_llm.script(reply)
+    fake_llm.script(reply, reply)
     assert await tusk.say("filt", "something") == [LLMFiltered.user_message]
     assert reload(tusk, "filt").files.session.read_bytes() == before
 
 
 async def test_an_error_object_in_a_200_is_an_error(tusk, fake_llm):
-    """A 200 whose body is an error is not a reply: the user hears the model is unavailable."""
-    fake_llm.script(Reply(raw_body=json.dumps({"error": {"message": "upstream overloaded", "code": 502}})))
+    """A 200 whose body is an error is not a reply: the user hears the model is unavailable (streamed, the broken
+    stream is asked again whole, and the proxy answers that with the same error)."""
+    error = Reply(raw_body=json.dumps({"error": {"message": "upstream overloaded", "code": 502}}))
+    fake_llm.script(error, error)
     assert await tusk.say("err200", "hi") == [LLMError("").owner_message]  # the console hears the doctor hint too
 
 

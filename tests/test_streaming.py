@@ -110,14 +110,16 @@ async def test_a_stream_cut_inside_a_tool_call_saves_no_half_call(tusk, fake_llm
 
 
 async def test_a_stream_cut_before_anything_showed_is_retried(make_settings, fake_llm):
-    """Cut inside a tool call before any text was shown: asked again (a retry), and the turn completes."""
+    """Cut inside a tool call before any text was shown: asked again whole, and the turn completes; the next
+    request streams again."""
     fake_llm.script(Reply(text=None, tool_calls=[("c1", "current_time", {})], cut_after=3),
                     Reply(text=None, tool_calls=[("c1", "current_time", {})]), Reply(text="It is late."))
     async with running(make_settings(TUSK_LLM_RETRIES="1")) as tusk:
-        assert await tusk.say("s7", "time?") == ["It is late."]
+        assert await tusk.say_streamed("s7", "time?") == ["It is late."]
         messages = saved(tusk, "s7")
         assert [m.role for m in messages] == ["user", "assistant", "tool", "assistant"]
         assert violations(fake_llm.requests[-1]["messages"]) == []
+        assert [b.get("stream", False) for b in fake_llm.requests] == [True, False, True]
 
 
 async def test_the_timeout_bounds_the_whole_stream(make_settings, fake_llm):

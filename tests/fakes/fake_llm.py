@@ -22,6 +22,16 @@ of parts, reasoning fields, odd tool calls), `choices` (e.g. none at all), a
 a `raw_body` with any status (an error object in a 200, a vendor's window error: see
 `overflow_body`), and `trickle` to send the body a few bytes at a time.
 
+`quirk` makes the OpenAI-compatible endpoint break streams as real servers do, deterministically (the
+scripted reply stays queued for the request that asks again): "llamacpp" (with `window`): a prompt over
+the window gets llama-cpp-python's 400 unstreamed and, streamed, a 200 event stream closed with no chunk;
+"drops_streamed_calls": a streamed request with tools gets empty content and `stop` where its reply
+has tool calls (Ollama's /v1, ollama#9632); "ignores_stream": one whole JSON body to a streamed request;
+"html": a web server's front page (a base URL that is not the API); "parts_in_deltas": streamed
+`delta.content` as a list of parts (Mistral); "one_chunk": the whole reply, calls included, in one
+chunk (Ollama with tools, ollama#9092); "error_in_stream": the reply's `raw_body` (an error object)
+sent as an event of a 200 stream.
+
 Images in a request are checked as OpenAI checks them: every `image_url` part must be a
 `data:image/<png|jpeg|gif|webp>;base64,` URI that decodes to an image of at most
 `IMAGE_MAX_BYTES`; anything else gets OpenAI's 400 (and is not scripted). Audio sent to
@@ -248,6 +258,8 @@ class FakeLLM:
         self.claude_models: set[str] | None = None  # set: any other model gets Anthropic's 404 not_found_error
         self.gemini_placeholders = 0  # Gemini wire: parts sent with the skip-validator placeholder, not a signature
         self.gemini_models: set[str] | None = None  # set: any other model gets Gemini's 404 NOT_FOUND
+        self.quirk: str | None = None  # how the OpenAI-compatible endpoint breaks streams (module docstring)
+        self.window: int | None = None  # quirk "llamacpp": the server's context size, in the fake's tokens
 
     def script(self, *replies: Reply) -> None:
         self._script.extend(replies)
@@ -472,7 +484,11 @@ class FakeLLM:
                 self.requests.append(raw)
                 return web.json_response({"error": {"message": problem, "type": "invalid_request_error",
                                                     "param": None, "code": "invalid_image"}}, status=400)
+        if (broken := await self._quirk_before(request, raw)) is not None:
+            return broken
         body, reply = await self._take(request)
+        if (broken := await self._quirk_after(request, body, reply)) is not None:
+            return broken
         if reply.raw_body is not None and reply.status == 200 and body.get("stream"):  # as OpenRouter does
             return await self._send_events(request, [reply.raw_body])
         if reply.raw_body is not None:
@@ -484,7 +500,7 @@ class FakeLLM:
                   "function": {"name": name, "arguments": args if isinstance(args, str) else json.dumps(args)}}
                  for cid, name, args in reply.tool_calls]
         base = {"id": f"chatcmpl-{next(self._ids)}", "created": int(time.time()), "model": body.get("model", "fake")}
-        if body.get("stream"):
+        if body.get("stream") and self.quirk != "ignores_stream":
             return await self._stream(request, base, reply, calls)
         prompt = len(json.dumps(body.get("messages", []))) // 4
         done = len(reply.text or "") // 4 + 1
@@ -497,6 +513,59 @@ class FakeLLM:
         usage = reply.usage or {"prompt_tokens": prompt, "completion_tokens": done, "total_tokens": prompt + done}
         payload = {**base, "object": "chat.completion", "choices": choices, "usage": usage}
         return await self._send(request, reply, json.dumps(payload))
+
+    async def _quirk_before(self, request: web.Request, body: dict[str, Any]) -> web.StreamResponse | None:
+        """Quirks that answer before a reply is taken from the script (the module docstring)."""
+        if self.quirk == "html":
+            self.requests.append(body)
+            return web.Response(text="<!DOCTYPE html><html><head><title>Welcome to nginx!</title></head>"
+                                     "<body><h1>Welcome to nginx!</h1></body></html>", content_type="text/html")
+        prompt = len(json.dumps(body.get("messages", []))) // 4
+        if self.quirk != "llamacpp" or self.window is None or prompt + (body.get("max_tokens") or 0) <= self.window:
+            return None
+        self.requests.append(body)
+        if body.get("stream"):  # llama-cpp-python starts the answer, then fails inside it: no chunk at all
+            resp = web.StreamResponse(headers={"Content-Type": "text/event-stream; charset=utf-8"})
+            await resp.prepare(request)
+            await resp.write_eof()
+            return resp
+        error = {"message": f"This model's maximum context length is {self.window} tokens. However, you requested "
+                            f"{prompt} tokens ({prompt} in the messages, 0 in the completion). Please reduce the "
+                            "length of the messages or completion.", "type": "invalid_request_error",
+                 "param": "messages", "code": "context_length_exceeded"}
+        return web.json_response({"error": error}, status=400)
+
+    async def _quirk_after(self, request: web.Request, body: dict[str, Any], reply: Reply) -> web.StreamResponse | None:
+        """Quirks that break a scripted reply as it is streamed; a reply not given is queued again."""
+        if not body.get("stream") or self.quirk is None:
+            return None
+        calls = [{"id": cid, "type": "function",
+                  "function": {"name": name, "arguments": args if isinstance(args, str) else json.dumps(args)}}
+                 for cid, name, args in reply.tool_calls]
+        base = {"id": f"chatcmpl-{next(self._ids)}", "object": "chat.completion.chunk", "created": int(time.time()),
+                "model": body.get("model", "fake")}
+        if self.quirk == "drops_streamed_calls" and calls and body.get("tools"):
+            self._script.appendleft(reply)
+            empty = [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": "stop"}]
+            return await self._send_events(request, [json.dumps({**base, "choices": empty}), "[DONE]"])
+        if self.quirk == "ignores_stream":
+            return None  # answered below as if `stream` were not there
+        if self.quirk == "error_in_stream" and reply.raw_body is not None:
+            return await self._send_events(request, [reply.raw_body])
+        message = {"role": "assistant", "content": reply.text or "", **({"tool_calls": calls} if calls else {})}
+        finish = reply.finish_reason or ("tool_calls" if calls else "stop")
+        if self.quirk == "one_chunk":
+            for i, call in enumerate(message.get("tool_calls", [])):
+                call["index"] = i
+            chunk = {**base, "choices": [{"index": 0, "delta": message, "finish_reason": finish}]}
+            return await self._send_events(request, [json.dumps(chunk), "[DONE]"])
+        if self.quirk == "parts_in_deltas":
+            pieces = [{"role": "assistant", "content": ""}] + [{"content": [{"type": "text", "text": t}]}
+                                                               for t in tokens(reply.text or "")]
+            events = [{**base, "choices": [{"index": 0, "delta": d, "finish_reason": None}]} for d in pieces]
+            events.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
+            return await self._send_events(request, [json.dumps(e) for e in events] + ["[DONE]"])
+        return None
 
     async def _send(self, request: web.Request, reply: Reply, text: str) -> web.StreamResponse:
         if not reply.trickle:
