@@ -74,7 +74,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _pairing(args: argparse.Namespace, settings: Settings) -> int:
     from bot.ops import pairing
-    from bot.pairing import PairingError, PairingStore
+    from bot.access.pairing import PairingError, PairingStore
 
     store = PairingStore(settings.home, settings.pairing_ttl * 60, settings.pairing_max_pending)
     try:
