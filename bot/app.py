@@ -19,7 +19,8 @@ from bot.agent import ChatAgent
 from bot.bus import MessageBus
 from bot.chat_move import ChatMoves
 from bot.commands import Commands
-from bot.erasure import InboxMembers, MediaMembers, MemberErasure, ReminderMembers, SearchMembers, model_rewrite
+from bot.commands.erasure import (InboxMembers, MediaMembers, MemberErasure, ReminderMembers, SearchMembers,
+                                  model_rewrite)
 from bot.config import Settings
 from bot.ops import access
 from bot.errors import ConfigError, ContextOverflow, ToolsUnsupported

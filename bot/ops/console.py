@@ -1,5 +1,5 @@
 """The web console's JSON API: every chat's memory, read and changed through the same functions
-as the chat commands and the admin CLI (memory/*, bot/commands.py); mounted into the HTTP
+as the chat commands and the admin CLI (memory/*, bot/commands/); mounted into the HTTP
 channel by bot/app.py, so it gets the channel's token check and JSON errors.
 
     GET  /api/chats?q=&channel=                            every chat: counts, memory size, last activity

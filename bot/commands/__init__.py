@@ -1,7 +1,7 @@
 """Chat commands: answered by Tusk itself, never sent to the LLM and never saved in the session.
 
     /help  /status  /new  /memory [history [n] | undo]  /forget [confirm]  /timezone [Area/City | reset]
-    /forget me [confirm]  /forget @name|id:<id> [confirm]  (one member of a group: bot/erasure.py)
+    /forget me [confirm]  /forget @name|id:<id> [confirm]  (one member of a group: bot/commands/erasure.py)
     /listen [on | off]  (a group's messages not addressed to the bot kept as context; admins)
     (+ what the app adds: /reminders from bot/tools/reminders.py)
 
@@ -31,7 +31,7 @@ from memory.session import Session, SessionStore
 from memory.tokens import count_text
 
 if TYPE_CHECKING:
-    from bot.erasure import MemberErasure
+    from bot.commands.erasure import MemberErasure
 
 COMMAND = re.compile(r"/([A-Za-z][A-Za-z0-9_]{0,31})(?:@\S+)?(?:\s+(.*))?", re.DOTALL)
 
@@ -92,7 +92,7 @@ class Commands:
                  extra: Iterable[Command] = (), erasure: MemberErasure | None = None) -> None:
         self.default_timezone = default_timezone
         self.holders = tuple(holders)
-        self.erasure = erasure  # /forget me, /forget @name, /forget id:<id> (bot/erasure.py)
+        self.erasure = erasure  # /forget me, /forget @name, /forget id:<id> (bot/commands/erasure.py)
         self.table: dict[str, Command] = {}
         for name, summary, fn in (("help", "this list", self._help),
                                   ("status", "model, conversation and memory size", _status),
