@@ -3,6 +3,8 @@
     config  settings file  unknown variables (bot/ops/doctor_env.py)  data dir  HTTP access  HTTP port
     tokenizer  the model (bot/ops/probe.py)  each platform token  each MCP server  allow-lists
 
+Each check is a `Check` (bot/ops/check.py), the unit `tusk init` shows too.
+
 The CLI masks every secret in what it prints, exactly as the log does (bot/logs.py); the
 HTTP access check applies the very rule `tusk run` enforces (channels/http/ `bind_problem`).
 
@@ -16,12 +18,13 @@ import asyncio
 import shutil
 import tempfile
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
 
 import aiohttp
 
 from bot.config import Settings
 from bot.errors import ConfigError
+from bot.ops import doctor_env
+from bot.ops.check import Check
 from bot.places import SettingsFile
 from memory.paths import private_dir
 
@@ -31,23 +34,9 @@ NO_SPACE = 100 << 20  # fail below 100 MiB
 TIMEOUT = aiohttp.ClientTimeout(total=20)
 
 
-@dataclass(frozen=True, slots=True)
-class Check:
-    name: str
-    verdict: str  # "ok", "warn", "fail", or "skip" (not checked, on request)
-    detail: str
-    fix: str = ""
-
-    def line(self) -> str:
-        text = f"{self.verdict.upper():<5} {self.name}: {self.detail}"
-        return text + (f"\n      fix: {self.fix}" if self.fix else "")
-
-
 def _data_dir(settings: Settings) -> Check:
-    from bot.ops.doctor_env import data_dir_to_be
-
     home = settings.home.resolve()
-    if (not_yet := data_dir_to_be(home)) is not None:  # a check creates nothing
+    if (not_yet := doctor_env.data_dir_to_be(home)) is not None:  # a check creates nothing
         return not_yet
     try:
         private_dir(home, follow=True)
@@ -180,8 +169,6 @@ async def run_checks(settings: Settings, env_file: SettingsFile | None = None,
     """Every check, in order; a check that cannot run (no model set) fails with its fix. With `env_file`
     (the settings file load_settings looked for) and `environ`, also which file was read and unknown names.
     `model=False` (`tusk doctor --no-model`) sends the provider nothing and says the model was not checked."""
-    from bot.ops import doctor_env
-
     checks = [Check("config", "ok", "settings are valid")]
     if env_file is not None:
         checks += [doctor_env.settings_file(env_file), *doctor_env.unknown_variables(environ or {}, env_file.path)]

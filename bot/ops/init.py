@@ -25,7 +25,7 @@ from bot import logs
 from bot.places import SettingsFile, settings_file
 
 if TYPE_CHECKING:  # the checks (aiohttp, litellm) load only when `tusk init` runs, not for every command
-    from bot.ops.doctor import Check
+    from bot.ops.check import Check
 
 HEADER = "# Tusk settings, written by `tusk init` (edit freely; every variable: .env.example or the README).\n"
 MODEL_KEYS = ("TUSK_MODEL", "TUSK_API_BASE", "TUSK_API_KEY")

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from bot.config import Settings
 from bot.errors import ConfigError
-from bot.ops.doctor import Check
+from bot.ops.check import Check
 
 AUTH_MARKS = ("AuthenticationError", "invalid_api_key", "Incorrect API key", "401")
 
