@@ -134,22 +134,6 @@ def _confirmed(question: str) -> bool:
     return answer.strip().lower() in ("y", "yes")
 
 
-def _doctor(settings: Settings, source=None, model: bool = True) -> int:
-    from bot.ops import doctor
-
-    from bot.ops.access import log_secrets
-
-    from bot.places import settings_file
-
-    checks = asyncio.run(doctor.run_checks(settings, source or settings_file(), os.environ, model=model))
-    secrets = settings.secrets() + log_secrets(settings)
-    for check in checks:
-        print(logs.mask(check.line(), secrets))  # exactly as the log masks them
-    code = doctor.exit_code(checks)
-    print("All is well." if code == 0 else "Something is broken: see FAIL above.")
-    return code
-
-
 async def _run(settings: Settings) -> None:
     from bot.app import TuskApp
 
@@ -263,7 +247,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "pairing":
         return _pairing(args, settings)
     if args.command == "doctor":
-        return _doctor(settings, model=not args.no_model)
+        from bot.ops import doctor
+
+        return doctor.report(settings, model=not args.no_model)
     if args.command == "console-url":
         try:
             return _console_url(settings)

@@ -5,7 +5,7 @@
 
 Each check is a `Check` (bot/ops/check.py), the unit `tusk init` shows too.
 
-The CLI masks every secret in what it prints, exactly as the log does (bot/logs.py); the
+`report` prints them with every secret masked, exactly as the log does (bot/logs.py); the
 HTTP access check applies the very rule `tusk run` enforces (channels/http/ `bind_problem`).
 
 Platform tokens are checked with one plain HTTPS call each (Telegram `getMe`, Slack
@@ -15,17 +15,19 @@ Platform tokens are checked with one plain HTTPS call each (Telegram `getMe`, Sl
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import tempfile
 from collections.abc import Awaitable, Callable, Mapping
 
 import aiohttp
 
+from bot import logs
 from bot.config import Settings
 from bot.errors import ConfigError
-from bot.ops import doctor_env
+from bot.ops import access, doctor_env
 from bot.ops.check import Check
-from bot.places import SettingsFile
+from bot.places import SettingsFile, settings_file
 from memory.paths import private_dir
 
 DISCORD_API = "https://discord.com"
@@ -55,7 +57,6 @@ def _data_dir(settings: Settings) -> Check:
 
 
 def _http_access(settings: Settings) -> Check:
-    from bot.ops import access
     from channels.http import bind_problem
 
     try:
@@ -215,3 +216,14 @@ async def _mcp(settings: Settings) -> list[Check]:
 def exit_code(checks: list[Check]) -> int:
     return 1 if any(c.verdict == "fail" for c in checks) else 0
 
+
+def report(settings: Settings, source: SettingsFile | None = None, model: bool = True) -> int:
+    """`tusk doctor` (and the end of `tusk init`): every check printed, its secrets masked, then the verdict;
+    the exit code. `source` is the settings file to report on (default: the one Tusk reads)."""
+    checks = asyncio.run(run_checks(settings, source or settings_file(), os.environ, model=model))
+    secrets = settings.secrets() + access.log_secrets(settings)
+    for check in checks:
+        print(logs.mask(check.line(), secrets))  # exactly as the log masks them
+    code = exit_code(checks)
+    print("All is well." if code == 0 else "Something is broken: see FAIL above.")
+    return code

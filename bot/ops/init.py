@@ -162,7 +162,7 @@ def _doctor_then_next(target: Path) -> int:
     """`tusk doctor` on the written file, then the command to run next."""
     from bot.config import load_settings
     from bot.errors import ConfigError
-    from bot.ops.cli import _doctor
+    from bot.ops.doctor import report
 
     source = settings_file()
     elsewhere = source.path.absolute() != target.absolute()  # --file: not the file `tusk run` would read
@@ -170,7 +170,7 @@ def _doctor_then_next(target: Path) -> int:
         source = SettingsFile(target, True, "written by tusk init --file")
     print("\nRunning `tusk doctor`:")
     try:
-        code = _doctor(load_settings(source), source)
+        code = report(load_settings(source), source)
     except ConfigError as exc:
         print(f"tusk: {exc}", file=sys.stderr)
         code = 2
