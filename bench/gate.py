@@ -21,8 +21,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bot.events import ChatKey, InboundMessage  # noqa: E402
-from bot.flood import FloodGate, FloodLimits  # noqa: E402
-from bot.pairing import PairingStore  # noqa: E402
+from bot.access.flood import FloodGate, FloodLimits  # noqa: E402
+from bot.access.pairing import PairingStore  # noqa: E402
 from channels.base import AllowList  # noqa: E402
 
 

@@ -1,7 +1,7 @@
 """One chat turn: command or conversation, then save, reply, and post-turn hooks.
 
     handle(msg)
-      command?  -> bot/commands.py answers; nothing is saved or sent to the LLM
+      command?  -> bot/commands/ answers; nothing is saved or sent to the LLM
       else      -> prompt (bot/context.py) -> LLM <-> tools (bounded loop)
                 -> append the turn to the session (before replying: a reply the user has
                    seen is always on disk) -> send the reply -> hooks in the background

@@ -19,19 +19,20 @@ from bot.agent import ChatAgent
 from bot.bus import MessageBus
 from bot.chat_move import ChatMoves
 from bot.commands import Commands
-from bot.erasure import InboxMembers, MediaMembers, MemberErasure, ReminderMembers, SearchMembers, model_rewrite
+from bot.commands.erasure import (InboxMembers, MediaMembers, MemberErasure, ReminderMembers, SearchMembers,
+                                  model_rewrite)
 from bot.config import Settings
 from bot.ops import access
 from bot.errors import ConfigError, ContextOverflow, ToolsUnsupported
 from bot.context import ContextBuilder
 from bot.events import ChatKey, InboundMessage
-from bot.flood import FloodGate
+from bot.access.flood import FloodGate
 from bot.inbox import Inbox
 from bot.llm import LLM
 from bot.learned import Learner, ModelBook
 from bot.media import MediaReader
 from bot.window import reply_cap
-from bot.pairing import PairingStore
+from bot.access.pairing import PairingStore
 from bot.tools.memory import MemoryTools
 from bot.tools.reminders import Reminders
 from bot.scheduler import Sweeper, start_scheduler

@@ -13,10 +13,10 @@ from typing import Annotated, Literal
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from bot.access import ids_only
+from bot.access.allow import ids_only
 from bot.agent import AgentSettings
 from bot.errors import ConfigError
-from bot.flood import FloodLimits
+from bot.access.flood import FloodLimits
 from bot.llm import LLMSettings
 from bot.media import MediaSettings
 from bot.media.voice import TranscribeSettings
@@ -118,7 +118,7 @@ class Settings(BaseSettings):
     slack_http_host: str = _env("SLACK_HTTP_HOST", "127.0.0.1")
     slack_http_port: int = _env("SLACK_HTTP_PORT", 3000, ge=0, le=65535)
 
-    # who may talk to Tusk (bot/pairing.py, channels/base.py) and how fast (bot/flood.py)
+    # who may talk to Tusk (bot/access/pairing.py, channels/base.py) and how fast (bot/access/flood.py)
     dm_policy: Literal["pairing", "allowlist", "open"] = _env("TUSK_DM_POLICY", "pairing")
     pairing_ttl: float = _env("TUSK_PAIRING_TTL", 60.0, gt=0)  # minutes a pairing code stays valid
     pairing_max_pending: int = _env("TUSK_PAIRING_MAX_PENDING", 20, ge=1, le=1000)
@@ -155,7 +155,7 @@ class Settings(BaseSettings):
     @field_validator("telegram_allow_from", "discord_allow_from", "slack_allow_from")
     @classmethod
     def _ids_only(cls, value: tuple[str, ...], info) -> tuple[str, ...]:
-        return ids_only(f"{info.field_name.upper()}", value)  # usernames stop Tusk here (bot/access.py)
+        return ids_only(f"{info.field_name.upper()}", value)  # usernames stop Tusk here (bot/access/allow.py)
 
     @field_validator("timezone")
     @classmethod

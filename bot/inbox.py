@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bot.commands import Owned
+from bot.commands.base import Owned
 from bot.events import Attachment, ChatKey, InboundMessage, Injected
 from memory.files import write_atomic
 from memory.paths import open_private

@@ -18,7 +18,7 @@ from typing import Literal, Protocol
 
 from bot.errors import DeliveryError
 from bot.events import ChatKey, InboundMessage, OutboundMessage
-from bot.pairing import PairingError, PairingStore
+from bot.access.pairing import PairingError, PairingStore
 
 logger = logging.getLogger(__name__)
 
@@ -49,7 +49,7 @@ class Verdict:
 
 class AllowList:
     """Who may talk to the bot: ids in `*_ALLOW_FROM` (user ids anywhere, group ids for everyone in that
-    group), then those the owner approved by pairing (bot/pairing.py), then TUSK_DM_POLICY for the rest:
+    group), then those the owner approved by pairing (bot/access/pairing.py), then TUSK_DM_POLICY for the rest:
 
         pairing    a stranger gets a code for `tusk pairing approve` (a group gets one for the group)
         allowlist  strangers are ignored

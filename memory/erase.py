@@ -6,7 +6,7 @@
                    consolidated part stays consolidated
     MEMORY.md      their `## <Name>` section dropped, in the current file and in every kept
                    version (an erasure that a `/memory undo` could bring back is none)
-    HISTORY.md     split into entries here; which to rewrite and how is the caller's (bot/erasure.py)
+    HISTORY.md     split into entries here; which to rewrite and how is the caller's (bot/commands/erasure.py)
 
 A member is known by their sender id and every name they were shown under in this chat.
 """

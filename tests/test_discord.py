@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from bot.app import TuskApp
-from bot.commands import ADMINS_ONLY
+from bot.commands.base import ADMINS_ONLY
 from bot.errors import ConfigError
 from bot.events import ChatKey, OutboundMessage
 from channels.discord_bot import DiscordChannel, api_root, command_to_inbound, discord, to_inbound  # quiet import

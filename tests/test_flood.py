@@ -2,7 +2,7 @@
 
 import asyncio
 
-from bot.flood import REPLIES, Window
+from bot.access.flood import REPLIES, Window
 from tests.test_telegram import start_tusk, tg  # noqa: F401  (fixtures)
 
 

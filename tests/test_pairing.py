@@ -10,7 +10,7 @@ import pytest
 
 from bot.config import load_settings
 from bot.errors import ConfigError
-from bot.pairing import PairingStore
+from bot.access.pairing import PairingStore
 from tests import procs
 from tests.test_cli import env_for, tusk
 from tests.test_telegram import start_tusk, tg  # noqa: F401  (fixtures)

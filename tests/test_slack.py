@@ -8,7 +8,7 @@ import signal
 import pytest
 
 from bot.app import TuskApp
-from bot.commands import ADMINS_ONLY
+from bot.commands.base import ADMINS_ONLY
 from bot.errors import ConfigError
 from bot.events import ChatKey, OutboundMessage
 from channels.slack import SlackError

@@ -11,7 +11,8 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from bot import commands
+from bot.commands import Commands
+from bot.commands.base import CommandContext
 from bot.events import ChatKey
 from bot.inbox import Inbox
 from bot.tools.reminders import SavedReminders
@@ -68,8 +69,8 @@ async def forget(home: Path, key: ChatKey, confirm: bool) -> str:
     chat_files(home, key)
     store = SessionStore(home)
     session = store.get(key.channel, key.chat_id)
-    ctx = commands.CommandContext(key, session.files, session, store, model="")
-    return await commands.Commands(holders=[SavedReminders(home), Inbox(home / "inbox.jsonl")]).run("forget", "confirm" if confirm else "", ctx)
+    ctx = CommandContext(key, session.files, session, store, model="")
+    return await Commands(holders=[SavedReminders(home), Inbox(home / "inbox.jsonl")]).run("forget", "confirm" if confirm else "", ctx)
 
 
 def export_chat(home: Path, key: ChatKey, target: Path | None) -> tuple[Path, list[str]]:

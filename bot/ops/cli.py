@@ -74,7 +74,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _pairing(args: argparse.Namespace, settings: Settings) -> int:
     from bot.ops import pairing
-    from bot.pairing import PairingError, PairingStore
+    from bot.access.pairing import PairingError, PairingStore
 
     store = PairingStore(settings.home, settings.pairing_ttl * 60, settings.pairing_max_pending)
     try:
@@ -132,22 +132,6 @@ def _confirmed(question: str) -> bool:
         raise ValueError("no answer to the question (stdin is not a terminal or is closed): "
                          "add --yes to delete without asking") from None
     return answer.strip().lower() in ("y", "yes")
-
-
-def _doctor(settings: Settings, source=None, model: bool = True) -> int:
-    from bot.ops import doctor
-
-    from bot.ops.access import log_secrets
-
-    from bot.places import settings_file
-
-    checks = asyncio.run(doctor.run_checks(settings, source or settings_file(), os.environ, model=model))
-    secrets = settings.secrets() + log_secrets(settings)
-    for check in checks:
-        print(logs.mask(check.line(), secrets))  # exactly as the log masks them
-    code = doctor.exit_code(checks)
-    print("All is well." if code == 0 else "Something is broken: see FAIL above.")
-    return code
 
 
 async def _run(settings: Settings) -> None:
@@ -263,7 +247,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "pairing":
         return _pairing(args, settings)
     if args.command == "doctor":
-        return _doctor(settings, model=not args.no_model)
+        from bot.ops import doctor
+
+        return doctor.report(settings, model=not args.no_model)
     if args.command == "console-url":
         try:
             return _console_url(settings)

@@ -1,5 +1,5 @@
 """The web console's JSON API: every chat's memory, read and changed through the same functions
-as the chat commands and the admin CLI (memory/*, bot/commands.py); mounted into the HTTP
+as the chat commands and the admin CLI (memory/*, bot/commands/); mounted into the HTTP
 channel by bot/app.py, so it gets the channel's token check and JSON errors.
 
     GET  /api/chats?q=&channel=                            every chat: counts, memory size, last activity
@@ -35,7 +35,8 @@ from typing import Any, TypeVar
 import pydantic
 from aiohttp import web
 
-from bot import commands
+from bot.commands import Commands
+from bot.commands.base import CommandContext
 from bot.ops import admin
 from bot.events import ChatKey
 from channels.http import chat_key, problems
@@ -127,7 +128,7 @@ async def _body(request: web.Request, model: type[B], shape: str) -> B:
 
 
 class Console:
-    def __init__(self, home: Path, store: SessionStore, chat_commands: commands.Commands,
+    def __init__(self, home: Path, store: SessionStore, chat_commands: Commands,
                  consolidator: Consolidator | None, fixed_tokens: Callable[[ChatFiles], int], model: str,
                  lock_for: Callable[[Path], asyncio.Lock] | None = None,
                  in_order: Callable[[ChatKey, Callable[[], Awaitable[str]]], Awaitable[str]] | None = None) -> None:
@@ -253,8 +254,8 @@ class Console:
         """The running bot's /forget for this chat (its own store, consolidator and holders); a confirmed
         one runs in the chat's order, after the turn that may be running."""
         def run() -> Awaitable[str]:
-            ctx = commands.CommandContext(key=key, files=files, session=self.store.get(key.channel, key.chat_id),
-                                          store=self.store, model=self.model, consolidator=self.consolidator)
+            ctx = CommandContext(key=key, files=files, session=self.store.get(key.channel, key.chat_id),
+                                 store=self.store, model=self.model, consolidator=self.consolidator)
             return self.commands.run("forget", "confirm" if confirm else "", ctx)
 
         return await (self.in_order(key, run) if confirm and self.in_order else run())

@@ -3,7 +3,9 @@
     config  settings file  unknown variables (bot/ops/doctor_env.py)  data dir  HTTP access  HTTP port
     tokenizer  the model (bot/ops/probe.py)  each platform token  each MCP server  allow-lists
 
-The CLI masks every secret in what it prints, exactly as the log does (bot/logs.py); the
+Each check is a `Check` (bot/ops/check.py), the unit `tusk init` shows too.
+
+`report` prints them with every secret masked, exactly as the log does (bot/logs.py); the
 HTTP access check applies the very rule `tusk run` enforces (channels/http/ `bind_problem`).
 
 Platform tokens are checked with one plain HTTPS call each (Telegram `getMe`, Slack
@@ -13,16 +15,19 @@ Platform tokens are checked with one plain HTTPS call each (Telegram `getMe`, Sl
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import tempfile
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
 
 import aiohttp
 
+from bot import logs
 from bot.config import Settings
 from bot.errors import ConfigError
-from bot.places import SettingsFile
+from bot.ops import access, doctor_env
+from bot.ops.check import Check
+from bot.places import SettingsFile, settings_file
 from memory.paths import private_dir
 
 DISCORD_API = "https://discord.com"
@@ -31,23 +36,9 @@ NO_SPACE = 100 << 20  # fail below 100 MiB
 TIMEOUT = aiohttp.ClientTimeout(total=20)
 
 
-@dataclass(frozen=True, slots=True)
-class Check:
-    name: str
-    verdict: str  # "ok", "warn", "fail", or "skip" (not checked, on request)
-    detail: str
-    fix: str = ""
-
-    def line(self) -> str:
-        text = f"{self.verdict.upper():<5} {self.name}: {self.detail}"
-        return text + (f"\n      fix: {self.fix}" if self.fix else "")
-
-
 def _data_dir(settings: Settings) -> Check:
-    from bot.ops.doctor_env import data_dir_to_be
-
     home = settings.home.resolve()
-    if (not_yet := data_dir_to_be(home)) is not None:  # a check creates nothing
+    if (not_yet := doctor_env.data_dir_to_be(home)) is not None:  # a check creates nothing
         return not_yet
     try:
         private_dir(home, follow=True)
@@ -66,7 +57,6 @@ def _data_dir(settings: Settings) -> Check:
 
 
 def _http_access(settings: Settings) -> Check:
-    from bot.ops import access
     from channels.http import bind_problem
 
     try:
@@ -180,8 +170,6 @@ async def run_checks(settings: Settings, env_file: SettingsFile | None = None,
     """Every check, in order; a check that cannot run (no model set) fails with its fix. With `env_file`
     (the settings file load_settings looked for) and `environ`, also which file was read and unknown names.
     `model=False` (`tusk doctor --no-model`) sends the provider nothing and says the model was not checked."""
-    from bot.ops import doctor_env
-
     checks = [Check("config", "ok", "settings are valid")]
     if env_file is not None:
         checks += [doctor_env.settings_file(env_file), *doctor_env.unknown_variables(environ or {}, env_file.path)]
@@ -228,3 +216,14 @@ async def _mcp(settings: Settings) -> list[Check]:
 def exit_code(checks: list[Check]) -> int:
     return 1 if any(c.verdict == "fail" for c in checks) else 0
 
+
+def report(settings: Settings, source: SettingsFile | None = None, model: bool = True) -> int:
+    """`tusk doctor` (and the end of `tusk init`): every check printed, its secrets masked, then the verdict;
+    the exit code. `source` is the settings file to report on (default: the one Tusk reads)."""
+    checks = asyncio.run(run_checks(settings, source or settings_file(), os.environ, model=model))
+    secrets = settings.secrets() + access.log_secrets(settings)
+    for check in checks:
+        print(logs.mask(check.line(), secrets))  # exactly as the log masks them
+    code = exit_code(checks)
+    print("All is well." if code == 0 else "Something is broken: see FAIL above.")
+    return code

@@ -20,7 +20,7 @@ from dotenv import dotenv_values
 
 from bot.config import Settings
 from bot.places import SettingsFile
-from bot.ops.doctor import Check
+from bot.ops.check import Check
 
 PREFIXES = ("TUSK_", "TELEGRAM_", "DISCORD_", "SLACK_")
 EXTRA_KNOWN = frozenset({"TUSK_ENV_FILE"})  # read before the settings, so not a Settings field

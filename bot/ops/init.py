@@ -8,6 +8,8 @@ settings file (0600, in place: other lines and comments kept), then runs `tusk d
 
 The file is the one Tusk reads (bot/places.py: TUSK_ENV_FILE, ./.env, else ~/.config/tusk/tusk.env)
 unless --file names another. A failed check writes nothing unless --save-anyway (or a yes when asked).
+The providers and platforms offered are in bot/ops/init_choices.py, the questions in bot/ops/init_ask.py,
+the live checks in bot/ops/init_checks.py.
 """
 
 from __future__ import annotations
@@ -17,46 +19,14 @@ import asyncio
 import os
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from bot import logs
+from bot.ops.check import Check  # the dataclass alone: the checks themselves load only when `tusk init` runs
+from bot.ops.init_choices import BY_KEY, PLATFORMS, SECRET_FLAGS
 from bot.places import SettingsFile, settings_file
-
-if TYPE_CHECKING:  # the checks (aiohttp, litellm) load only when `tusk init` runs, not for every command
-    from bot.ops.doctor import Check
 
 HEADER = "# Tusk settings, written by `tusk init` (edit freely; every variable: .env.example or the README).\n"
 MODEL_KEYS = ("TUSK_MODEL", "TUSK_API_BASE", "TUSK_API_KEY")
-SECRET_FLAGS = {"api_key": "TUSK_API_KEY", "telegram_token": "TELEGRAM_BOT_TOKEN", "discord_token": "DISCORD_BOT_TOKEN",
-                "slack_bot_token": "SLACK_BOT_TOKEN", "slack_app_token": "SLACK_APP_TOKEN"}
-PLATFORMS = {"Telegram": ("TELEGRAM_BOT_TOKEN",), "Discord": ("DISCORD_BOT_TOKEN",),
-             "Slack": ("SLACK_BOT_TOKEN", "SLACK_APP_TOKEN")}
-
-
-@dataclass(frozen=True, slots=True)
-class Provider:
-    key: str  # the --provider name
-    name: str
-    model: str  # the suggested litellm model string
-    api_base: str = ""  # servers on a URL (local ones)
-    key_from: str = ""  # where a key is made; "" for servers that need none
-
-
-PROVIDERS = (
-    Provider("openai", "OpenAI", "openai/gpt-4o-mini", key_from="https://platform.openai.com/api-keys"),
-    Provider("anthropic", "Anthropic", "anthropic/claude-3-5-haiku-latest",
-             key_from="https://console.anthropic.com/settings/keys"),
-    Provider("openrouter", "OpenRouter", "openrouter/openai/gpt-4o-mini", key_from="https://openrouter.ai/keys"),
-    Provider("deepseek", "DeepSeek", "deepseek/deepseek-chat", key_from="https://platform.deepseek.com/api_keys"),
-    Provider("groq", "Groq", "groq/llama-3.1-8b-instant", key_from="https://console.groq.com/keys"),
-    Provider("ollama", "Ollama (on this machine or a URL)", "ollama_chat/llama3.1", "http://localhost:11434"),
-    Provider("lmstudio", "LM Studio", "openai/", "http://localhost:1234/v1"),
-    Provider("vllm", "vLLM", "hosted_vllm/", "http://localhost:8000/v1"),
-    Provider("other", "Other: any litellm model string, any OpenAI-compatible URL", ""),
-)
-BY_KEY = {p.key: p for p in PROVIDERS}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -140,7 +110,7 @@ def from_flags(args: argparse.Namespace, current: Mapping[str, str]) -> dict[str
 
 async def _check_all(answers: Mapping[str, str], target: Path) -> list[Check]:
     """The live checks of what changed: the model if a model setting did, each platform whose token did."""
-    from bot.ops.init_checks import check_model, check_platform
+    from bot.ops.init_checks import check_model, check_platform, show
 
     checks = []
     if any(key in answers for key in MODEL_KEYS):
@@ -152,17 +122,11 @@ async def _check_all(answers: Mapping[str, str], target: Path) -> list[Check]:
     return checks
 
 
-def show(checks: list[Check], answers: Mapping[str, str]) -> None:
-    """Print checks as the doctor does, every secret answered masked."""
-    for check in checks:
-        print(logs.mask(check.line(), [answers.get(key, "") for key in SECRET_FLAGS.values()]), flush=True)
-
-
 def _doctor_then_next(target: Path) -> int:
     """`tusk doctor` on the written file, then the command to run next."""
     from bot.config import load_settings
     from bot.errors import ConfigError
-    from bot.ops.cli import _doctor
+    from bot.ops.doctor import report
 
     source = settings_file()
     elsewhere = source.path.absolute() != target.absolute()  # --file: not the file `tusk run` would read
@@ -170,7 +134,7 @@ def _doctor_then_next(target: Path) -> int:
         source = SettingsFile(target, True, "written by tusk init --file")
     print("\nRunning `tusk doctor`:")
     try:
-        code = _doctor(load_settings(source), source)
+        code = report(load_settings(source), source)
     except ConfigError as exc:
         print(f"tusk: {exc}", file=sys.stderr)
         code = 2

@@ -14,8 +14,8 @@ from pathlib import Path
 from prompt_toolkit import prompt
 from prompt_toolkit.validation import Validator
 
-from bot.ops.init import PLATFORMS, PROVIDERS, Provider, show
-from bot.ops.init_checks import check_model, check_platform, failed
+from bot.ops.init_checks import check_model, check_platform, failed, show
+from bot.ops.init_choices import PLATFORMS, PROVIDERS, Provider
 
 PLATFORM_HELP = {
     "TELEGRAM_BOT_TOKEN": "Telegram bot token (from @BotFather: /newbot, or /mybots -> API Token)",

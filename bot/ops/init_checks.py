@@ -4,7 +4,8 @@
     Telegram  getMe     Slack  auth.test     Discord  users/@me     (bot/ops/doctor.py, plain HTTP)
 
 The answers are laid over the environment and the settings file being edited, so base-URL settings
-(TELEGRAM_API_BASE, SLACK_API_URL, DISCORD_API_BASE, ...) count as they will at `tusk run`.
+(TELEGRAM_API_BASE, SLACK_API_URL, DISCORD_API_BASE, ...) count as they will at `tusk run`. `show`
+prints the checks as the doctor does, every secret answered masked (bot/ops/init_choices.py).
 """
 
 from __future__ import annotations
@@ -15,9 +16,11 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from bot import logs
 from bot.config import Settings
 from bot.errors import ConfigError
-from bot.ops.doctor import Check
+from bot.ops.check import Check
+from bot.ops.init_choices import SECRET_FLAGS
 
 AUTH_MARKS = ("AuthenticationError", "invalid_api_key", "Incorrect API key", "401")
 
@@ -68,3 +71,9 @@ async def check_platform(name: str, answers: Mapping[str, str], env_file: Path) 
 
 def failed(checks: list[Check]) -> bool:
     return any(check.verdict == "fail" for check in checks)
+
+
+def show(checks: list[Check], answers: Mapping[str, str]) -> None:
+    """Print checks as the doctor does, every secret answered masked."""
+    for check in checks:
+        print(logs.mask(check.line(), [answers.get(key, "") for key in SECRET_FLAGS.values()]), flush=True)

@@ -1,4 +1,4 @@
-"""The owner's side of pairing (bot/pairing.py): `tusk pairing list | approve CODE | revoke CHANNEL:ID|CODE`,
+"""The owner's side of pairing (bot/access/pairing.py): `tusk pairing list | approve CODE | revoke CHANNEL:ID|CODE`,
 and the same as JSON routes of the local HTTP API / console (`routes`).
 
 Safe beside a running bot: both sides write pairing.json under its lock, and the bot re-reads it
@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 
 from aiohttp import web
 
-from bot.pairing import Approval, PairingError, PairingStore, Request
+from bot.access.pairing import Approval, PairingError, PairingStore, Request
 
 
 def _when(ts: float) -> str:

@@ -19,7 +19,7 @@ from bot.config import Settings
 from bot.errors import LLMError
 from bot.learned import ModelBook
 from bot.llm import LLM, LLMSettings, model_window
-from bot.ops.doctor import Check
+from bot.ops.check import Check
 from bot.llm_wire import model_name, served_models, server_root
 from bot.window import ask_server, resolve
 from memory.tokens import count_text

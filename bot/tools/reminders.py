@@ -35,7 +35,7 @@ from apscheduler.schedulers.base import STATE_RUNNING, BaseScheduler
 from apscheduler.triggers.date import DateTrigger
 from pydantic import Field
 
-from bot.commands import Command, CommandContext, Owned
+from bot.commands.base import Command, CommandContext, Owned
 from bot.errors import BusClosed
 from bot.events import ChatKey, InboundMessage, Injected
 from bot.tools.box import ToolContext

@@ -23,7 +23,7 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from bot import logs
-from bot.commands import Owned
+from bot.commands.base import Owned
 from bot.errors import BusClosed, LLMError
 from bot.events import ChatKey, InboundMessage, Injected
 from bot.llm import LLMReply

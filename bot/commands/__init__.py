@@ -1,84 +1,37 @@
 """Chat commands: answered by Tusk itself, never sent to the LLM and never saved in the session.
 
     /help  /status  /new  /memory [history [n] | undo]  /forget [confirm]  /timezone [Area/City | reset]
-    /forget me [confirm]  /forget @name|id:<id> [confirm]  (one member of a group: bot/erasure.py)
+    /forget me [confirm]  /forget @name|id:<id> [confirm]  (one member of a group: bot/commands/erasure.py)
     /listen [on | off]  (a group's messages not addressed to the bot kept as context; admins)
     (+ what the app adds: /reminders from bot/tools/reminders.py)
 
 /forget lists and deletes everything the chat owns: its files, and what other components keep
-for it (`Holder`s: its reminders, its running background tasks).
+for it (`Holder`s: its reminders, its running background tasks). What a command gets and gives
+(`CommandContext`, `Command`, `Owned`) is in bot/commands/base.py.
 """
 
 from __future__ import annotations
 
 import re
 import shutil
-from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from datetime import datetime, timezone
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
-from bot.events import ChatKey
+from bot.commands.base import ADMINS_ONLY, Command, CommandContext, Holder, Owned
 from memory import chat_settings
 from memory import files as memfiles
-from memory.consolidate import Consolidator
 from memory.media import usage_text
-from memory.paths import ChatFiles
 from memory.search_index import delete_index
-from memory.session import Session, SessionStore
 from memory.tokens import count_text
 
 if TYPE_CHECKING:
-    from bot.erasure import MemberErasure
+    from bot.commands.erasure import MemberErasure
 
 COMMAND = re.compile(r"/([A-Za-z][A-Za-z0-9_]{0,31})(?:@\S+)?(?:\s+(.*))?", re.DOTALL)
-
-
-@dataclass(frozen=True, slots=True)
-class CommandContext:
-    key: ChatKey
-    files: ChatFiles
-    session: Session
-    store: SessionStore
-    model: str
-    consolidator: Consolidator | None = None
-    fixed_tokens: int = 0  # system prompt and tools, as the next turn would send them
-    may_erase: bool = True  # False for non-admins in groups: /forget and /memory undo are refused
-    model_notes: tuple[str, ...] = ()  # what the server taught us about the model (bot/learned.py)
-    tool_status: tuple[str, ...] = ()  # lines about this chat's MCP servers, for /status
-    sender_id: str = ""  # who sent the command (platform user id), for /forget me
-    sender_name: str = ""
-    is_group: bool = False
-
-
-CommandFn = Callable[[CommandContext, str], Awaitable[str]]
-
-
-@dataclass(frozen=True, slots=True)
-class Command:
-    name: str
-    summary: str
-    fn: CommandFn
-
-
-@dataclass(frozen=True, slots=True)
-class Owned:
-    """One thing /forget lists (`label`) and deletes (`delete`)."""
-
-    label: str
-    delete: Callable[[], None]
-    quiet: bool = False  # deleted with the rest, but alone it is not "something kept" (journaled commands)
-
-
-class Holder(Protocol):
-    """A component that keeps something for a chat outside its folder (reminders, running tasks)."""
-
-    def owned(self, key: ChatKey) -> list[Owned]: ...
-
-
-ADMINS_ONLY = "In a group, only its administrators can {what}."
 
 
 def parse(text: str) -> tuple[str, str] | None:
@@ -92,7 +45,7 @@ class Commands:
                  extra: Iterable[Command] = (), erasure: MemberErasure | None = None) -> None:
         self.default_timezone = default_timezone
         self.holders = tuple(holders)
-        self.erasure = erasure  # /forget me, /forget @name, /forget id:<id> (bot/erasure.py)
+        self.erasure = erasure  # /forget me, /forget @name, /forget id:<id> (bot/commands/erasure.py)
         self.table: dict[str, Command] = {}
         for name, summary, fn in (("help", "this list", self._help),
                                   ("status", "model, conversation and memory size", _status),

@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from bot.commands import ADMINS_ONLY, CommandContext, Owned
+from bot.commands.base import ADMINS_ONLY, CommandContext, Owned
 from bot.errors import LLMError
 from bot.events import ChatKey
 from memory import erase

@@ -1,0 +1,64 @@
+"""What a chat command gets and gives, shared by the dispatcher (bot/commands/__init__.py), the member
+erasure (bot/commands/erasure.py) and the components that add commands or own things a chat keeps
+(bot/tools/reminders.py, bot/tools/tasks.py, bot/inbox.py).
+
+    CommandContext   the chat a command runs in: its key, files, session, sender, rights
+    Command          a name, a one-line summary for /help, and the function that answers
+    Owned, Holder    one thing /forget lists and deletes; a component that keeps such things for a chat
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from bot.events import ChatKey
+from memory.consolidate import Consolidator
+from memory.paths import ChatFiles
+from memory.session import Session, SessionStore
+
+
+@dataclass(frozen=True, slots=True)
+class CommandContext:
+    key: ChatKey
+    files: ChatFiles
+    session: Session
+    store: SessionStore
+    model: str
+    consolidator: Consolidator | None = None
+    fixed_tokens: int = 0  # system prompt and tools, as the next turn would send them
+    may_erase: bool = True  # False for non-admins in groups: /forget and /memory undo are refused
+    model_notes: tuple[str, ...] = ()  # what the server taught us about the model (bot/learned.py)
+    tool_status: tuple[str, ...] = ()  # lines about this chat's MCP servers, for /status
+    sender_id: str = ""  # who sent the command (platform user id), for /forget me
+    sender_name: str = ""
+    is_group: bool = False
+
+
+CommandFn = Callable[[CommandContext, str], Awaitable[str]]
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    name: str
+    summary: str
+    fn: CommandFn
+
+
+@dataclass(frozen=True, slots=True)
+class Owned:
+    """One thing /forget lists (`label`) and deletes (`delete`)."""
+
+    label: str
+    delete: Callable[[], None]
+    quiet: bool = False  # deleted with the rest, but alone it is not "something kept" (journaled commands)
+
+
+class Holder(Protocol):
+    """A component that keeps something for a chat outside its folder (reminders, running tasks)."""
+
+    def owned(self, key: ChatKey) -> list[Owned]: ...
+
+
+ADMINS_ONLY = "In a group, only its administrators can {what}."
