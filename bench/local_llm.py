@@ -7,7 +7,10 @@ TUSK_MODEL=openai/tiny and TUSK_API_BASE only, then a long chat of substantial m
 turns answered, consolidations that wrote MEMORY.md (and raw fallbacks), the window Tusk ended on
 and its source, reply latency p50/p95, the longest generation against the reply reserve.
 
-    python bench/local_llm.py [--turns 40] [--ctx 2048] [--ramble] [--port 18790]
+With `--stream` each turn is asked for as Server-Sent Events (someone watches: the model streams, and
+a prompt over the window fails inside the stream, asked again whole); without it, plainly.
+
+    python bench/local_llm.py [--turns 40] [--ctx 2048] [--stream] [--ramble] [--port 18790]
 """
 
 from __future__ import annotations
@@ -63,7 +66,7 @@ def start_server(port: int, ctx: int, ramble: bool) -> subprocess.Popen | None:
     return proc
 
 
-async def run(base: str, turns: int) -> dict[str, object]:
+async def run(base: str, turns: int, streamed: bool = False) -> dict[str, object]:
     from bot.config import load_settings
     from memory import files as memfiles
     from tests.conftest import running
@@ -83,7 +86,7 @@ async def run(base: str, turns: int) -> dict[str, object]:
         tusk.llm.complete = recorded
         for i in range(turns):
             started = time.monotonic()
-            (reply,) = await tusk.say("bench", message(i))
+            (reply,) = await (tusk.say_streamed if streamed else tusk.say)("bench", message(i))
             latencies.append(time.monotonic() - started)
             failures += reply.startswith(("The model", "I can't", "Something went wrong", "This conversation"))
         await tusk.agent.aclose()
@@ -106,16 +109,18 @@ def main() -> None:
     parser.add_argument("--ctx", type=int, default=2048)
     parser.add_argument("--port", type=int, default=None)
     parser.add_argument("--ramble", action="store_true", help="the model that never stops talking")
+    parser.add_argument("--stream", action="store_true", help="ask for each reply as Server-Sent Events")
     args = parser.parse_args()
     port = args.port or (18792 if args.ramble else 18790)
     proc = start_server(port, args.ctx, args.ramble)
     try:
-        figures = asyncio.run(run(f"http://127.0.0.1:{port}/v1", args.turns))
+        figures = asyncio.run(run(f"http://127.0.0.1:{port}/v1", args.turns, args.stream))
     finally:
         if proc is not None:
             proc.terminate()
             proc.wait(10)
-    print(f"local llama.cpp server, window {args.ctx}{' (ramble)' if args.ramble else ''}:")
+    print(f"local llama.cpp server, window {args.ctx}{' (ramble)' if args.ramble else ''}, "
+          f"{'streamed (SSE)' if args.stream else 'plain requests'}:")
     for key, value in figures.items():
         print(f"  {key:<20} {value}")
 
