@@ -1,12 +1,16 @@
 """Who may use the HTTP API: the console token, TUSK_HTTP_TOKEN=off, CSRF and header abuse, bounded connections."""
 
 import asyncio
+import json
+import os
 import re
 import signal
 import stat
+import subprocess
 
 import aiohttp
 import pytest
+import requests
 
 from bot.app import TuskApp
 from tests import procs
@@ -53,7 +57,6 @@ WRITE = "/v1/chats/a/messages"
 @pytest.mark.parametrize("what,kw,status", [
     ("text/plain", {"data": '{"text": "hi"}', "headers": {"Content-Type": "text/plain"}}, 415),
     ("form", {"data": {"text": "hi"}}, 415),
-    ("no Origin", {"json": {"text": "hi"}, "headers": {"Origin": None}}, 403),
     ("cross-site", {"json": {"text": "hi"}, "headers": {"Sec-Fetch-Site": "cross-site"}}, 403),
     ("same-site", {"json": {"text": "hi"}, "headers": {"Sec-Fetch-Site": "same-site"}}, 403),
     ("foreign Origin", {"json": {"text": "hi"}, "headers": {"Origin": "http://evil.example"}}, 403),
@@ -84,6 +87,28 @@ async def test_multipart_is_taken_for_messages_only_and_same_origin_only(tusk, f
     assert fake_llm.requests == []
     async with tusk.client.post(tusk.url + WRITE, data=form()) as resp:
         assert resp.status == 200 and (await resp.json())["replies"][0].startswith("echo: ")
+
+
+async def test_a_plain_api_client_needs_only_the_bearer_token(tusk, fake_llm):
+    """curl and `requests` with a bearer token and no Origin (as scripts send them) get their answer."""
+    url, auth = tusk.url + WRITE, f"Authorization: Bearer {tusk.token}"
+    done = await asyncio.to_thread(
+        subprocess.run, ["curl", "-s", "-H", auth, "-H", "Content-Type: application/json", "-d", '{"text": "hi"}', url],
+        capture_output=True, text=True, timeout=30, env={"PATH": os.environ["PATH"]})
+    assert json.loads(done.stdout)["replies"][0].startswith("echo: "), done
+    resp = await asyncio.to_thread(requests.post, url, json={"text": "again"}, timeout=30,
+                                   headers={"Authorization": f"Bearer {tusk.token}"})
+    assert resp.status_code == 200 and resp.json()["replies"][0].startswith("echo: ")
+
+
+async def test_without_a_token_writes_must_say_they_are_same_origin(make_settings, fake_llm):
+    """TUSK_HTTP_TOKEN=off keeps the same-origin rule: a write with no Origin is refused."""
+    app = TuskApp(make_settings(TUSK_HTTP_TOKEN="off"))
+    http = app.add_http()
+    async with app, aiohttp.ClientSession() as client:
+        async with client.post(http.url + WRITE, json={"text": "hi"}) as resp:
+            assert resp.status == 403 and "Origin" in (await resp.json())["error"]
+    assert fake_llm.requests == []
 
 
 async def test_same_origin_fetch_metadata_is_enough(tusk):

@@ -15,9 +15,10 @@ without it, then take it from the URL fragment or ask for it); `token=None` (TUS
 is allowed on a loopback address only, and then only requests addressed to a loopback name are
 answered (no DNS rebinding). A token for any other address must be at least 32 characters
 (`bind_problem`, the rule `tusk run` and `tusk doctor` share). Requests that change state
-(POST, PUT, DELETE, ...) need `Content-Type: application/json` and must come from the same
-origin (`Sec-Fetch-Site: same-origin`, or an `Origin` equal to this server's), so no other site
-open in the same browser can send them (CSRF). Connections are bounded in number and idle time
+(POST, PUT, DELETE, ...) need `Content-Type: application/json` and may not come from another
+origin (a foreign `Origin` or `Sec-Fetch-Site` is refused), so no other site open in the same browser
+can send them (CSRF); with a bearer token that is all (API clients send no `Origin`), without one
+(TUSK_HTTP_TOKEN=off) they must say they come from this server's own pages. Connections are bounded in number and idle time
 (channels/http/limits.py). Every error is a JSON body `{"error": "..."}` with a 4xx status: bad
 JSON, missing text, bodies over 1 MiB, chat ids that are empty, too long or hold control characters.
 The one exception to "JSON only": a message with files may be multipart/form-data (same origin
@@ -125,8 +126,12 @@ def is_upload(request: web.Request) -> bool:
     return request.content_type == "multipart/form-data" and MESSAGES_PATH.fullmatch(request.path) is not None
 
 
-def write_refusal(request: web.Request) -> tuple[int, str] | None:
-    """(status, reason) if a request that changes state is not JSON (or a file upload) from this server's own origin."""
+def write_refusal(request: web.Request, bearer: bool = False) -> tuple[int, str] | None:
+    """(status, reason) if a request that changes state is not JSON (or a file upload) from this server's own
+    origin. With `bearer` (the server has a token and the request carries one: checked next, in `_auth`)
+    no `Origin` is needed: API clients (curl, scripts, OpenAI clients) send none, and a browser cannot add
+    that header to a cross-site request without a CORS grant, which Tusk never gives. A foreign `Origin`
+    or `Sec-Fetch-Site` is refused all the same."""
     if request.content_type != "application/json" and not is_upload(request):
         return 415, (f"requests that change state must send Content-Type: application/json "
                      f"(got {request.content_type or 'none'})")
@@ -135,7 +140,7 @@ def write_refusal(request: web.Request) -> tuple[int, str] | None:
         return 403, f"request from another site refused (Sec-Fetch-Site: {fetch_site})"
     origin = request.headers.get("Origin")
     if origin is None:
-        if fetch_site is None:
+        if fetch_site is None and not bearer:
             return 403, (f"requests that change state must say where they come from: send "
                          f"'Origin: http://{request.host}' (browsers do this by themselves)")
     elif origin not in (f"http://{request.host}", f"https://{request.host}"):
@@ -264,7 +269,8 @@ class HttpChannel:
         if not self.settings.token and not is_loopback(host_name(request.host)):
             return error(403, f"this Tusk answers only requests to 127.0.0.1 or localhost (got Host: {request.host}); "
                               "to reach it under another name, set TUSK_HTTP_TOKEN")
-        if request.method not in SAFE_METHODS and (refused := write_refusal(request)):
+        bearer = bool(self.settings.token) and request.headers.get("Authorization", "").startswith("Bearer ")
+        if request.method not in SAFE_METHODS and (refused := write_refusal(request, bearer)):
             return error(*refused)
         return await handler(request)
 

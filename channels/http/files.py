@@ -1,6 +1,6 @@
 """Files sent to the HTTP API: `multipart/form-data` on POST /v1/chats/{chat_id}/messages.
 
-    curl -H "Authorization: Bearer $TOKEN" -H "Origin: http://127.0.0.1:8765" \\
+    curl -H "Authorization: Bearer $TOKEN" \\
          -F text="what is in it?" -F user=alice -F file=@photo.jpg http://127.0.0.1:8765/v1/chats/alice/messages
 
 Fields: `text` (the caption, may be empty), `user` (optional sender id), and up to `MAX_FILES`
