@@ -122,7 +122,8 @@ class TuskApp:
                                  extra=self.reminders.commands(), erasure=MemberErasure(
                                      model_rewrite(self.llm.complete, settings.consolidation_model),
                                      [ReminderMembers(self.reminders), InboxMembers(self.inbox.path),
-                                      SearchMembers(self.memory_tools.index), MediaMembers()]))
+                                      SearchMembers(self.memory_tools.index), MediaMembers()]),
+                                 persona_max_tokens=settings.persona_max_tokens)
         context = ContextBuilder(settings.home, settings.bot_name, self.tools.schemas, settings.timezone,
                                  chat_tools=self.mcp)
         self.learner = Learner(book, llm_settings.model, self.consolidator, context, self.llm,

@@ -57,6 +57,7 @@ class Settings(BaseSettings):
     consolidation_model: str | None = _env("TUSK_CONSOLIDATION_MODEL", None)
     context_window: int | None = _env("TUSK_CONTEXT_WINDOW", None, ge=1024)
     memory_max_tokens: int | None = _env("TUSK_MEMORY_MAX_TOKENS", None, ge=100)
+    persona_max_tokens: int = _env("TUSK_PERSONA_MAX_TOKENS", 500, ge=20, le=8000)  # a chat's /persona
     consolidate_every: float = _env("TUSK_CONSOLIDATE_EVERY", 10.0, gt=0)
 
     max_tool_iterations: int = _env("TUSK_MAX_TOOL_ITERATIONS", 20, ge=1, le=100)

@@ -119,6 +119,11 @@ class ChatFiles:
         return self.dir / "HISTORY.md"
 
     @property
+    def persona(self) -> Path:
+        """This chat's persona, set with /persona (memory/persona.py)."""
+        return self.dir / "PERSONA.md"
+
+    @property
     def versions(self) -> Path:
         return self.dir / "versions"
 

@@ -3,6 +3,7 @@
     /help  /status  /new  /memory [history [n] | undo]  /forget [confirm]  /timezone [Area/City | reset]
     /forget me [confirm]  /forget @name|id:<id> [confirm]  (one member of a group: bot/commands/erasure.py)
     /listen [on | off]  (a group's messages not addressed to the bot kept as context; admins)
+    /persona [text | reset]  (this chat's persona: bot/commands/persona.py)
     (+ what the app adds: /reminders from bot/tools/reminders.py)
 
 /forget lists and deletes everything the chat owns: its files, and what other components keep
@@ -22,7 +23,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bot.commands.base import ADMINS_ONLY, Command, CommandContext, Holder, Owned
-from memory import chat_settings
+from bot.commands.persona import persona_command
+from memory import chat_settings, persona
 from memory import files as memfiles
 from memory.media import usage_text
 from memory.search_index import delete_index
@@ -42,7 +44,8 @@ def parse(text: str) -> tuple[str, str] | None:
 
 class Commands:
     def __init__(self, default_timezone: str = "UTC", holders: Sequence[Holder] = (),
-                 extra: Iterable[Command] = (), erasure: MemberErasure | None = None) -> None:
+                 extra: Iterable[Command] = (), erasure: MemberErasure | None = None,
+                 persona_max_tokens: int = persona.DEFAULT_MAX_TOKENS) -> None:
         self.default_timezone = default_timezone
         self.holders = tuple(holders)
         self.erasure = erasure  # /forget me, /forget @name, /forget id:<id> (bot/commands/erasure.py)
@@ -58,6 +61,7 @@ class Commands:
                                   ("listen", "in a group: '/listen on' keeps messages not for me as context",
                                    _listen)):
             self.add(Command(name, summary, fn))
+        self.add(persona_command(persona_max_tokens))
         for command in extra:
             self.add(command)
 
@@ -232,6 +236,7 @@ def _inventory(ctx: CommandContext) -> list[Owned]:
     """The chat's own files that exist, with what each holds."""
     f = ctx.files
     items = [(f.memory, lambda: f"MEMORY.md ({f.memory.stat().st_size:,} bytes)"),
+             (f.persona, lambda: "this chat's persona (PERSONA.md)"),
              (f.history, lambda: f"{len(memfiles.history_entries(f))} history entries (HISTORY.md)"),
              (f.session, lambda: f"{ctx.session.total} session messages (session.jsonl)"),
              (f.versions, lambda: f"{len(memfiles.versions(f))} earlier memory versions"),
