@@ -1,0 +1,294 @@
+"""Spend limits, checked before each LLM call with a reservation and settled after it.
+
+    owner_daily / owner_monthly    USD, everyone's calls; days and months in the owner's zone
+    chat_daily                     USD, one chat's calls (the default, or the owner's override)
+    person_daily                   USD, one sender's calls in every chat of a channel
+    owner_daily_tokens / chat_daily_tokens
+                                   tokens of calls whose price is unknown (they count against no USD limit)
+
+Chat and person days end at midnight in the chat's zone (passed to `check`). A call is allowed when
+spent + outstanding reservations + its estimate stay within every limit that applies; it then holds a
+`Reservation` until `settle()` (after the ledger recorded it) or `release()` (it failed). Calls running
+at once reserve against each other, so many concurrent calls overshoot a limit only by what the real
+costs exceed their estimates. Consolidation may go `consolidation_share` (5%) past every limit, so a
+chat's memory keeps working when its replies are stopped.
+
+Today's and this month's sums are cached in memory: loaded from the ledger once per scope and window
+(again after `REFRESH_S`, for calls other processes recorded) and kept current from the ledger's
+`subscribe` hook. Per-chat overrides live in `$TUSK_HOME/budgets.json` (0600, written atomically,
+re-read when it changes, so `tusk budget` reaches a running Tusk):
+
+    {"version": 1, "chats": [{"channel": "telegram", "chat": "-100123", "daily_usd": 2.0}]}
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone, tzinfo
+from pathlib import Path
+
+from bot.events import ChatKey
+from bot.usage.ledger import Call, Ledger
+from memory.files import read_text, write_atomic
+
+logger = logging.getLogger(__name__)
+
+BUDGETS = "budgets.json"
+REFRESH_S = 300.0
+SLACK = 1e-9  # float sums of cents: 20 x $0.05 must fit a $1 limit
+Scope = tuple[str, ...]  # ("owner",), ("chat", channel, chat), ("person", channel, person)
+
+
+@dataclass(frozen=True, slots=True)
+class LimitSettings:
+    daily_usd: float | None = None
+    monthly_usd: float | None = None
+    chat_daily_usd: float | None = None  # default per chat; budgets.json overrides it per chat
+    person_daily_usd: float | None = None
+    daily_tokens: int | None = None  # unknown-price calls, owner-wide
+    chat_daily_tokens: int | None = None  # unknown-price calls, per chat
+    zone: tzinfo = timezone.utc  # the owner's: where the owner-wide day and month end
+    consolidation_share: float = 0.05  # consolidation may go this share past each limit
+
+
+def _zone_name(zone: tzinfo) -> str:
+    return getattr(zone, "key", None) or str(zone)
+
+
+def _usd(amount: float) -> str:
+    return f"${amount:,.2f}" if abs(amount * 100 - round(amount * 100)) < 1e-6 else f"${amount:,.4f}".rstrip("0")
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """A call not made: which limit, its figure, what was spent (calls in flight included), when it resets."""
+
+    limit: str  # owner_daily | owner_monthly | chat_daily | person_daily | owner_daily_tokens | chat_daily_tokens
+    limit_value: float
+    spent: float
+    resets_at: datetime  # aware, in the zone the limit's days are counted in
+    scope: Scope
+
+    def sentence(self) -> str:
+        """The one sentence the person is told."""
+        who = {"owner": "This bot has", "chat": "This chat has", "person": "You have"}[self.scope[0]]
+        whose = "your" if self.scope[0] == "person" else "its"
+        zone = _zone_name(self.resets_at.tzinfo)
+        if self.limit.endswith("_tokens"):
+            what = f"{whose} daily limit of {self.limit_value:,.0f} tokens for models without a known price"
+        else:
+            what = f"{whose} {'monthly' if self.limit == 'owner_monthly' else 'daily'} spending limit " \
+                   f"({_usd(self.limit_value)})"
+        when = f"on {self.resets_at.day} {self.resets_at:%B} " if self.limit == "owner_monthly" else ""
+        return f"{who} reached {what}; it resets {when}at midnight ({zone})."
+
+
+@dataclass(eq=False, slots=True)
+class Reservation:
+    """A call's claim on the limits while it runs: `settle()` once recorded, `release()` if it failed."""
+
+    limits: Limits = field(repr=False)
+    scopes: tuple[Scope, ...]
+    usd: float
+    tokens: int
+    id: int = field(default=0)
+
+    def settle(self) -> None:
+        self.limits._drop(self)
+
+    def release(self) -> None:
+        self.limits._drop(self)
+
+
+@dataclass(slots=True)
+class _Window:
+    start: float
+    end: float
+    usd: float
+    tokens: int
+    upto_id: int
+    loaded: float
+
+
+def _bounds(now: float, zone: tzinfo, monthly: bool) -> tuple[datetime, datetime]:
+    """The day (or month) around `now` in `zone`: its start and the next one's, aware."""
+    here = datetime.fromtimestamp(now, zone)
+    if monthly:
+        start = datetime(here.year, here.month, 1, tzinfo=zone)
+        return start, datetime(here.year + here.month // 12, here.month % 12 + 1, 1, tzinfo=zone)
+    start = datetime(here.year, here.month, here.day, tzinfo=zone)
+    nxt = start.date() + timedelta(days=1)
+    return start, datetime(nxt.year, nxt.month, nxt.day, tzinfo=zone)
+
+
+def load_overrides(home: Path) -> dict[ChatKey, float]:
+    """budgets.json's per-chat daily limits ({} when there is none); ValueError names what is wrong."""
+    path = Path(home) / BUDGETS
+    try:
+        data = json.loads(read_text(path))
+    except FileNotFoundError:
+        return {}
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path} is not JSON ({exc}): fix it or remove it (`tusk budget` writes it)") from exc
+    try:
+        return {ChatKey(e["channel"], str(e["chat"])): float(e["daily_usd"]) for e in data["chats"]}
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f'{path}: expected {{"version": 1, "chats": [{{"channel": ..., "chat": ..., '
+                         f'"daily_usd": ...}}]}} ({exc!r})') from exc
+
+
+class Limits:
+    """The spend limits of one Tusk process. Thread-safe; `check` is cheap enough for the event loop."""
+
+    def __init__(self, ledger: Ledger, settings: LimitSettings, clock: Callable[[], float] = time.time) -> None:
+        self.ledger, self.settings, self.clock = ledger, settings, clock
+        self.path = ledger.home / BUDGETS
+        self._lock = threading.Lock()
+        self._windows: dict[tuple[Scope, float], _Window] = {}
+        self._reserved: dict[Scope, list[float]] = {}  # scope -> [usd, tokens] of outstanding reservations
+        self._open: dict[int, Reservation] = {}
+        self._ids = itertools.count(1)
+        self._noticed: set[tuple[str, Scope, float]] = set()
+        self._overrides = load_overrides(ledger.home)
+        self._budgets_stat = self._stat()
+        ledger.subscribe(self._recorded)
+
+    # -- overrides -----------------------------------------------------------------------------
+
+    def _stat(self) -> tuple[int, int] | None:
+        try:
+            st = os.stat(self.path, follow_symlinks=False)
+        except FileNotFoundError:
+            return None
+        return st.st_ino, st.st_mtime_ns
+
+    def overrides(self) -> dict[ChatKey, float]:
+        """The per-chat daily limits now in force (budgets.json, re-read when it changed)."""
+        if (st := self._stat()) != self._budgets_stat:
+            try:
+                self._overrides = load_overrides(self.ledger.home)
+            except (ValueError, OSError) as exc:  # keep the last good ones; the owner is told
+                logger.warning("%s; keeping the chat limits read before", exc)
+            self._budgets_stat = st
+        return self._overrides
+
+    def _save(self, overrides: dict[ChatKey, float]) -> None:
+        chats = [{"channel": k.channel, "chat": k.chat_id, "daily_usd": v} for k, v in sorted(
+            overrides.items(), key=lambda kv: (kv[0].channel, kv[0].chat_id))]
+        write_atomic(self.path, json.dumps({"version": 1, "chats": chats}, indent=1) + "\n", follow_dir=True)
+        self._overrides, self._budgets_stat = overrides, self._stat()
+
+    def set_override(self, chat: ChatKey, daily_usd: float) -> None:
+        if not daily_usd >= 0:
+            raise ValueError(f"a chat's daily limit must be 0 or more USD, got {daily_usd!r}")
+        with self._lock:
+            self._save({**self.overrides(), chat: float(daily_usd)})
+
+    def clear_override(self, chat: ChatKey) -> bool:
+        """Back to the default limit; False if the chat had no override."""
+        with self._lock:
+            current = self.overrides()
+            if chat not in current:
+                return False
+            self._save({k: v for k, v in current.items() if k != chat})
+            return True
+
+    # -- spent ---------------------------------------------------------------------------------
+
+    def _window(self, scope: Scope, now: float, zone: tzinfo, monthly: bool = False) -> tuple[_Window, datetime]:
+        start, end = _bounds(now, zone, monthly)
+        key = (scope, start.timestamp())
+        window = self._windows.get(key)
+        if window is None or now - window.loaded > REFRESH_S:
+            kind, channel, ident = (*scope, None, None)[:3]
+            spent = self.ledger.spent(start.timestamp(), channel, chat=ident if kind == "chat" else None,
+                                      person=ident if kind == "person" else None)
+            window = _Window(start.timestamp(), end.timestamp(), spent.usd, spent.unpriced_tokens, spent.upto_id, now)
+            self._windows = {k: w for k, w in self._windows.items() if w.end > now - 86400}
+            self._windows[key] = window
+        return window, end
+
+    def _recorded(self, rowid: int, call: Call) -> None:
+        """The ledger's hook: a call this process recorded adds to every cached window it falls in."""
+        scopes = {("owner",)}
+        if call.chat is not None:
+            scopes.add(("chat", call.channel, call.chat))
+        if call.person is not None:
+            scopes.add(("person", call.channel, call.person))
+        with self._lock:
+            for (scope, _), w in self._windows.items():
+                if scope in scopes and w.start <= call.ts < w.end and rowid > w.upto_id:
+                    if call.cost_usd is None:
+                        w.tokens += call.input_tokens + call.output_tokens
+                    else:
+                        w.usd += call.cost_usd
+
+    # -- checking ------------------------------------------------------------------------------
+
+    def check(self, channel: str, chat: str | None, person: str | None, estimate_usd: float | None,
+              estimate_tokens: int, purpose: str, zone: tzinfo = timezone.utc) -> Reservation | Refusal:
+        """Reserve the call's estimate against every limit that applies (USD when its price is known, else
+        tokens), or say which limit it would pass. `zone`: the chat's, where its day ends."""
+        s, now = self.settings, self.clock()
+        owner, chat_scope = ("owner",), ("chat", channel, chat) if chat is not None else None
+        person_scope = ("person", channel, person) if person is not None else None
+        allow = 1 + (s.consolidation_share if purpose == "consolidation" else 0.0)
+        priced = estimate_usd is not None
+        amount = estimate_usd if priced else float(estimate_tokens)
+        with self._lock:
+            if priced:
+                chat_limit = s.chat_daily_usd
+                if chat is not None:
+                    chat_limit = self.overrides().get(ChatKey(channel, chat), chat_limit)
+                checks = [("owner_daily", owner, s.daily_usd, s.zone, False),
+                          ("owner_monthly", owner, s.monthly_usd, s.zone, True),
+                          ("chat_daily", chat_scope, chat_limit, zone, False),
+                          ("person_daily", person_scope, s.person_daily_usd, zone, False)]
+            else:
+                checks = [("owner_daily_tokens", owner, s.daily_tokens, s.zone, False),
+                          ("chat_daily_tokens", chat_scope, s.chat_daily_tokens, zone, False)]
+            for name, scope, limit, where, monthly in checks:
+                if scope is None or limit is None:
+                    continue
+                window, end = self._window(scope, now, where, monthly)
+                held = self._reserved.get(scope, (0.0, 0))
+                spent = window.usd + held[0] if priced else window.tokens + held[1]
+                if spent + amount > limit * allow + SLACK:
+                    return Refusal(name, limit, spent, end, scope)
+            scopes = tuple(dict.fromkeys(sc for _, sc, _, _, _ in checks if sc is not None))
+            reservation = Reservation(self, scopes, amount if priced else 0.0, 0 if priced else estimate_tokens,
+                                      next(self._ids))
+            for scope in scopes:
+                held = self._reserved.setdefault(scope, [0.0, 0])
+                held[0] += reservation.usd
+                held[1] += reservation.tokens
+            self._open[reservation.id] = reservation
+        return reservation
+
+    def _drop(self, reservation: Reservation) -> None:
+        with self._lock:
+            if self._open.pop(reservation.id, None) is None:
+                return  # settled or released already
+            for scope in reservation.scopes:
+                held = self._reserved[scope]
+                held[0] -= reservation.usd
+                held[1] -= reservation.tokens
+            if not self._open:
+                self._reserved.clear()  # no float residue left behind
+
+    def notice_due(self, refusal: Refusal) -> bool:
+        """True the first time a limit refuses in its day (or month): tell the owner then, not each time."""
+        mark = (refusal.limit, refusal.scope, refusal.resets_at.timestamp())
+        with self._lock:
+            if mark in self._noticed:
+                return False
+            now = self.clock()
+            self._noticed = {m for m in self._noticed if m[2] > now} | {mark}
+            return True
