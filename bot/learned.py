@@ -10,12 +10,12 @@
   front of the prompt at its own context size);
 - `no_stream`: `"tools"` or `"all"`: the server streamed nothing (or an empty reply) for such a
   request but answered it whole (Ollama's /v1 drops streamed tool calls, a server that cannot
-  stream at all): those requests go unstreamed (bot/llm.py).
+  stream at all): those requests go unstreamed (bot/llm/client.py).
 
 Readable JSON, owner-only, written atomically; an unreadable file is treated as empty.
 
 `Learner` applies what a server says to the running Tusk: the budget (memory/consolidate.py),
-whether tools are offered (bot/context.py), the num_ctx sent to Ollama (bot/llm.py).
+whether tools are offered (bot/context.py), the num_ctx sent to Ollama (bot/llm/client.py).
 """
 
 from __future__ import annotations

@@ -74,7 +74,7 @@ class StreamCut(LLMError):
 
 
 class StreamEmpty(LLMError):
-    """The stream ended or broke before anything was shown: no answer yet. bot/llm.py asks the same request
+    """The stream ended or broke before anything was shown: no answer yet. bot/llm/client.py asks the same request
     once more without streaming, which gives the server's real answer or error. `broken`: it broke (a
     dropped connection, a server error inside it), which says nothing about what the server can stream."""
 
@@ -199,7 +199,7 @@ class _Call:
 
 @dataclass(slots=True)
 class Assembly:
-    """A streamed reply put back together, in the shape `bot.llm._parse` reads (a chat completion's)."""
+    """A streamed reply put back together, in the shape `bot.llm.client._parse` reads (a chat completion's)."""
 
     model: str
     content: str = ""

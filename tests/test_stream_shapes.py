@@ -1,4 +1,4 @@
-"""Streams as servers really break them: each is read in the one place that reads streams (bot/llm.py,
+"""Streams as servers really break them: each is read in the one place that reads streams (bot/llm/client.py,
 bot/stream.py, bot/llm_readable.py) and every turn is answered. Each test watches the reply over SSE,
 so the model is asked to stream."""
 

@@ -7,7 +7,7 @@ module: they become `LLMUnavailable`, `LLMRejected`, `ContextOverflow` (with the
 server named, if it did) or `LLMFiltered` (bot/errors.py). `TUSK_LLM_TIMEOUT` bounds the
 whole request, body included.
 
-Replies are read as real providers send them (bot/llm.py `_parse`, memory/wire.py): tool
+Replies are read as real providers send them (`_parse` below, memory/wire.py): tool
 calls get Tusk's own ids, repaired names and arguments; `<think>` blocks leave the text;
 reasoning (`reasoning_content`, Anthropic's `thinking_blocks`) is kept apart for the caller
 to store with a tool-call step; `finish_reason` says whether the text was cut. For
