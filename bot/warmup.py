@@ -3,7 +3,7 @@
     TuskApp.__aenter__   channels up, /healthz answers, platform messages are journaled
       -> ModelWarmup.start()
     background           the tokenizer built (memory/tokens.py; start-up only checked its file) and
-                         litellm imported (bot/llm/client.py `load_litellm`; seconds, ~190 MB), each in a thread
+                         litellm imported (bot/llm/loader.py `load_litellm`; seconds, ~190 MB), each in a thread
                          the window litellm knows for the model (unless configured or learned) and its
                          largest reply; then, for a model litellm does not know (or an Ollama one), the
                          window its server reports (bot/window.py `ask_server`)

@@ -15,88 +15,30 @@ OpenAI-compatible servers (the `openai/` route with a base URL) litellm is hande
 whose transport reads a message `content` given as a list of parts as its text: litellm's
 own reply model takes only a string there and would refuse the whole reply.
 
-litellm is imported on first use: the import costs seconds, and without
-`LITELLM_LOCAL_MODEL_COST_MAP` it would block on a network fetch of a price list. A running
-Tusk starts it in a background thread (`load_litellm`) and requests wait for it there
-(`litellm_loaded`), so nothing blocks the event loop meanwhile.
+litellm itself is imported on first use or in the background (bot/llm/loader.py).
 """
 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
-import functools
 import logging
-import os
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from types import ModuleType
 from typing import Any
 
 from bot import logs, stream
 from bot.errors import (ContextOverflow, LLMAuthFailed, LLMError, LLMFiltered, LLMRejected, LLMUnavailable,
                         LLMUnreachable, ModelNotFound, NotAModelServer, ToolsUnsupported)
+from bot.llm.loader import litellm, litellm_loaded
 from bot.llm_wire import (GEMINI_ROUTES, for_model, model_missing, model_name, overflow_window, provider_base,
                           public_url, retry_delay, served_models, strip_think, thinking_options, tools_refused,
                           unreachable_reason, wants_readable_client, web_page)
-from bot.threads import in_thread
 from memory.wire import new_call_id, repair_arguments, repair_name, thought_signature, wire_call
 
 logger = logging.getLogger(__name__)
 
 TRANSIENT_STATUS = frozenset({408, 409, 425, 429}) | frozenset(range(500, 600))
-
-
-@functools.cache
-def litellm() -> ModuleType:
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    import litellm as lib
-
-    lib.suppress_debug_info = True
-    lib.telemetry = False
-    lib.drop_params = True  # a provider that lacks a parameter (e.g. tool_choice) gets it dropped, not an error
-    for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "httpx"):
-        logging.getLogger(name).setLevel(logging.WARNING)
-    return lib
-
-
-_loading: concurrent.futures.Future[ModuleType] | None = None
-_loading_lock = threading.Lock()
-
-
-def load_litellm() -> concurrent.futures.Future[ModuleType]:
-    """Start importing litellm in a daemon thread (once); the future holds the module or the import's error."""
-    global _loading
-    with _loading_lock:
-        if _loading is None:
-            _loading = in_thread(litellm, "litellm-import")
-        return _loading
-
-
-async def litellm_loaded() -> ModuleType:
-    """litellm, imported in the background thread if it is not yet: the event loop goes on meanwhile."""
-    return await asyncio.wrap_future(load_litellm())
-
-
-def _model_info(model: str) -> dict[str, Any]:
-    """What litellm's bundled model list says of `model` ({} for a model it does not know)."""
-    try:
-        return dict(litellm().get_model_info(model))
-    except Exception:  # litellm raises plain Exception for unknown models
-        return {}
-
-
-def model_window(model: str) -> int | None:
-    """The model's input window from litellm's bundled model list, if it knows the model."""
-    info = _model_info(model)
-    return info.get("max_input_tokens") or info.get("max_tokens") or None
-
-
-def model_max_output(model: str) -> int | None:
-    """The most tokens the model may write in one reply, from litellm's bundled model list."""
-    return _model_info(model).get("max_output_tokens") or None
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bot.errors import LLMError, LLMUnavailable, MediaRefused
-from bot.llm.client import _translate, litellm
+from bot.llm.client import _translate
+from bot.llm.loader import litellm
 
 logger = logging.getLogger(__name__)
 
