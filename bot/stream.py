@@ -199,7 +199,7 @@ class _Call:
 
 @dataclass(slots=True)
 class Assembly:
-    """A streamed reply put back together, in the shape `bot.llm.client._parse` reads (a chat completion's)."""
+    """A streamed reply put back together, in the shape `bot.llm.reply.parse` reads (a chat completion's)."""
 
     model: str
     content: str = ""

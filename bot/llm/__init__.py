@@ -1,15 +1,18 @@
 """The LLM boundary: litellm in, Tusk's own types and errors out.
 
     client.py     `LLM`: one chat request, retried, then each fallback; litellm's errors translated;
-                  `LLMSettings`, `LLMReply`, `ToolCall`
+                  `LLMSettings`
+    reply.py      a provider's reply read into `LLMReply` and its `ToolCall`s (`parse`): ids, repaired names
+                  and arguments, no `<think>` text, reasoning kept apart, why it finished
     loader.py     litellm imported on first use or in a background thread; its model list's window and
                   largest reply for a model
 
 Callers import from here: `from bot.llm import LLM, LLMSettings, ...`.
 """
 
-from bot.llm.client import LLM, LLMReply, LLMSettings, ToolCall
+from bot.llm.client import LLM, LLMSettings
 from bot.llm.loader import litellm, litellm_loaded, load_litellm, model_max_output, model_window
+from bot.llm.reply import LLMReply, ToolCall
 
 __all__ = ["LLM", "LLMReply", "LLMSettings", "ToolCall", "litellm", "litellm_loaded", "load_litellm",
            "model_max_output", "model_window"]
