@@ -1,7 +1,7 @@
 """The model's real window: what Tusk budgets for, and where that figure came from.
 
     TUSK_CONTEXT_WINDOW          "configured"
-    $TUSK_HOME/models.json       "learned": the server said a prompt was too long (bot/llm/client.py reads
+    $TUSK_HOME/models.json       "learned": the server said a prompt was too long (bot/llm/translate.py reads
                                  the N of "maximum context length is N"; without one, a step down)
     litellm's model list         "litellm"
     the server, asked at start   "server": vLLM's /v1/models `max_model_len`, Ollama's /api/show

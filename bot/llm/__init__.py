@@ -2,6 +2,7 @@
 
     client.py     `LLM`: one chat request, retried, then each fallback; litellm's errors translated;
                   `LLMSettings`
+    translate.py  litellm's exceptions as Tusk's (bot/errors.py): what may be retried, what may not
     reply.py      a provider's reply read into `LLMReply` and its `ToolCall`s (`parse`): ids, repaired names
                   and arguments, no `<think>` text, reasoning kept apart, why it finished
     loader.py     litellm imported on first use or in a background thread; its model list's window and

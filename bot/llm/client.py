@@ -1,11 +1,11 @@
-"""The LLM boundary: litellm in, Tusk's own types and errors out.
+"""`LLM`: one chat request through litellm, retried, with Tusk's own types and errors out.
 
 `LLM.complete` sends one chat request, retrying transient failures (429, 5xx, timeouts,
 connection errors, unreadable replies) with exponential backoff that honours
-`Retry-After`, then each fallback model in turn. litellm's exceptions never leave this
-module: they become `LLMUnavailable`, `LLMRejected`, `ContextOverflow` (with the window the
-server named, if it did) or `LLMFiltered` (bot/errors.py). `TUSK_LLM_TIMEOUT` bounds the
-whole request, body included.
+`Retry-After`, then each fallback model in turn. litellm's exceptions never leave it:
+bot/llm/translate.py makes them `LLMUnavailable`, `LLMRejected`, `ContextOverflow` (with the
+window the server named, if it did) or `LLMFiltered` (bot/errors.py). `TUSK_LLM_TIMEOUT`
+bounds the whole request, body included.
 
 Replies are read into Tusk's types by bot/llm/reply.py. For
 OpenAI-compatible servers (the `openai/` route with a base URL) litellm is handed a client
@@ -25,18 +25,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot import logs, stream
-from bot.errors import (ContextOverflow, LLMAuthFailed, LLMError, LLMFiltered, LLMRejected, LLMUnavailable,
-                        LLMUnreachable, ModelNotFound, NotAModelServer, ToolsUnsupported)
-from bot.llm.loader import litellm, litellm_loaded
+from bot.errors import LLMError, LLMUnavailable, LLMUnreachable, ModelNotFound, NotAModelServer
+from bot.llm.loader import litellm_loaded
 from bot.llm.reply import LLMReply, parse
-from bot.llm_wire import (GEMINI_ROUTES, for_model, model_missing, model_name, overflow_window, provider_base,
-                          public_url, retry_delay, served_models, thinking_options, tools_refused,
-                          unreachable_reason, wants_readable_client, web_page)
+from bot.llm.translate import translate
+from bot.llm_wire import (GEMINI_ROUTES, for_model, model_name, provider_base, public_url, served_models,
+                          thinking_options, wants_readable_client)
 
 logger = logging.getLogger(__name__)
-
-TRANSIENT_STATUS = frozenset({408, 409, 425, 429}) | frozenset(range(500, 600))
-
 
 @dataclass(frozen=True, slots=True)
 class LLMSettings:
@@ -217,7 +213,7 @@ class LLM:
         except Exception as exc:  # litellm raises many types; all are translated here
             if live is not None and live.shown:
                 raise stream.StreamCut(f"{type(exc).__name__}: {str(exc)[:300]}") from exc
-            raise await self._explained(_translate(exc), model) from exc
+            raise await self._explained(translate(exc), model) from exc
         try:
             reply = parse(response, model)
         except (AttributeError, KeyError, TypeError, ValueError) as exc:
@@ -225,44 +221,6 @@ class LLM:
         if (stats := logs.current_stats()) is not None:
             stats.add_call(reply.prompt_tokens, reply.completion_tokens, (time.monotonic() - started) * 1000)
         return reply
-
-
-def _translate(exc: Exception) -> LLMError:
-    status = getattr(exc, "status_code", None)
-    lib = litellm()
-    transient = (lib.Timeout, lib.APIConnectionError, lib.RateLimitError, lib.ServiceUnavailableError,
-                 lib.InternalServerError)
-    text = f"{type(exc).__name__}: {str(exc)[:300]}"
-    overflow = overflow_window(exc, isinstance(exc, lib.ContextWindowExceededError))
-    if overflow is not None:
-        return ContextOverflow(text, window=overflow or None)
-    if web_page(exc, html_counts=status not in TRANSIENT_STATUS):  # a proxy's 502 page is an outage
-        return NotAModelServer(text)
-    if status in (400, 404, 500) and tools_refused(exc):
-        return ToolsUnsupported(text)
-    if status in (400, 404) and model_missing(exc):
-        return ModelNotFound(text)
-    if status in (401, 403) or isinstance(exc, lib.AuthenticationError):
-        return LLMAuthFailed(text, status=status if isinstance(status, int) else None)
-    if (reason := unreachable_reason(exc)) is not None:
-        return LLMUnreachable(text, reason=reason)
-    if isinstance(exc, lib.ContentPolicyViolationError):
-        return LLMFiltered(text)
-    if isinstance(exc, transient) or status in TRANSIENT_STATUS or not isinstance(status, int):
-        return LLMUnavailable(text, retry_after=_retry_after(exc))
-    return LLMRejected(text)
-
-
-def _retry_after(exc: Exception) -> float | None:
-    for headers in (getattr(getattr(exc, "response", None), "headers", None),
-                    getattr(exc, "litellm_response_headers", None)):
-        try:
-            value = headers.get("retry-after") if headers is not None else None
-            if value is not None:
-                return max(0.0, float(value))
-        except (TypeError, ValueError, AttributeError):
-            continue
-    return retry_delay(exc)
 
 
 def _empty(reply: LLMReply) -> bool:
