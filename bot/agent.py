@@ -27,10 +27,11 @@ from bot.errors import ContextOverflow, DeliveryError, LLMError, MediaRefused, T
 from bot.events import ChatKey, InboundMessage, OutboundMessage
 from bot.learned import Learner
 from bot.llm import LLM, LLMReply
+from bot.llm.streams import StreamCut
 from bot.media import Attached, MediaReader
 from bot.replies import (CRASH_REPLY, EMPTY_REPLY, MALFORMED_REPLY, NO_MEDIA_REPLY, NO_TEXT_REPLY, OUT_OF_ROOM_REPLY,
                          STEP_LIMIT_REPLY, MessageTooLong, shown_text, user_message)
-from bot.stream import Draft, Live, StreamCut, StreamSettings
+from bot.stream import Draft, Live, StreamSettings
 from bot.threads import Spawned
 from bot.tools.box import ToolBox, ToolContext, Toolset
 from memory import chat_settings

@@ -2,6 +2,8 @@
 
     client.py     `LLM`: one chat request, retried, then each fallback; litellm's errors translated;
                   `LLMSettings`
+    streams.py    a model's stream read back into one reply (`Assembly`, `collect`), feeding who watches it;
+                  `StreamEmpty` (asked again whole) and `StreamCut` (part of it was shown: not retried)
     translate.py  litellm's exceptions as Tusk's (bot/errors.py): what may be retried, what may not
     reply.py      a provider's reply read into `LLMReply` and its `ToolCall`s (`parse`): ids, repaired names
                   and arguments, no `<think>` text, reasoning kept apart, why it finished

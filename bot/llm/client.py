@@ -24,10 +24,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from bot import logs, stream
+from bot import logs
 from bot.errors import LLMError, LLMUnavailable, LLMUnreachable, ModelNotFound, NotAModelServer
 from bot.llm.loader import litellm_loaded
 from bot.llm.reply import LLMReply, parse
+from bot.llm.streams import StreamCut, StreamEmpty, Watcher, collect
 from bot.llm.translate import translate
 from bot.llm_wire import (GEMINI_ROUTES, for_model, model_name, provider_base, public_url, served_models,
                           thinking_options, wants_readable_client)
@@ -109,11 +110,11 @@ class LLM:
         tool_choice: str | dict[str, Any] | None = None,
         model: str | None = None,
         max_tokens: int | None = None,
-        live: stream.Live | None = None,
+        live: Watcher | None = None,
     ) -> LLMReply:
         """One reply for `messages`; raises LLMUnavailable / LLMRejected when none can be had.
         `max_tokens` bounds the reply (else TUSK_MAX_REPLY_TOKENS, if set). With `live`, the reply is
-        streamed into it (bot/stream.py); a stream cut after `live` showed some of it is `StreamCut`."""
+        streamed into it (bot/llm/streams.py); a stream cut after `live` showed some of it is `StreamCut`."""
         models = (model or self.settings.model, *self.settings.fallbacks)
         options = {"tools": tools or None, "tool_choice": tool_choice if tools else None,
                    "max_tokens": max_tokens or self.settings.max_tokens}
@@ -128,7 +129,7 @@ class LLM:
         raise error
 
     async def _with_retries(self, model: str, messages: list[dict[str, Any]], options: dict[str, Any],
-                            live: stream.Live | None = None) -> LLMReply:
+                            live: Watcher | None = None) -> LLMReply:
         s = self.settings
         for attempt in range(s.retries + 1):
             try:
@@ -143,7 +144,7 @@ class LLM:
         raise AssertionError("unreachable")
 
     async def _reply(self, model: str, messages: list[dict[str, Any]], options: dict[str, Any],
-                     live: stream.Live | None) -> LLMReply:
+                     live: Watcher | None) -> LLMReply:
         """One reply, streamed into `live` where the server can stream this request. A stream that brought
         nothing (no chunk, no finish, an empty reply) is asked again once without streaming: the server's
         real answer or error (a window error included) comes that way; if it is an answer, the server is
@@ -156,7 +157,7 @@ class LLM:
             try:
                 reply = await self._once(model, messages, options, live)
                 why = "an empty reply" if _empty(reply) else None
-            except stream.StreamEmpty as exc:
+            except StreamEmpty as exc:
                 why, learn = str(exc), learn and not exc.broken
             if why is not None:
                 logger.warning("the stream from %s brought nothing (%s); asking once more without streaming",
@@ -184,7 +185,7 @@ class LLM:
             self.on_no_stream(model, scope, why)
 
     async def _once(self, model: str, messages: list[dict[str, Any]], options: dict[str, Any],
-                    live: stream.Live | None = None) -> LLMReply:
+                    live: Watcher | None = None) -> LLMReply:
         lib = await litellm_loaded()
         s = self.settings
         kwargs: dict[str, Any] = {"timeout": s.timeout, "num_retries": 0, "max_retries": 0}
@@ -204,15 +205,15 @@ class LLM:
             async with asyncio.timeout(s.timeout):
                 response = await lib.acompletion(model=model, messages=for_model(model, messages), **kwargs)
                 if live is not None:
-                    response = await stream.collect(response, live, model)
+                    response = await collect(response, live, model)
         except TimeoutError as exc:
             error: LLMError = LLMUnavailable(f"{model} did not answer within {s.timeout:g}s (TUSK_LLM_TIMEOUT)")
-            raise (stream.StreamCut(str(error)) if live is not None and live.shown else error) from exc
-        except LLMError as exc:  # what bot/stream.py found in the stream itself
-            raise (stream.StreamCut(str(exc)) if live is not None and live.shown else exc) from exc
+            raise (StreamCut(str(error)) if live is not None and live.shown else error) from exc
+        except LLMError as exc:  # what bot/llm/streams.py found in the stream itself
+            raise (StreamCut(str(exc)) if live is not None and live.shown else exc) from exc
         except Exception as exc:  # litellm raises many types; all are translated here
             if live is not None and live.shown:
-                raise stream.StreamCut(f"{type(exc).__name__}: {str(exc)[:300]}") from exc
+                raise StreamCut(f"{type(exc).__name__}: {str(exc)[:300]}") from exc
             raise await self._explained(translate(exc), model) from exc
         try:
             reply = parse(response, model)
