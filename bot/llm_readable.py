@@ -29,7 +29,7 @@ from typing import Any
 
 import httpx
 
-from bot.llm_wire import WEB_PAGE, NotAnApi
+from bot.llm.wire import WEB_PAGE, NotAnApi
 
 _STREAM_ASKED = re.compile(rb'(?<!\\)"stream"\s*:\s*true')
 _NEEDS_READING = (b'"content":[', b'"content": [', b'"arguments":{', b'"arguments": {')

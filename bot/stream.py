@@ -29,7 +29,7 @@ import time
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from bot.llm_wire import strip_think
+from bot.llm.wire import strip_think
 
 logger = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from bot.llm_wire import model_name, server_root
+from bot.llm.wire import model_name, server_root
 
 
 logger = logging.getLogger(__name__)

@@ -5,6 +5,9 @@
     streams.py    a model's stream read back into one reply (`Assembly`, `collect`), feeding who watches it;
                   `StreamEmpty` (asked again whole) and `StreamCut` (part of it was shown: not retried)
     translate.py  litellm's exceptions as Tusk's (bot/errors.py): what may be retried, what may not
+    wire.py       what real servers send, read before and beside litellm: window errors and their sizes,
+                  refused tools, unknown models, web pages, no connection; `<think>`; what Anthropic's and
+                  Gemini's routes need of a request
     reply.py      a provider's reply read into `LLMReply` and its `ToolCall`s (`parse`): ids, repaired names
                   and arguments, no `<think>` text, reasoning kept apart, why it finished
     loader.py     litellm imported on first use or in a background thread; its model list's window and

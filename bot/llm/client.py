@@ -30,7 +30,7 @@ from bot.llm.loader import litellm_loaded
 from bot.llm.reply import LLMReply, parse
 from bot.llm.streams import StreamCut, StreamEmpty, Watcher, collect
 from bot.llm.translate import translate
-from bot.llm_wire import (GEMINI_ROUTES, for_model, model_name, provider_base, public_url, served_models,
+from bot.llm.wire import (GEMINI_ROUTES, for_model, model_name, provider_base, public_url, served_models,
                           thinking_options, wants_readable_client)
 
 logger = logging.getLogger(__name__)
@@ -46,7 +46,7 @@ class LLMSettings:
     backoff: float = 1.0  # first retry delay in seconds, doubled each time
     max_backoff: float = 60.0
     max_tokens: int | None = None
-    thinking_budget: int | None = None  # Anthropic extended thinking: tokens it may think (bot/llm_wire.py)
+    thinking_budget: int | None = None  # Anthropic extended thinking: tokens it may think (bot/llm/wire.py)
 
 
 class LLM:

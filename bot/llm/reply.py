@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.errors import LLMFiltered
-from bot.llm_wire import strip_think
+from bot.llm.wire import strip_think
 from memory.wire import new_call_id, repair_arguments, repair_name, thought_signature, wire_call
 
 logger = logging.getLogger(__name__)

@@ -10,7 +10,7 @@
     429, 5xx, timeouts           LLMUnavailable (retried; `retry_after` from Retry-After or Google's RetryInfo)
     anything else                LLMRejected
 
-What the servers' words mean is read in bot/llm_wire.py.
+What the servers' words mean is read in bot/llm/wire.py.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from __future__ import annotations
 from bot.errors import (ContextOverflow, LLMAuthFailed, LLMError, LLMFiltered, LLMRejected, LLMUnavailable,
                         LLMUnreachable, ModelNotFound, NotAModelServer, ToolsUnsupported)
 from bot.llm.loader import litellm
-from bot.llm_wire import model_missing, overflow_window, retry_delay, tools_refused, unreachable_reason, web_page
+from bot.llm.wire import model_missing, overflow_window, retry_delay, tools_refused, unreachable_reason, web_page
 
 TRANSIENT_STATUS = frozenset({408, 409, 425, 429}) | frozenset(range(500, 600))
 

@@ -20,7 +20,7 @@ from bot.errors import LLMError
 from bot.learned import ModelBook
 from bot.llm import LLM, LLMSettings, model_window
 from bot.ops.check import Check
-from bot.llm_wire import model_name, served_models, server_root
+from bot.llm.wire import model_name, served_models, server_root
 from bot.window import ask_server, resolve
 from memory.tokens import count_text
 
