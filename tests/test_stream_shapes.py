@@ -1,5 +1,5 @@
 """Streams as servers really break them: each is read in the one place that reads streams (bot/llm/client.py,
-bot/llm/streams.py, bot/llm_readable.py) and every turn is answered. Each test watches the reply over SSE,
+bot/llm/streams.py, bot/llm/readable.py) and every turn is answered. Each test watches the reply over SSE,
 so the model is asked to stream."""
 
 import json

@@ -8,6 +8,8 @@
     wire.py       what real servers send, read before and beside litellm: window errors and their sizes,
                   refused tools, unknown models, web pages, no connection; `<think>`; what Anthropic's and
                   Gemini's routes need of a request
+    readable.py   an httpx transport for OpenAI-compatible servers (vLLM, LM Studio, llama.cpp, a proxy) that
+                  hands their replies to litellm in shapes it reads; imported only when such a client is made
     reply.py      a provider's reply read into `LLMReply` and its `ToolCall`s (`parse`): ids, repaired names
                   and arguments, no `<think>` text, reasoning kept apart, why it finished
     loader.py     litellm imported on first use or in a background thread; its model list's window and

@@ -96,7 +96,7 @@ class LLM:
         if not wants_readable_client(model, s.api_base):
             return None
         if self._client is None:
-            from bot.llm_readable import readable_client  # httpx and openai: loaded with litellm, not at start
+            from bot.llm.readable import readable_client  # httpx and openai: loaded with litellm, not at start
 
             assert s.api_base is not None
             self._client = readable_client(s.api_base, s.api_key)

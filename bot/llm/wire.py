@@ -4,7 +4,7 @@
   server name? Each server words it its own way (the fake in tests/fakes/fake_llm.py has
   each wording as its docs or code give it).
 - `wants_readable_client(...)`: the `openai/` route with a base URL (vLLM, LM Studio, llama.cpp,
-  a proxy) gets bot/llm_readable.py's client, which reads what those servers really send.
+  a proxy) gets bot/llm/readable.py's client, which reads what those servers really send.
 - `strip_think(text)`: `<think>...</think>` blocks never reach users or the session.
 - `provider_base(model, api_base)`, `thinking_options(...)`: what Anthropic's Messages API and Gemini's
   generateContent need of a request that litellm does not see to (see the functions); `for_model(...)`
@@ -71,7 +71,7 @@ _MODEL_MISSING = re.compile(r"model\W+\S+\W+not found|model .{0,80} does not exi
 
 class NotAnApi(Exception):
     """A chat request was answered with a web page: the base URL points at a web server, not a model API
-    (raised by bot/llm_readable.py's transport, found in the chain of causes litellm keeps)."""
+    (raised by bot/llm/readable.py's transport, found in the chain of causes litellm keeps)."""
 
 
 WEB_PAGE = "a web page where the chat completions API should be"  # NotAnApi's words (litellm keeps no chain)
@@ -179,7 +179,7 @@ def strip_think(text: str | None) -> str | None:
 
 
 def wants_readable_client(model: str, api_base: str | None) -> bool:
-    """Whether litellm should get bot/llm_readable.py's client for `model`: the `openai/` route to a base URL."""
+    """Whether litellm should get bot/llm/readable.py's client for `model`: the `openai/` route to a base URL."""
     return bool(api_base) and model.startswith("openai/")
 
 
