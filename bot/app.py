@@ -31,7 +31,7 @@ from bot.inbox import Inbox
 from bot.llm import LLM
 from bot.learned import Learner, ModelBook
 from bot.media import MediaReader
-from bot.window import reply_cap
+from bot.llm.window import reply_cap
 from bot.access.pairing import PairingStore
 from bot.tools.memory import MemoryTools
 from bot.tools.reminders import Reminders

@@ -6,7 +6,7 @@
                          litellm imported (bot/llm/loader.py `load_litellm`; seconds, ~190 MB), each in a thread
                          the window litellm knows for the model (unless configured or learned) and its
                          largest reply; then, for a model litellm does not know (or an Ollama one), the
-                         window its server reports (bot/window.py `ask_server`)
+                         window its server reports (bot/llm/window.py `ask_server`)
     each turn            awaits `ready()` first: the first turns after a start wait here, with the
                          platforms showing "typing..." as for any turn
 
@@ -23,8 +23,8 @@ from typing import Any
 
 from bot.learned import Learner
 from bot.llm import LLMSettings, litellm_loaded, load_litellm, model_max_output, model_window
+from bot.llm.window import Window, ask_server, resolve
 from bot.threads import in_thread
-from bot.window import Window, ask_server, resolve
 from memory import tokens
 
 logger = logging.getLogger(__name__)

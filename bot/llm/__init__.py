@@ -12,6 +12,8 @@
                   hands their replies to litellm in shapes it reads; imported only when such a client is made
     reply.py      a provider's reply read into `LLMReply` and its `ToolCall`s (`parse`): ids, repaired names
                   and arguments, no `<think>` text, reasoning kept apart, why it finished
+    window.py     the model's real window, and where that figure came from (configured, learned, litellm's
+                  list, the server asked at start, the default); the reply's cap; the step down on overflow
     loader.py     litellm imported on first use or in a background thread; its model list's window and
                   largest reply for a model
 
