@@ -25,8 +25,8 @@ from bot import commands, logs, stream
 from bot.context import ContextBuilder
 from bot.errors import ContextOverflow, DeliveryError, LLMError, MediaRefused, ToolsUnsupported
 from bot.events import ChatKey, InboundMessage, OutboundMessage
-from bot.learned import Learner
 from bot.llm import LLM, LLMReply
+from bot.llm.learned import Learner
 from bot.llm.streams import StreamCut
 from bot.media import Attached, MediaReader
 from bot.replies import (CRASH_REPLY, EMPTY_REPLY, MALFORMED_REPLY, NO_MEDIA_REPLY, NO_TEXT_REPLY, OUT_OF_ROOM_REPLY,
@@ -74,7 +74,7 @@ class ChatAgent:
         self.send = send
         self.commands = chat_commands or commands.Commands()
         self.consolidator = consolidator
-        self.learner = learner  # applies what the server says: window, tools, cut prompts (bot/learned.py)
+        self.learner = learner  # applies what the server says: window, tools, cut prompts (bot/llm/learned.py)
         self.media = media  # reads a message's files into its turn (bot/media/)
         self.hooks: list[PostTurnHook] = [self.consolidate] if consolidator else []
         self.drafts = drafts

@@ -29,7 +29,7 @@ from bot.events import ChatKey, InboundMessage
 from bot.access.flood import FloodGate
 from bot.inbox import Inbox
 from bot.llm import LLM
-from bot.learned import Learner, ModelBook
+from bot.llm.learned import Learner, ModelBook
 from bot.media import MediaReader
 from bot.llm.window import reply_cap
 from bot.access.pairing import PairingStore

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from bot.errors import NotAModelServer
-from bot.learned import FILE, ModelBook
+from bot.llm.learned import FILE, ModelBook
 from memory import files as memfiles
 from tests.conftest import running
 from tests.fakes.fake_llm import Reply, attributing_responder

@@ -56,7 +56,7 @@ class LLM:
         self.settings = settings
         self.window: int | None = None  # the window Tusk budgets for (sent as Ollama's num_ctx)
         # model -> "tools" | "all": requests its server cannot stream (with tools, or at all), and who to tell
-        # when one more is found (bot/learned.py keeps them in models.json)
+        # when one more is found (bot/llm/learned.py keeps them in models.json)
         self.no_stream: dict[str, str] = {}
         self.on_no_stream: Callable[[str, str, str], None] | None = None
         self._client: Any = None

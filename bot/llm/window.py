@@ -8,7 +8,7 @@
                                  `<arch>.context_length`, LM Studio's /api/v0/models, llama.cpp's /props
     65,536                       "default"
 
-A learned window is kept per model (bot/learned.py) so a restart does not overflow again. A
+A learned window is kept per model (bot/llm/learned.py) so a restart does not overflow again. A
 configured window wins at start; an overflow still teaches the running process a smaller one.
 """
 

@@ -17,8 +17,8 @@ from urllib.parse import urlparse
 
 from bot.config import Settings
 from bot.errors import LLMError
-from bot.learned import ModelBook
 from bot.llm import LLM, LLMSettings, model_window
+from bot.llm.learned import ModelBook
 from bot.ops.check import Check
 from bot.llm.wire import model_name, served_models, server_root
 from bot.llm.window import ask_server, resolve
