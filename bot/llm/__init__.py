@@ -16,6 +16,7 @@
                   list, the server asked at start, the default); the reply's cap; the step down on overflow
     learned.py    what a model's server taught Tusk (window, no tools, cut prompts, no streaming), applied to
                   the running Tusk (`Learner`) and kept in $TUSK_HOME/models.json (`ModelBook`)
+    warmup.py     what a running Tusk loads once it is up: the tokenizer, litellm, then the model's window
     loader.py     litellm imported on first use or in a background thread; its model list's window and
                   largest reply for a model
 

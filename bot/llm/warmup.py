@@ -21,8 +21,9 @@ import concurrent.futures
 import logging
 from typing import Any
 
-from bot.llm import LLMSettings, litellm_loaded, load_litellm, model_max_output, model_window
+from bot.llm.client import LLMSettings
 from bot.llm.learned import Learner
+from bot.llm.loader import litellm_loaded, load_litellm, model_max_output, model_window
 from bot.llm.window import Window, ask_server, resolve
 from bot.threads import in_thread
 from memory import tokens
