@@ -14,6 +14,8 @@
                   and arguments, no `<think>` text, reasoning kept apart, why it finished
     window.py     the model's real window, and where that figure came from (configured, learned, litellm's
                   list, the server asked at start, the default); the reply's cap; the step down on overflow
+    server.py     small JSON questions to the model's server over aiohttp (`ModelServer`): the models it
+                  serves, what its window is
     learned.py    what a model's server taught Tusk (window, no tools, cut prompts, no streaming), applied to
                   the running Tusk (`Learner`) and kept in $TUSK_HOME/models.json (`ModelBook`)
     warmup.py     what a running Tusk loads once it is up: the tokenizer, litellm, then the model's window

@@ -28,12 +28,14 @@ from bot import logs
 from bot.errors import LLMError, LLMUnavailable, LLMUnreachable, ModelNotFound, NotAModelServer
 from bot.llm.loader import litellm_loaded
 from bot.llm.reply import LLMReply, parse
+from bot.llm.server import served_models
 from bot.llm.streams import StreamCut, StreamEmpty, Watcher, collect
 from bot.llm.translate import translate
-from bot.llm.wire import (GEMINI_ROUTES, for_model, model_name, provider_base, public_url, served_models,
-                          thinking_options, wants_readable_client)
+from bot.llm.wire import (GEMINI_ROUTES, for_model, model_name, provider_base, public_url, thinking_options,
+                          wants_readable_client)
 
 logger = logging.getLogger(__name__)
+
 
 @dataclass(frozen=True, slots=True)
 class LLMSettings:

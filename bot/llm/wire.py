@@ -143,32 +143,9 @@ def model_missing(exc: BaseException) -> bool:
     return bool(_MODEL_MISSING.search(_error_texts(exc)))
 
 
-def server_root(api_base: str) -> str:
-    """A server's root URL from an OpenAI-style base URL (`http://host:11434/v1` -> `http://host:11434`)."""
-    return api_base.rstrip("/").removesuffix("/v1")
-
-
 def model_name(model: str) -> str:
     """The name the server knows: the litellm model string without its route."""
     return model.split("/", 1)[1] if "/" in model else model
-
-
-async def served_models(api_base: str) -> list[str]:
-    """The model ids a server lists at /v1/models (Ollama's /api/tags too), or [] if it lists none."""
-    import aiohttp
-
-    root = server_root(api_base)
-    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=3)) as http:
-        for path, key, field in (("/v1/models", "data", "id"), ("/api/tags", "models", "name")):
-            try:
-                async with http.get(root + path) as resp:
-                    body = await resp.json(content_type=None)
-                names = [m.get(field) for m in body.get(key, []) if isinstance(m, dict)]
-                if names:
-                    return [str(n) for n in names]
-            except (aiohttp.ClientError, TimeoutError, ValueError, AttributeError):
-                continue
-    return []
 
 
 def strip_think(text: str | None) -> str | None:

@@ -19,9 +19,10 @@ from bot.config import Settings
 from bot.errors import LLMError
 from bot.llm import LLM, LLMSettings, model_window
 from bot.llm.learned import ModelBook
-from bot.ops.check import Check
-from bot.llm.wire import model_name, served_models, server_root
+from bot.llm.server import served_models, server_root
+from bot.llm.wire import model_name
 from bot.llm.window import ask_server, resolve
+from bot.ops.check import Check
 from memory.tokens import count_text
 
 PROBE_TOOL = {"type": "function", "function": {
