@@ -30,7 +30,8 @@ from bot.llm import LLM, LLMReply
 from bot.llm.learned import Learner
 from bot.llm.streams import StreamCut
 from bot.media import Attached, MediaReader
-from bot.replies import (CRASH_REPLY, EMPTY_REPLY, MALFORMED_REPLY, NO_MEDIA_REPLY, NO_TEXT_REPLY, OUT_OF_ROOM_REPLY,
+from bot.media import turn as media_turn
+from bot.replies import (CRASH_REPLY, EMPTY_REPLY, MALFORMED_REPLY, NO_TEXT_REPLY, OUT_OF_ROOM_REPLY,
                          STEP_LIMIT_REPLY, MessageTooLong, shown_text, user_message)
 from bot.stream import Live, StreamSettings
 from bot.threads import Spawned
@@ -175,18 +176,12 @@ class ChatAgent:
         return reply
 
     async def _answer_media(self, msg: InboundMessage, session: Session, live: Live | None = None) -> str:
-        """A message with files: read into this turn (bot/media/); a file Tusk does not take is answered with
-        the reason, and nothing is saved or sent to the model. The caption is never a command."""
-        if self.media is None:
-            return NO_MEDIA_REPLY
-        if len(msg.text) > self.settings.max_message_chars:
-            return f"That caption is {len(msg.text):,} characters long; I can read up to {self.settings.max_message_chars:,}."
+        """A message with files: read into this turn (bot/media/turn.py); a file Tusk does not take is answered
+        with the reason, and nothing is saved or sent to the model. The caption is never a command."""
         try:
-            attached = await self.media.read(msg)
+            attached = await media_turn.attach(self.media, msg, self.settings.max_message_chars, self.send)
         except MediaRefused as exc:
             return str(exc)
-        if attached.note:  # the transcript, shown before the reply (TUSK_SHOW_TRANSCRIPT)
-            await self.send(OutboundMessage(msg.key, attached.note, reply_to=msg.id))
         new, reply = await self._converse(replace(msg, text=attached.prompt), session, attached, live)
         self.store.append(session, new)
         return reply
