@@ -19,6 +19,7 @@ from __future__ import annotations
 import errno
 import re
 import socket
+from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -47,6 +48,17 @@ def _error_texts(exc: BaseException) -> str:
     except Exception:  # a streamed or closed response has no text to give
         pass
     return "\n".join(parts)
+
+
+def _causes(exc: BaseException) -> Iterator[BaseException]:
+    """`exc`, then what caused it, and so on down the chain (litellm wraps the server's error a few layers
+    down); each once, so a chain that loops ends."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        yield cause
+        cause = cause.__cause__ or cause.__context__
 
 
 def overflow_window(exc: BaseException, known_overflow: bool = False) -> int | None:
@@ -81,13 +93,8 @@ _HTML = re.compile(r"<!doctype html|<html[\s>]|<head>|<body[\s>]", re.I)
 def web_page(exc: BaseException, html_counts: bool = True) -> bool:
     """Whether the server answered with a web page where the model API should be: NotAnApi, or (where
     `html_counts`: not for a proxy's 502 page, an outage) HTML in the error."""
-    seen: set[int] = set()
-    cause: BaseException | None = exc
-    while cause is not None and id(cause) not in seen:
-        seen.add(id(cause))
-        if isinstance(cause, NotAnApi):
-            return True
-        cause = cause.__cause__ or cause.__context__
+    if any(isinstance(cause, NotAnApi) for cause in _causes(exc)):
+        return True
     text = _error_texts(exc)
     return WEB_PAGE in text or html_counts and bool(_HTML.search(text[:4000]))
 
@@ -98,17 +105,13 @@ _NO_ROUTE = frozenset({errno.ENETUNREACH, errno.EHOSTUNREACH})
 def unreachable_reason(exc: BaseException) -> str | None:
     """Why no connection could be made ("connection refused", "host not found", "no route to host"), or
     None if `exc` is not that. litellm wraps the socket error a few layers down: the chain is walked."""
-    seen: set[int] = set()
-    cause: BaseException | None = exc
-    while cause is not None and id(cause) not in seen:
-        seen.add(id(cause))
+    for cause in _causes(exc):
         if isinstance(cause, ConnectionRefusedError):
             return "connection refused"
         if isinstance(cause, socket.gaierror):
             return "host not found"
         if isinstance(cause, OSError) and cause.errno in _NO_ROUTE:
             return "no route to host"
-        cause = cause.__cause__ or cause.__context__
     return None
 
 
