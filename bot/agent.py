@@ -6,9 +6,9 @@
                 -> append the turn to the session (before replying: a reply the user has
                    seen is always on disk) -> send the reply -> hooks in the background
       LLM failed -> one clear sentence to the user; the session is left as it was
-      streamed (TUSK_STREAM=auto, where a draft watches) -> the reply shows as written (bot/stream.py); the final
-                   text replaces it once saved; a stream cut after some of it showed ends the turn
-                   there (that text with a note is saved and sent)
+      streamed (TUSK_STREAM=auto, where a draft watches) -> the reply shows as written (bot/delivery.py,
+                   bot/stream.py); the final text replaces it once saved; a stream cut after some of it
+                   showed ends the turn there (that text with a note is saved and sent)
 
 The bus guarantees one turn at a time per chat, so a turn owns its session while it runs.
 """
@@ -23,14 +23,17 @@ from dataclasses import dataclass, replace
 
 from bot import commands, logs, stream
 from bot.context import ContextBuilder
-from bot.errors import ContextOverflow, DeliveryError, LLMError, MediaRefused, ToolsUnsupported
+from bot.delivery import Delivery, Drafts, Send
+from bot.errors import ContextOverflow, LLMError, MediaRefused, ToolsUnsupported
 from bot.events import ChatKey, InboundMessage, OutboundMessage
-from bot.learned import Learner
 from bot.llm import LLM, LLMReply
+from bot.llm.learned import Learner
+from bot.llm.streams import StreamCut
 from bot.media import Attached, MediaReader
-from bot.replies import (CRASH_REPLY, EMPTY_REPLY, MALFORMED_REPLY, NO_MEDIA_REPLY, NO_TEXT_REPLY, OUT_OF_ROOM_REPLY,
+from bot.media import turn as media_turn
+from bot.replies import (CRASH_REPLY, EMPTY_REPLY, MALFORMED_REPLY, NO_TEXT_REPLY, OUT_OF_ROOM_REPLY,
                          STEP_LIMIT_REPLY, MessageTooLong, shown_text, user_message)
-from bot.stream import Draft, Live, StreamCut, StreamSettings
+from bot.stream import Live, StreamSettings
 from bot.threads import Spawned
 from bot.tools.box import ToolBox, ToolContext, Toolset
 from memory import chat_settings
@@ -41,9 +44,7 @@ from memory.tokens import count_text
 
 logger = logging.getLogger(__name__)
 
-Send = Callable[[OutboundMessage], Awaitable[None]]
 PostTurnHook = Callable[[ChatKey], Awaitable[None]]
-Drafts = Callable[[ChatKey, int], Draft | None]  # the channel's draft for a reply to that message (bot/bus.py)
 
 RUNTIME_BLOCK_TOKENS = 40  # the runtime-context line added to the user message
 OWNER_CHANNELS = frozenset({"http", "terminal"})  # the owner's own: an LLM failure is told with its cause and fix
@@ -73,11 +74,10 @@ class ChatAgent:
         self.send = send
         self.commands = chat_commands or commands.Commands()
         self.consolidator = consolidator
-        self.learner = learner  # applies what the server says: window, tools, cut prompts (bot/learned.py)
+        self.learner = learner  # applies what the server says: window, tools, cut prompts (bot/llm/learned.py)
         self.media = media  # reads a message's files into its turn (bot/media/)
         self.hooks: list[PostTurnHook] = [self.consolidate] if consolidator else []
-        self.drafts = drafts
-        self.streaming = streaming
+        self.delivery = Delivery(send, drafts, streaming)  # the reply shown as written, then finished or sent
         self._background = Spawned()  # post-turn hooks
         self._turns = 0  # turns running now, in any chat
         self._idle = asyncio.Event()
@@ -107,7 +107,7 @@ class ChatAgent:
             if self.settings.log_content:
                 logger.info("message from %s: %s", msg.sender_id, msg.text)
             runs_before = self._consolidation_runs(msg.key)
-            live = self._live(msg)
+            live = self.delivery.live(msg)
             try:
                 text = await self._answer(msg, live)
             except MessageTooLong as exc:
@@ -118,7 +118,7 @@ class ChatAgent:
             except Exception:  # turn boundary: the user hears of it, the log gets the traceback
                 logger.exception("turn crashed")
                 text = CRASH_REPLY
-            await self._deliver(OutboundMessage(msg.key, text, reply_to=msg.id), live)
+            await self.delivery.deliver(OutboundMessage(msg.key, text, reply_to=msg.id), live)
             if self.settings.log_content:
                 logger.info("reply: %s", text)
             figures = stats.fields()  # time to the reply; hooks run after it
@@ -152,25 +152,6 @@ class ChatAgent:
         stats = self.consolidator.stats.get(ChatFiles.locate(self.store.home, key.channel, key.chat_id).dir)
         return stats.runs if stats else 0
 
-    def _live(self, msg: InboundMessage) -> Live | None:
-        """The turn's stream (TUSK_STREAM=auto) where someone watches it: a channel's draft (a chat that shows
-        replies being written, an SSE client, the terminal). A turn nobody watches is one plain request."""
-        draft = self.drafts(msg.key, msg.id) if self.streaming.on and self.drafts else None
-        return Live(draft, self.streaming.min_chars) if draft is not None else None
-
-    async def _deliver(self, reply: OutboundMessage, live: Live | None) -> None:
-        """The final reply: it replaces the draft that showed it being written, else it is sent."""
-        try:
-            if live is not None and await live.finish(reply.text):
-                return
-        except DeliveryError as exc:  # the platform refused it: its message says why and what to do
-            logger.error("could not deliver a streamed reply to %s: %s", reply.key, exc, exc_info=exc)
-            return
-        except Exception:  # delivery boundary, as in the bus: the session keeps the reply
-            logger.exception("could not deliver a streamed reply to %s", reply.key)
-            return
-        await self.send(reply)
-
     async def _answer(self, msg: InboundMessage, live: Live | None = None) -> str:
         session = self.store.get(msg.key.channel, msg.key.chat_id)
         if msg.injected is not None:
@@ -195,18 +176,12 @@ class ChatAgent:
         return reply
 
     async def _answer_media(self, msg: InboundMessage, session: Session, live: Live | None = None) -> str:
-        """A message with files: read into this turn (bot/media/); a file Tusk does not take is answered with
-        the reason, and nothing is saved or sent to the model. The caption is never a command."""
-        if self.media is None:
-            return NO_MEDIA_REPLY
-        if len(msg.text) > self.settings.max_message_chars:
-            return f"That caption is {len(msg.text):,} characters long; I can read up to {self.settings.max_message_chars:,}."
+        """A message with files: read into this turn (bot/media/turn.py); a file Tusk does not take is answered
+        with the reason, and nothing is saved or sent to the model. The caption is never a command."""
         try:
-            attached = await self.media.read(msg)
+            attached = await media_turn.attach(self.media, msg, self.settings.max_message_chars, self.send)
         except MediaRefused as exc:
             return str(exc)
-        if attached.note:  # the transcript, shown before the reply (TUSK_SHOW_TRANSCRIPT)
-            await self.send(OutboundMessage(msg.key, attached.note, reply_to=msg.id))
         new, reply = await self._converse(replace(msg, text=attached.prompt), session, attached, live)
         self.store.append(session, new)
         return reply

@@ -29,16 +29,16 @@ from bot.events import ChatKey, InboundMessage
 from bot.access.flood import FloodGate
 from bot.inbox import Inbox
 from bot.llm import LLM
-from bot.learned import Learner, ModelBook
+from bot.llm.learned import Learner, ModelBook
 from bot.media import MediaReader
-from bot.window import reply_cap
+from bot.llm.window import reply_cap
 from bot.access.pairing import PairingStore
 from bot.tools.memory import MemoryTools
 from bot.tools.reminders import Reminders
 from bot.scheduler import Sweeper, start_scheduler
 from bot.tools.tasks import Tasks
 from bot.tools.box import BUILTIN_TOOLS, ToolBox
-from bot.warmup import ModelWarmup
+from bot.llm.warmup import ModelWarmup
 from channels.base import Access, Channel
 from memory import tokens
 from memory.consolidate import Budget, Consolidator
@@ -100,7 +100,7 @@ class TuskApp:
         self.bus = MessageBus(self._handle, self.inbox, durable=_durable)
         self.llm = LLM(llm_settings)
         book = ModelBook(settings.home)
-        # litellm (seconds to import) loads once Tusk is up (bot/warmup.py); until then, no litellm figures
+        # litellm (seconds to import) loads once Tusk is up (bot/llm/warmup.py); until then, no litellm figures
         window = ModelWarmup.provisional(settings.context_window, book.get(llm_settings.model).window)
         known_output = None
         self.consolidator = Consolidator(self.store, self._consolidation_call,
@@ -170,7 +170,7 @@ class TuskApp:
         return ChatFiles.locate(self.settings.home, key.channel, key.chat_id).dir.exists()
 
     async def ready(self) -> None:
-        """Return once litellm is loaded and the model's window settled (bot/warmup.py)."""
+        """Return once litellm is loaded and the model's window settled (bot/llm/warmup.py)."""
         await self.warmup.ready()
 
     async def _handle(self, msg: InboundMessage) -> None:

@@ -96,7 +96,7 @@ class ContextBuilder:
         self.bot_name = bot_name
         self.tool_schemas = tool_schemas
         self._tool_tokens = count_text(json.dumps(tool_schemas)) if tool_schemas else 0
-        self.tools_available = True  # False once the model's server refused tools (bot/learned.py)
+        self.tools_available = True  # False once the model's server refused tools (bot/llm/learned.py)
         self._prompts: OrderedDict[Path, tuple[tuple[object, ...], str]] = OrderedDict()  # chat dir -> (stamp, prompt)
 
     def system_prompt(self, files: ChatFiles) -> str:

@@ -65,7 +65,7 @@ class LLMUnavailable(LLMError):
 class LLMUnreachable(LLMUnavailable):
     """No connection could be made (refused, DNS, no route). `reason` is the short cause ("connection
     refused", "host not found"); `where` the server's address without credentials and `server` its kind
-    ("Ollama", "the model server"), where bot/llm.py knows them."""
+    ("Ollama", "the model server"), where bot/llm/client.py knows them."""
 
     cause = "unreachable"
     user_message = "I can't reach the model server right now; the operator can run `tusk doctor`."
@@ -131,7 +131,7 @@ class ToolsUnsupported(LLMRejected):
 class ModelNotFound(LLMRejected):
     cause = "unknown-model"
     user_message = "The model server does not know the configured model. The operator can run `tusk doctor`."
-    model: str | None = None  # the name the server was asked for (set where it is known: bot/llm.py)
+    model: str | None = None  # the name the server was asked for (set where it is known: bot/llm/client.py)
     served: tuple[str, ...] = ()  # what the server lists instead, if it lists anything
 
     @property
@@ -145,7 +145,7 @@ class ModelNotFound(LLMRejected):
 class NotAModelServer(LLMRejected):
     """The address in TUSK_API_BASE answered a chat request with a web page (HTML) instead of the model API:
     a misconfigured base URL (a web server's front page, a login page, a path without `/v1`). `where` is
-    the address without credentials, where bot/llm.py knows it."""
+    the address without credentials, where bot/llm/client.py knows it."""
 
     cause = "not-a-model-server"
     user_message = "The model server is misconfigured (it answered with a web page); the operator can run `tusk doctor`."

@@ -15,7 +15,7 @@ strictest common form:
   which Gemini 3 wants back unchanged): litellm hands it over inside the call's id
   (`call_x__thought__<signature>`) and in `provider_specific_fields`; Tusk's own id replaces the
   former, so it is kept as `provider_specific_fields: {"thought_signature": ...}` on the stored call,
-  where litellm's Gemini route reads it back (bot/llm_wire.py `for_model` drops it for other providers).
+  where litellm's Gemini route reads it back (bot/llm/wire.py `for_model` drops it for other providers).
 
 Arguments are read leniently, as real servers write them (never with `eval`): surrounding
 whitespace, a Markdown code fence, raw control characters inside strings (llama.cpp's JSON

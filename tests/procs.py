@@ -14,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-FIRST_TURN = 90.0  # seconds a started Tusk's first reply may take: it waits for litellm's import (bot/warmup.py)
+FIRST_TURN = 90.0  # seconds a started Tusk's first reply may take: it waits for litellm's import (bot/llm/warmup.py)
 PASSED = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "SYSTEMROOT", "VIRTUAL_ENV")  # nothing else is inherited
 
 _started: list = []  # processes (each leading its group) started during the current test

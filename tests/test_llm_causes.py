@@ -7,7 +7,7 @@ import socket
 import httpx
 
 from bot.errors import LLMAuthFailed, LLMError, LLMUnreachable, ModelNotFound
-from bot.llm_wire import public_url, unreachable_reason
+from bot.llm.wire import public_url, unreachable_reason
 from tests.conftest import running
 from tests.fakes.fake_llm import Reply
 from tests.test_cli import env_for, tusk as run_tusk

@@ -1,5 +1,5 @@
-"""Streams as servers really break them: each is read in the one place that reads streams (bot/llm.py,
-bot/stream.py, bot/llm_readable.py) and every turn is answered. Each test watches the reply over SSE,
+"""Streams as servers really break them: each is read in the one place that reads streams (bot/llm/client.py,
+bot/llm/streams.py, bot/llm/readable.py) and every turn is answered. Each test watches the reply over SSE,
 so the model is asked to stream."""
 
 import json
@@ -7,7 +7,7 @@ import json
 import pytest
 
 from bot.errors import NotAModelServer
-from bot.learned import FILE, ModelBook
+from bot.llm.learned import FILE, ModelBook
 from memory import files as memfiles
 from tests.conftest import running
 from tests.fakes.fake_llm import Reply, attributing_responder

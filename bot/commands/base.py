@@ -29,7 +29,7 @@ class CommandContext:
     consolidator: Consolidator | None = None
     fixed_tokens: int = 0  # system prompt and tools, as the next turn would send them
     may_erase: bool = True  # False for non-admins in groups: /forget and /memory undo are refused
-    model_notes: tuple[str, ...] = ()  # what the server taught us about the model (bot/learned.py)
+    model_notes: tuple[str, ...] = ()  # what the server taught us about the model (bot/llm/learned.py)
     tool_status: tuple[str, ...] = ()  # lines about this chat's MCP servers, for /status
     sender_id: str = ""  # who sent the command (platform user id), for /forget me
     sender_name: str = ""

@@ -7,6 +7,8 @@
                      else TUSK_VISION_MODEL describes it into text; else a clear reply
         document     text files and PDFs (documents.py) read into this turn as a delimited block
                      framed as data; the session keeps name, size and a bounded excerpt
+    turn      attach(reader, msg, ...) (turn.py): the files read, the transcript note sent first, or the
+              reason they are not taken (`MediaRefused`)
     agent     saves `Attached.saved` (placeholders, transcripts, excerpts + the caption) with the file
               paths, sends `Attached.prompt` plus `Attached.images` in this turn's request only
 

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bot.errors import LLMError, LLMUnavailable, MediaRefused
-from bot.llm import _translate, litellm
+from bot.llm.loader import litellm
+from bot.llm.translate import translate
 
 logger = logging.getLogger(__name__)
 
@@ -59,7 +60,7 @@ class Transcriber:
             error: LLMError = LLMUnavailable(f"{s.model} did not transcribe within {s.timeout:g}s")
             raise self._explained(error) from exc
         except Exception as exc:  # litellm raises many types; all are translated here
-            raise self._explained(_translate(exc)) from exc
+            raise self._explained(translate(exc)) from exc
         text = getattr(response, "text", None)
         if text is None and isinstance(response, dict):
             text = response.get("text")

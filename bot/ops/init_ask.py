@@ -99,7 +99,7 @@ def _served(provider: Provider, api_base: str) -> str:
     """The first model a local server lists, with the provider's route (or "" if it lists none)."""
     if not api_base or not provider.api_base:
         return ""
-    from bot.llm_wire import served_models
+    from bot.llm.server import served_models
 
     try:
         names = asyncio.run(served_models(api_base))

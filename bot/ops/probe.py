@@ -3,7 +3,7 @@
     reachable     how long one short answer took
     tools         the model called the offered tool, answered in text, or the server refused tools
     reasoning     a reasoning field came back (DeepSeek, Qwen, OpenRouter ...): Tusk stores and sends it back
-    window        the tokens Tusk budgets for and where that figure came from (bot/window.py)
+    window        the tokens Tusk budgets for and where that figure came from (bot/llm/window.py)
     local server  (a base URL on this machine) its models, and whether it cuts long prompts: a prompt of
                   known size against the `usage.prompt_tokens` it reports
 """
@@ -17,11 +17,12 @@ from urllib.parse import urlparse
 
 from bot.config import Settings
 from bot.errors import LLMError
-from bot.learned import ModelBook
 from bot.llm import LLM, LLMSettings, model_window
+from bot.llm.learned import ModelBook
+from bot.llm.server import served_models, server_root
+from bot.llm.wire import model_name
+from bot.llm.window import ask_server, resolve
 from bot.ops.check import Check
-from bot.llm_wire import model_name, served_models, server_root
-from bot.window import ask_server, resolve
 from memory.tokens import count_text
 
 PROBE_TOOL = {"type": "function", "function": {

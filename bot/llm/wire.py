@@ -4,7 +4,7 @@
   server name? Each server words it its own way (the fake in tests/fakes/fake_llm.py has
   each wording as its docs or code give it).
 - `wants_readable_client(...)`: the `openai/` route with a base URL (vLLM, LM Studio, llama.cpp,
-  a proxy) gets bot/llm_readable.py's client, which reads what those servers really send.
+  a proxy) gets bot/llm/readable.py's client, which reads what those servers really send.
 - `strip_think(text)`: `<think>...</think>` blocks never reach users or the session.
 - `provider_base(model, api_base)`, `thinking_options(...)`: what Anthropic's Messages API and Gemini's
   generateContent need of a request that litellm does not see to (see the functions); `for_model(...)`
@@ -19,6 +19,7 @@ from __future__ import annotations
 import errno
 import re
 import socket
+from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -49,6 +50,17 @@ def _error_texts(exc: BaseException) -> str:
     return "\n".join(parts)
 
 
+def _causes(exc: BaseException) -> Iterator[BaseException]:
+    """`exc`, then what caused it, and so on down the chain (litellm wraps the server's error a few layers
+    down); each once, so a chain that loops ends."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        yield cause
+        cause = cause.__cause__ or cause.__context__
+
+
 def overflow_window(exc: BaseException, known_overflow: bool = False) -> int | None:
     """None if `exc` is not a context overflow; else the window the server named, or 0 if it named none."""
     status = getattr(exc, "status_code", None)
@@ -71,7 +83,7 @@ _MODEL_MISSING = re.compile(r"model\W+\S+\W+not found|model .{0,80} does not exi
 
 class NotAnApi(Exception):
     """A chat request was answered with a web page: the base URL points at a web server, not a model API
-    (raised by bot/llm_readable.py's transport, found in the chain of causes litellm keeps)."""
+    (raised by bot/llm/readable.py's transport, found in the chain of causes litellm keeps)."""
 
 
 WEB_PAGE = "a web page where the chat completions API should be"  # NotAnApi's words (litellm keeps no chain)
@@ -81,13 +93,8 @@ _HTML = re.compile(r"<!doctype html|<html[\s>]|<head>|<body[\s>]", re.I)
 def web_page(exc: BaseException, html_counts: bool = True) -> bool:
     """Whether the server answered with a web page where the model API should be: NotAnApi, or (where
     `html_counts`: not for a proxy's 502 page, an outage) HTML in the error."""
-    seen: set[int] = set()
-    cause: BaseException | None = exc
-    while cause is not None and id(cause) not in seen:
-        seen.add(id(cause))
-        if isinstance(cause, NotAnApi):
-            return True
-        cause = cause.__cause__ or cause.__context__
+    if any(isinstance(cause, NotAnApi) for cause in _causes(exc)):
+        return True
     text = _error_texts(exc)
     return WEB_PAGE in text or html_counts and bool(_HTML.search(text[:4000]))
 
@@ -98,17 +105,13 @@ _NO_ROUTE = frozenset({errno.ENETUNREACH, errno.EHOSTUNREACH})
 def unreachable_reason(exc: BaseException) -> str | None:
     """Why no connection could be made ("connection refused", "host not found", "no route to host"), or
     None if `exc` is not that. litellm wraps the socket error a few layers down: the chain is walked."""
-    seen: set[int] = set()
-    cause: BaseException | None = exc
-    while cause is not None and id(cause) not in seen:
-        seen.add(id(cause))
+    for cause in _causes(exc):
         if isinstance(cause, ConnectionRefusedError):
             return "connection refused"
         if isinstance(cause, socket.gaierror):
             return "host not found"
         if isinstance(cause, OSError) and cause.errno in _NO_ROUTE:
             return "no route to host"
-        cause = cause.__cause__ or cause.__context__
     return None
 
 
@@ -143,32 +146,9 @@ def model_missing(exc: BaseException) -> bool:
     return bool(_MODEL_MISSING.search(_error_texts(exc)))
 
 
-def server_root(api_base: str) -> str:
-    """A server's root URL from an OpenAI-style base URL (`http://host:11434/v1` -> `http://host:11434`)."""
-    return api_base.rstrip("/").removesuffix("/v1")
-
-
 def model_name(model: str) -> str:
     """The name the server knows: the litellm model string without its route."""
     return model.split("/", 1)[1] if "/" in model else model
-
-
-async def served_models(api_base: str) -> list[str]:
-    """The model ids a server lists at /v1/models (Ollama's /api/tags too), or [] if it lists none."""
-    import aiohttp
-
-    root = server_root(api_base)
-    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=3)) as http:
-        for path, key, field in (("/v1/models", "data", "id"), ("/api/tags", "models", "name")):
-            try:
-                async with http.get(root + path) as resp:
-                    body = await resp.json(content_type=None)
-                names = [m.get(field) for m in body.get(key, []) if isinstance(m, dict)]
-                if names:
-                    return [str(n) for n in names]
-            except (aiohttp.ClientError, TimeoutError, ValueError, AttributeError):
-                continue
-    return []
 
 
 def strip_think(text: str | None) -> str | None:
@@ -179,7 +159,7 @@ def strip_think(text: str | None) -> str | None:
 
 
 def wants_readable_client(model: str, api_base: str | None) -> bool:
-    """Whether litellm should get bot/llm_readable.py's client for `model`: the `openai/` route to a base URL."""
+    """Whether litellm should get bot/llm/readable.py's client for `model`: the `openai/` route to a base URL."""
     return bool(api_base) and model.startswith("openai/")
 
 

@@ -1,14 +1,14 @@
 """The model's real window: what Tusk budgets for, and where that figure came from.
 
     TUSK_CONTEXT_WINDOW          "configured"
-    $TUSK_HOME/models.json       "learned": the server said a prompt was too long (bot/llm.py reads
+    $TUSK_HOME/models.json       "learned": the server said a prompt was too long (bot/llm/translate.py reads
                                  the N of "maximum context length is N"; without one, a step down)
     litellm's model list         "litellm"
     the server, asked at start   "server": vLLM's /v1/models `max_model_len`, Ollama's /api/show
                                  `<arch>.context_length`, LM Studio's /api/v0/models, llama.cpp's /props
     65,536                       "default"
 
-A learned window is kept per model (bot/learned.py) so a restart does not overflow again. A
+A learned window is kept per model (bot/llm/learned.py) so a restart does not overflow again. A
 configured window wins at start; an overflow still teaches the running process a smaller one.
 """
 
@@ -18,7 +18,8 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from bot.llm_wire import model_name, server_root
+from bot.llm.server import ModelServer
+from bot.llm.wire import model_name
 
 
 logger = logging.getLogger(__name__)
@@ -74,27 +75,19 @@ async def ask_server(model: str, api_base: str | None, api_key: str | None, time
         api_base = OLLAMA_BASE
     if not api_base:
         return None
-    import aiohttp  # here: a terminal chat starts without it
-
-    root, name = server_root(api_base), model_name(model)
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    name = model_name(model)
     native_ollama = model.startswith(("ollama/", "ollama_chat/"))
-    probes = ((f"{root}/v1/models", "GET", None, _from_openai_models),
-              (f"{root}/api/v0/models/{name}", "GET", None, _from_lmstudio),
-              (f"{root}/api/show", "POST", {"model": name}, _from_ollama_show if native_ollama else _ollama_default),
-              (f"{root}/props", "GET", None, _from_llamacpp_props))
-    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout), headers=headers) as http:
-        for url, method, body, read in probes:
-            try:
-                async with http.request(method, url, json=body) as resp:
-                    if resp.status != 200:
-                        continue
-                    data = await resp.json(content_type=None)
-            except (aiohttp.ClientError, TimeoutError, ValueError):
+    probes = (("/v1/models", None, _from_openai_models),
+              (f"/api/v0/models/{name}", None, _from_lmstudio),
+              ("/api/show", {"model": name}, _from_ollama_show if native_ollama else _ollama_default),
+              ("/props", None, _from_llamacpp_props))
+    async with ModelServer(api_base, api_key, timeout) as server:
+        for path, body, read in probes:
+            if (data := await server.ask(path, body)) is None:
                 continue
             tokens = read(data, name)
             if isinstance(tokens, int) and tokens > 0:
-                return Window(tokens, f"server ({url.removeprefix(root)})")
+                return Window(tokens, f"server ({path})")
     return None
 
 

@@ -12,7 +12,7 @@ or drop, streamed or not:
   the same reply as one SSE chunk, so nothing is lost and nothing is asked twice;
 - an `error` object in a 200 answer to a streamed request: an SSE error event, which the
   OpenAI client raises as the server's error;
-- a web page (HTML) where the chat API should be: `NotAnApi`, which bot/llm.py reads as a
+- a web page (HTML) where the chat API should be: `NotAnApi`, which bot/llm/translate.py reads as a
   misconfigured base URL (`bot.errors.NotAModelServer`), not as an empty reply.
 
 Everything else passes unchanged. Imported only when such a client is made: start-up does
@@ -29,7 +29,7 @@ from typing import Any
 
 import httpx
 
-from bot.llm_wire import WEB_PAGE, NotAnApi
+from bot.llm.wire import WEB_PAGE, NotAnApi
 
 _STREAM_ASKED = re.compile(rb'(?<!\\)"stream"\s*:\s*true')
 _NEEDS_READING = (b'"content":[', b'"content": [', b'"arguments":{', b'"arguments": {')

@@ -3,15 +3,15 @@
     TuskApp.__aenter__   channels up, /healthz answers, platform messages are journaled
       -> ModelWarmup.start()
     background           the tokenizer built (memory/tokens.py; start-up only checked its file) and
-                         litellm imported (bot/llm.py `load_litellm`; seconds, ~190 MB), each in a thread
+                         litellm imported (bot/llm/loader.py `load_litellm`; seconds, ~190 MB), each in a thread
                          the window litellm knows for the model (unless configured or learned) and its
                          largest reply; then, for a model litellm does not know (or an Ollama one), the
-                         window its server reports (bot/window.py `ask_server`)
+                         window its server reports (bot/llm/window.py `ask_server`)
     each turn            awaits `ready()` first: the first turns after a start wait here, with the
                          platforms showing "typing..." as for any turn
 
 Until then the budget is the provisional one TuskApp starts with (configured, learned, or the default).
-A failed import is logged here; the turns then fail on it in bot/llm.py like any LLM failure.
+A failed import is logged here; the turns then fail on it in bot/llm/client.py like any LLM failure.
 """
 
 from __future__ import annotations
@@ -21,10 +21,11 @@ import concurrent.futures
 import logging
 from typing import Any
 
-from bot.learned import Learner
-from bot.llm import LLMSettings, litellm_loaded, load_litellm, model_max_output, model_window
+from bot.llm.client import LLMSettings
+from bot.llm.learned import Learner
+from bot.llm.loader import litellm_loaded, load_litellm, model_max_output, model_window
+from bot.llm.window import Window, ask_server, resolve
 from bot.threads import in_thread
-from bot.window import Window, ask_server, resolve
 from memory import tokens
 
 logger = logging.getLogger(__name__)

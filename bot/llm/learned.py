@@ -3,19 +3,19 @@
     {"openai/tiny": {"window": 2048, "no_tools": true, "truncates": false, "no_stream": "tools",
                      "reason": "...", "updated": "2026-12-03 08:40:00"}}
 
-- `window`: tokens the server really takes (it said a prompt was too long; bot/window.py);
+- `window`: tokens the server really takes (it said a prompt was too long; bot/llm/window.py);
 - `no_tools`: the server refused tools ("does not support tools") or ignored them: turns go
   without tools and consolidation uses its plain-text form;
 - `truncates`: the server reported far fewer prompt tokens than Tusk sent (Ollama cutting the
   front of the prompt at its own context size);
 - `no_stream`: `"tools"` or `"all"`: the server streamed nothing (or an empty reply) for such a
   request but answered it whole (Ollama's /v1 drops streamed tool calls, a server that cannot
-  stream at all): those requests go unstreamed (bot/llm.py).
+  stream at all): those requests go unstreamed (bot/llm/client.py).
 
 Readable JSON, owner-only, written atomically; an unreadable file is treated as empty.
 
 `Learner` applies what a server says to the running Tusk: the budget (memory/consolidate.py),
-whether tools are offered (bot/context.py), the num_ctx sent to Ollama (bot/llm.py).
+whether tools are offered (bot/context.py), the num_ctx sent to Ollama (bot/llm/client.py).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.errors import ContextOverflow, ToolsUnsupported
-from bot.window import Window, reply_cap, step_down
+from bot.llm.window import Window, reply_cap, step_down
 from memory.files import write_atomic
 from memory.consolidate import Budget, Consolidator
 

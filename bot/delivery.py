@@ -1,0 +1,52 @@
+"""A turn's reply on its way to the chat: shown while it is written where a draft watches, then delivered.
+
+    Delivery.live(msg)             the turn's `Live` (bot/stream.py) when TUSK_STREAM=auto and the channel
+                                   offers a draft for this reply (a chat that shows replies being written,
+                                   an SSE client, the terminal); None: a turn nobody watches is one plain
+                                   request
+    Delivery.deliver(reply, live)  the final reply replaces the draft that showed it being written, else
+                                   it goes out through the channel's `send` (split, formatted)
+
+A streamed reply the platform refuses at the end is logged, not sent again: the session keeps it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+
+from bot.errors import DeliveryError
+from bot.events import ChatKey, InboundMessage, OutboundMessage
+from bot.stream import Draft, Live, StreamSettings
+
+logger = logging.getLogger(__name__)
+
+Send = Callable[[OutboundMessage], Awaitable[None]]
+Drafts = Callable[[ChatKey, int], Draft | None]  # the channel's draft for a reply to that message (bot/bus.py)
+
+
+class Delivery:
+    def __init__(self, send: Send, drafts: Drafts | None = None,
+                 streaming: StreamSettings = StreamSettings("off")) -> None:
+        self.send = send
+        self.drafts = drafts
+        self.streaming = streaming
+
+    def live(self, msg: InboundMessage) -> Live | None:
+        """The turn's stream (TUSK_STREAM=auto) where someone watches it: a channel's draft (a chat that shows
+        replies being written, an SSE client, the terminal). A turn nobody watches is one plain request."""
+        draft = self.drafts(msg.key, msg.id) if self.streaming.on and self.drafts else None
+        return Live(draft, self.streaming.min_chars) if draft is not None else None
+
+    async def deliver(self, reply: OutboundMessage, live: Live | None) -> None:
+        """The final reply: it replaces the draft that showed it being written, else it is sent."""
+        try:
+            if live is not None and await live.finish(reply.text):
+                return
+        except DeliveryError as exc:  # the platform refused it: its message says why and what to do
+            logger.error("could not deliver a streamed reply to %s: %s", reply.key, exc, exc_info=exc)
+            return
+        except Exception:  # delivery boundary, as in the bus: the session keeps the reply
+            logger.exception("could not deliver a streamed reply to %s", reply.key)
+            return
+        await self.send(reply)
