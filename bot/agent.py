@@ -36,6 +36,7 @@ from bot.replies import (CRASH_REPLY, EMPTY_REPLY, MALFORMED_REPLY, NO_TEXT_REPL
 from bot.stream import Live, StreamSettings
 from bot.threads import Spawned
 from bot.tools.box import ToolBox, ToolContext, Toolset
+from bot.usage import meter as usage
 from memory import chat_settings
 from memory.consolidate import Consolidator, pick_cut
 from memory.paths import ChatFiles
@@ -103,7 +104,9 @@ class ChatAgent:
             await self._overheard(msg)
             return
         stats = logs.TurnStats()
-        with logs.bound(msg.key, msg.id, stats):
+        purpose = msg.injected.source if msg.injected is not None else "reply"
+        with logs.bound(msg.key, msg.id, stats), usage.scope(msg.key, msg.sender_id or None, purpose,
+                                                              self._zone(msg.key)):
             if self.settings.log_content:
                 logger.info("message from %s: %s", msg.sender_id, msg.text)
             runs_before = self._consolidation_runs(msg.key)
@@ -171,9 +174,24 @@ class ChatAgent:
             return f"That message is {len(msg.text):,} characters long; I can read up to {limit:,}. Send it in parts."
         if not msg.text.strip():
             return NO_TEXT_REPLY
-        new, reply = await self._converse(msg, session, live=live)
+        new, reply = await self._kept_if_refused(self._converse(msg, session, live=live), session, msg)
         self.store.append(session, new)
         return reply
+
+    async def _kept_if_refused(self, conversing: Awaitable[tuple[list[Message], str]], session: Session,
+                               msg: InboundMessage, attached: Attached | None = None) -> tuple[list[Message], str]:
+        """The turn's conversation; when a spend limit stops it, the message is still saved (nothing reached
+        the model) and the limit's sentence is the answer."""
+        try:
+            return await conversing
+        except usage.SpendLimitReached:
+            self.store.append(session, [user_message(msg, attached)])
+            raise
+
+    def _zone(self, key: ChatKey) -> str:
+        """The chat's time zone (where its spending day ends)."""
+        files = ChatFiles.locate(self.store.home, key.channel, key.chat_id)
+        return chat_settings.chat_zone(files, self.context.default_zone).key
 
     async def _answer_media(self, msg: InboundMessage, session: Session, live: Live | None = None) -> str:
         """A message with files: read into this turn (bot/media/turn.py); a file Tusk does not take is answered
@@ -182,7 +200,8 @@ class ChatAgent:
             attached = await media_turn.attach(self.media, msg, self.settings.max_message_chars, self.send)
         except MediaRefused as exc:
             return str(exc)
-        new, reply = await self._converse(replace(msg, text=attached.prompt), session, attached, live)
+        new, reply = await self._kept_if_refused(
+            self._converse(replace(msg, text=attached.prompt), session, attached, live), session, msg, attached)
         self.store.append(session, new)
         return reply
 
@@ -326,7 +345,8 @@ class ChatAgent:
         """Consolidate this chat if it is over budget (the post-turn hook and the scheduled sweep)."""
         session = self.store.get(key.channel, key.chat_id)
         assert self.consolidator is not None
-        await self.consolidator.run(session, lambda: self.context.fixed_tokens(session.files), background=True)
+        with usage.scope(key, None, "consolidation", self._zone(key)):
+            await self.consolidator.run(session, lambda: self.context.fixed_tokens(session.files), background=True)
 
     def _truncate(self, text: str) -> str:
         limit = self.settings.tool_result_max_chars

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, TypeVar
 from zoneinfo import ZoneInfo
 
@@ -39,8 +39,15 @@ from bot.scheduler import Sweeper, start_scheduler
 from bot.tools.tasks import Tasks
 from bot.tools.box import BUILTIN_TOOLS, ToolBox
 from bot.llm.warmup import ModelWarmup
+from bot.usage.ledger import Ledger
+from bot.usage.limits import Limits
+from bot.usage import meter as usage
+from bot.usage.meter import Meter
+from bot.usage.prices import configured_prices
+from bot.usage.view import status_lines, usage_command
+from bot.commands.base import CommandContext
 from channels.base import Access, Channel
-from memory import tokens
+from memory import chat_settings, tokens
 from memory.consolidate import Budget, Consolidator
 from memory.media import MediaStore
 from memory.paths import ChatFiles, private_dir
@@ -99,6 +106,10 @@ class TuskApp:
         self.inbox = Inbox(settings.home / "inbox.jsonl")
         self.bus = MessageBus(self._handle, self.inbox, durable=_durable)
         self.llm = LLM(llm_settings)
+        self.ledger = Ledger(settings.home)  # every model call, its tokens and cost (bot/usage/)
+        self.limits = Limits(self.ledger, settings.limit_settings())
+        self.models = settings.model_choices()
+        self.llm.meter = Meter(self.ledger, self.limits, configured_prices(self.models))
         book = ModelBook(settings.home)
         # litellm (seconds to import) loads once Tusk is up (bot/llm/warmup.py); until then, no litellm figures
         window = ModelWarmup.provisional(settings.context_window, book.get(llm_settings.model).window)
@@ -119,7 +130,8 @@ class TuskApp:
                               self.reminders.set_reminder, self.reminders.list_reminders,
                               self.reminders.cancel_reminder, self.tasks.start_task], extra=self.mcp)
         chat_commands = Commands(settings.timezone, holders=[self.reminders, self.tasks, self.inbox],
-                                 extra=self.reminders.commands(), erasure=MemberErasure(
+                                 extra=[*self.reminders.commands(), usage_command(self.ledger, settings.timezone)],
+                                 status_extra=[self._spend_lines], erasure=MemberErasure(
                                      model_rewrite(self.llm.complete, settings.consolidation_model),
                                      [ReminderMembers(self.reminders), InboxMembers(self.inbox.path),
                                       SearchMembers(self.memory_tools.index), MediaMembers()]),
@@ -144,13 +156,19 @@ class TuskApp:
                                [self.reminders, *filter(None, [self.access.pairing])])  # a Telegram group upgraded
         self._scheduler: AsyncIOScheduler | None = None
 
+    def _spend_lines(self, ctx: CommandContext) -> Sequence[str]:
+        """/status: today's spend against the limits that apply to this chat (bot/usage/view.py)."""
+        zone = chat_settings.chat_zone(ctx.files, ZoneInfo(self.settings.timezone))
+        return status_lines(self.ledger, self.limits, ctx, zone)
+
     async def _consolidation_call(self, messages: list[dict], tools: list[dict], max_tokens: int) -> str | None:
         """One consolidation request, forcing save_memory when tools are offered: its arguments, else the
         reply's text (a model without tools answers in the text form), or None."""
         forced = {"type": "function", "function": {"name": tools[0]["function"]["name"]}} if tools else None
         try:
-            reply = await self.llm.complete(messages, tools or None, tool_choice=forced,
-                                            model=self.settings.consolidation_model, max_tokens=max_tokens)
+            with usage.scope(person=None, purpose="consolidation"):  # the chat's, as housekeeping: no person
+                reply = await self.llm.complete(messages, tools or None, tool_choice=forced,
+                                                model=self.settings.consolidation_model, max_tokens=max_tokens)
         except ContextOverflow as exc:
             if not self.settings.consolidation_model:  # the chat model's window: learn it for the chats too
                 self.learner.learn_window(exc)
@@ -292,6 +310,7 @@ class TuskApp:
         await self.agent.aclose()
         await self.warmup.aclose()
         await self.llm.aclose()
+        self.ledger.close()
         for channel in reversed(self.channels):
             try:
                 await channel.stop()

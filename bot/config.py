@@ -26,6 +26,8 @@ from bot.tools.mcp.config import McpSettings, ServerConfig
 from bot.tools.mcp.config import load as load_mcp
 from bot.tools.reminders import ReminderSettings
 from bot.tools.tasks import TaskSettings
+from bot.usage.limits import LimitSettings
+from bot.usage.prices import ModelChoice, parse_models
 from memory.chat_settings import zone
 from memory.media import MB, MediaLimits
 
@@ -58,6 +60,13 @@ class Settings(BaseSettings):
     context_window: int | None = _env("TUSK_CONTEXT_WINDOW", None, ge=1024)
     memory_max_tokens: int | None = _env("TUSK_MEMORY_MAX_TOKENS", None, ge=100)
     persona_max_tokens: int = _env("TUSK_PERSONA_MAX_TOKENS", 500, ge=20, le=8000)  # a chat's /persona
+    models: str = _env("TUSK_MODELS", "")  # label=model[@IN/OUT],...: the models a chat may pick (bot/usage/prices.py)
+    limit_daily_usd: float | None = _env("TUSK_LIMIT_DAILY_USD", None, ge=0)  # owner-wide (bot/usage/limits.py)
+    limit_monthly_usd: float | None = _env("TUSK_LIMIT_MONTHLY_USD", None, ge=0)
+    chat_limit_daily_usd: float | None = _env("TUSK_CHAT_LIMIT_DAILY_USD", None, ge=0)
+    person_limit_daily_usd: float | None = _env("TUSK_PERSON_LIMIT_DAILY_USD", None, ge=0)
+    limit_daily_tokens: int | None = _env("TUSK_LIMIT_DAILY_TOKENS", None, ge=0)  # models with no known price
+    chat_limit_daily_tokens: int | None = _env("TUSK_CHAT_LIMIT_DAILY_TOKENS", None, ge=0)
     consolidate_every: float = _env("TUSK_CONSOLIDATE_EVERY", 10.0, gt=0)
 
     max_tool_iterations: int = _env("TUSK_MAX_TOOL_ITERATIONS", 20, ge=1, le=100)
@@ -143,7 +152,8 @@ class Settings(BaseSettings):
                      "telegram_webhook_secret", "discord_bot_token", "discord_api_base", "discord_gateway_url",
                      "discord_guild_id", "slack_bot_token", "slack_app_token", "slack_signing_secret", "mcp_config",
                      "transcribe_model", "transcribe_api_base", "transcribe_api_key", "vision", "vision_model",
-                     "thinking_budget", mode="before")
+                     "thinking_budget", "limit_daily_usd", "limit_monthly_usd", "chat_limit_daily_usd",
+                     "person_limit_daily_usd", "limit_daily_tokens", "chat_limit_daily_tokens", mode="before")
     @classmethod
     def _blank_is_unset(cls, value: object) -> object:
         return None if isinstance(value, str) and not value.strip() else value
@@ -183,6 +193,21 @@ class Settings(BaseSettings):
             backoff=self.llm_backoff, max_tokens=self.max_reply_tokens,
             thinking_budget=self.thinking_budget,
         )
+
+    def model_choices(self) -> dict[str, ModelChoice]:
+        """TUSK_MODELS read: label -> model (and its price, where given)."""
+        try:
+            return parse_models(self.models)
+        except ValueError as exc:
+            raise ConfigError(f"TUSK_MODELS: {exc}. Write it as label=model pairs separated by commas, a price "
+                              "in USD per million input/output tokens after @: fast=openai/gpt-4o-mini,"
+                              "local=openai/tiny@0/0") from exc
+
+    def limit_settings(self) -> LimitSettings:
+        return LimitSettings(daily_usd=self.limit_daily_usd, monthly_usd=self.limit_monthly_usd,
+                             chat_daily_usd=self.chat_limit_daily_usd, person_daily_usd=self.person_limit_daily_usd,
+                             daily_tokens=self.limit_daily_tokens, chat_daily_tokens=self.chat_limit_daily_tokens,
+                             zone=zone(self.timezone))
 
     def stream_settings(self) -> StreamSettings:
         return StreamSettings(self.stream, self.stream_min_chars)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 import shutil
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from datetime import datetime, timezone
 from functools import partial
@@ -45,13 +45,15 @@ def parse(text: str) -> tuple[str, str] | None:
 class Commands:
     def __init__(self, default_timezone: str = "UTC", holders: Sequence[Holder] = (),
                  extra: Iterable[Command] = (), erasure: MemberErasure | None = None,
-                 persona_max_tokens: int = persona.DEFAULT_MAX_TOKENS) -> None:
+                 persona_max_tokens: int = persona.DEFAULT_MAX_TOKENS,
+                 status_extra: Sequence[Callable[[CommandContext], Sequence[str]]] = ()) -> None:
         self.default_timezone = default_timezone
+        self.status_extra = tuple(status_extra)  # more /status lines (today's spend: bot/usage/view.py)
         self.holders = tuple(holders)
         self.erasure = erasure  # /forget me, /forget @name, /forget id:<id> (bot/commands/erasure.py)
         self.table: dict[str, Command] = {}
         for name, summary, fn in (("help", "this list", self._help),
-                                  ("status", "model, conversation and memory size", _status),
+                                  ("status", "model, conversation and memory size", self._status),
                                   ("new", "start a fresh conversation (memory is kept)", _new),
                                   ("memory", "what I remember here; '/memory history [n]', '/memory undo'", _memory),
                                   ("forget", "erase everything I keep about this chat; "
@@ -73,6 +75,10 @@ class Commands:
         if command is None:
             return f"I don't know /{name}.\n\n" + await self._help(ctx, "")
         return await command.fn(ctx, args)
+
+    async def _status(self, ctx: CommandContext, args: str) -> str:
+        extra = [line for source in self.status_extra for line in source(ctx)]
+        return "\n".join([await _status(ctx, args), *extra])
 
     async def _help(self, ctx: CommandContext, args: str) -> str:
         lines = [f"/{c.name} — {c.summary}" for c in self.table.values()]

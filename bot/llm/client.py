@@ -61,6 +61,7 @@ class LLM:
         # when one more is found (bot/llm/learned.py keeps them in models.json)
         self.no_stream: dict[str, str] = {}
         self.on_no_stream: Callable[[str, str, str], None] | None = None
+        self.meter: Any = None  # bot/usage/meter.py's Meter: each request checked against the limits, recorded
         self._client: Any = None
 
     async def __aenter__(self) -> LLM:
@@ -202,14 +203,30 @@ class LLM:
         if live is not None:
             kwargs |= {"stream": True, "stream_options": {"include_usage": True}}
             live.begin()
+        admitted = self.meter.admit(model, messages, kwargs.get("max_tokens")) if self.meter is not None else None
+        try:
+            reply = await self._sent(lib, model, messages, kwargs, live)
+        except BaseException:
+            if admitted is not None:
+                self.meter.release(admitted)
+            raise
+        if admitted is not None:
+            self.meter.record(admitted, model, reply.prompt_tokens, reply.completion_tokens, reply.cached_tokens,
+                              reply.provider_cost, own_output=len(reply.content or "") // 4)
+        return reply
+
+    async def _sent(self, lib: Any, model: str, messages: list[dict[str, Any]], kwargs: dict[str, Any],
+                    live: Watcher | None) -> LLMReply:
+        """The request on the wire and its reply read; every failure in Tusk's own errors."""
+        timeout = self.settings.timeout
         started = time.monotonic()
         try:  # litellm's timeout bounds each read; a server that trickles bytes is bounded here, stream and all
-            async with asyncio.timeout(s.timeout):
+            async with asyncio.timeout(timeout):
                 response = await lib.acompletion(model=model, messages=for_model(model, messages), **kwargs)
                 if live is not None:
                     response = await collect(response, live, model)
         except TimeoutError as exc:
-            error: LLMError = LLMUnavailable(f"{model} did not answer within {s.timeout:g}s (TUSK_LLM_TIMEOUT)")
+            error: LLMError = LLMUnavailable(f"{model} did not answer within {timeout:g}s (TUSK_LLM_TIMEOUT)")
             raise (StreamCut(str(error)) if live is not None and live.shown else error) from exc
         except LLMError as exc:  # what bot/llm/streams.py found in the stream itself
             raise (StreamCut(str(exc)) if live is not None and live.shown else exc) from exc

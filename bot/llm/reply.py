@@ -42,6 +42,8 @@ class LLMReply:
     # "malformed_call": Gemini's MALFORMED_FUNCTION_CALL, twice in a row
     reasoning: str | None = None  # reasoning_content (DeepSeek, Qwen, Kimi, OpenRouter, vLLM)
     thinking_blocks: tuple[dict[str, Any], ...] = ()  # Anthropic's signed thinking blocks
+    cached_tokens: int = 0  # prompt tokens the provider served from its cache (part of prompt_tokens)
+    provider_cost: float | None = None  # USD, where the provider says what the call cost (OpenRouter)
 
     @property
     def cut(self) -> bool:
@@ -84,7 +86,25 @@ def parse(response: Any, model: str) -> LLMReply:
         finish_reason=finish,
         reasoning=reasoning if isinstance(reasoning, str) and reasoning.strip() else None,
         thinking_blocks=tuple(dict(b) for b in blocks if isinstance(b, dict)),
+        cached_tokens=_cached(usage),
+        provider_cost=_cost(usage),
     )
+
+
+def _cached(usage: Any) -> int:
+    """Cached prompt tokens as the provider reported them: OpenAI's prompt_tokens_details.cached_tokens,
+    Anthropic's cache_read_input_tokens (both kept by litellm)."""
+    details = getattr(usage, "prompt_tokens_details", None)
+    for value in (getattr(details, "cached_tokens", None), getattr(usage, "cache_read_input_tokens", None)):
+        if isinstance(value, int) and value > 0:
+            return value
+    return 0
+
+
+def _cost(usage: Any) -> float | None:
+    """The provider's own figure for the call (OpenRouter's `usage.cost`, in USD), if it sent one."""
+    value = getattr(usage, "cost", None)
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0 else None
 
 
 def _call(raw: Any) -> ToolCall | None:

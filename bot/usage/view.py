@@ -1,0 +1,114 @@
+"""What the ledger says, for people: `/usage`, the spend lines of `/status`, and `tusk usage`.
+
+    /usage            this chat: today, 7 and 30 days — calls, tokens and cost by purpose; in a group an
+                      administrator also sees it per member (ids as the platform gives them)
+    /status           today's spend against each limit that applies to this chat and its sender
+    tusk usage        the owner's report by day, chat, person, model or purpose (`report_rows`)
+
+Costs are shown with "+ N calls of unknown price" where a price was unknown: never as $0.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from bot.commands.base import Command, CommandContext
+from bot.usage.ledger import Ledger, Row, Totals
+from bot.usage.limits import Limits
+from memory import chat_settings
+
+PERIODS = (("today", 0), ("7 days", 7), ("30 days", 30))
+
+
+def day_start(zone: ZoneInfo, days_back: int = 0, now: float | None = None) -> float:
+    """Midnight in `zone`, `days_back` days before today, as epoch seconds."""
+    today = datetime.fromtimestamp(time.time() if now is None else now, zone).date() - timedelta(days=days_back)
+    return datetime(today.year, today.month, today.day, tzinfo=zone).timestamp()
+
+
+def month_start(zone: ZoneInfo) -> float:
+    now = datetime.now(zone)
+    return datetime(now.year, now.month, 1, tzinfo=zone).timestamp()
+
+
+def money(cost: float | None, unknown: int = 0) -> str:
+    whole_cents = cost is not None and abs(cost * 100 - round(cost * 100)) < 1e-9
+    shown = "price unknown" if cost is None else (f"${cost:,.2f}" if whole_cents or cost >= 10 else f"${cost:,.4f}")
+    return shown + (f" + {unknown} call{'s' if unknown != 1 else ''} of unknown price" if unknown and cost is not None
+                    else "")
+
+
+def _line(label: str, t: Totals | Row) -> str:
+    return (f"{label}: {t.calls} call{'s' if t.calls != 1 else ''}, {t.input_tokens:,} in / {t.output_tokens:,} out "
+            f"tokens, {money(t.cost_usd, t.unknown_calls)}")
+
+
+def chat_usage(ledger: Ledger, ctx: CommandContext, zone: ZoneInfo, per_member: bool) -> str:
+    """/usage: this chat's calls, tokens and cost for today, 7 and 30 days, by purpose (and per member)."""
+    key = ctx.key
+    lines = [f"Usage in this chat ({zone.key} days):"]
+    for label, back in PERIODS:
+        since = day_start(zone, back)
+        total = ledger.totals(since, channel=key.channel, chat=key.chat_id)
+        lines.append(_line(label.capitalize(), total))
+        if total.calls:
+            for row in ledger.report("purpose", since, channel=key.channel, chat=key.chat_id):
+                lines.append("  " + _line(row.key or "other", row))
+    if per_member:
+        rows = ledger.report("person", day_start(zone, 30), channel=key.channel, chat=key.chat_id)
+        if rows:
+            lines.append("Per member, 30 days:")
+            lines += ["  " + _line(row.key or "housekeeping (memory, reminders)", row) for row in rows]
+    return "\n".join(lines)
+
+
+def status_lines(ledger: Ledger, limits: Limits, ctx: CommandContext, zone: ZoneInfo) -> list[str]:
+    """Today's spend against each limit that applies to this chat and its sender (none when no limit is set)."""
+    s = limits.settings
+    chat_limit = limits.overrides().get(ctx.key, s.chat_daily_usd)
+    owner_zone: Any = s.zone
+    checks = [("this chat today", chat_limit, lambda: ledger.spent(day_start(zone), ctx.key.channel, chat=ctx.key.chat_id)),
+              ("you today", s.person_daily_usd if ctx.sender_id else None,
+               lambda: ledger.spent(day_start(zone), ctx.key.channel, person=ctx.sender_id)),
+              ("everyone today", s.daily_usd, lambda: ledger.spent(day_start(owner_zone))),
+              ("everyone this month", s.monthly_usd, lambda: ledger.spent(month_start(owner_zone)))]
+    shown = [f"{label}: {money(spent().usd)} of {money(limit)}" for label, limit, spent in checks if limit is not None]
+    return [f"Spending ({', '.join(shown)})"] if shown else []
+
+
+def usage_command(ledger: Ledger, default_zone: str) -> Command:
+    async def run(ctx: CommandContext, args: str) -> str:
+        zone = chat_settings.chat_zone(ctx.files, ZoneInfo(default_zone))
+        return chat_usage(ledger, ctx, zone, per_member=ctx.is_group and ctx.may_erase)
+
+    return Command("usage", "calls, tokens and cost in this chat (today, 7 and 30 days)", run)
+
+
+def report_json(rows: Sequence[Row], by: str) -> list[dict[str, Any]]:
+    """`tusk usage --json`: one object per group; `chat`/`person` as CHANNEL:ID, cost unrounded (null: unknown)."""
+    out = []
+    for row in rows:
+        name = f"{row.channel}:{row.key}" if by in ("chat", "person") and row.key is not None else row.key
+        out.append({by: name, "calls": row.calls, "input_tokens": row.input_tokens,
+                    "output_tokens": row.output_tokens, "cached_tokens": row.cached_tokens,
+                    "cost_usd": row.cost_usd, "unknown_price_calls": row.unknown_calls})
+    return out
+
+
+def report_table(rows: Sequence[Row], by: str) -> str:
+    """`tusk usage`: a plain table, costliest (or oldest day) first."""
+    if not rows:
+        return "No model calls recorded in that period."
+    header = f"{by:<32} {'calls':>7} {'input':>11} {'output':>10} {'cost (USD)':>14}"
+    lines = [header, "-" * len(header)]
+    for row in rows:
+        name = f"{row.channel}:{row.key}" if by in ("chat", "person") and row.channel else (row.key or "(none)")
+        cost = "unknown" if row.cost_usd is None else f"{row.cost_usd:.6f}"
+        if row.unknown_calls and row.cost_usd is not None:
+            cost += "+?"
+        lines.append(f"{name[:32]:<32} {row.calls:>7} {row.input_tokens:>11,} {row.output_tokens:>10,} {cost:>14}")
+    return "\n".join(lines)

@@ -1,0 +1,97 @@
+"""The usage ledger through real turns: the provider's figures recorded call for call, limits that stop a
+chat while others go on, /usage and /status, and a restart after kill -9."""
+
+import asyncio
+import json
+
+from bot.usage.ledger import Ledger
+from memory import files as memfiles
+from tests.conftest import running
+from tests.fakes.fake_llm import Reply
+
+PRICED = "fake=openai/fake-model@1000/2000"  # USD per million tokens: a call of 100 in / 10 out costs $0.12
+
+
+def usage(prompt, completion, **extra):
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion, **extra}
+
+
+def rows(tusk):
+    ledger = Ledger(tusk.settings.home)
+    try:
+        got = ledger._read("SELECT purpose, channel, chat, person, input_tokens, output_tokens, cached_tokens, "
+                           "estimated, cost_usd, cost_source FROM calls ORDER BY id", [])
+    finally:
+        ledger.close()
+    return [tuple(r) for r in got]
+
+
+async def test_every_call_is_recorded_with_the_providers_figures(make_settings, fake_llm):
+    """A reply with a tool step, then a reply streamed: one row per call, tokens as the provider reported them
+    (cached ones too), the provider's own cost where it sent one, else the owner's price."""
+    async with running(make_settings(TUSK_MODELS=PRICED)) as tusk:
+        fake_llm.script(Reply(text=None, tool_calls=[("c1", "current_time", {})], usage=usage(100, 10)),
+                        Reply(text="Noon.", usage=usage(120, 5, prompt_tokens_details={"cached_tokens": 64})),
+                        Reply(text="Hello!", usage=usage(90, 3, cost=0.0042)))
+        assert await tusk.say("u1", "time?", user="alice") == ["Noon."]
+        assert await tusk.say_streamed("u1", "hi", user="alice") == ["Hello!"]
+    got = rows(tusk)
+    assert [r[:8] for r in got] == [("reply", "http", "u1", "alice", 100, 10, 0, 0),
+                                    ("reply", "http", "u1", "alice", 120, 5, 64, 0),
+                                    ("reply", "http", "u1", "alice", 90, 3, 0, 0)]
+    assert [r[8:] for r in got] == [(0.12, "configured"), (0.13, "configured"), (0.0042, "provider")]
+
+
+async def test_a_daily_chat_limit_stops_that_chat_only_and_keeps_the_message(make_settings, fake_llm):
+    """Past TUSK_CHAT_LIMIT_DAILY_USD the chat gets one sentence naming the limit and its reset; nothing reaches
+    the model, the message is saved; another chat goes on."""
+    fake_llm.responder = lambda body: Reply(text="ok", usage=usage(2000, 500))  # $0.003 a call at $1/$2
+    settings = make_settings(TUSK_MODELS="fake=openai/fake-model@1/2", TUSK_CHAT_LIMIT_DAILY_USD="0.01")
+    async with running(settings) as tusk:
+        answers = [(await tusk.say("lim", f"message {i}"))[0] for i in range(5)]
+        assert answers[:3] == ["ok"] * 3  # each call reserves its estimate (prompt + the reply bound)
+        refused = answers[-1]
+        assert "daily spending limit ($0.01)" in refused and "resets at midnight (UTC)" in refused
+        sent = len(fake_llm.requests)
+        assert await tusk.say("other", "hello") == ["ok"]
+        assert len(fake_llm.requests) == sent + 1
+        saved = [m.content for m in tusk.store.get("http", "lim").unconsolidated if m.role == "user"]
+        assert saved[-1] == "message 4"
+        spent = sum(r[8] for r in rows(tusk) if r[2] == "lim")
+        assert 0.009 - 1e-9 <= spent <= 0.01 + 1e-9
+        status = (await tusk.say("lim", "/status"))[0]
+        assert "Spending (this chat today: $0.0090 of $0.01)" in status
+
+
+async def test_usage_command_shows_today_by_purpose(make_settings, fake_llm):
+    """/usage lists today's calls, tokens and cost by purpose, without calling the model."""
+    fake_llm.responder = lambda body: Reply(text="ok", usage=usage(100, 10))
+    async with running(make_settings(TUSK_MODELS=PRICED)) as tusk:
+        await tusk.say("u2", "hello")
+        before = len(fake_llm.requests)
+        shown = (await tusk.say("u2", "/usage"))[0]
+    assert len(fake_llm.requests) == before
+    assert "Today: 1 call, 100 in / 10 out tokens, $0.12" in shown and "  reply: 1 call" in shown
+
+
+async def test_an_unknown_price_is_recorded_as_unknown_never_zero(tusk, fake_llm):
+    """A model with no known price: its cost is unknown (null), and /usage says so."""
+    fake_llm.script(Reply(text="ok", usage=usage(50, 5)))
+    await tusk.say("u3", "hello")
+    assert rows(tusk)[-1][8:] == (None, None)
+    assert "price unknown" in (await tusk.say("u3", "/usage"))[0]
+
+
+async def test_consolidation_counts_under_its_chat_without_a_person(make_settings, fake_llm):
+    """/new's consolidation is recorded under the chat, purpose consolidation, no person."""
+    fake_llm.responder = lambda body: (
+        Reply(text=None, tool_calls=[("s", "save_memory", {"history_entry": "Talked.", "memory_update": "- tea"})],
+              usage=usage(200, 20))
+        if any(t["function"]["name"] == "save_memory" for t in body.get("tools") or []) else
+        Reply(text="ok", usage=usage(100, 10)))
+    async with running(make_settings(TUSK_MODELS=PRICED)) as tusk:
+        await tusk.say("u4", "I drink tea", user="bob")
+        await tusk.say("u4", "/new", user="bob")
+        assert memfiles.read_memory(tusk.store.get("http", "u4").files).strip() == "- tea"
+    purposes = [(r[0], r[2], r[3], r[4]) for r in rows(tusk)]
+    assert ("consolidation", "u4", None, 200) in purposes and ("reply", "u4", "bob", 100) in purposes
