@@ -44,6 +44,7 @@ from bot.usage.limits import Limits
 from bot.usage import meter as usage
 from bot.usage.meter import Meter
 from bot.usage.prices import configured_prices
+from bot.usage.erasure import UsageRecords
 from bot.usage.view import status_lines, usage_command
 from bot.commands.base import CommandContext
 from channels.base import Access, Channel
@@ -129,18 +130,19 @@ class TuskApp:
         self.tools = ToolBox([*BUILTIN_TOOLS, self.memory_tools.search_history, self.memory_tools.remember,
                               self.reminders.set_reminder, self.reminders.list_reminders,
                               self.reminders.cancel_reminder, self.tasks.start_task], extra=self.mcp)
-        chat_commands = Commands(settings.timezone, holders=[self.reminders, self.tasks, self.inbox],
+        usage_records = UsageRecords(self.ledger)
+        chat_commands = Commands(settings.timezone, holders=[self.reminders, self.tasks, self.inbox, usage_records],
                                  extra=[*self.reminders.commands(), usage_command(self.ledger, settings.timezone)],
                                  status_extra=[self._spend_lines], erasure=MemberErasure(
                                      model_rewrite(self.llm.complete, settings.consolidation_model),
                                      [ReminderMembers(self.reminders), InboxMembers(self.inbox.path),
-                                      SearchMembers(self.memory_tools.index), MediaMembers()]),
+                                      SearchMembers(self.memory_tools.index), MediaMembers(), usage_records]),
                                  persona_max_tokens=settings.persona_max_tokens)
         context = ContextBuilder(settings.home, settings.bot_name, self.tools.schemas, settings.timezone,
                                  chat_tools=self.mcp)
         self.learner = Learner(book, llm_settings.model, self.consolidator, context, self.llm,
                                settings.max_reply_tokens, settings.memory_max_tokens, known_output)
-        media = MediaReader(settings.media_settings(), self.media, llm_settings.model, self.llm.complete)
+        media = MediaReader(settings.media_settings(), self.media, llm_settings.model, self.llm.complete, self.llm.meter)
         self.warmup = ModelWarmup(llm_settings, settings.context_window, self.learner)
         self.agent = ChatAgent(settings.agent_settings(), self.store, self.llm, self.tools, context, self.bus.send,
                                chat_commands, consolidator=self.consolidator, learner=self.learner, media=media,

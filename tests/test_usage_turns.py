@@ -95,3 +95,30 @@ async def test_consolidation_counts_under_its_chat_without_a_person(make_setting
         assert memfiles.read_memory(tusk.store.get("http", "u4").files).strip() == "- tea"
     purposes = [(r[0], r[2], r[3], r[4]) for r in rows(tusk)]
     assert ("consolidation", "u4", None, 200) in purposes and ("reply", "u4", "bob", 100) in purposes
+
+
+async def test_forget_removes_the_chat_from_the_ledger_but_not_from_the_limits(make_settings, fake_llm):
+    """/forget reports the chat's usage records and removes its ids; the day's spend still counts for its limit."""
+    fake_llm.responder = lambda body: Reply(text="ok", usage=usage(2000, 500))
+    settings = make_settings(TUSK_MODELS="fake=openai/fake-model@1/2", TUSK_CHAT_LIMIT_DAILY_USD="0.01")
+    async with running(settings) as tusk:
+        for i in range(2):
+            await tusk.say("gone", f"hello {i}", user="carol")
+        assert "2 usage records of this chat" in (await tusk.say("gone", "/forget"))[0]
+        report = (await tusk.say("gone", "/forget confirm"))[0]
+        assert "deleted 2 usage records of this chat" in report
+        assert all(r[2] is None and r[3] is None for r in rows(tusk))
+        await tusk.say("gone", "hello again", user="carol")  # $0.006 spent today still counts: one more fits
+        assert "daily spending limit" in (await tusk.say("gone", "and again", user="carol"))[0]
+
+
+async def test_the_doctors_probes_are_recorded_as_probes(make_settings, fake_llm):
+    """`tusk doctor`'s requests land in the ledger as purpose "probe", of no chat; its price check speaks."""
+    from bot.ops.probe import probe
+
+    settings = make_settings(TUSK_MODELS=PRICED)
+    settings.home.mkdir(parents=True)
+    checks = await probe(settings)
+    got = rows(type("T", (), {"settings": settings})())
+    assert got and {r[0] for r in got} == {"probe"} and all(r[1] is None and r[2] is None for r in got)
+    assert any(c.name == "price" and "TUSK_MODELS" in c.detail for c in checks)

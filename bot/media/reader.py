@@ -24,6 +24,7 @@ from bot.errors import MediaRefused
 from bot.events import Attachment, InboundMessage
 from bot.media import documents, images
 from bot.media.voice import TranscribeSettings, Transcriber, clock
+from bot.usage import meter as usage
 from memory.media import MediaStore, size_text
 from memory.tokens import IMAGE_TOKENS
 
@@ -90,12 +91,12 @@ def supports_vision(model: str) -> bool:
 
 class MediaReader:
     def __init__(self, settings: MediaSettings, store: MediaStore, chat_model: str,
-                 complete: Complete | None = None) -> None:
+                 complete: Complete | None = None, meter: Any = None) -> None:
         self.settings = settings
         self.store = store
         self.complete = complete
         self.chat_model = chat_model
-        self.transcriber = Transcriber(settings.transcribe)
+        self.transcriber = Transcriber(settings.transcribe, meter)
 
     @functools.cached_property
     def sees(self) -> bool:
@@ -161,8 +162,9 @@ class MediaReader:
     async def _describe(self, picture: images.Picture, caption: str) -> str:
         assert self.complete is not None and self.settings.vision_model
         ask = DESCRIBE_PROMPT + (f"\nThe sender's caption: {caption}" if caption else "")
-        reply = await self.complete([{"role": "user", "content": [{"type": "text", "text": ask}, picture.part()]}],
-                                    None, model=self.settings.vision_model, max_tokens=600)
+        with usage.scope(purpose="vision"):  # recorded as the vision model's call, under this chat and sender
+            reply = await self.complete([{"role": "user", "content": [{"type": "text", "text": ask}, picture.part()]}],
+                                        None, model=self.settings.vision_model, max_tokens=600)
         text = " ".join((reply.content or "").split())
         return (text[:DESCRIPTION_CHARS] + "…" if len(text) > DESCRIPTION_CHARS else text) or "(no description)"
 

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from bot.errors import LLMError, LLMUnavailable, MediaRefused
 from bot.llm.loader import litellm
@@ -42,8 +44,9 @@ def clock(seconds: float | None) -> str:
 
 
 class Transcriber:
-    def __init__(self, settings: TranscribeSettings) -> None:
+    def __init__(self, settings: TranscribeSettings, meter: Any = None) -> None:
         self.settings = settings
+        self.meter = meter  # bot/usage/meter.py: each transcription recorded in the usage ledger
 
     async def transcribe(self, path: Path, name: str, mime: str) -> str:
         """The transcript of the audio file at `path`; raises MediaRefused without a model, LLMError on failure."""
@@ -51,6 +54,7 @@ class Transcriber:
         if not s.model:
             raise MediaRefused(NOT_SET_UP)
         kwargs = {key: value for key, value in (("api_base", s.api_base), ("api_key", s.api_key)) if value}
+        started = time.monotonic()
         try:
             with open(path, "rb") as fh:
                 response = await asyncio.wait_for(
@@ -61,6 +65,10 @@ class Transcriber:
             raise self._explained(error) from exc
         except Exception as exc:  # litellm raises many types; all are translated here
             raise self._explained(translate(exc)) from exc
+        if self.meter is not None:
+            cost = (getattr(response, "_hidden_params", None) or {}).get("response_cost")
+            self.meter.note(s.model, "transcription", cost if isinstance(cost, int | float) else None,
+                            (time.monotonic() - started) * 1000)
         text = getattr(response, "text", None)
         if text is None and isinstance(response, dict):
             text = response.get("text")

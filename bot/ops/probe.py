@@ -6,23 +6,34 @@
     window        the tokens Tusk budgets for and where that figure came from (bot/llm/window.py)
     local server  (a base URL on this machine) its models, and whether it cuts long prompts: a prompt of
                   known size against the `usage.prompt_tokens` it reports
+    price         what a call costs (litellm's table, or the owner's TUSK_MODELS price); an unknown price
+                  counts tokens against the token limits instead of dollars
+
+Each probe request is recorded in the usage ledger as purpose "probe" when the data dir exists (the
+doctor never creates it).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
+from collections.abc import Iterator
 from ipaddress import ip_address
 from urllib.parse import urlparse
 
 from bot.config import Settings
-from bot.errors import LLMError
+from bot.errors import ConfigError, LLMError
 from bot.llm import LLM, LLMSettings, model_window
 from bot.llm.learned import ModelBook
 from bot.llm.server import served_models, server_root
 from bot.llm.wire import model_name
 from bot.llm.window import ask_server, resolve
 from bot.ops.check import Check
+from bot.usage import meter as usage
+from bot.usage.ledger import Ledger
+from bot.usage.meter import Meter
+from bot.usage.prices import configured_prices, table_cost
 from memory.tokens import count_text
 
 PROBE_TOOL = {"type": "function", "function": {
@@ -44,29 +55,76 @@ def is_local(api_base: str | None) -> bool:
 async def probe(settings: Settings) -> list[Check]:
     """The doctor's checks of the configured model."""
     s = dataclasses.replace(settings.llm_settings(), max_tokens=64, retries=0, fallbacks=())
-    out = []
     started = time.monotonic()
     async with LLM(s) as llm:
-        try:
-            reply = await llm.complete([{"role": "user", "content": "What time is it? Call the tool."}], [PROBE_TOOL])
-        except LLMError as exc:
-            if "tools" not in str(exc).lower():
-                return [Check("LLM", "fail", f"{s.model} did not answer: {exc}", _fix(s))]
-            out.append(Check("tools", "warn", f"the server refused tools: {exc}",
-                             "Tusk answers without tools and keeps memory in a plain-text form"))
-            reply = await llm.complete([{"role": "user", "content": "Say OK."}])
-        elapsed = time.monotonic() - started
-        out.insert(0, Check("LLM", "ok", f"{reply.model} answered in {elapsed:.1f}s"))
-        if not out[1:]:
-            out.append(Check("tools", "ok", "the model called the offered tool") if reply.tool_calls else
-                       Check("tools", "warn", "the model answered in text instead of calling the offered tool",
-                             "fine for chat; a model or server template with tool support does more"))
-        if reply.reasoning or reply.thinking_blocks:
-            out.append(Check("reasoning", "ok", "a reasoning field came back: Tusk keeps it with tool steps"))
-        out.append(await _window(settings, s))
-        if is_local(s.api_base):
-            out += await _local(s, llm)
+        with _metered(settings, llm):
+            return await _checks(settings, s, llm, started)
+
+
+async def _checks(settings: Settings, s: LLMSettings, llm: LLM, started: float) -> list[Check]:
+    """The probe's requests and what the answers say."""
+    out: list[Check] = []
+    try:
+        reply = await llm.complete([{"role": "user", "content": "What time is it? Call the tool."}], [PROBE_TOOL])
+    except LLMError as exc:
+        if "tools" not in str(exc).lower():
+            return [Check("LLM", "fail", f"{s.model} did not answer: {exc}", _fix(s))]
+        out.append(Check("tools", "warn", f"the server refused tools: {exc}",
+                         "Tusk answers without tools and keeps memory in a plain-text form"))
+        reply = await llm.complete([{"role": "user", "content": "Say OK."}])
+    elapsed = time.monotonic() - started
+    out.insert(0, Check("LLM", "ok", f"{reply.model} answered in {elapsed:.1f}s"))
+    if not out[1:]:
+        out.append(Check("tools", "ok", "the model called the offered tool") if reply.tool_calls else
+                   Check("tools", "warn", "the model answered in text instead of calling the offered tool",
+                         "fine for chat; a model or server template with tool support does more"))
+    if reply.reasoning or reply.thinking_blocks:
+        out.append(Check("reasoning", "ok", "a reasoning field came back: Tusk keeps it with tool steps"))
+    out.append(await _window(settings, s))
+    out.append(_price(settings, s.model))
+    if is_local(s.api_base):
+        out += await _local(s, llm)
     return out
+
+
+@contextlib.contextmanager
+def _metered(settings: Settings, llm: LLM) -> Iterator[None]:
+    """The probe's requests recorded as purpose "probe", where the data dir already exists."""
+    if not settings.home.is_dir():
+        yield
+        return
+    ledger = Ledger(settings.home)
+    llm.meter = Meter(ledger, None, _prices(settings))
+    try:
+        with usage.scope(purpose="probe"):
+            yield
+    finally:
+        ledger.close()
+
+
+def _prices(settings: Settings) -> dict:
+    try:
+        return configured_prices(settings.model_choices())
+    except ConfigError:  # reported by the configuration check
+        return {}
+
+
+def _price(settings: Settings, model: str) -> Check:
+    configured = _prices(settings)
+    if table_cost(model, 1_000_000, 0, 0) is not None:
+        return Check("price", "ok", f"{model}: litellm's price table knows it")
+    if model in configured:
+        return Check("price", "ok", f"{model}: priced by TUSK_MODELS")
+    limits = settings.limit_settings()
+    limited = any(v is not None for v in (limits.daily_usd, limits.monthly_usd, limits.chat_daily_usd,
+                                          limits.person_daily_usd))
+    tokens = limits.daily_tokens is not None or limits.chat_daily_tokens is not None
+    if limited:
+        return Check("price", "warn", f"{model} has no known price: the dollar limits cannot count it; its calls "
+                     "count against TUSK_LIMIT_DAILY_TOKENS / TUSK_CHAT_LIMIT_DAILY_TOKENS instead"
+                     + ("" if tokens else " (none is set)"),
+                     f"give it a price in TUSK_MODELS (label={model}@IN/OUT, USD per million tokens) or set a token limit")
+    return Check("price", "ok", f"{model} has no known price: its cost is recorded as unknown (never $0)")
 
 
 async def _window(settings: Settings, s: LLMSettings) -> Check:

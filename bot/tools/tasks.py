@@ -28,6 +28,7 @@ from bot.errors import BusClosed, LLMError
 from bot.events import ChatKey, InboundMessage, Injected
 from bot.llm import LLMReply
 from bot.tools.box import ToolBox, ToolContext
+from bot.usage import meter as usage
 from memory import files as memfiles
 from memory.tokens import count_text
 
@@ -101,7 +102,7 @@ class Tasks:
                 f"when it is done (at most {self.settings.timeout:g} s). Tell the user it is under way.")
 
     async def _run(self, task: Task, ctx: ToolContext) -> None:
-        with logs.bound(task.key, f"task {task.id}"):
+        with logs.bound(task.key, f"task {task.id}"), usage.scope(task.key, purpose="task"):  # for whoever asked
             try:
                 async with asyncio.timeout(self.settings.timeout):
                     outcome, result = "finished", await self._work(task, ctx)

@@ -142,6 +142,18 @@ class Meter:
             if admitted.reservation is not None:
                 admitted.reservation.settle()
 
+    def note(self, model: str, purpose: str, cost_usd: float | None, latency_ms: float) -> None:
+        """A call that is not a chat completion (a transcription): recorded under the current chat and person,
+        its tokens unknown (marked as Tusk's own count), its cost where litellm gave one."""
+        sc = current()
+        try:
+            self.ledger.record(Call(ts=time.time(), channel=sc.key.channel if sc.key else None,
+                                    chat=sc.key.chat_id if sc.key else None, person=sc.person, purpose=purpose,
+                                    model=model, input_tokens=0, output_tokens=0, estimated=True, cost_usd=cost_usd,
+                                    cost_source="litellm" if cost_usd is not None else None, latency_ms=latency_ms))
+        except Exception:  # bookkeeping: never fails the work it records
+            logger.exception("could not record a %s call in the usage ledger", purpose)
+
     def release(self, admitted: Admitted) -> None:
         if admitted.reservation is not None:
             admitted.reservation.release()
