@@ -64,6 +64,22 @@ def _parser() -> argparse.ArgumentParser:
     export = sub.add_parser("export", help="write a chat's files into a .tar.gz")
     export.add_argument("chat", type=_chat_key, help="CHANNEL:ID as `tusk chats` lists it")
     export.add_argument("-o", "--output", type=Path, help="file to write (default tusk-CHANNEL-ID-TIME.tar.gz)")
+    from bot.ops import usage
+
+    report = sub.add_parser("usage", help="calls, tokens and cost by day, chat, person, model or purpose")
+    report.add_argument("--by", choices=usage.BY, default="day", help="what each row is (default day)")
+    report.add_argument("--since", type=usage.since_arg, default=30, metavar="PERIOD_OR_DATE",
+                        help="7d, 30d (default), today, or a date such as 2026-11-01 (TUSK_TIMEZONE's midnight)")
+    report.add_argument("--json", action="store_true", help="a JSON array for scripts (cost_usd unrounded, "
+                        "null where the price is unknown)")
+    budget = sub.add_parser("budget", help="a chat's own daily spend limit: list, set or clear")
+    budget_sub = budget.add_subparsers(dest="action", metavar="ACTION", required=True)
+    budget_sub.add_parser("list", help="the default limits and every chat's own")
+    budget_set = budget_sub.add_parser("set", help="give CHANNEL:ID a daily limit of USD (0 stops it)")
+    budget_set.add_argument("chat", type=_chat_key, help="CHANNEL:ID as `tusk chats` lists it")
+    budget_set.add_argument("usd", type=usage.usd_arg, help="US dollars a day, e.g. 2.50")
+    budget_sub.add_parser("clear", help="back to the default (TUSK_CHAT_LIMIT_DAILY_USD)").add_argument(
+        "chat", type=_chat_key, help="CHANNEL:ID")
     pairing = sub.add_parser("pairing", help="let strangers talk to Tusk: list, approve or revoke pairing codes")
     pairing_sub = pairing.add_subparsers(dest="action", metavar="ACTION", required=True)
     pairing_sub.add_parser("list", help="pending codes and who is approved")
@@ -86,6 +102,17 @@ def _pairing(args: argparse.Namespace, settings: Settings) -> int:
             print(pairing.revoke(store, args.target))
     except (LookupError, PairingError) as exc:
         print(f"tusk: {exc.args[0]}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _usage(args: argparse.Namespace, settings: Settings) -> int:
+    from bot.ops import usage
+
+    try:
+        print(usage.run(args, settings.home, settings.limit_settings()))
+    except (LookupError, ValueError, OSError) as exc:  # no such override; a damaged budgets.json or ledger
+        print(f"tusk: {exc}", file=sys.stderr)
         return 1
     return 0
 
@@ -246,6 +273,8 @@ def main(argv: list[str] | None = None) -> int:
         return _admin(args, settings)
     if args.command == "pairing":
         return _pairing(args, settings)
+    if args.command in ("usage", "budget"):
+        return _usage(args, settings)
     if args.command == "doctor":
         from bot.ops import doctor
 
