@@ -27,6 +27,7 @@ from bot.delivery import Delivery, Drafts, Send
 from bot.errors import ContextOverflow, LLMError, MediaRefused, ToolsUnsupported
 from bot.events import ChatKey, InboundMessage, OutboundMessage
 from bot.llm import LLM, LLMReply
+from bot.llm.choice import ModelChoices
 from bot.llm.learned import Learner
 from bot.llm.streams import StreamCut
 from bot.media import Attached, MediaReader
@@ -38,7 +39,7 @@ from bot.threads import Spawned
 from bot.tools.box import ToolBox, ToolContext, Toolset
 from bot.usage import meter as usage
 from memory import chat_settings
-from memory.consolidate import Consolidator, pick_cut
+from memory.consolidate import Budget, Consolidator, pick_cut
 from memory.paths import ChatFiles
 from memory.session import Message, Session, SessionStore
 from memory.tokens import count_text
@@ -66,8 +67,9 @@ class ChatAgent:
                  context: ContextBuilder, send: Send, chat_commands: commands.Commands | None = None,
                  consolidator: Consolidator | None = None, learner: Learner | None = None,
                  media: MediaReader | None = None, drafts: Drafts | None = None,
-                 streaming: StreamSettings = StreamSettings("off")) -> None:
+                 streaming: StreamSettings = StreamSettings("off"), models: ModelChoices | None = None) -> None:
         self.settings = settings
+        self.models = models or ModelChoices(settings.model, {})  # a chat's /model pick (bot/llm/choice.py)
         self.store = store
         self.llm = llm
         self.tools = tools
@@ -233,9 +235,10 @@ class ChatAgent:
         ctx = ToolContext(msg.key, session.files, notify, sender_id=msg.sender_id, sender_name=msg.sender_name,
                           is_group=msg.is_group, sender_is_admin=msg.sender_is_admin)
         overflows = cut_retries = 0
+        model = self.models.for_chat(session.files)
         for _ in range(self.settings.max_tool_iterations):
             try:
-                reply = await self._complete(prompt, tools, live)
+                reply = await self._complete(prompt, tools, model, live)
             except StreamCut as exc:
                 assert live is not None
                 logger.warning("the reply's stream was cut after part of it was shown: %s", exc)
@@ -243,14 +246,14 @@ class ChatAgent:
                 break
             except ContextOverflow as exc:  # the server's window is smaller than we budgeted for
                 overflows += 1
-                if overflows > MAX_OVERFLOWS or self.learner is None or not self.learner.learn_window(exc):
+                if overflows > MAX_OVERFLOWS or self.learner is None or not self.learner.learn_window(exc, model):
                     raise
                 prompt, room, sent = await self._prompt(session, msg, new, attached)
                 continue
             except ToolsUnsupported as exc:  # asked again without tools; the prompt says there are none
-                if self.learner is None or not self.context.tools_available:
+                if self.learner is None or not self.learner.takes_tools(model):
                     raise
-                self.learner.tools_refused(exc)
+                self.learner.tools_refused(exc, model)
                 prompt, room, sent = await self._prompt(session, msg, new, attached)
                 continue
             if self.learner is not None:
@@ -276,11 +279,19 @@ class ChatAgent:
         new.append(Message(role="assistant", content=text))
         return new, text
 
-    async def _complete(self, prompt: list[dict[str, object]], tools: Toolset, live: Live | None = None) -> LLMReply:
-        """One chat request: the chat's tools when the model takes them, the reply bounded by the reserve."""
-        schemas = tools.schemas if self.context.tools_available else None
-        reserve = self.consolidator.budget.reserve if self.consolidator else None
-        return await self.llm.complete(prompt, schemas, max_tokens=reserve, live=live)
+    async def _complete(self, prompt: list[dict[str, object]], tools: Toolset, model: str,
+                        live: Live | None = None) -> LLMReply:
+        """One chat request to the chat's model: its tools when the model takes them, the reply bounded by the
+        reserve."""
+        takes = self.learner.takes_tools(model) if self.learner else self.context.tools_available
+        reserve = self._budget(model).reserve if self.consolidator else None
+        return await self.llm.complete(prompt, tools.schemas if takes else None, live=live, max_tokens=reserve,
+                                       model=None if model == self.settings.model else model)
+
+    def _budget(self, model: str) -> Budget:
+        """The budget of a turn on `model` (a chat's /model pick has its own window)."""
+        assert self.consolidator is not None
+        return self.learner.budget_for(model) if self.learner else self.consolidator.budget
 
     async def _prompt(self, session: Session, msg: InboundMessage, new: list[Message],
                       attached: Attached | None = None) -> tuple[list[dict[str, object]], int, int]:
@@ -313,9 +324,13 @@ class ChatAgent:
         """Tokens left in the budget for history and tool steps, once the rest of the prompt is in."""
         if self.consolidator is None:
             return sys.maxsize
+        return self._budget(self.models.for_chat(session.files)).limit - self._fixed(session, msg, attached)
+
+    def _fixed(self, session: Session, msg: InboundMessage, attached: Attached | None = None) -> int:
+        """Tokens of the prompt but its history: system prompt, tools, the new message and its context line."""
         pending = count_text(msg.injected.text if msg.injected else msg.text) + RUNTIME_BLOCK_TOKENS
         pending += attached.image_tokens if attached else 0
-        return self.consolidator.budget.limit - self.context.fixed_tokens(session.files) - pending
+        return self.context.fixed_tokens(session.files) + pending
 
     async def _fitting_history(self, session: Session, msg: InboundMessage,
                                attached: Attached | None = None) -> list[Message]:
@@ -326,7 +341,7 @@ class ChatAgent:
             return session.unconsolidated
 
         def fixed() -> int:
-            return c.budget.limit - self._room(session, msg, attached)
+            return self._fixed(session, msg, attached)
 
         if c.over_budget(session, fixed()) and not c.lock(session.files.dir).locked():
             # one round at most, and none while a background round runs (a one-slot server would queue the
@@ -334,7 +349,8 @@ class ChatAgent:
             await c.run(session, fixed, rounds=1)
         history, room = session.unconsolidated, self._room(session, msg, attached)
         if room < 0:
-            raise MessageTooLong(f"That message does not fit in the model's window ({c.budget.window:,} tokens). "
+            window = self._budget(self.models.for_chat(session.files)).window
+            raise MessageTooLong(f"That message does not fit in the model's window ({window:,} tokens). "
                                  "Send it in parts.")
         while (excess := sum(m.tokens for m in history) - room) > 0:
             cut = pick_cut(history, excess)

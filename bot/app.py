@@ -39,6 +39,8 @@ from bot.scheduler import Sweeper, start_scheduler
 from bot.tools.tasks import Tasks
 from bot.tools.box import BUILTIN_TOOLS, ToolBox
 from bot.llm.warmup import ModelWarmup
+from bot.llm.choice import ModelChoices
+from bot.commands.model import model_command
 from bot.usage.ledger import Ledger
 from bot.usage.limits import Limits
 from bot.usage import meter as usage
@@ -110,6 +112,7 @@ class TuskApp:
         self.ledger = Ledger(settings.home)  # every model call, its tokens and cost (bot/usage/)
         self.limits = Limits(self.ledger, settings.limit_settings())
         self.models = settings.model_choices()
+        self.choices = ModelChoices(llm_settings.model, {c.label: c.model for c in self.models.values()})
         self.llm.meter = Meter(self.ledger, self.limits, configured_prices(self.models))
         book = ModelBook(settings.home)
         # litellm (seconds to import) loads once Tusk is up (bot/llm/warmup.py); until then, no litellm figures
@@ -132,7 +135,8 @@ class TuskApp:
                               self.reminders.cancel_reminder, self.tasks.start_task], extra=self.mcp)
         usage_records = UsageRecords(self.ledger)
         chat_commands = Commands(settings.timezone, holders=[self.reminders, self.tasks, self.inbox, usage_records],
-                                 extra=[*self.reminders.commands(), usage_command(self.ledger, settings.timezone)],
+                                 extra=[*self.reminders.commands(), usage_command(self.ledger, settings.timezone),
+                                        model_command(self.choices)],
                                  status_extra=[self._spend_lines], erasure=MemberErasure(
                                      model_rewrite(self.llm.complete, settings.consolidation_model),
                                      [ReminderMembers(self.reminders), InboxMembers(self.inbox.path),
@@ -146,7 +150,7 @@ class TuskApp:
         self.warmup = ModelWarmup(llm_settings, settings.context_window, self.learner)
         self.agent = ChatAgent(settings.agent_settings(), self.store, self.llm, self.tools, context, self.bus.send,
                                chat_commands, consolidator=self.consolidator, learner=self.learner, media=media,
-                               drafts=self.bus.draft, streaming=settings.stream_settings())
+                               drafts=self.bus.draft, streaming=settings.stream_settings(), models=self.choices)
         self.consolidator.idle = self.agent.until_idle  # background rounds wait for the replies
         self.consolidator.tools_available = lambda: context.tools_available
         self.channels: list[Channel] = []
@@ -217,7 +221,7 @@ class TuskApp:
                                         s.http_idle_timeout), self.bus.publish, media=self.media)
         http.add_routes(Console(s.home, self.store, self.agent.commands, self.consolidator,
                                 self.agent.context.fixed_tokens, s.model or "", self.consolidator.lock,
-                                self.bus.in_order).routes())
+                                self.bus.in_order, ledger=self.ledger, limits=self.limits).routes())
         if self.access.pairing is not None:
             from bot.ops.pairing import routes as pairing_routes
 

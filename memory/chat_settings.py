@@ -1,7 +1,8 @@
-"""A chat's own settings, in its folder: `settings.json`: its time zone, and whether a group's
-messages not addressed to the bot are kept (`listen`, /listen; default off).
+"""A chat's own settings, in its folder: `settings.json`: its time zone, whether a group's
+messages not addressed to the bot are kept (`listen`, /listen; default off), and the label of
+the model it picked with /model (one of TUSK_MODELS; none: the default model).
 
-    {"schema": 1, "timezone": "Europe/Berlin", "listen": false}
+    {"schema": 1, "timezone": "Europe/Berlin", "listen": false, "model": "fast"}
 
 Written atomically and deleted with the rest of the chat by /forget. A missing file means
 the defaults; an unreadable one is logged and read as the defaults, never fatal.
@@ -26,6 +27,7 @@ SCHEMA = 1
 class ChatSettings:
     timezone: str | None = None  # an IANA name; None: the bot's default (TUSK_TIMEZONE)
     listen: bool = False  # a group's chatter not addressed to the bot is saved (no reply, no LLM call)
+    model: str | None = None  # a TUSK_MODELS label picked with /model; None: the default model
 
 
 def zone(name: str) -> ZoneInfo:
@@ -46,7 +48,8 @@ def read(files: ChatFiles) -> ChatSettings:
         listen = raw.get("listen", False)
         if not isinstance(listen, bool):
             raise ValueError(f"listen is {listen!r}, not true or false")
-        return ChatSettings(timezone=tz, listen=listen)
+        model = raw.get("model")
+        return ChatSettings(timezone=tz, listen=listen, model=model if isinstance(model, str) and model else None)
     except FileNotFoundError:
         return ChatSettings()
     except (OSError, ValueError, AttributeError) as exc:  # a hand edit gone wrong: defaults, and say so
@@ -55,7 +58,7 @@ def read(files: ChatFiles) -> ChatSettings:
 
 
 def write(files: ChatFiles, settings: ChatSettings) -> None:
-    record = {"schema": SCHEMA, "timezone": settings.timezone, "listen": settings.listen}
+    record = {"schema": SCHEMA, "timezone": settings.timezone, "listen": settings.listen, "model": settings.model}
     write_atomic(files.settings, json.dumps(record, ensure_ascii=False, indent=1) + "\n")
 
 

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.errors import ContextOverflow, ToolsUnsupported
+from bot.llm.loader import model_max_output, model_window
 from bot.llm.window import Window, reply_cap, step_down
 from memory.files import write_atomic
 from memory.consolidate import Budget, Consolidator
@@ -121,8 +122,30 @@ class Learner:
         self.llm.window = window.tokens
         logger.info("model window: %s", window.describe())
 
-    def learn_window(self, exc: ContextOverflow) -> bool:
+    def budget_for(self, model: str) -> Budget:
+        """The budget of a turn on `model`: the main model's (the consolidator's), or for a chat that picked
+        another with /model, that model's own window: learned, else litellm's, else the main one's."""
+        if model == self.model:
+            return self.consolidator.budget
+        learned = self.book.get(model).window
+        window = learned or model_window(model) or self.consolidator.budget.window
+        source = "learned" if learned else "litellm" if window != self.consolidator.budget.window else "as the default model"
+        return Budget.for_window(window, reply_cap(self.max_reply_tokens, model_max_output(model), source), source)
+
+    def takes_tools(self, model: str) -> bool:
+        """Whether turns on `model` are offered tools (not once its server refused them)."""
+        return self.context.tools_available if model == self.model else not self.book.get(model).no_tools
+
+    def learn_window(self, exc: ContextOverflow, model: str | None = None) -> bool:
         """The server said a prompt was too long: keep a smaller window. False when there is none to learn."""
+        if model is not None and model != self.model:
+            current = self.budget_for(model).window
+            tokens = step_down(current, exc.window)
+            if tokens >= current:
+                return False
+            logger.warning("the prompt was over %s's window; budgeting for %d tokens from now on", model, tokens)
+            self.book.note(model, str(exc), window=tokens)
+            return True
         current = self.consolidator.budget.window
         tokens = step_down(current, exc.window)
         if tokens >= current:
@@ -134,8 +157,12 @@ class Learner:
         self.set_window(Window(tokens, "learned from the server's error"))
         return True
 
-    def tools_refused(self, exc: ToolsUnsupported) -> None:
+    def tools_refused(self, exc: ToolsUnsupported, model: str | None = None) -> None:
         """The server takes no tools for this model: turns go without them from now on."""
+        if model is not None and model != self.model:
+            logger.warning("%s does not take tools (%s); its chats answer without them from now on", model, exc)
+            self.book.note(model, str(exc), no_tools=True)
+            return
         logger.warning("%s does not take tools (%s); answering without them from now on, memory in plain text",
                        self.model, exc)
         self.book.note(self.model, str(exc), no_tools=True)
