@@ -122,3 +122,28 @@ async def test_the_doctors_probes_are_recorded_as_probes(make_settings, fake_llm
     got = rows(type("T", (), {"settings": settings})())
     assert got and {r[0] for r in got} == {"probe"} and all(r[1] is None and r[2] is None for r in got)
     assert any(c.name == "price" and "TUSK_MODELS" in c.detail for c in checks)
+
+
+async def test_a_background_task_counts_under_its_chat_and_person(make_settings, fake_llm):
+    """A task started in a turn: its calls are recorded as purpose "task", under the chat and the person who
+    asked; its result's turn as "task" too; every figure as the provider reported it."""
+    from tests.outbox import say, started
+    from tests.test_tasks import is_helper
+
+    def model(body):
+        last = body["messages"][-1]
+        if is_helper(body):
+            return Reply(text="Report: done.", usage=usage(300, 30))
+        if last["role"] == "user" and "look into it" in str(last.get("content")):
+            return Reply(text=None, tool_calls=[("c1", "start_task", {"instructions": "Look."})], usage=usage(100, 10))
+        return Reply(text="On it.", usage=usage(110, 11))
+
+    fake_llm.responder = model
+    async with started(make_settings, TUSK_MODELS=PRICED) as (app, box):
+        await say(app, box, "bg", "please look into it")
+        await box.wait_for("bg", 2)
+        await app.agent.aclose()
+    got = [(r[0], r[2], r[3], r[4], r[5]) for r in rows(app)]
+    assert ("task", "bg", "u1", 300, 30) in got
+    assert got[:2] == [("reply", "bg", "u1", 100, 10), ("reply", "bg", "u1", 110, 11)]
+    assert all(r[1] == "bg" for r in got), got
