@@ -15,8 +15,10 @@
     │       ├── ModelNotFound    the server does not serve the model named in TUSK_MODEL
     │       └── NotAModelServer  the address answers with a web page, not a model API (TUSK_API_BASE)
     ├── McpToolError         one MCP tool call failed (server down, timeout, crash, malformed reply)
-    └── MediaRefused         a file Tusk will not take (over a size cap, a type it cannot read, corrupt)
-            └── MediaUnreachable the platform did not hand the file over (network, HTTP error, login page)
+    ├── MediaRefused         a file Tusk will not take (over a size cap, a type it cannot read, corrupt)
+    │       └── MediaUnreachable the platform did not hand the file over (network, HTTP error, login page)
+    └── WebError             web_fetch / web_search failed (HTTP error, timeout, unreadable page, search backend)
+            └── WebRefused   the network guard refused a URL (inside address, scheme, port, credentials, robots.txt)
 
 `LLMError.user_message` is the one sentence a chat user sees; details go to the log. `owner_message`
 is what the owner's own channels (the terminal, the console and HTTP API) show instead: the cause
@@ -172,3 +174,11 @@ class MediaRefused(TuskError):
 class MediaUnreachable(MediaRefused):
     """A file could not be fetched from the platform (network error, an HTTP error, a login page where the
     file should be: a missing scope). `str(exc)` is the user's sentence; the cause goes to the log."""
+
+
+class WebError(TuskError):
+    pass
+
+
+class WebRefused(WebError):
+    pass
