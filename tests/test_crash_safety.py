@@ -2,12 +2,15 @@
 MEMORY.md is never half-written."""
 
 import asyncio
+import json
 import random
 import re
 import signal
+from collections import Counter
 
 import aiohttp
 
+from bot.usage.ledger import Ledger
 from memory import files as memfiles
 from memory.paths import ChatFiles
 from memory.session import iter_messages, load
@@ -72,3 +75,18 @@ async def test_sigkill_anywhere_loses_nothing_acknowledged(fake_llm, tmp_path):
         memory = memfiles.read_memory(files)
         assert memory == "" or MEMORY.fullmatch(memory), memory[:200]
     assert {int(t.split()[1]) for t in acknowledged} == {0, 1, 2} and rounds["n"] > 0  # every run was killed mid-work
+    # the usage ledger survived the kills: each call recorded with the figures the provider reported, at most
+    # the one in flight at each kill lost
+    reported = Counter((len(json.dumps(b["messages"])) // 4, len(_answer(b)) // 4 + 1) for b in fake_llm.requests)
+    ledger = Ledger(tmp_path / "data")
+    recorded = Counter((r[0], r[1]) for r in ledger._read("SELECT input_tokens, output_tokens FROM calls", []))
+    ledger.close()
+    assert not recorded - reported and sum((reported - recorded).values()) <= 3
+    assert sum(recorded.values()) >= len(acknowledged)
+
+
+def _answer(body):
+    """The text the fake answered `body` with (its usage counts len(text) // 4 + 1 completion tokens)."""
+    if any(t["function"]["name"] == "save_memory" for t in body.get("tools") or []):
+        return ""
+    return f"ok {FILLER}"
