@@ -93,12 +93,16 @@ def test_an_override_written_by_another_process_reaches_a_running_limits(ledger)
 
 
 def test_consolidation_may_go_just_past_a_limit_that_stops_replies(ledger):
-    """At a spent $1 limit a reply is refused; consolidation passes up to 5% over, not beyond."""
+    """At a spent $1 limit a reply is refused; consolidation still runs while spending is within its 5% reserve
+    past the limit (whatever its own estimate), and not once spending is past it."""
     limits = Limits(ledger, LimitSettings(chat_daily_usd=1.0, daily_usd=1.0), Clock())
     spend(ledger, 1.0)
     assert isinstance(limits.check("telegram", "c1", None, 0.01, 100, "reply"), Refusal)
-    assert isinstance(limits.check("telegram", "c1", None, 0.04, 100, "consolidation"), Reservation)
-    assert isinstance(limits.check("telegram", "c1", None, 0.02, 100, "consolidation"), Refusal)
+    held = limits.check("telegram", "c1", None, 0.04, 100, "consolidation")
+    assert isinstance(held, Reservation)
+    held.release()
+    spend(ledger, 0.06)
+    assert isinstance(limits.check("telegram", "c1", None, 0.001, 100, "consolidation"), Refusal)
 
 
 def test_the_refusal_names_the_limit_and_midnight_in_the_chats_zone(ledger):

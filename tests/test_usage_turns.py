@@ -147,3 +147,26 @@ async def test_a_background_task_counts_under_its_chat_and_person(make_settings,
     assert ("task", "bg", "u1", 300, 30) in got
     assert got[:2] == [("reply", "bg", "u1", 100, 10), ("reply", "bg", "u1", 110, 11)]
     assert all(r[1] == "bg" for r in got), got
+
+
+async def test_a_person_limit_follows_the_person_and_memory_still_consolidates(make_settings, fake_llm):
+    """TUSK_PERSON_LIMIT_DAILY_USD stops one person in every chat while another person goes on; the stopped
+    chat's /new still consolidates (consolidation's reserve), so its memory keeps working."""
+    def model(body):
+        if any(t["function"]["name"] == "save_memory" for t in body.get("tools") or []):
+            return Reply(text=None, tool_calls=[("s", "save_memory", {"history_entry": "Talked.",
+                                                                      "memory_update": "- likes tea"})],
+                         usage=usage(1000, 100))
+        return Reply(text="ok", usage=usage(2000, 500))
+
+    fake_llm.responder = model
+    settings = make_settings(TUSK_MODELS="fake=openai/fake-model@1/2", TUSK_PERSON_LIMIT_DAILY_USD="0.006")
+    async with running(settings) as tusk:
+        assert await tusk.say("p1", "hi", user="dave") == ["ok"]
+        assert await tusk.say("p2", "I like tea", user="dave") == ["ok"]
+        refused = (await tusk.say("p2", "more", user="dave"))[0]
+        assert refused.startswith("You have reached your daily spending limit ($0.01)") or \
+            "your daily spending limit" in refused
+        assert await tusk.say("p2", "hello", user="erin") == ["ok"]
+        assert "summarised into memory" in (await tusk.say("p2", "/new", user="dave"))[0]
+        assert "likes tea" in memfiles.read_memory(tusk.store.get("http", "p2").files)

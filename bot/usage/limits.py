@@ -10,8 +10,9 @@ Chat and person days end at midnight in the chat's zone (passed to `check`). A c
 spent + outstanding reservations + its estimate stay within every limit that applies; it then holds a
 `Reservation` until `settle()` (after the ledger recorded it) or `release()` (it failed). Calls running
 at once reserve against each other, so many concurrent calls overshoot a limit only by what the real
-costs exceed their estimates. Consolidation may go `consolidation_share` (5%) past every limit, so a
-chat's memory keeps working when its replies are stopped.
+costs exceed their estimates. Consolidation has a reserve of `consolidation_share` (5%) past every limit:
+it runs while spending is within it, whatever its own estimate, so a chat's memory keeps working when its
+replies are stopped.
 
 Today's and this month's sums are cached in memory: loaded from the ledger once per scope and window
 (again after `REFRESH_S`, for calls other processes recorded) and kept current from the ledger's
@@ -260,7 +261,9 @@ class Limits:
                 window, end = self._window(scope, now, where, monthly)
                 held = self._reserved.get(scope, (0.0, 0))
                 spent = window.usd + held[0] if priced else window.tokens + held[1]
-                if spent + amount > limit * allow + SLACK:
+                # consolidation keeps memory working on its reserve: it runs while spending is within the
+                # reserve past the limit, whatever its own estimate (the round after that waits for the reset)
+                if (spent if purpose == "consolidation" else spent + amount) > limit * allow + SLACK:
                     return Refusal(name, limit, spent, end, scope)
             scopes = tuple(dict.fromkeys(sc for _, sc, _, _, _ in checks if sc is not None))
             reservation = Reservation(self, scopes, amount if priced else 0.0, 0 if priced else estimate_tokens,
