@@ -13,6 +13,9 @@ channel by bot/app.py, so it gets the channel's token check and JSON errors.
     GET  /api/chats/{channel}/{chat_id}/session?before=&limit=   messages and the consolidation pointer
     GET  /api/chats/{channel}/{chat_id}/forget             what /forget would delete
     POST /api/chats/{channel}/{chat_id}/forget             {"confirm": true}: /forget confirm
+    GET  /api/usage?days=30                                daily cost stacked by chat, top chats and people,
+                                                           today's spend against each limit (bot/ops/usage.py)
+    GET|PUT|DELETE /api/budgets/{channel}/{chat_id}        a chat's own daily limit; PUT {"daily_usd": 1.5}
 
 Chats are named by channel and chat id in the URL and validated as `ChatKey`s, whose folders
 never leave their channel's; a chat Tusk keeps nothing for is a 404, and nothing here creates
@@ -38,7 +41,10 @@ from aiohttp import web
 from bot.commands import Commands
 from bot.commands.base import CommandContext
 from bot.ops import admin
+from bot.ops import usage as usage_view
 from bot.events import ChatKey
+from bot.usage.ledger import Ledger
+from bot.usage.limits import Limits
 from channels.http import chat_key, problems
 from memory import files as memfiles
 from memory.chats import ChatSummary, list_chats, summarise
@@ -49,6 +55,7 @@ from memory.session import Message, SessionStore, iter_messages, load
 from memory.tokens import count_text
 
 CHAT = "/api/chats/{channel}/{chat_id}"
+BUDGET = "/api/budgets/{channel}/{chat_id}"
 MAX_PAGE = 1000
 B = TypeVar("B", bound=pydantic.BaseModel)
 
@@ -69,6 +76,11 @@ class ForgetBody(pydantic.BaseModel):
         if value is not True:
             raise ValueError("must be true: forgetting deletes the chat's files")
         return value
+
+
+class BudgetBody(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="forbid", strict=True)
+    daily_usd: float = pydantic.Field(ge=0, allow_inf_nan=False)  # 0 stops the chat
 
 
 def etag(text: str) -> str:
@@ -131,7 +143,8 @@ class Console:
     def __init__(self, home: Path, store: SessionStore, chat_commands: Commands,
                  consolidator: Consolidator | None, fixed_tokens: Callable[[ChatFiles], int], model: str,
                  lock_for: Callable[[Path], asyncio.Lock] | None = None,
-                 in_order: Callable[[ChatKey, Callable[[], Awaitable[str]]], Awaitable[str]] | None = None) -> None:
+                 in_order: Callable[[ChatKey, Callable[[], Awaitable[str]]], Awaitable[str]] | None = None,
+                 ledger: Ledger | None = None, limits: Limits | None = None) -> None:
         self.home = Path(home)
         self.store = store
         self.commands = chat_commands
@@ -141,6 +154,7 @@ class Console:
         self._locks: dict[Path, asyncio.Lock] = {}
         self.lock_for = lock_for or (lambda d: self._locks.setdefault(d, asyncio.Lock()))
         self.in_order = in_order  # the bus's: a forget waits for the chat's running turn instead of racing it
+        self.ledger, self.limits = ledger, limits  # the Usage page (without them, no usage routes)
 
     def routes(self) -> list[web.RouteDef]:
         return [web.get("/api/chats", self.chats), web.get(CHAT, self.chat),
@@ -148,7 +162,9 @@ class Console:
                 web.get(CHAT + "/versions", self.versions), web.get(CHAT + "/versions/{name}", self.version),
                 web.post(CHAT + "/versions/{name}/restore", self.restore),
                 web.get(CHAT + "/history", self.history), web.get(CHAT + "/session", self.session),
-                web.get(CHAT + "/forget", self.forget_preview), web.post(CHAT + "/forget", self.forget)]
+                web.get(CHAT + "/forget", self.forget_preview), web.post(CHAT + "/forget", self.forget),
+                *([web.get("/api/usage", self.usage), web.get(BUDGET, self.budget), web.put(BUDGET, self.set_budget),
+                   web.delete(BUDGET, self.clear_budget)] if self.ledger and self.limits else [])]
 
     def _chat(self, request: web.Request) -> tuple[ChatKey, ChatFiles]:
         """The chat the URL names; 400 for a bad channel or id, 404 if Tusk keeps nothing for it."""
@@ -271,3 +287,25 @@ class Console:
         await _body(request, ForgetBody, '{"confirm": true}')
         report = await self._forget(key, files, confirm=True)
         return web.json_response({"report": report, "gone": not files.dir.exists()})
+
+    async def usage(self, request: web.Request) -> web.Response:
+        days = _int_param(request, "days", 30, 1, 366)
+        return web.json_response(await asyncio.to_thread(usage_view.usage_page, self.ledger, self.limits, days))
+
+    def _budget_chat(self, request: web.Request) -> ChatKey:
+        """Any chat may get a limit before it first speaks: only the key is checked (400 when bad)."""
+        return chat_key(request.match_info["channel"], request.match_info["chat_id"])
+
+    async def budget(self, request: web.Request) -> web.Response:
+        return web.json_response(usage_view.chat_budget(self.limits, self._budget_chat(request)))
+
+    async def set_budget(self, request: web.Request) -> web.Response:
+        key = self._budget_chat(request)
+        body = await _body(request, BudgetBody, '{"daily_usd": 1.5} (US dollars a day, 0 or more)')
+        await asyncio.to_thread(self.limits.set_override, key, body.daily_usd)  # budgets.json, atomically
+        return web.json_response(usage_view.chat_budget(self.limits, key))
+
+    async def clear_budget(self, request: web.Request) -> web.Response:
+        key = self._budget_chat(request)
+        await asyncio.to_thread(self.limits.clear_override, key)
+        return web.json_response(usage_view.chat_budget(self.limits, key))
