@@ -224,7 +224,9 @@ async def test_forget_is_the_chat_command(tusk, fake_llm):
     files = await chat_with_memory(tusk, "ann", "- Ann's secret is 4711\n")
     status, preview = await call(tusk, "GET", "/api/chats/http/ann/forget")
     assert status == 200 and preview["report"] == (await tusk.say("ann", "/forget"))[0]
-    assert preview["items"][1:] == ["2 session messages (session.jsonl)"] and preview["items"][0].startswith("MEMORY.md")
+    assert preview["items"][0].startswith("MEMORY.md") and preview["items"][1] == "2 session messages (session.jsonl)"
+    assert preview["items"][2:] == ["1 usage record of this chat (who and where removed; the totals still count "
+                                    "toward today's limits)"]
     for bad in ({}, {"confirm": False}, {"confirm": "yes"}, {"confirm": 1}):
         assert (await call(tusk, "POST", "/api/chats/http/ann/forget", json=bad))[0] == 400
     assert files.memory.exists()

@@ -20,13 +20,17 @@ class UsageRecords:
         calls = self.ledger.totals(channel=key.channel, chat=key.chat_id).calls
         if not calls:
             return []
-        return [Owned(f"{calls} usage records of this chat (who and where removed; the totals still count toward "
+        return [Owned(f"{_records(calls)} of this chat (who and where removed; the totals still count toward "
                       "today's limits)", lambda: None if self.ledger.erase_chat(key.channel, key.chat_id) else None)]
 
     def owned_by(self, key: ChatKey, files: ChatFiles, member_id: str) -> list[Owned]:
         calls = self.ledger.totals(channel=key.channel, chat=key.chat_id, person=member_id).calls
         if not calls:
             return []
-        return [Owned(f"{calls} usage records of their messages (their id removed; the totals still count toward "
+        return [Owned(f"{_records(calls)} of their messages (their id removed; the totals still count toward "
                       "today's limits)",
                       lambda: None if self.ledger.erase_person(key.channel, key.chat_id, member_id) else None)]
+
+
+def _records(n: int) -> str:
+    return f"{n} usage record{'s' if n != 1 else ''}"
