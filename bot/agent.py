@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from bot import commands, logs, stream
 from bot.context import ContextBuilder
 from bot.delivery import Delivery, Drafts, Send
-from bot.errors import ContextOverflow, LLMError, MediaRefused, ToolsUnsupported
+from bot.errors import ContextOverflow, LLMError, LLMUnavailable, MediaRefused, ToolsUnsupported
 from bot.events import ChatKey, InboundMessage, OutboundMessage
 from bot.llm import LLM, LLMReply
 from bot.llm.choice import ModelChoices
@@ -105,7 +105,7 @@ class ChatAgent:
         if not msg.addressed:  # group chatter: saved if the chat listens, never answered
             await self._overheard(msg)
             return
-        stats = logs.TurnStats()
+        stats = msg.client.stats if msg.client is not None else logs.TurnStats()
         purpose = msg.injected.source if msg.injected is not None else "reply"
         with logs.bound(msg.key, msg.id, stats), usage.scope(msg.key, msg.sender_id or None, purpose,
                                                               self._zone(msg.key)):
@@ -116,13 +116,14 @@ class ChatAgent:
             try:
                 text = await self._answer(msg, live)
             except MessageTooLong as exc:
-                text = str(exc)
+                text, stats.outcome = str(exc), "too_long"
             except LLMError as exc:
                 logger.warning("turn abandoned, session unchanged: %s", exc)
                 text = exc.owner_message if msg.key.channel in OWNER_CHANNELS else exc.user_message
+                stats.outcome = outcome_of(exc)
             except Exception:  # turn boundary: the user hears of it, the log gets the traceback
                 logger.exception("turn crashed")
-                text = CRASH_REPLY
+                text, stats.outcome = CRASH_REPLY, "crash"
             await self.delivery.deliver(OutboundMessage(msg.key, text, reply_to=msg.id), live)
             if self.settings.log_content:
                 logger.info("reply: %s", text)
@@ -177,7 +178,8 @@ class ChatAgent:
         if not msg.text.strip():
             return NO_TEXT_REPLY
         new, reply = await self._kept_if_refused(self._converse(msg, session, live=live), session, msg)
-        self.store.append(session, new)
+        if not regenerating(msg):
+            self.store.append(session, new)
         return reply
 
     async def _kept_if_refused(self, conversing: Awaitable[tuple[list[Message], str]], session: Session,
@@ -187,7 +189,8 @@ class ChatAgent:
         try:
             return await conversing
         except usage.SpendLimitReached:
-            self.store.append(session, [user_message(msg, attached)])
+            if not regenerating(msg):
+                self.store.append(session, [user_message(msg, attached)])
             raise
 
     def _zone(self, key: ChatKey) -> str:
@@ -235,10 +238,11 @@ class ChatAgent:
         ctx = ToolContext(msg.key, session.files, notify, sender_id=msg.sender_id, sender_name=msg.sender_name,
                           is_group=msg.is_group, sender_is_admin=msg.sender_is_admin)
         overflows = cut_retries = 0
-        model = self.models.for_chat(session.files)
+        model = self._model(session, msg)
+        cap = msg.client.max_tokens if msg.client is not None else None
         for _ in range(self.settings.max_tool_iterations):
             try:
-                reply = await self._complete(prompt, tools, model, live)
+                reply = await self._complete(prompt, tools, model, live, cap)
             except StreamCut as exc:
                 assert live is not None
                 logger.warning("the reply's stream was cut after part of it was shown: %s", exc)
@@ -280,13 +284,21 @@ class ChatAgent:
         return new, text
 
     async def _complete(self, prompt: list[dict[str, object]], tools: Toolset, model: str,
-                        live: Live | None = None) -> LLMReply:
+                        live: Live | None = None, cap: int | None = None) -> LLMReply:
         """One chat request to the chat's model: its tools when the model takes them, the reply bounded by the
-        reserve."""
+        reserve (and by an API client's `cap`, within it)."""
         takes = self.learner.takes_tools(model) if self.learner else self.context.tools_available
         reserve = self._budget(model).reserve if self.consolidator else None
+        if cap is not None:
+            reserve = min(cap, reserve) if reserve is not None else cap
         return await self.llm.complete(prompt, tools.schemas if takes else None, live=live, max_tokens=reserve,
                                        model=None if model == self.settings.model else model)
+
+    def _model(self, session: Session, msg: InboundMessage) -> str:
+        """The model of this turn: an API client's pick for this request, else the chat's (/model)."""
+        if msg.client is not None and msg.client.model:
+            return msg.client.model
+        return self.models.for_chat(session.files)
 
     def _budget(self, model: str) -> Budget:
         """The budget of a turn on `model` (a chat's /model pick has its own window)."""
@@ -298,6 +310,8 @@ class ChatAgent:
         """The request for this turn so far (history fitted to the budget, the message, the tool steps
         already taken), the tokens further steps may still add, and the prompt's estimate without tools."""
         history = await self._fitting_history(session, msg, attached)
+        if regenerating(msg):  # asked again: the last exchange is what is being answered anew
+            history = history[:max((i for i, m in enumerate(history) if m.role == "user"), default=0)]
         steps = new[1:]
         images = attached.images if attached else ()
         prompt = self.context.build(session.files, history, msg, images) + [m.to_llm() for m in steps]
@@ -324,7 +338,7 @@ class ChatAgent:
         """Tokens left in the budget for history and tool steps, once the rest of the prompt is in."""
         if self.consolidator is None:
             return sys.maxsize
-        return self._budget(self.models.for_chat(session.files)).limit - self._fixed(session, msg, attached)
+        return self._budget(self._model(session, msg)).limit - self._fixed(session, msg, attached)
 
     def _fixed(self, session: Session, msg: InboundMessage, attached: Attached | None = None) -> int:
         """Tokens of the prompt but its history: system prompt, tools, the new message and its context line."""
@@ -349,7 +363,7 @@ class ChatAgent:
             await c.run(session, fixed, rounds=1)
         history, room = session.unconsolidated, self._room(session, msg, attached)
         if room < 0:
-            window = self._budget(self.models.for_chat(session.files)).window
+            window = self._budget(self._model(session, msg)).window
             raise MessageTooLong(f"That message does not fit in the model's window ({window:,} tokens). "
                                  "Send it in parts.")
         while (excess := sum(m.tokens for m in history) - room) > 0:
@@ -383,3 +397,15 @@ class ChatAgent:
     async def aclose(self) -> None:
         """Wait for background hooks (they are short: consolidation of one chat)."""
         await self._background.wait()
+
+
+def regenerating(msg: InboundMessage) -> bool:
+    """An API client asked for the last answer again: nothing of the turn is saved (bot/events.py ClientTurn)."""
+    return msg.client is not None and msg.client.regenerate
+
+
+def outcome_of(exc: LLMError) -> str:
+    """How a turn the model could not answer ended, for the API client's status and the metrics."""
+    if isinstance(exc, usage.SpendLimitReached):
+        return "spend_limit"
+    return "llm_unavailable" if isinstance(exc, LLMUnavailable) else "llm_error"

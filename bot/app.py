@@ -227,7 +227,15 @@ class TuskApp:
 
             http.add_routes(pairing_routes(self.access.pairing))
         http.add_routes(mcp_routes(self.mcp))
+        from channels.http.openai_api import OpenAIApi
+
+        http.add_routes(OpenAIApi(http, self.choices.default, self.choices.choices, self._said).routes())
         return self.add(http)
+
+    def _said(self, key: ChatKey) -> list[tuple[str, str]]:
+        """A chat's unconsolidated user and assistant texts (tool steps left out), for the OpenAI endpoint."""
+        return [(m.role, m.content or "") for m in self.store.get(key.channel, key.chat_id).unconsolidated
+                if m.role in ("user", "assistant") and not m.tool_calls and isinstance(m.content, str)]
 
     def menu(self) -> list[tuple[str, str]]:
         """(name, summary) of every chat command, for the platforms' command menus."""

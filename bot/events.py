@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Literal
 
+from bot.logs import TurnStats
 from memory.paths import CHANNEL_NAME, chat_dir_name
 
 _ids = itertools.count(1)
@@ -65,6 +66,21 @@ class Attachment:
 
 
 @dataclass(frozen=True, slots=True)
+class ClientTurn:
+    """What an API client (the OpenAI-compatible endpoint, channels/http/openai_api.py) asks of one turn
+    only. `system` goes under the owner's instructions and is never saved; `model` is a litellm model
+    string the owner allows (TUSK_MODELS); `max_tokens` bounds the reply within the reply reserve;
+    `regenerate` answers the session's last user message again, without that exchange in the prompt,
+    and saves nothing. `stats` is the turn's own tally (tokens, outcome), read by the client once it is done."""
+
+    system: str | None = None
+    model: str | None = None
+    max_tokens: int | None = None
+    regenerate: bool = False
+    stats: TurnStats = field(default_factory=TurnStats, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
 class InboundMessage:
     """A user's message, already gated by the channel (allow-list, mentions), or a turn Tusk
     starts itself (`injected` set: a reminder, a task result)."""
@@ -80,6 +96,7 @@ class InboundMessage:
     injected: Injected | None = None
     addressed: bool = True  # False: group chatter not for the bot, kept only if the chat listens (/listen)
     attachments: tuple[Attachment, ...] = ()
+    client: ClientTurn | None = None  # an API client's wishes for this turn only (the OpenAI endpoint)
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,6 +36,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pydantic
 from aiohttp import web
@@ -46,6 +47,9 @@ from channels.base import Publish
 from channels.http.files import MAX_FILES, read_upload
 from channels.http.limits import ConnectionLimit, upload_deadline
 from channels.http.stream import EventStream
+
+if TYPE_CHECKING:
+    from bot.stream import Draft
 from memory.media import MediaStore
 
 logger = logging.getLogger(__name__)
@@ -57,6 +61,7 @@ CONTENT_TYPES = {"js": "text/javascript", "css": "text/css", "html": "text/html"
 CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 MIN_REMOTE_TOKEN = 32  # characters a token must have when the API is reachable beyond this machine
+OPENAI_PATHS = frozenset({"/v1/chat/completions", "/v1/models"})  # channels/http/openai_api.py
 MESSAGES_PATH = re.compile(r"/v1/chats/[^/]+/messages")
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -148,7 +153,12 @@ def write_refusal(request: web.Request, bearer: bool = False) -> tuple[int, str]
     return None
 
 
-def error(status: int, message: str) -> web.Response:
+def error(status: int, message: str, request: web.Request | None = None) -> web.Response:
+    """The JSON error answer; on the OpenAI-compatible routes, in OpenAI's error format (its clients read it)."""
+    if request is not None and request.path in OPENAI_PATHS:
+        kind = "authentication_error" if status == 401 else "invalid_request_error"
+        body = {"message": message, "type": kind, "param": None, "code": None}
+        return web.json_response({"error": body}, status=status)
     return web.json_response({"error": message}, status=status)
 
 
@@ -184,7 +194,7 @@ class HttpChannel:
         self.media = media  # where uploaded files go (None: uploads are refused)
         self._publish = publish
         self._waiting: dict[int, list[str]] = {}  # InboundMessage.id -> replies of that turn so far
-        self._streams: dict[int, EventStream] = {}  # InboundMessage.id -> its event stream, if it asked for one
+        self._streams: dict[int, Draft] = {}  # InboundMessage.id -> its event stream, if it asked for one
         self._routes: list[web.AbstractRouteDef] = []
         self._assets = load_assets()
         self._runner: web.AppRunner | None = None
@@ -238,9 +248,21 @@ class HttpChannel:
             await self._server.wait_closed()
             self._server = None
 
-    def draft(self, key: ChatKey, reply_to: int) -> EventStream | None:
+    def draft(self, key: ChatKey, reply_to: int) -> Draft | None:
         """The event stream of the request that `reply_to` came from, if it asked for one."""
         return self._streams.get(reply_to)
+
+    async def run_turn(self, msg: InboundMessage, replies: list[str], draft: Draft | None = None) -> None:
+        """Publish `msg` and wait until its turn is done, its replies put in `replies` (and the reply written
+        to `draft` as it comes, if given): the path every route of this channel takes (BusClosed at shutdown)."""
+        self._waiting[msg.id] = replies
+        if draft is not None:
+            self._streams[msg.id] = draft
+        try:
+            await self._publish(msg)
+        finally:
+            del self._waiting[msg.id]
+            self._streams.pop(msg.id, None)
 
     async def send(self, msg: OutboundMessage) -> None:
         replies = self._waiting.get(msg.reply_to) if msg.reply_to is not None else None
@@ -271,7 +293,7 @@ class HttpChannel:
                               "to reach it under another name, set TUSK_HTTP_TOKEN")
         bearer = bool(self.settings.token) and request.headers.get("Authorization", "").startswith("Bearer ")
         if request.method not in SAFE_METHODS and (refused := write_refusal(request, bearer)):
-            return error(*refused)
+            return error(*refused, request)
         return await handler(request)
 
     @web.middleware
@@ -285,7 +307,7 @@ class HttpChannel:
                 return error(400, "the Authorization header is not valid UTF-8: send 'Authorization: Bearer <token>'")
             if not hmac.compare_digest(given, f"Bearer {token}".encode()):
                 return error(401, "missing or wrong token: send 'Authorization: Bearer <token>' with the "
-                                  "console token (`tusk console-url` shows it) or TUSK_HTTP_TOKEN")
+                                  "console token (`tusk console-url` shows it) or TUSK_HTTP_TOKEN", request)
         return await handler(request)
 
     @web.middleware
@@ -330,13 +352,11 @@ class HttpChannel:
             msg, stream = InboundMessage(key, body.text, sender_id=body.user), body.stream
         if stream:
             return await self._stream_turn(request, msg)
-        self._waiting[msg.id] = replies = []
+        replies: list[str] = []
         try:
-            await self._publish(msg)
+            await self.run_turn(msg, replies)
         except BusClosed as exc:
             return error(503, str(exc))
-        finally:
-            del self._waiting[msg.id]
         return web.json_response({"replies": replies})
 
     async def _upload(self, request: web.Request, key: ChatKey) -> InboundMessage | web.Response:
@@ -359,20 +379,16 @@ class HttpChannel:
     async def _stream_turn(self, request: web.Request, msg: InboundMessage) -> web.StreamResponse:
         """The turn as Server-Sent Events: the reply while it is written, then `done` with the replies."""
         events = EventStream(request, SECURITY_HEADERS)
-        self._waiting[msg.id] = events.replies
-        self._streams[msg.id] = events
         try:
             await events.open()
             try:
-                await self._publish(msg)
+                await self.run_turn(msg, events.replies, events)
             except BusClosed as exc:
                 await events.error(str(exc))
             else:
                 await events.done()
         except ConnectionResetError:  # the client went away: the turn still ran and its reply is saved
             logger.info("a streaming client left before its reply was done")
-        finally:
-            del self._waiting[msg.id], self._streams[msg.id]
         return events.response
 
 
