@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from zoneinfo import ZoneInfo
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
@@ -86,6 +86,20 @@ def _needs(extra: str, variable: str) -> Iterator[None]:
                           f"in Tusk's venv, from its clone: pip install '.[{extra}]'") from exc
 
 
+def _chat_tools(settings: Settings, mcp: McpHub | None) -> Any:
+    """The tools only some chats get: the web tools (bot/tools/web/) in front of the MCP servers."""
+    web = settings.web_settings()  # a search backend without its URL or key stops Tusk here, saying so
+    if not web.any:
+        return mcp
+    from bot.tools.web.chats import WebTools
+    from bot.tools.web.fetch import WebFetch
+    from bot.tools.web.search import WebSearch
+
+    fns = [*([WebFetch(web).web_fetch] if web.fetch else []),
+           *([WebSearch(web).web_search] if web.search != "off" else [])]
+    return WebTools(web, fns, mcp)
+
+
 def _mcp_hub(settings: Settings) -> McpHub | None:
     """The MCP servers of mcp.json, or None without any (the SDK is then not even imported)."""
     servers = settings.mcp_servers()  # a bad mcp.json stops Tusk here, naming the problem
@@ -130,9 +144,10 @@ class TuskApp:
         self.tasks = Tasks(settings.task_settings(self.consolidator.budget.limit), self.llm.complete,
                            ToolBox([self.memory_tools.search_history]), self.bus.publish, settings.bot_name)
         self.mcp = _mcp_hub(settings)
+        self.chat_tools = _chat_tools(settings, self.mcp)
         self.tools = ToolBox([*BUILTIN_TOOLS, self.memory_tools.search_history, self.memory_tools.remember,
                               self.reminders.set_reminder, self.reminders.list_reminders,
-                              self.reminders.cancel_reminder, self.tasks.start_task], extra=self.mcp)
+                              self.reminders.cancel_reminder, self.tasks.start_task], extra=self.chat_tools)
         usage_records = UsageRecords(self.ledger)
         chat_commands = Commands(settings.timezone, holders=[self.reminders, self.tasks, self.inbox, usage_records],
                                  extra=[*self.reminders.commands(), usage_command(self.ledger, settings.timezone),
@@ -143,7 +158,7 @@ class TuskApp:
                                       SearchMembers(self.memory_tools.index), MediaMembers(), usage_records]),
                                  persona_max_tokens=settings.persona_max_tokens)
         context = ContextBuilder(settings.home, settings.bot_name, self.tools.schemas, settings.timezone,
-                                 chat_tools=self.mcp)
+                                 chat_tools=self.chat_tools)
         self.learner = Learner(book, llm_settings.model, self.consolidator, context, self.llm,
                                settings.max_reply_tokens, settings.memory_max_tokens, known_output)
         media = MediaReader(settings.media_settings(), self.media, llm_settings.model, self.llm.complete, self.llm.meter)
@@ -230,6 +245,14 @@ class TuskApp:
         from channels.http.openai_api import OpenAIApi
 
         http.add_routes(OpenAIApi(http, self.choices.default, self.choices.choices, self._said).routes())
+        from bot.metrics import Metrics, install
+        from channels.http.metrics_route import metrics_routes
+
+        self.metrics = Metrics(self.bus.backlog, self.consolidator.rounds)
+        install(self.metrics)  # the hooks count into it (bot/metrics.py)
+        http.add_routes(metrics_routes(self.metrics.render))
+        if s.metrics == "open":
+            http.loopback_open.add("/metrics")
         return self.add(http)
 
     def _said(self, key: ChatKey) -> list[tuple[str, str]]:

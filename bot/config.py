@@ -8,7 +8,7 @@ their own slice (`llm_settings()`, `agent_settings()`, ...), never the whole obj
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -30,6 +30,9 @@ from bot.usage.limits import LimitSettings
 from bot.usage.prices import ModelChoice, parse_models
 from memory.chat_settings import zone
 from memory.media import MB, MediaLimits
+
+if TYPE_CHECKING:
+    from bot.tools.web.config import WebSettings
 
 MODEL_HINT = "set it to a litellm model string such as openai/gpt-4o-mini, anthropic/claude-3-5-haiku-latest or ollama/llama3.1"
 
@@ -86,6 +89,21 @@ class Settings(BaseSettings):
     mcp_tool_tokens: int = _env("TUSK_MCP_TOOL_TOKENS", 4000, ge=0)
     mcp_restart_backoff: float = _env("TUSK_MCP_RESTART_BACKOFF", 1.0, gt=0, le=60)
 
+    web_fetch: bool = _env("TUSK_WEB_FETCH", True)  # the web tools (bot/tools/web/)
+    web_search: Literal["off", "searxng", "brave", "tavily", "keyless"] = _env("TUSK_WEB_SEARCH", "off")
+    searxng_url: str = _env("TUSK_SEARXNG_URL", "")
+    brave_api_key: SecretStr | None = _env("TUSK_BRAVE_API_KEY", None)
+    brave_api_base: str = _env("TUSK_BRAVE_API_BASE", "https://api.search.brave.com")
+    tavily_api_key: SecretStr | None = _env("TUSK_TAVILY_API_KEY", None)
+    tavily_api_base: str = _env("TUSK_TAVILY_API_BASE", "https://api.tavily.com")
+    web_allow_hosts: str = _env("TUSK_WEB_ALLOW_HOSTS", "")  # host or host:port, reachable even inside
+    web_chats: str = _env("TUSK_WEB_CHATS", "*")  # chat patterns as in mcp.json
+    web_groups: bool = _env("TUSK_WEB_GROUPS", True)
+    web_max_bytes: int = _env("TUSK_WEB_MAX_BYTES", 5_000_000, ge=10_000, le=100_000_000)
+    web_max_tokens: int = _env("TUSK_WEB_MAX_TOKENS", 4000, ge=100, le=100_000)
+    web_timeout: float = _env("TUSK_WEB_TIMEOUT", 20.0, gt=0, le=300)
+    web_host_interval: float = _env("TUSK_WEB_HOST_INTERVAL", 1.0, ge=0, le=60)
+
     media_max_mb: float = _env("TUSK_MEDIA_MAX_MB", 20.0, gt=0, le=2048)  # one file (memory/media.py)
     media_chat_mb: float = _env("TUSK_MEDIA_CHAT_MB", 200.0, gt=0)  # all files one chat keeps
     media_chat_files: int = _env("TUSK_MEDIA_CHAT_FILES", 200, ge=1)
@@ -102,6 +120,7 @@ class Settings(BaseSettings):
     http_token: SecretStr | None = _env("TUSK_HTTP_TOKEN", None)  # unset: $TUSK_HOME/console-token; "off": none
     http_max_connections: int = _env("TUSK_HTTP_MAX_CONNECTIONS", 256, ge=8, le=100_000)
     http_idle_timeout: float = _env("TUSK_HTTP_IDLE_TIMEOUT", 15.0, gt=0, le=3600)
+    metrics: Literal["token", "open"] = _env("TUSK_METRICS", "token")  # GET /metrics: behind the token, or open on loopback
     shutdown_grace: float = _env("TUSK_SHUTDOWN_GRACE", 30.0, ge=0)
 
     telegram_bot_token: SecretStr | None = _env("TELEGRAM_BOT_TOKEN", None)
@@ -153,7 +172,8 @@ class Settings(BaseSettings):
                      "discord_guild_id", "slack_bot_token", "slack_app_token", "slack_signing_secret", "mcp_config",
                      "transcribe_model", "transcribe_api_base", "transcribe_api_key", "vision", "vision_model",
                      "thinking_budget", "limit_daily_usd", "limit_monthly_usd", "chat_limit_daily_usd",
-                     "person_limit_daily_usd", "limit_daily_tokens", "chat_limit_daily_tokens", mode="before")
+                     "person_limit_daily_usd", "limit_daily_tokens", "chat_limit_daily_tokens", "brave_api_key",
+                     "tavily_api_key", mode="before")
     @classmethod
     def _blank_is_unset(cls, value: object) -> object:
         return None if isinstance(value, str) and not value.strip() else value
@@ -239,6 +259,30 @@ class Settings(BaseSettings):
         return McpSettings(timeout=self.mcp_timeout, tool_tokens=self.mcp_tool_tokens,
                            backoff=self.mcp_restart_backoff, result_max_chars=self.tool_result_max_chars)
 
+    def web_settings(self) -> WebSettings:
+        from bot.tools.web.config import WebSettings, chat_patterns, user_agent
+        from bot.tools.web.guard import parse_allow
+
+        try:
+            allow = parse_allow(self.web_allow_hosts)
+            chats = chat_patterns(self.web_chats)
+        except ValueError as exc:
+            raise ConfigError(f"{exc}: TUSK_WEB_ALLOW_HOSTS is host or host:port items (localhost:8888,wiki.lan), "
+                              "TUSK_WEB_CHATS is *, channel:* or channel:chat_id items") from exc
+        needs = {"searxng": ("TUSK_SEARXNG_URL", self.searxng_url, "http://localhost:8888"),
+                 "brave": ("TUSK_BRAVE_API_KEY", self.brave_api_key, "your Brave Search API key"),
+                 "tavily": ("TUSK_TAVILY_API_KEY", self.tavily_api_key, "your Tavily API key")}.get(self.web_search)
+        if needs and not needs[1]:
+            raise ConfigError(f"TUSK_WEB_SEARCH={self.web_search} needs {needs[0]}: set it to {needs[2]} "
+                              "(or set TUSK_WEB_SEARCH=off)")
+        return WebSettings(fetch=self.web_fetch, search=self.web_search, searxng_url=self.searxng_url,
+                           brave_api_key=self.brave_api_key.get_secret_value() if self.brave_api_key else "",
+                           tavily_api_key=self.tavily_api_key.get_secret_value() if self.tavily_api_key else "",
+                           brave_api_base=self.brave_api_base, tavily_api_base=self.tavily_api_base, allow=allow,
+                           chats=chats, groups=self.web_groups, max_bytes=self.web_max_bytes,
+                           max_tokens=self.web_max_tokens, timeout=self.web_timeout,
+                           host_interval=self.web_host_interval, user_agent=user_agent())
+
     def open_allow_lists(self) -> list[str]:
         """The allow-list variables left empty for platforms that are configured (everyone may talk)."""
         if self.dm_policy != "open":
@@ -251,7 +295,8 @@ class Settings(BaseSettings):
     def secrets(self) -> list[str]:
         """Values that must never appear in a log line."""
         values = (self.api_key, self.transcribe_api_key, self.http_token, self.telegram_bot_token, self.telegram_webhook_secret,
-                  self.discord_bot_token, self.slack_bot_token, self.slack_app_token, self.slack_signing_secret)
+                  self.discord_bot_token, self.slack_bot_token, self.slack_app_token, self.slack_signing_secret,
+                  self.brave_api_key, self.tavily_api_key)
         try:
             mcp = [secret for server in self.mcp_servers() for secret in server.secrets()]
         except ConfigError:  # reported where the servers are loaded; nothing to mask from a file not read

@@ -24,7 +24,7 @@ async def test_chat_tools_are_offered_with_schemas_from_their_signatures(tusk, f
     await tusk.say("s", "hi")
     offered = {t["function"]["name"] for t in fake_llm.requests[0]["tools"]}
     assert offered == {"current_time", "search_history", "remember", "set_reminder", "list_reminders",
-                       "cancel_reminder", "start_task"}
+                       "cancel_reminder", "start_task", "web_fetch"}  # TUSK_WEB_FETCH is on by default
     remind = schema(tusk, "set_reminder")
     assert remind["description"].startswith("Set a reminder in this chat")
     params = remind["parameters"]

@@ -9,7 +9,7 @@ Routes: /article, /doc.pdf (a tiny valid PDF), /notes.txt, /redirect/<n> (a chai
 small byte cap), /slow (answers after 5 s), /private/... (disallowed by /robots.txt), /missing (404).
 Search APIs, with the shapes their documentation gives: SearXNG `/search?format=json` and `/config`,
 Brave `/res/v1/web/search` (X-Subscription-Token), Tavily `POST /search` (api_key in the body or a bearer
-token). `site.key` is the good key; `site.search_status` forces an error status (429, 432, 500, ...).
+token). `site.key` is the good key; `site.searxng_json = False` plays a SearXNG without the JSON format; `site.search_status` forces an error status (429, 432, 500, ...).
 """
 
 from __future__ import annotations
@@ -73,6 +73,7 @@ class FakeWeb:
         self.requests: list[tuple[str, str, dict[str, str]]] = []
         self.key = "good-key"
         self.search_status: int | None = None
+        self.searxng_json = True  # False: a SearXNG whose settings.yml lacks `json` in search.formats
         self.base = ""
         self.port = 0
         app = web.Application(middlewares=[self._record])
@@ -121,7 +122,7 @@ class FakeWeb:
         return web.Response(text="late")
 
     async def _searxng(self, request: web.Request) -> web.Response:
-        if request.query.get("format") != "json":
+        if request.query.get("format") != "json" or not self.searxng_json:
             return web.Response(status=403, text="403 Forbidden")  # json not enabled in settings.yml
         if self.search_status:
             return web.Response(status=self.search_status, text="Too Many Requests")

@@ -6,9 +6,19 @@ from dataclasses import dataclass
 from importlib import metadata
 
 from bot.events import ChatKey
+from bot.tools.mcp.config import CHAT_PATTERN
 from bot.tools.web.guard import Allow
 
 BACKENDS = ("off", "searxng", "brave", "tavily", "keyless")
+
+
+def chat_patterns(text: str) -> tuple[str, ...]:
+    """TUSK_WEB_CHATS: comma-separated `*`, `channel:*` or `channel:chat_id`."""
+    patterns = tuple(p.strip() for p in text.split(",") if p.strip())
+    for pattern in patterns:
+        if not CHAT_PATTERN.fullmatch(pattern):
+            raise ValueError(f"chat pattern {pattern!r} is not *, channel:* or channel:chat_id")
+    return patterns
 
 
 def user_agent() -> str:
