@@ -21,7 +21,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 
-from bot import commands, logs, stream
+from bot import commands, logs, metrics, stream
 from bot.context import ContextBuilder
 from bot.delivery import Delivery, Drafts, Send
 from bot.errors import ContextOverflow, LLMError, LLMUnavailable, MediaRefused, ToolsUnsupported
@@ -128,6 +128,7 @@ class ChatAgent:
             if self.settings.log_content:
                 logger.info("reply: %s", text)
             figures = stats.fields()  # time to the reply; hooks run after it
+            metrics.turn_done(msg.key.channel, stats)
             self._spawn(self._finish(msg.key, figures, runs_before), f"hooks {msg.key}")
 
     async def _overheard(self, msg: InboundMessage) -> None:

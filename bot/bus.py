@@ -10,6 +10,7 @@ crash (`durable`) are kept in a journal (bot/inbox.py) from publish until their 
 from __future__ import annotations
 
 import asyncio
+import time
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -59,6 +60,15 @@ class MessageBus:
     def active_chats(self) -> int:
         """Chats with a queued or running turn (idle chats hold no state here)."""
         return len(self._workers)
+
+    def backlog(self) -> dict[str, tuple[int, float]]:
+        """Per channel: messages waiting for their turn, and the age in seconds of the oldest (/metrics)."""
+        now, out = time.time(), {}
+        for key, queue in self._queues.items():
+            ages = [now - item.ts for item, _ in queue if isinstance(item, InboundMessage)]
+            n, oldest = out.get(key.channel, (0, 0.0))
+            out[key.channel] = (n + len(queue), max([oldest, *ages]))
+        return out
 
     def publish(self, msg: InboundMessage) -> asyncio.Future[None]:
         """Queue `msg` behind its chat's earlier messages; the future resolves when its turn is done."""

@@ -29,6 +29,7 @@ import time
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
+from bot import logs
 from bot.llm.wire import strip_think
 
 logger = logging.getLogger(__name__)
@@ -118,6 +119,8 @@ class Live:
             self._push(f"_{status_text(tool)}_", status=True)
 
     def _push(self, text: str, status: bool = False) -> None:
+        if not status and (stats := logs.current_stats()) is not None and stats.first_text_ms is None:
+            stats.first_text_ms = (time.monotonic() - stats.started) * 1000  # for /metrics (bot/metrics.py)
         self.shown = self.shown or not status  # from here on this text is the user's to see
         self._latest, self._status = text, status
         self._wake.set()

@@ -231,7 +231,13 @@ class Consolidator:
     stats: dict[Path, ChatStats] = field(default_factory=dict)
     tools_available: Callable[[], bool] = lambda: True
     idle: Callable[[], Awaitable[None]] | None = None  # returns once no chat turn is running
+    rounds_ok: int = 0  # rounds since start, in every chat (/metrics)
+    rounds_failed: int = 0
     _locks: weakref.WeakValueDictionary[Path, asyncio.Lock] = field(default_factory=weakref.WeakValueDictionary)
+
+    def rounds(self) -> tuple[int, int]:
+        """Rounds since start: (ok, failed)."""
+        return self.rounds_ok, self.rounds_failed
 
     def lock(self, chat_dir: Path) -> asyncio.Lock:
         """The chat's MEMORY.md lock, held by a round from reading MEMORY.md to rewriting it: anything
@@ -286,6 +292,7 @@ class Consolidator:
             summary = await self._summarise(chunk, old_memory, stats)
         except ConsolidationFailed as exc:
             stats.failures += 1
+            self.rounds_failed += 1
             stats.last_error, stats.shrink = str(exc), isinstance(exc, MemoryTooLong)
             stats.retry_at = time.time() + min(MAX_BACKOFF, BACKOFF * 2 ** (stats.failures - 1))
             logger.warning("consolidation failed (%d in a row): %s", stats.failures, exc)
@@ -299,6 +306,7 @@ class Consolidator:
         memfiles.write_memory(session.files, summary.memory_update)
         self.store.set_pointer(session, start + cut)
         stats.failures, stats.last_error, stats.shrink, stats.runs = 0, "", False, stats.runs + 1
+        self.rounds_ok += 1
         stats.last_run, stats.retry_at = time.time(), 0.0
         return True
 

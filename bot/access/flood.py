@@ -21,6 +21,7 @@ from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass
 
+from bot import metrics
 from bot.events import ChatKey, InboundMessage, OutboundMessage
 from bot.threads import Spawned
 
@@ -100,6 +101,7 @@ class FloodGate:
 
     def _refuse(self, msg: InboundMessage, limit: str, key: Hashable, now: float) -> asyncio.Future[None]:
         """One polite reply per limit and key until its window has passed; silence otherwise."""
+        metrics.flood_refusal(msg.key.channel, limit)
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         last = self._warned.get((limit, key))
         if last is not None and now - last < self._windows[limit].span:

@@ -35,6 +35,7 @@ from typing import Literal
 
 import pydantic
 
+from bot import metrics
 from bot.errors import TuskError
 from bot.events import ChatKey
 from memory.files import write_atomic
@@ -194,6 +195,7 @@ class PairingStore:
             pending = sorted((*state.pending, new), key=lambda r: r.at)[-self.max_pending:]
             self._write(replace(state, pending=tuple(pending)))
         logger.info("pairing: code issued for %s %s %s (%d waiting)", channel, kind, id, len(pending))
+        metrics.pairing_code(channel)
         return new, True
 
     def approve(self, code: str) -> Approval:

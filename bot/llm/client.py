@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from bot import logs
+from bot import logs, metrics
 from bot.errors import LLMError, LLMUnavailable, LLMUnreachable, ModelNotFound, NotAModelServer
 from bot.llm.loader import litellm_loaded
 from bot.llm.reply import LLMReply, parse
@@ -206,9 +206,11 @@ class LLM:
         admitted = self.meter.admit(model, messages, kwargs.get("max_tokens")) if self.meter is not None else None
         try:
             reply = await self._sent(lib, model, messages, kwargs, live)
-        except BaseException:
+        except BaseException as exc:
             if admitted is not None:
                 self.meter.release(admitted)
+            if isinstance(exc, Exception):
+                metrics.llm_error(model, exc)
             raise
         if admitted is not None:
             self.meter.record(admitted, model, reply.prompt_tokens, reply.completion_tokens, reply.cached_tokens,

@@ -24,6 +24,7 @@ from datetime import timezone
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from bot import metrics
 from bot.errors import LLMError
 from bot.events import ChatKey
 from bot.usage.ledger import Call, Ledger
@@ -141,6 +142,8 @@ class Meter:
         finally:
             if admitted.reservation is not None:
                 admitted.reservation.settle()
+        metrics.llm_call(sc.purpose or "other", model, input_tokens, output_tokens, cost,
+                         time.monotonic() - admitted.started)
 
     def note(self, model: str, purpose: str, cost_usd: float | None, latency_ms: float) -> None:
         """A call that is not a chat completion (a transcription): recorded under the current chat and person,

@@ -201,6 +201,7 @@ class HttpChannel:
         self._server: asyncio.Server | None = None
         self._limit = ConnectionLimit(settings.max_connections)
         self.port: int | None = None
+        self.loopback_open: set[str] = set()  # paths a loopback peer reaches without the token (TUSK_METRICS=open)
 
     def add_routes(self, routes: Iterable[web.AbstractRouteDef]) -> None:
         """Mount more routes (before `start`); they get the same token check and JSON errors."""
@@ -299,7 +300,8 @@ class HttpChannel:
     @web.middleware
     async def _auth(self, request: web.Request, handler) -> web.StreamResponse:
         token = self.settings.token
-        public = request.path in ("/healthz", "/") or request.path.startswith("/console/")
+        public = request.path in ("/healthz", "/") or request.path.startswith("/console/") or (
+            request.path in self.loopback_open and is_loopback(request.remote or ""))
         if token and not public:
             try:
                 given = request.headers.get("Authorization", "").encode()

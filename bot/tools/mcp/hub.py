@@ -25,6 +25,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from bot import metrics
 from bot.errors import McpToolError
 from bot.events import ChatKey, InboundMessage
 from bot.llm import ToolCall
@@ -167,7 +168,12 @@ class McpHub:
             raise McpToolError(f"arguments for {tool.name} are not JSON: {exc}") from None
         if not isinstance(args, dict):
             raise McpToolError(f"arguments for {tool.name} must be a JSON object")
-        result = await self.servers[tool.server].call(tool.remote, args)
+        try:
+            result = await self.servers[tool.server].call(tool.remote, args)
+        except BaseException:
+            metrics.mcp_call(tool.server, ok=False)
+            raise
+        metrics.mcp_call(tool.server, ok=not result.isError)
         return results.for_model(tool.server, tool.remote, result, self.settings.result_max_chars)
 
     def status_lines(self, msg: InboundMessage) -> list[str]:
