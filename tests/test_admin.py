@@ -65,7 +65,7 @@ async def test_doctor_all_well_with_a_good_setup(make_settings, fake_llm):
     assert verdicts == {"config": "ok", "data dir": "ok", "HTTP access": "ok", "HTTP port": "ok", "tokenizer": "ok",
                         "LLM": "ok",
                         "tools": "ok", "reasoning": "ok", "window": "ok", "local models": "ok", "truncation": "ok",
-                        "Telegram": "ok", "allow-list": "warn"}
+                        "price": "ok", "Telegram": "ok", "web": "ok", "allow-list": "warn"}
     detail = {c.name: c.detail for c in checks}
     assert "32,768 tokens (server (/v1/models))" in detail["window"] and "fake-model" in detail["local models"]
     assert fake_llm.requests[0]["tools"][0]["function"]["name"] == "current_time"

@@ -80,3 +80,15 @@ def test_a_backend_without_its_setting_fails_at_start(make_settings):
         make_settings(TUSK_WEB_SEARCH="brave").web_settings()
     with pytest.raises(ConfigError, match="TUSK_WEB_ALLOW_HOSTS"):
         make_settings(TUSK_WEB_ALLOW_HOSTS="http://x/y").web_settings()
+
+
+async def test_doctor_checks_the_chosen_search_backend(make_settings, site):
+    """doctor reports the web settings and asks the backend one tiny query; a bad key fails naming its setting."""
+    from bot.ops.doctor import run_checks
+    checks = {c.name: c for c in await run_checks(make_settings(TUSK_WEB_SEARCH="searxng", TUSK_SEARXNG_URL=site.base),
+                                                  model=False)}
+    assert checks["web"].verdict == "ok" and "web_fetch on; web_search searxng" in checks["web"].detail
+    assert checks["web search (searxng)"].verdict == "ok"
+    settings = make_settings(TUSK_WEB_SEARCH="tavily", TUSK_TAVILY_API_KEY="wrong", TUSK_TAVILY_API_BASE=site.base)
+    bad = {c.name: c for c in await run_checks(settings, model=False)}["web search (tavily)"]
+    assert bad.verdict == "fail" and "TUSK_TAVILY_API_KEY" in bad.detail + bad.fix

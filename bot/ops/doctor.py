@@ -193,6 +193,9 @@ async def run_checks(settings: Settings, env_file: SettingsFile | None = None,
         checks.append(Check("platforms", "warn", "no platform token is set: only the local HTTP API and "
                             "`tusk chat` will run", "set TELEGRAM_BOT_TOKEN, DISCORD_BOT_TOKEN or SLACK_BOT_TOKEN"))
     checks += await _mcp(settings)
+    from bot.tools.web.doctor import web_checks
+
+    checks += await web_checks(settings)
     for variable in settings.open_allow_lists():
         checks.append(Check("allow-list", "warn", f"{variable} is empty: anyone may talk to the bot",
                             f"set {variable} to the user ids allowed to use Tusk"))
