@@ -23,6 +23,7 @@ from memory.tokens import count_text
 
 END = "<<end of web page>>"
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+DATES = {"extensive_search": False, "original_date": True}  # the page's own date, not a guess from "(c) 2026"
 TEXT_TYPES = frozenset({"text/plain", "text/markdown", "text/csv", "application/json"})
 
 
@@ -40,9 +41,10 @@ def extract_html(html: str, url: str) -> Page:
     import trafilatura  # lazy: Tusk starts without it (tests/test_startup.py)
 
     raw = trafilatura.extract(html, url=url, output_format="json", with_metadata=True, include_comments=True,
-                              include_tables=True, deduplicate=True)
+                              include_tables=True, deduplicate=True, date_extraction_params=DATES)
     if not raw:  # nothing that looks like a main text: a bare page, take what trafilatura's fallback finds
-        raw = trafilatura.extract(html, url=url, output_format="json", with_metadata=True, favor_recall=True)
+        raw = trafilatura.extract(html, url=url, output_format="json", with_metadata=True, favor_recall=True,
+                                  date_extraction_params=DATES)
     if not raw:
         raise WebError(f"no readable text on {url} (an empty page, or one built by JavaScript)")
     data = json.loads(raw)
