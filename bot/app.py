@@ -26,6 +26,7 @@ from bot.ops import access
 from bot.errors import ConfigError, ContextOverflow, ToolsUnsupported
 from bot.context import ContextBuilder
 from bot.events import ChatKey, InboundMessage
+from bot.access.api_keys import ApiKeys
 from bot.access.flood import FloodGate
 from bot.inbox import Inbox
 from bot.llm import LLM
@@ -245,6 +246,7 @@ class TuskApp:
         from channels.http.openai_api import OpenAIApi
 
         http.add_routes(OpenAIApi(http, self.choices.default, self.choices.choices, self._said).routes())
+        http.api_keys = ApiKeys(s.home)  # `tusk apikey create`: keys for the OpenAI routes, each for a chat prefix
         from bot.metrics import Metrics, install
         from channels.http.metrics_route import metrics_routes
 

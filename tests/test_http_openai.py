@@ -199,3 +199,28 @@ async def test_image_parts_reach_the_model(make_settings, fake_llm):
         await client.chat.completions.create(model="openai/fake-model", messages=[{"role": "user", "content": [
             {"type": "text", "text": "what is this?"}, {"type": "image_url", "image_url": {"url": url}}]}])
     assert len(images_in(fake_llm.requests[-1])) == 1
+
+
+async def test_api_keys_reach_only_their_prefix_and_die_when_revoked(tusk, fake_llm):
+    """`tusk apikey create --prefix fam-`: the key talks to chats fam-..., is refused elsewhere (403) and on the
+    native API (401), and is refused once revoked; only its hash is on disk (0600)."""
+    from bot.access.api_keys import ApiKeys
+
+    keys = ApiKeys(tusk.settings.home)
+    key, secret = keys.create("fam-")
+    assert secret not in keys.path.read_text() and keys.path.stat().st_mode & 0o777 == 0o600
+    async with openai.AsyncOpenAI(base_url=f"{tusk.url}/v1", api_key=secret, max_retries=0) as client:
+        await client.chat.completions.create(model="openai/fake-model", messages=[{"role": "user", "content": "hi"}],
+                                             extra_headers={"X-Tusk-Chat": "fam-anna"})
+        await client.chat.completions.create(model="openai/fake-model", messages=[{"role": "user", "content": "hi"}])
+        with pytest.raises(openai.PermissionDeniedError):
+            await client.chat.completions.create(model="openai/fake-model", extra_headers={"X-Tusk-Chat": "owner"},
+                                                 messages=[{"role": "user", "content": "hi"}])
+        async with tusk.client.get(f"{tusk.url}/api/chats", headers={"Authorization": f"Bearer {secret}"}) as resp:
+            assert resp.status == 401
+        keys.revoke(key.id)
+        with pytest.raises(openai.AuthenticationError):
+            await client.chat.completions.create(model="openai/fake-model",
+                                                 messages=[{"role": "user", "content": "hi"}])
+    chats = sorted(p.name for p in (tusk.settings.home / "chats" / "http").iterdir())
+    assert chats[0] == "fam-anna" and chats[1].startswith("fam-openai-") and len(chats) == 2

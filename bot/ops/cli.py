@@ -85,6 +85,12 @@ def _parser() -> argparse.ArgumentParser:
     pairing_sub.add_parser("list", help="pending codes and who is approved")
     pairing_sub.add_parser("approve", help="approve the user or group holding CODE").add_argument("code")
     pairing_sub.add_parser("revoke", help="remove an approval (CHANNEL:ID) or a pending CODE").add_argument("target")
+    apikey = sub.add_parser("apikey", help="API keys for the OpenAI-compatible endpoint, each for chats with a prefix")
+    apikey_sub = apikey.add_subparsers(dest="action", metavar="ACTION", required=True)
+    apikey_sub.add_parser("create", help="a new key for the chats http:PREFIX... (shown once)").add_argument(
+        "--prefix", required=True)
+    apikey_sub.add_parser("list", help="every key: id, prefix, when made")
+    apikey_sub.add_parser("revoke", help="delete the key ID at once").add_argument("id")
     return parser
 
 
@@ -102,6 +108,24 @@ def _pairing(args: argparse.Namespace, settings: Settings) -> int:
             print(pairing.revoke(store, args.target))
     except (LookupError, PairingError) as exc:
         print(f"tusk: {exc.args[0]}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _apikey(args: argparse.Namespace, settings: Settings) -> int:
+    from bot.access.api_keys import ApiKeys, listing
+
+    keys = ApiKeys(settings.home)
+    try:
+        if args.action == "create":
+            key, secret = keys.create(args.prefix)
+            print(f"{secret}\n\nAPI key {key.id} for the chats http:{key.prefix}... (shown once; only its hash is kept)")
+        elif args.action == "list":
+            print(listing(keys.keys()))
+        else:
+            print(f"revoked {keys.revoke(args.id).id}")
+    except (LookupError, ValueError, OSError) as exc:
+        print(f"tusk: {exc.args[0] if exc.args else exc}", file=sys.stderr)
         return 1
     return 0
 
@@ -273,6 +297,8 @@ def main(argv: list[str] | None = None) -> int:
         return _admin(args, settings)
     if args.command == "pairing":
         return _pairing(args, settings)
+    if args.command == "apikey":
+        return _apikey(args, settings)
     if args.command in ("usage", "budget"):
         return _usage(args, settings)
     if args.command == "doctor":

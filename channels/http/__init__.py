@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING
 import pydantic
 from aiohttp import web
 
+from bot.access.api_keys import ApiKey, ApiKeys
 from bot.errors import BusClosed, ConfigError, MediaRefused
 from bot.events import ChatKey, InboundMessage, OutboundMessage
 from channels.base import Publish
@@ -61,6 +62,7 @@ CONTENT_TYPES = {"js": "text/javascript", "css": "text/css", "html": "text/html"
 CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 MIN_REMOTE_TOKEN = 32  # characters a token must have when the API is reachable beyond this machine
+API_KEY = web.RequestKey("api_key", ApiKey)  # the owner's API key a request came with (bot/access/api_keys.py)
 OPENAI_PATHS = frozenset({"/v1/chat/completions", "/v1/models"})  # channels/http/openai_api.py
 MESSAGES_PATH = re.compile(r"/v1/chats/[^/]+/messages")
 SECURITY_HEADERS = {
@@ -202,6 +204,7 @@ class HttpChannel:
         self._limit = ConnectionLimit(settings.max_connections)
         self.port: int | None = None
         self.loopback_open: set[str] = set()  # paths a loopback peer reaches without the token (TUSK_METRICS=open)
+        self.api_keys: ApiKeys | None = None  # the owner's keys for the OpenAI routes only (bot/access/api_keys.py)
 
     def add_routes(self, routes: Iterable[web.AbstractRouteDef]) -> None:
         """Mount more routes (before `start`); they get the same token check and JSON errors."""
@@ -307,10 +310,19 @@ class HttpChannel:
                 given = request.headers.get("Authorization", "").encode()
             except UnicodeEncodeError:  # bytes that are not UTF-8 arrive as surrogates
                 return error(400, "the Authorization header is not valid UTF-8: send 'Authorization: Bearer <token>'")
-            if not hmac.compare_digest(given, f"Bearer {token}".encode()):
+            if not hmac.compare_digest(given, f"Bearer {token}".encode()) and not self._keyed(request, given):
                 return error(401, "missing or wrong token: send 'Authorization: Bearer <token>' with the "
                                   "console token (`tusk console-url` shows it) or TUSK_HTTP_TOKEN", request)
         return await handler(request)
+
+    def _keyed(self, request: web.Request, given: bytes) -> bool:
+        """An API key on an OpenAI route: let in, the key noted for the route (it limits the chats)."""
+        if self.api_keys is None or request.path not in OPENAI_PATHS or not given.startswith(b"Bearer "):
+            return False
+        key = self.api_keys.find(given[7:].decode())
+        if key is not None:
+            request[API_KEY] = key
+        return key is not None
 
     @web.middleware
     async def _body_in_time(self, request: web.Request, handler) -> web.StreamResponse:

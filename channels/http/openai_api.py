@@ -31,7 +31,7 @@ from aiohttp import web
 
 from bot.errors import BusClosed, MediaRefused
 from bot.events import Attachment, ChatKey, ClientTurn, InboundMessage
-from channels.http import CONTROL, SECURITY_HEADERS, HttpChannel
+from channels.http import API_KEY, CONTROL, SECURITY_HEADERS, HttpChannel
 from channels.http.openai_wire import ApiError, ChatRequest, chunk, completion, parse, reconcile, usage_body
 from memory.media import chunks_of
 
@@ -132,7 +132,15 @@ class OpenAIApi:
             return web.json_response(exc.body(), status=exc.status)
 
     def _chat(self, request: web.Request) -> ChatKey:
-        name = request.headers.get("X-Tusk-Chat", "").strip() or default_chat(request.headers.get("Authorization", ""))
+        """The chat: X-Tusk-Chat, else the key's own; an owner's API key (bot/access/api_keys.py) only reaches
+        the chats named with its prefix."""
+        key = request.get(API_KEY)
+        prefix = key.prefix if key is not None else ""
+        name = request.headers.get("X-Tusk-Chat", "").strip()
+        name = name or prefix + default_chat(request.headers.get("Authorization", ""))
+        if not name.startswith(prefix):
+            raise ApiError(403, f"X-Tusk-Chat: this key reaches only the chats whose names start with {prefix!r}",
+                           "permission_error", param="X-Tusk-Chat", code="chat_not_allowed")
         if CONTROL.search(name):
             raise ApiError(400, "X-Tusk-Chat: control characters are not allowed", param="X-Tusk-Chat")
         try:
