@@ -8,7 +8,9 @@
                                         {"stream": true, ...} -> Server-Sent Events while it runs
                                         (channels/http/stream.py: delta, tool, done, error)
     GET  /healthz                       -> 200 {"ok": true} (never needs the token)
-    + the routes mounted with `add_routes` (the console's JSON API, bot/ops/console.py)
+    + the routes mounted with `add_routes` (the console's JSON API, bot/ops/console.py; OpenAI's
+      /v1/chat/completions and /v1/models, channels/http/openai_api.py, which the owner's API keys may
+      reach too; /metrics, channels/http/metrics_route.py, open to loopback peers with TUSK_METRICS=open)
 
 API requests need `Authorization: Bearer <token>` (the console page and its assets load
 without it, then take it from the URL fragment or ask for it); `token=None` (TUSK_HTTP_TOKEN=off)
@@ -28,9 +30,7 @@ rules), streamed to disk within the upload deadline (channels/http/limits.py).
 from __future__ import annotations
 
 import asyncio
-import errno
 import hmac
-import ipaddress
 import logging
 import re
 from collections.abc import Iterable
@@ -45,13 +45,14 @@ from bot.access.api_keys import ApiKey, ApiKeys
 from bot.errors import BusClosed, ConfigError, MediaRefused
 from bot.events import ChatKey, InboundMessage, OutboundMessage
 from channels.base import Publish
+from channels.http.binding import bind_error, bind_problem, host_name, is_loopback  # bind_problem: for doctor
 from channels.http.files import MAX_FILES, read_upload
 from channels.http.limits import ConnectionLimit, upload_deadline
 from channels.http.stream import EventStream
+from memory.media import MediaStore
 
 if TYPE_CHECKING:
     from bot.stream import Draft
-from memory.media import MediaStore
 
 logger = logging.getLogger(__name__)
 
@@ -61,7 +62,6 @@ ASSET_NAME = re.compile(r"[a-z0-9_-]+\.(js|css|html|svg)")
 CONTENT_TYPES = {"js": "text/javascript", "css": "text/css", "html": "text/html", "svg": "image/svg+xml"}
 CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
-MIN_REMOTE_TOKEN = 32  # characters a token must have when the API is reachable beyond this machine
 API_KEY = web.RequestKey("api_key", ApiKey)  # the owner's API key a request came with (bot/access/api_keys.py)
 OPENAI_PATHS = frozenset({"/v1/chat/completions", "/v1/models"})  # channels/http/openai_api.py
 MESSAGES_PATH = re.compile(r"/v1/chats/[^/]+/messages")
@@ -72,39 +72,6 @@ SECURITY_HEADERS = {
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-store",
 }
-
-
-def host_name(host: str) -> str:
-    """The name in a Host header, without its port: `[::1]:8765` -> `::1`, `localhost:80` -> `localhost`."""
-    if host.startswith("["):
-        return host[1:host.find("]")] if "]" in host else host[1:]
-    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
-
-
-def is_loopback(host: str) -> bool:
-    """True for `localhost`, `127.x.x.x` and `::1` (with or without brackets)."""
-    host = host.strip().strip("[]").lower()
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def bind_problem(host: str, token: str | None) -> str | None:
-    """Why serving the API on `host` with `token` is unsafe (one line with the fix), or None if it is fine.
-    The one rule: `tusk run` refuses to start on it, `tusk doctor` reports it."""
-    if is_loopback(host):
-        return None
-    where = f"TUSK_HTTP_HOST={host or '(all interfaces)'} exposes the HTTP API and the web console beyond this machine"
-    if not token:
-        return (f"{where}, but TUSK_HTTP_TOKEN=off: set TUSK_HTTP_TOKEN to a long random secret "
-                "(e.g. `openssl rand -hex 32`) or unset it to use the console token, or set TUSK_HTTP_HOST=127.0.0.1.")
-    if len(token) < MIN_REMOTE_TOKEN:
-        return (f"{where}, but TUSK_HTTP_TOKEN is only {len(token)} characters long: use at least "
-                f"{MIN_REMOTE_TOKEN} (e.g. `openssl rand -hex 32`), or set TUSK_HTTP_HOST=127.0.0.1.")
-    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -404,16 +371,3 @@ class HttpChannel:
         except ConnectionResetError:  # the client went away: the turn still ran and its reply is saved
             logger.info("a streaming client left before its reply was done")
         return events.response
-
-
-def bind_error(exc: OSError, host: str, port: int) -> ConfigError:
-    """One line naming the setting to change when the listening socket cannot be opened."""
-    where = f"{host or '*'}:{port}"
-    if exc.errno == errno.EADDRINUSE:
-        return ConfigError(f"TUSK_HTTP_PORT={port}: {where} is already in use (another Tusk, or another program). "
-                           f"Fix: stop that program, or set TUSK_HTTP_PORT to a free port (0 picks one)")
-    if exc.errno == errno.EACCES:
-        return ConfigError(f"TUSK_HTTP_PORT={port}: not allowed to listen on {where} (ports below 1024 need "
-                           f"privileges). Fix: set TUSK_HTTP_PORT to a port of 1024 or more")
-    return ConfigError(f"TUSK_HTTP_HOST={host}, TUSK_HTTP_PORT={port}: cannot listen on {where} "
-                       f"({exc.strerror or exc}). Fix: set TUSK_HTTP_HOST to an address of this machine")
