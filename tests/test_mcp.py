@@ -129,7 +129,7 @@ async def test_a_group_chat_does_not_see_a_direct_chats_only_server(make_setting
     """By default a server serves direct chats only: a group gets Tusk's exact prompt and tools without MCP,
     and a chat named in `chats` gets the server even as a group."""
     servers = {"private": stdio("normal", tmp_path), "shared": stdio("hang", tmp_path, chats=["telegram:-42"])}
-    async with tusk_with(make_settings, tmp_path, servers) as app:
+    async with tusk_with(make_settings, tmp_path, servers, TUSK_WEB_FETCH="off") as app:  # MCP's part alone
         await app.say("-5", "hello group", group=True)
         await app.say("9", "hello me")
         await app.say("-42", "hello team", group=True)

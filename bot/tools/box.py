@@ -27,6 +27,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import pydantic
 
+from bot.errors import TuskError
 from bot.events import ChatKey, InboundMessage
 from bot.llm import ToolCall
 from memory.paths import ChatFiles
@@ -157,7 +158,9 @@ class ToolBox:
                 kwargs[tool.context_param] = ctx
             return ToolResult(call, output=str(await tool.fn(**kwargs)))
         except Exception as exc:  # tool boundary: any failure is reported to the model, not raised
-            if not isinstance(exc, ToolArgumentError):
+            if isinstance(exc, TuskError):  # a failure Tusk names itself (a refused fetch, an MCP error): no trace
+                logger.warning("tool %s failed: %s", call.name, exc)
+            elif not isinstance(exc, ToolArgumentError):
                 logger.exception("tool %s failed", call.name)
             return ToolResult(call, error=exc)
 
