@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 from zoneinfo import ZoneInfo
 
@@ -87,8 +87,9 @@ def _needs(extra: str, variable: str) -> Iterator[None]:
                           f"in Tusk's venv, from its clone: pip install '.[{extra}]'") from exc
 
 
-def _chat_tools(settings: Settings, mcp: McpHub | None) -> Any:
-    """The tools only some chats get: the web tools (bot/tools/web/) in front of the MCP servers."""
+def _chat_tools(settings: Settings, mcp: McpHub | None, window: Callable[[], int]) -> Any:
+    """The tools only some chats get: the web tools (bot/tools/web/) in front of the MCP servers; `window`:
+    the tokens the model's window holds now (the web tools need room for a page)."""
     web = settings.web_settings()  # a search backend without its URL or key stops Tusk here, saying so
     if not web.any:
         return mcp
@@ -98,7 +99,7 @@ def _chat_tools(settings: Settings, mcp: McpHub | None) -> Any:
 
     fns = [*([WebFetch(web).web_fetch] if web.fetch else []),
            *([WebSearch(web).web_search] if web.search != "off" else [])]
-    return WebTools(web, fns, mcp)
+    return WebTools(web, fns, mcp, window)
 
 
 def _mcp_hub(settings: Settings) -> McpHub | None:
@@ -145,7 +146,7 @@ class TuskApp:
         self.tasks = Tasks(settings.task_settings(self.consolidator.budget.limit), self.llm.complete,
                            ToolBox([self.memory_tools.search_history]), self.bus.publish, settings.bot_name)
         self.mcp = _mcp_hub(settings)
-        self.chat_tools = _chat_tools(settings, self.mcp)
+        self.chat_tools = _chat_tools(settings, self.mcp, lambda: self.consolidator.budget.window)
         self.tools = ToolBox([*BUILTIN_TOOLS, self.memory_tools.search_history, self.memory_tools.remember,
                               self.reminders.set_reminder, self.reminders.list_reminders,
                               self.reminders.cancel_reminder, self.tasks.start_task], extra=self.chat_tools)

@@ -92,3 +92,14 @@ async def test_doctor_checks_the_chosen_search_backend(make_settings, site):
     settings = make_settings(TUSK_WEB_SEARCH="tavily", TUSK_TAVILY_API_KEY="wrong", TUSK_TAVILY_API_BASE=site.base)
     bad = {c.name: c for c in await run_checks(settings, model=False)}["web search (tavily)"]
     assert bad.verdict == "fail" and "TUSK_TAVILY_API_KEY" in bad.detail + bad.fix
+
+
+async def test_a_small_window_model_gets_no_web_tools(make_settings, fake_llm):
+    """A model whose window cannot hold a page beside the chat (2,048 tokens) is offered no web tools, so its
+    prompt keeps room for the conversation; a roomy one is."""
+    async with running(make_settings(TUSK_CONTEXT_WINDOW=2048)) as tusk:
+        await tusk.say("small", "hello")
+    assert "web_fetch" not in [t["function"]["name"] for t in fake_llm.requests[-1].get("tools") or []]
+    async with running(make_settings(TUSK_CONTEXT_WINDOW=32768)) as tusk:
+        await tusk.say("roomy", "hello")
+    assert "web_fetch" in [t["function"]["name"] for t in fake_llm.requests[-1]["tools"]]
