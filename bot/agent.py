@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 
@@ -28,6 +27,7 @@ from bot.errors import ContextOverflow, LLMError, LLMUnavailable, MediaRefused, 
 from bot.events import ChatKey, InboundMessage, OutboundMessage
 from bot.llm import LLM, LLMReply
 from bot.llm.choice import ModelChoices
+from bot.fitting import PromptFit
 from bot.llm.learned import Learner
 from bot.llm.streams import StreamCut
 from bot.media import Attached, MediaReader
@@ -39,16 +39,14 @@ from bot.threads import Spawned
 from bot.tools.box import ToolBox, ToolContext, Toolset
 from bot.usage import meter as usage
 from memory import chat_settings
-from memory.consolidate import Budget, Consolidator, pick_cut
+from memory.consolidate import Consolidator
 from memory.paths import ChatFiles
 from memory.session import Message, Session, SessionStore
-from memory.tokens import count_text
 
 logger = logging.getLogger(__name__)
 
 PostTurnHook = Callable[[ChatKey], Awaitable[None]]
 
-RUNTIME_BLOCK_TOKENS = 40  # the runtime-context line added to the user message
 OWNER_CHANNELS = frozenset({"http", "terminal"})  # the owner's own: an LLM failure is told with its cause and fix
 MAX_OVERFLOWS = 3  # times a turn learns a smaller window and tries again before it gives up
 
@@ -70,6 +68,7 @@ class ChatAgent:
                  streaming: StreamSettings = StreamSettings("off"), models: ModelChoices | None = None) -> None:
         self.settings = settings
         self.models = models or ModelChoices(settings.model, {})  # a chat's /model pick (bot/llm/choice.py)
+        self.fit = PromptFit(context, self.models, consolidator, learner)  # the turn's budget (bot/fitting.py)
         self.store = store
         self.llm = llm
         self.tools = tools
@@ -239,7 +238,7 @@ class ChatAgent:
         ctx = ToolContext(msg.key, session.files, notify, sender_id=msg.sender_id, sender_name=msg.sender_name,
                           is_group=msg.is_group, sender_is_admin=msg.sender_is_admin)
         overflows = cut_retries = 0
-        model = self._model(session, msg)
+        model = self.fit.model(session, msg)
         cap = msg.client.max_tokens if msg.client is not None else None
         for _ in range(self.settings.max_tool_iterations):
             try:
@@ -289,35 +288,24 @@ class ChatAgent:
         """One chat request to the chat's model: its tools when the model takes them, the reply bounded by the
         reserve (and by an API client's `cap`, within it)."""
         takes = self.learner.takes_tools(model) if self.learner else self.context.tools_available
-        reserve = self._budget(model).reserve if self.consolidator else None
+        reserve = self.fit.budget(model).reserve if self.consolidator else None
         if cap is not None:
             reserve = min(cap, reserve) if reserve is not None else cap
         return await self.llm.complete(prompt, tools.schemas if takes else None, live=live, max_tokens=reserve,
                                        model=None if model == self.settings.model else model)
 
-    def _model(self, session: Session, msg: InboundMessage) -> str:
-        """The model of this turn: an API client's pick for this request, else the chat's (/model)."""
-        if msg.client is not None and msg.client.model:
-            return msg.client.model
-        return self.models.for_chat(session.files)
-
-    def _budget(self, model: str) -> Budget:
-        """The budget of a turn on `model` (a chat's /model pick has its own window)."""
-        assert self.consolidator is not None
-        return self.learner.budget_for(model) if self.learner else self.consolidator.budget
-
     async def _prompt(self, session: Session, msg: InboundMessage, new: list[Message],
                       attached: Attached | None = None) -> tuple[list[dict[str, object]], int, int]:
         """The request for this turn so far (history fitted to the budget, the message, the tool steps
         already taken), the tokens further steps may still add, and the prompt's estimate without tools."""
-        history = await self._fitting_history(session, msg, attached)
+        history = await self.fit.history(session, msg, attached)
         if regenerating(msg):  # asked again: the last exchange is what is being answered anew
             history = history[:max((i for i, m in enumerate(history) if m.role == "user"), default=0)]
         steps = new[1:]
         images = attached.images if attached else ()
         prompt = self.context.build(session.files, history, msg, images) + [m.to_llm() for m in steps]
         used = sum(m.tokens for m in history) + sum(m.tokens for m in steps)
-        room = self._room(session, msg, attached) - used
+        room = self.fit.room(session, msg, attached) - used
         sent = self.context.fixed_tokens(session.files) - self.context.tool_tokens + used
         return prompt, room, sent
 
@@ -334,43 +322,6 @@ class ChatAgent:
             step.append(Message(role="tool", tool_call_id=call.id, name=call.name,
                                 content=self._truncate(result.for_model())).counted())
         return step
-
-    def _room(self, session: Session, msg: InboundMessage, attached: Attached | None = None) -> int:
-        """Tokens left in the budget for history and tool steps, once the rest of the prompt is in."""
-        if self.consolidator is None:
-            return sys.maxsize
-        return self._budget(self._model(session, msg)).limit - self._fixed(session, msg, attached)
-
-    def _fixed(self, session: Session, msg: InboundMessage, attached: Attached | None = None) -> int:
-        """Tokens of the prompt but its history: system prompt, tools, the new message and its context line."""
-        pending = count_text(msg.injected.text if msg.injected else msg.text) + RUNTIME_BLOCK_TOKENS
-        pending += attached.image_tokens if attached else 0
-        return self.context.fixed_tokens(session.files) + pending
-
-    async def _fitting_history(self, session: Session, msg: InboundMessage,
-                               attached: Attached | None = None) -> list[Message]:
-        """The history to send: consolidated first if the prompt would be over budget, and cut to fit
-        if it still is (oldest whole turns left out), so an over-budget prompt is never sent."""
-        c = self.consolidator
-        if c is None:
-            return session.unconsolidated
-
-        def fixed() -> int:
-            return self._fixed(session, msg, attached)
-
-        if c.over_budget(session, fixed()) and not c.lock(session.files.dir).locked():
-            # one round at most, and none while a background round runs (a one-slot server would queue the
-            # reply behind both): what does not fit is left out of this request, not waited for
-            await c.run(session, fixed, rounds=1)
-        history, room = session.unconsolidated, self._room(session, msg, attached)
-        if room < 0:
-            window = self._budget(self._model(session, msg)).window
-            raise MessageTooLong(f"That message does not fit in the model's window ({window:,} tokens). "
-                                 "Send it in parts.")
-        while (excess := sum(m.tokens for m in history) - room) > 0:
-            cut = pick_cut(history, excess)
-            history = history[cut:] if cut else []
-        return history
 
     async def consolidate(self, key: ChatKey) -> None:
         """Consolidate this chat if it is over budget (the post-turn hook and the scheduled sweep)."""
