@@ -31,19 +31,6 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 SERVE = ROOT.parent / "shared" / "tools" / "local-llm" / "serve"
-TOPICS = ["my vegetable garden and the tomatoes that split after the rain", "the trip to Lisbon we plan for May",
-          "my sister's new job at the hospital in Porto", "the bread recipe with rye and caraway I keep changing",
-          "why the old bicycle squeaks on every hill", "the book club reading a long Russian novel this month"]
-
-
-def message(i: int) -> str:
-    topic = TOPICS[i % len(TOPICS)]
-    return (f"Turn {i}: let me tell you about {topic}. It has been on my mind all week, and I keep coming back "
-            f"to the same questions about it: what to do first, what it will cost, and who could help. "
-            f"Yesterday I wrote down a few notes about {topic} so I would not forget them, and I would like "
-            f"you to remember the important parts for later.")
-
-
 def reachable(base: str) -> bool:
     try:
         with urllib.request.urlopen(f"{base}/models", timeout=2) as resp:
@@ -70,6 +57,7 @@ async def run(base: str, turns: int, streamed: bool = False) -> dict[str, object
     from bot.config import load_settings
     from memory import files as memfiles
     from tests.conftest import running
+    from tests.test_local_llm_real import message  # the same substantial messages as the real-server tests
 
     home = Path(tempfile.mkdtemp(prefix="tusk-local-"))
     settings = load_settings(TUSK_HOME=str(home), TUSK_MODEL="openai/tiny", TUSK_API_BASE=base,

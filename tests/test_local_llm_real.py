@@ -73,16 +73,22 @@ def assert_remembered(tusk, files, latencies):
     assert statistics.median(latencies) < 2.0, latencies
 
 
+async def long_chat(say) -> list[float]:
+    """TURNS substantial messages to the chat `real`, each answered by the model; the reply times."""
+    latencies = []
+    for i in range(TURNS):
+        started = time.monotonic()
+        (reply,) = await say("real", message(i))
+        latencies.append(time.monotonic() - started)
+        assert "Small local model here" in reply, (i, reply)
+    return latencies
+
+
 async def test_a_long_chat_over_the_http_api(make_settings):
     """40 substantial turns over the HTTP API without `stream`: every turn answered, the window learned,
     memory written by the model, the median reply within 2 s."""
     async with running(untold(make_settings, server(PLAIN))) as tusk:
-        latencies = []
-        for i in range(TURNS):
-            started = time.monotonic()
-            (reply,) = await tusk.say("real", message(i))
-            latencies.append(time.monotonic() - started)
-            assert "Small local model here" in reply, (i, reply)
+        latencies = await long_chat(tusk.say)
         assert_remembered(tusk, await settled_memory(tusk, "http", "real"), latencies)
 
 
@@ -90,12 +96,7 @@ async def test_a_long_streamed_chat_over_the_http_api(make_settings):
     """The same chat with `stream: true`: the server fails inside the stream when the prompt is over its
     window; asked again whole, it says so, and every turn is answered. Streaming stays on."""
     async with running(untold(make_settings, server(SSE))) as tusk:
-        latencies = []
-        for i in range(TURNS):
-            started = time.monotonic()
-            (reply,) = await tusk.say_streamed("real", message(i))
-            latencies.append(time.monotonic() - started)
-            assert "Small local model here" in reply, (i, reply)
+        latencies = await long_chat(tusk.say_streamed)
         assert_remembered(tusk, await settled_memory(tusk, "http", "real"), latencies)
         assert tusk.llm.no_stream == {}
 
