@@ -240,9 +240,10 @@ class ChatAgent:
         overflows = cut_retries = 0
         model = self.fit.model(session, msg)
         cap = msg.client.max_tokens if msg.client is not None else None
+        temperature = msg.client.temperature if msg.client is not None else None
         for _ in range(self.settings.max_tool_iterations):
             try:
-                reply = await self._complete(prompt, tools, model, live, cap)
+                reply = await self._complete(prompt, tools, model, live, cap, temperature)
             except StreamCut as exc:
                 assert live is not None
                 logger.warning("the reply's stream was cut after part of it was shown: %s", exc)
@@ -284,7 +285,7 @@ class ChatAgent:
         return new, text
 
     async def _complete(self, prompt: list[dict[str, object]], tools: Toolset, model: str,
-                        live: Live | None = None, cap: int | None = None) -> LLMReply:
+                        live: Live | None = None, cap: int | None = None, temperature: float | None = None) -> LLMReply:
         """One chat request to the chat's model: its tools when the model takes them, the reply bounded by the
         reserve (and by an API client's `cap`, within it)."""
         takes = self.learner.takes_tools(model) if self.learner else self.context.tools_available
@@ -292,7 +293,7 @@ class ChatAgent:
         if cap is not None:
             reserve = min(cap, reserve) if reserve is not None else cap
         return await self.llm.complete(prompt, tools.schemas if takes else None, live=live, max_tokens=reserve,
-                                       model=None if model == self.settings.model else model)
+                                       model=None if model == self.settings.model else model, temperature=temperature)
 
     async def _prompt(self, session: Session, msg: InboundMessage, new: list[Message],
                       attached: Attached | None = None) -> tuple[list[dict[str, object]], int, int]:

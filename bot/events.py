@@ -69,13 +69,14 @@ class Attachment:
 class ClientTurn:
     """What an API client (the OpenAI-compatible endpoint, channels/http/openai_api.py) asks of one turn
     only. `system` goes under the owner's instructions and is never saved; `model` is a litellm model
-    string the owner allows (TUSK_MODELS); `max_tokens` bounds the reply within the reply reserve;
+    string the owner allows (TUSK_MODELS); `max_tokens` bounds the reply within the reply reserve; `temperature` is sent as given;
     `regenerate` answers the session's last user message again, without that exchange in the prompt,
     and saves nothing. `stats` is the turn's own tally (tokens, outcome), read by the client once it is done."""
 
     system: str | None = None
     model: str | None = None
     max_tokens: int | None = None
+    temperature: float | None = None  # the client's sampling temperature, sent to the model as given (0-2)
     regenerate: bool = False
     stats: TurnStats = field(default_factory=TurnStats, compare=False)
 

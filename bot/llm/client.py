@@ -114,13 +114,14 @@ class LLM:
         model: str | None = None,
         max_tokens: int | None = None,
         live: Watcher | None = None,
+        temperature: float | None = None,
     ) -> LLMReply:
         """One reply for `messages`; raises LLMUnavailable / LLMRejected when none can be had.
         `max_tokens` bounds the reply (else TUSK_MAX_REPLY_TOKENS, if set). With `live`, the reply is
         streamed into it (bot/llm/streams.py); a stream cut after `live` showed some of it is `StreamCut`."""
         models = (model or self.settings.model, *self.settings.fallbacks)
         options = {"tools": tools or None, "tool_choice": tool_choice if tools else None,
-                   "max_tokens": max_tokens or self.settings.max_tokens}
+                   "max_tokens": max_tokens or self.settings.max_tokens, "temperature": temperature}
         error: LLMError | None = None
         for name in models:
             try:

@@ -12,7 +12,7 @@ and /forget behave as in any chat. What is stored (channels/http/openai_wire.py 
   - a regenerate (the last user message sent again without the answer the session has for it): answered
     again without the last exchange in the prompt; nothing is stored (the session keeps the first answer)
   - a `system` (or `developer`) message: for that request only, under the owner's instructions; not stored
-`max_tokens` bounds the reply within the reply reserve; `temperature` is accepted and not applied.
+`max_tokens` bounds the reply within the reply reserve; `temperature` is applied to that request.
 Errors are OpenAI's body with its status codes: 400 (the field named), 401, 404 (unknown model), 429 (a spend
 limit), 503 (the model unavailable or Tusk shutting down), 502 (the model refused), 500 (a crash).
 """
@@ -187,7 +187,7 @@ class OpenAIApi:
             raise ApiError(400, "'messages': the last user message has no text", param="messages")
         attachments = await self._images(key, turn.images)
         client = ClientTurn(system=turn.system, model=model, regenerate=turn.regenerate,
-                            max_tokens=req.max_completion_tokens or req.max_tokens)
+                            max_tokens=req.max_completion_tokens or req.max_tokens, temperature=req.temperature)
         msg = InboundMessage(key, turn.text, sender_id=req.user or "openai", attachments=attachments, client=client)
         id_ = f"chatcmpl-tusk{next(_ids)}"
         if req.stream:

@@ -82,7 +82,7 @@ class ChatRequest(pydantic.BaseModel):
     messages: list[ChatMessage] = pydantic.Field(min_length=1)
     stream: bool = False
     stream_options: StreamOptions | None = None
-    temperature: float | None = pydantic.Field(None, ge=0, le=2)  # accepted, not applied (docs/openai-api.md)
+    temperature: float | None = pydantic.Field(None, ge=0, le=2)  # applied to this request's model calls
     max_tokens: int | None = pydantic.Field(None, ge=1)
     max_completion_tokens: int | None = pydantic.Field(None, ge=1)
     user: str | None = pydantic.Field(None, max_length=200)  # the person, for limits: never the chat
