@@ -229,12 +229,12 @@ async def test_api_keys_reach_only_their_prefix_and_die_when_revoked(tusk, fake_
 async def test_temperature_and_max_tokens_reach_the_model_for_that_request(tusk, fake_llm):
     """A client's temperature is sent as given and its max_tokens within the reply reserve; the next request
     without them sends neither the temperature nor the client's bound."""
-    client = async_client(tusk, "sampling")
-    await client.chat.completions.create(model="openai/fake-model", temperature=0.2, max_tokens=50,
-                                         messages=[{"role": "user", "content": "hi"}])
-    await client.chat.completions.create(model="openai/fake-model", messages=[{"role": "user", "content": "hi"},
-                                                                             {"role": "assistant", "content": "x"},
-                                                                             {"role": "user", "content": "again"}])
+    async with async_client(tusk, "sampling") as client:
+        await client.chat.completions.create(model="openai/fake-model", temperature=0.2, max_tokens=50,
+                                             messages=[{"role": "user", "content": "hi"}])
+        await client.chat.completions.create(model="openai/fake-model", messages=[
+            {"role": "user", "content": "hi"}, {"role": "assistant", "content": "x"},
+            {"role": "user", "content": "again"}])
     first, second = fake_llm.requests[-2:]
     assert first["temperature"] == 0.2 and first["max_tokens"] == 50
     assert "temperature" not in second and second["max_tokens"] != 50
