@@ -36,9 +36,9 @@ def memory_responder(body):
 
 async def test_sync_client_in_a_thread_gets_the_answer_and_real_usage(tusk, fake_llm):
     """The sync `openai` client gets the model's answer, stored in chat http:<X-Tusk-Chat>, with token counts."""
-    client = sync_client(tusk, default_headers={"X-Tusk-Chat": "s"})
-    resp = await asyncio.to_thread(client.chat.completions.create, model="openai/fake-model",
-                                   messages=[{"role": "user", "content": "hello"}])
+    with sync_client(tusk, default_headers={"X-Tusk-Chat": "s"}) as client:
+        resp = await asyncio.to_thread(client.chat.completions.create, model="openai/fake-model",
+                                       messages=[{"role": "user", "content": "hello"}])
     assert resp.choices[0].message.content.endswith("\n\nhello")
     assert resp.usage.prompt_tokens > 0 and resp.usage.completion_tokens > 0
     assert resp.usage.total_tokens == resp.usage.prompt_tokens + resp.usage.completion_tokens
