@@ -38,6 +38,7 @@ def playwright_expect() -> Any:
         if os.environ.get("CI"):
             raise RuntimeError(f"{CHROMIUM} is missing: .ci/run installs Debian's chromium package")
         pytest.skip(f"{CHROMIUM} is missing (apt-get install -y chromium)", allow_module_level=True)
+    expect.set_options(timeout=10_000)  # as the pages' own default: a loaded 2-core run can take past 5 s
     return expect
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
