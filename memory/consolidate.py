@@ -11,7 +11,8 @@ two parts as labelled plain text (`TEXT_FORMAT`), and that text is accepted from
 that answers in text instead of calling the tool. Arguments are read leniently
 (memory/wire.py: control characters, fences, trailing commas). On success the
 entry is appended to HISTORY.md, MEMORY.md is replaced atomically (old text kept as a
-version), and only then is the pointer moved: a crash in between may repeat a summary but
+version; Tusk links each fact to the messages that say it, memory/provenance.py, and drops facts
+forgotten on request, memory/tombstones.py), and only then is the pointer moved: a crash in between may repeat a summary but
 never loses one. A failed round moves nothing; after `MAX_FAILURES` failures on the same
 chunk its raw transcript goes to HISTORY.md marked `[raw]` and the pointer moves anyway, so
 a broken model cannot make a chat overflow forever. After a failure the chat's next round
@@ -42,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from memory import files as memfiles
+from memory import provenance, tombstones
 from memory.session import Message, Session, SessionStore
 from memory.speakers import labels, speakers
 from memory.tokens import count_text
@@ -289,7 +291,7 @@ class Consolidator:
             return False
         start, chunk = session.last_consolidated, session.unconsolidated[:cut]
         try:
-            summary = await self._summarise(chunk, old_memory, stats)
+            summary = await self._summarise(chunk, old_memory, stats, tombstones.request_note(session.files))
         except ConsolidationFailed as exc:
             stats.failures += 1
             self.rounds_failed += 1
@@ -302,21 +304,27 @@ class Consolidator:
         if self.store.cached(session.files) is not session or session.last_consolidated != start:
             logger.info("consolidation result discarded: the chat was reset while it ran")
             return False
-        memfiles.append_history(session.files, summary.history_entry)
-        memfiles.write_memory(session.files, summary.memory_update)
+        numbered, now = list(enumerate(chunk, start)), time.time()
+        older = memfiles.history_entries(session.files)
+        memory_update = tombstones.enforce(session.files, old_memory, summary.memory_update, numbered)
+        memfiles.append_history(session.files, summary.history_entry, now)
+        memfiles.write_memory(session.files, memory_update)
+        provenance.after_round(session.files, old_memory, memory_update, numbered, older,
+                               provenance.round_entry(now, summary.history_entry))
         self.store.set_pointer(session, start + cut)
         stats.failures, stats.last_error, stats.shrink, stats.runs = 0, "", False, stats.runs + 1
         self.rounds_ok += 1
         stats.last_run, stats.retry_at = time.time(), 0.0
         return True
 
-    async def _summarise(self, chunk: Sequence[Message], old_memory: str, stats: ChatStats) -> Summary:
+    async def _summarise(self, chunk: Sequence[Message], old_memory: str, stats: ChatStats,
+                         forgotten: str = "") -> Summary:
         today = datetime.now(timezone.utc).strftime("%Y-%m-%d")
         shrink = ("\nYour last memory_update was too long: condense it, dropping what matters least."
                   if stats.shrink else "")
         tools = [SAVE_MEMORY] if self.tools_available() else []
         instructions = INSTRUCTIONS.format(today=today, max_tokens=self.max_memory_tokens, shrink=shrink)
-        instructions += people_instructions(chunk)
+        instructions += people_instructions(chunk) + forgotten  # facts forgotten on request (memory/tombstones.py)
         if not tools:
             instructions = instructions.replace("then call save_memory once:", "then write two parts:") + TEXT_FORMAT
         prompt = [

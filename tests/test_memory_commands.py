@@ -54,7 +54,7 @@ async def test_forget_lists_then_deletes_and_reports(tusk, fake_llm):
     assert "MEMORY.md" in listing and "1 history entries" in listing and "session messages" in listing
     assert "/forget confirm" in listing and files.session.exists()
     report = (await tusk.say("f", "/forget confirm"))[0]
-    assert report.count("- deleted") == 4 and "FAILED" not in report
+    assert report.count("- deleted") == 5 and "FAILED" not in report and "provenance.json" in report
     assert "- deleted 3 usage records of this chat" in report  # two replies and the /new consolidation
     assert not files.dir.exists()
     assert "nothing to forget" in (await tusk.say("f", "/forget"))[0]

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from bot.commands.base import ADMINS_ONLY, Command, CommandContext, Holder, Owned
 from bot.commands.persona import persona_command
-from memory import chat_settings, persona
+from memory import chat_settings, persona, provenance, tombstones
 from memory import files as memfiles
 from memory.media import usage_text
 from memory.search_index import delete_index
@@ -248,7 +248,9 @@ def _inventory(ctx: CommandContext) -> list[Owned]:
              (f.versions, lambda: f"{len(memfiles.versions(f))} earlier memory versions"),
              (f.settings, lambda: f"chat settings (settings.json: time zone {chat_settings.read(f).timezone})"),
              (f.input_history, lambda: "what was typed at the terminal (input-history)"),
-             (f.media, lambda: f"{usage_text(f.media).replace(' (', ' received files (', 1)}")]
+             (f.media, lambda: f"{usage_text(f.media).replace(' (', ' received files (', 1)}"),
+             (provenance.path(f), lambda: "where each remembered fact came from (provenance.json)"),
+             (tombstones.path(f), lambda: f"{len(tombstones.load(f))} forgotten facts kept out (forgotten.json)")]
     owned = [Owned(label(), partial(_delete_path, path)) for path, label in items if path.exists()]
     if f.search_index.exists():
         owned.append(Owned("the search index of the above (search.sqlite)", partial(delete_index, f)))

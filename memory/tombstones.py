@@ -1,0 +1,126 @@
+"""Facts forgotten on request, kept as tombstones so the old conversation cannot bring them back:
+`$chat/forgotten.json` (owner-only, atomic, never in the prompt of a reply).
+
+    {"schema": 1, "forgotten": [{"fact": "Bob drinks green tea", "key": "bob drinks green tea",
+                                 "section": "Bob", "at": 1733..., "by": "8"}]}
+
+`/memory forget` removes facts from MEMORY.md as a new version (so `/memory undo` brings them back)
+and records a tombstone for each (`forget`). Each consolidation request names the forgotten facts
+(`request_note`), and after each round `enforce` removes any tombstoned fact the model wrote again,
+unless a message of the chunk newer than the forgetting says it again: then the tombstone is lifted
+and the fact stays. A tombstoned fact that was already back in MEMORY.md before the round (an undo,
+an owner's edit) lifts its tombstone too.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from memory import files as memfiles
+from memory.paths import ChatFiles
+from memory.provenance import Fact, best_matches, facts, message_candidates, words
+
+SCHEMA = 1
+SAME_FACT = 0.6  # word overlap (Jaccard) at which a fact is the forgotten one reworded
+NOTE_FACTS = 20  # forgotten facts named in a consolidation request, newest first
+
+
+@dataclass(frozen=True, slots=True)
+class Tombstone:
+    fact: str
+    key: str
+    section: str
+    at: float
+    by: str = ""
+
+    def covers(self, fact: Fact) -> bool:
+        if fact.key == self.key:
+            return True
+        a, b = set(words(self.fact)), set(words(fact.text))
+        return bool(a | b) and len(a & b) / len(a | b) >= SAME_FACT
+
+
+def path(files: ChatFiles):  # noqa: ANN201 - a Path
+    return files.dir / "forgotten.json"
+
+
+def load(files: ChatFiles) -> list[Tombstone]:
+    try:
+        data = json.loads(memfiles.read_text(path(files)))
+    except (FileNotFoundError, ValueError):
+        return []
+    rows = data.get("forgotten", []) if isinstance(data, dict) else []
+    out = []
+    for row in rows:
+        try:
+            out.append(Tombstone(str(row["fact"]), str(row["key"]), str(row.get("section", "")),
+                                 float(row["at"]), str(row.get("by", ""))))
+        except (KeyError, TypeError, ValueError):
+            continue
+    return out
+
+
+def save(files: ChatFiles, stones: Sequence[Tombstone]) -> None:
+    if not stones and not path(files).exists():
+        return
+    body: dict[str, Any] = {"schema": SCHEMA, "forgotten": [asdict(t) for t in stones]}
+    memfiles.write_atomic(path(files), json.dumps(body, ensure_ascii=False, indent=1) + "\n")
+
+
+def without(memory: str, gone: Sequence[Fact]) -> str:
+    """MEMORY.md without the lines of `gone` (headings stay: the layout is the model's)."""
+    drop = {f.line for f in gone}
+    lines = [line for line in memory.splitlines() if line.strip() not in drop]
+    text = "\n".join(lines).strip()
+    return text + "\n" if text else ""
+
+
+def forget(files: ChatFiles, chosen: Sequence[Fact], by: str = "") -> None:
+    """Remove `chosen` from MEMORY.md (a new version) and keep a tombstone for each. Call under the chat's
+    memory lock."""
+    memory = memfiles.read_memory(files)
+    now = time.time()
+    stones = [t for t in load(files) if t.key not in {f.key for f in chosen}]
+    stones += [Tombstone(f.text, f.key, f.section, now, by) for f in chosen]
+    save(files, stones)
+    memfiles.write_memory(files, without(memory, chosen))
+
+
+def request_note(files: ChatFiles) -> str:
+    """What a consolidation request adds about forgotten facts ('' when there are none)."""
+    stones = sorted(load(files), key=lambda t: -t.at)[:NOTE_FACTS]
+    if not stones:
+        return ""
+    when = lambda t: datetime.fromtimestamp(t.at, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")  # noqa: E731
+    lines = "\n".join(f"- {t.fact} (forgotten {when(t)})" for t in stones)
+    return ("\nThese facts were forgotten at the users' request. Do not re-add them from the excerpt's older "
+            f"messages; only a message dated after the forgetting that states one again may bring it back:\n{lines}")
+
+
+def enforce(files: ChatFiles, old_memory: str, new_memory: str, chunk: Sequence[tuple[int, Any]]) -> str:
+    """`new_memory` without the tombstoned facts a round re-added from old messages; tombstones of facts
+    stated again after their forgetting (or already back before the round) are lifted."""
+    stones = load(files)
+    if not stones:
+        return new_memory
+    before = {f.key for f in facts(old_memory)}
+    lifted: set[int] = set()
+    dropped: list[Fact] = []
+    for fact in facts(new_memory):
+        hit = next((i for i, t in enumerate(stones) if t.covers(fact)), None)
+        if hit is None:
+            continue
+        stone = stones[hit]
+        newer = message_candidates((pos, m) for pos, m in chunk if m.ts > stone.at)
+        if fact.key in before or best_matches(stone.fact, newer) or best_matches(fact.text, newer):
+            lifted.add(hit)
+        else:
+            dropped.append(fact)
+    if lifted:
+        save(files, [t for i, t in enumerate(stones) if i not in lifted])
+    return without(new_memory, dropped) if dropped else new_memory
