@@ -15,6 +15,7 @@ from zoneinfo import ZoneInfo
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
+from bot import running
 from bot.agent import ChatAgent
 from bot.bus import MessageBus
 from bot.chat_move import ChatMoves
@@ -314,6 +315,7 @@ class TuskApp:
 
     async def __aenter__(self) -> TuskApp:
         private_dir(self.settings.home, follow=True)
+        self._running = running.hold(self.settings.home)  # `tusk restore` refuses while it is held
         if self.mcp is not None:  # MCP servers start with Tusk, before any turn can want them
             await self.mcp.start()
         started: list[Channel] = []
@@ -358,3 +360,4 @@ class TuskApp:
                 logger.exception("channel %s did not stop cleanly", channel.name)
         if self.mcp is not None:
             await self.mcp.stop()
+        running.release(self._running)

@@ -91,6 +91,9 @@ def _parser() -> argparse.ArgumentParser:
         "--prefix", required=True)
     apikey_sub.add_parser("list", help="every key: id, prefix, when made")
     apikey_sub.add_parser("revoke", help="delete the key ID at once").add_argument("id")
+    from bot.ops import archive_cli
+
+    archive_cli.add_arguments(sub, _chat_key)
     return parser
 
 
@@ -299,6 +302,10 @@ def main(argv: list[str] | None = None) -> int:
         return _pairing(args, settings)
     if args.command == "apikey":
         return _apikey(args, settings)
+    from bot.ops import archive_cli
+
+    if args.command in archive_cli.COMMANDS:
+        return archive_cli.run(args, settings, _version())
     if args.command in ("usage", "budget"):
         return _usage(args, settings)
     if args.command == "doctor":

@@ -1,0 +1,56 @@
+"""The `tusk backup`, `tusk restore` and `tusk import` commands: arguments and their outcome in words."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+COMMANDS = frozenset({"backup", "restore", "import"})
+FORMATS = ("telegram", "discord", "nanobot")
+
+
+def add_arguments(sub, chat_key) -> None:
+    backup = sub.add_parser("backup", help="the whole data dir in one owner-only .tar.gz (Tusk running or not)")
+    backup.add_argument("file", nargs="?", type=Path, help="archive to write (default tusk-backup-TIME.tar.gz)")
+    backup.add_argument("--with-secrets", action="store_true",
+                        help="also the console token, API keys and a settings file kept in the data dir")
+    backup.add_argument("--verify", action="store_true", help="check FILE against its manifest instead")
+    restore = sub.add_parser("restore", help="a backup back into an empty TUSK_HOME (Tusk stopped)")
+    restore.add_argument("file", type=Path)
+    restore.add_argument("--force", action="store_true", help="the home is not empty: back it up, then replace it")
+    imp = sub.add_parser("import", help="bring a chat history (Telegram, Discord, nanobot) into Tusk's chats")
+    imp.add_argument("source", type=Path)
+    imp.add_argument("--format", choices=FORMATS, help="the source's format (recognised when left out)")
+    imp.add_argument("--to", type=chat_key, help="CHANNEL:ID to import into (needed when the platform differs)")
+    imp.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+
+
+def run(args: argparse.Namespace, settings, version: str) -> int:
+    from bot.ops import backup, restore
+    from bot.ops.imports import ImportRefused, run_import
+
+    try:
+        if args.command == "backup" and args.verify:
+            if args.file is None:
+                raise backup.BackupError("--verify needs the FILE to check")
+            manifest = backup.verify(args.file)
+            print(f"OK: {len(manifest['files'])} files match the manifest (Tusk {manifest.get('tusk')}, "
+                  f"{manifest.get('created')})")
+        elif args.command == "backup":
+            target = args.file or Path(backup.default_name())
+            entries = backup.create(settings.home, target, version, with_secrets=args.with_secrets)
+            print(f"Wrote {target} ({len(entries)} files, {sum(e.size for e in entries):,} bytes"
+                  f"{'' if args.with_secrets else '; secrets left out: --with-secrets keeps them'})")
+        elif args.command == "restore":
+            count, saved = restore.restore(args.file, settings.home, version, force=args.force)
+            if saved:
+                print(f"What was in {settings.home} is saved in {saved}")
+            print(f"Restored {count} files into {settings.home}")
+        else:
+            for line in run_import(settings.home, args.source, args.format, args.to, yes=args.yes):
+                print(line, flush=True)
+    except (backup.BackupError, ImportRefused, OSError, ValueError) as exc:
+        print(f"tusk: {exc}", file=sys.stderr)
+        return 1
+    return 0

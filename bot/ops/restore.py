@@ -1,0 +1,79 @@
+"""`tusk restore FILE`: a backup (bot/ops/backup.py) back into $TUSK_HOME.
+
+Order of work, so a bad archive writes nothing:
+1. the whole archive is verified against its manifest (every member safe, sizes and SHA-256s right);
+2. no Tusk may run on the home (its lock, bot/running.py, is taken exclusively and held to the end);
+3. the home must be empty — or, with `force`, what is there is first backed up beside it and moved away;
+4. the files are extracted by hand (never `tar.extractall`): each member's path checked again, folders
+   0700 and files 0600, nothing opened through a symlink, each written under a temporary name first.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tarfile
+from datetime import datetime, timezone
+from pathlib import Path
+
+from bot import running
+from bot.ops import backup
+from memory.paths import open_private, private_dir
+
+IGNORED = frozenset({running.LOCK_NAME})
+
+
+def _occupied(home: Path) -> list[str]:
+    if not home.exists():
+        return []
+    return sorted(p.name for p in home.iterdir() if p.name not in IGNORED)
+
+
+def restore(archive: Path, home: Path, version: str, force: bool = False) -> tuple[int, Path | None]:
+    """Restore `archive` into `home`; (files written, the safety backup made by `force` or None)."""
+    backup.verify(archive)
+    home = Path(home)
+    lock = running.exclusive(home)
+    if lock is None:
+        raise backup.BackupError(f"a Tusk is running on {home}: stop it first (`systemctl stop tusk`, Ctrl-C)")
+    try:
+        saved = None
+        if there := _occupied(home):
+            if not force:
+                raise backup.BackupError(f"{home} is not empty ({', '.join(there[:3])}...): restore into an empty "
+                                         "TUSK_HOME, or add --force to back up what is there and replace it")
+            stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+            saved = home.parent / f"tusk-before-restore-{stamp}.tar.gz"
+            backup.create(home, saved, version, with_secrets=True)
+            aside = home.parent / f".{home.name}-before-restore-{stamp}"
+            private_dir(aside)
+            for name in there:
+                os.replace(home / name, aside / name)
+            shutil.rmtree(aside)
+        return _extract(archive, home), saved
+    finally:
+        running.release(lock)
+
+
+def _extract(archive: Path, home: Path) -> int:
+    count = 0
+    with tarfile.open(archive, mode="r:gz") as tar:
+        for member in tar:
+            rel = backup.safe_member(member)
+            if rel == backup.MANIFEST:
+                continue
+            path = home.joinpath(*rel.split("/"))
+            if member.isdir():
+                private_dir(path)
+                continue
+            private_dir(path.parent)
+            tmp = path.with_name(f".{path.name}.restore.tmp")
+            src = tar.extractfile(member)
+            with os.fdopen(open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), "wb") as out:
+                shutil.copyfileobj(src, out, backup.CHUNK)
+                out.flush()
+                os.fsync(out.fileno())
+            os.utime(tmp, (member.mtime, member.mtime))
+            os.replace(tmp, path)
+            count += 1
+    return count
