@@ -1,0 +1,117 @@
+"""`tusk import`: each format into the right chat with dates and speakers, twice = nothing new, hostile refused."""
+
+import json
+import os
+import signal
+import zipfile
+from pathlib import Path
+
+from tests import procs
+from tests.test_cli import env_for
+from tests.test_cli import tusk as tusk_cli
+
+FIXTURES = Path(__file__).parent / "fixtures" / "imports"
+
+
+def session(home, channel, chat):
+    path = home / "chats" / channel / chat / "session.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()[1:]]
+
+
+async def imported(env, *args):
+    code, out, err = await tusk_cli("import", *args, "--yes", env=env)
+    assert code == 0, err
+    return out
+
+
+async def test_telegram_one_chat_twice(fake_llm, tmp_path):
+    """A personal chat lands in telegram:<user id>: dates, senders, entities, forwards, media notes; no service
+    messages; a second run adds nothing; without --yes nothing is written."""
+    env = env_for(fake_llm, tmp_path)
+    home = tmp_path / "data"
+    code, out, _ = await tusk_cli("import", str(FIXTURES / "telegram_one.json"), env=env)
+    assert code == 0 and "6 messages for telegram:4242" in out and not (home / "chats").exists()
+    assert "Imported 6 messages" in await imported(env, str(FIXTURES / "telegram_one.json"))
+    msgs = session(home, "telegram", "4242")
+    assert [m["content"] for m in msgs] == [
+        "I moved to Oslo", "I like green tea a lot", "[forwarded from Bob] [reply to message 2] see this",
+        "[photo]", "[voice message]", "[sticker 😀]"]
+    assert msgs[0]["ts"] == 1709287260 and msgs[0]["sender"] == {"id": "4242", "name": "Alice"}
+    assert "Imported 0 messages (6 already there)" in await imported(env, str(FIXTURES / "telegram_one.json"))
+    assert len(session(home, "telegram", "4242")) == 6
+
+
+async def test_telegram_all_chats_to_bot_api_ids(fake_llm, tmp_path):
+    """An all-chats export: a supergroup becomes -100ID, a basic group -ID, each with its speakers."""
+    env = env_for(fake_llm, tmp_path)
+    home = tmp_path / "data"
+    await imported(env, str(FIXTURES / "telegram_all.json"), "--format", "telegram")
+    family = session(home, "telegram", "-1001500000001")
+    assert [(m["sender"]["name"], m["content"]) for m in family] == [("Mum", "Dinner at 7"), ("Dad", "OK")]
+    assert session(home, "telegram", "-777")[0]["content"] == "[poll: Lunch?]"
+
+
+async def test_discord_and_nanobot(fake_llm, tmp_path):
+    """DiscordChatExporter lands in discord:<channel id> (system messages out); nanobot's session keeps roles."""
+    env = env_for(fake_llm, tmp_path)
+    home = tmp_path / "data"
+    for _ in range(2):
+        await imported(env, str(FIXTURES / "discord.json"))
+        await imported(env, str(FIXTURES / "nanobot"))
+    msgs = session(home, "discord", "222333")
+    assert [(m["sender"]["name"], m["content"]) for m in msgs] == [
+        ("Kim", "[file agenda.png] Meeting on **Friday**"), ("lee", "[reply to message 901] I'll be there")]
+    assert msgs[0]["ts"] == 1714550460.123
+    nano = session(home, "telegram", "55")
+    assert [(m["role"], m["content"]) for m in nano] == [("user", "My dog is called Rex"), ("assistant", "Nice name!")]
+
+
+async def test_to_chooses_the_chat(fake_llm, tmp_path):
+    """--to puts a history into any chat (here a local one)."""
+    env = env_for(fake_llm, tmp_path)
+    await imported(env, str(FIXTURES / "discord.json"), "--to", "http:team")
+    assert len(session(tmp_path / "data", "http", "team")) == 2
+
+
+async def test_hostile_and_truncated_files_are_refused(fake_llm, tmp_path):
+    """Truncated JSON, a JSON bomb (too deep) and a non-export are refused with a message, nothing written."""
+    env = env_for(fake_llm, tmp_path)
+    text = (FIXTURES / "telegram_one.json").read_text()
+    cut = tmp_path / "cut.json"
+    cut.write_text(text[: len(text) - 40])
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"name": "x", "type": "personal_chat", "id": 1, "date_unixtime": "1", "messages": [{"id": 1, '
+                    '"type": "message", "text": ' + "[" * 5000 + "]" * 5000 + "}]}")
+    junk = tmp_path / "junk.zip"
+    with zipfile.ZipFile(junk, "w") as z:
+        z.writestr("../../evil.json", "[]")
+    for path, words in ((cut, "truncated"), (deep, "deeper"), (junk, "not a format")):
+        code, _, err = await tusk_cli("import", str(path), "--yes", env=env)
+        assert code == 1 and words in err, err
+    assert not (tmp_path / "data" / "chats").exists()
+
+
+async def test_kill_mid_import_resumes_without_duplicates(fake_llm, tmp_path):
+    """A large import killed with SIGKILL mid-way, run again: every message exactly once."""
+    export = tmp_path / "big.json"
+    with open(export, "w") as fh:
+        fh.write('{"name": "Big", "type": "personal_chat", "id": 9, "messages": [')
+        fh.write(",".join(json.dumps({"id": i, "type": "message", "date_unixtime": str(1700000000 + i),
+                                      "from": "Al", "from_id": "user9", "text": f"message {i}"})
+                          for i in range(20000)))
+        fh.write("]}")
+    env = env_for(fake_llm, tmp_path)
+    home = tmp_path / "data"
+    proc = await procs.start_tusk("import", str(export), "--yes", env=env)
+    session_file = home / "chats/telegram/9/session.jsonl"
+    import asyncio
+
+    for _ in range(600):
+        if session_file.exists() and session_file.stat().st_size > 200_000:
+            break
+        await asyncio.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    await proc.wait()
+    await imported(env, str(export))
+    ids = [m["import"] for m in session(home, "telegram", "9")]
+    assert len(ids) == len(set(ids)) == 20000
