@@ -236,7 +236,7 @@ class ChatAgent:
             await self.send(OutboundMessage(msg.key, text, reply_to=msg.id))
 
         ctx = ToolContext(msg.key, session.files, notify, sender_id=msg.sender_id, sender_name=msg.sender_name,
-                          is_group=msg.is_group, sender_is_admin=msg.sender_is_admin)
+                          is_group=msg.is_group, sender_is_admin=msg.sender_is_admin, message_text=msg.text)
         overflows = cut_retries = 0
         model = self.fit.model(session, msg)
         cap = msg.client.max_tokens if msg.client is not None else None

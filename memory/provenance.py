@@ -226,17 +226,25 @@ def after_edit(files: ChatFiles, old_memory: str, new_memory: str, source: Sourc
                        lambda fact: [source] if exact(fact) else [], rewrites=source.kind != "remember"))
 
 
-def forget_member(files: ChatFiles, member_id: str) -> int:
-    """Drop a member's message links (/forget me); returns how many went."""
+def forget_member(files: ChatFiles, member_id: str, names: Sequence[str] = ()) -> int:
+    """/forget me: drop a member's links (their messages, summaries naming them) and the facts of their
+    section, kept or gone; returns how many links went."""
     links, dropped = load(files), 0
-    for entry in links.values():
-        kept = [s for s in entry.get("sources", []) if s.get("sender_id") != member_id]
-        dropped += len(entry.get("sources", [])) - len(kept)
-        entry["sources"] = kept
-    if dropped:
+    folded = [n.casefold() for n in names if n]
+    theirs = lambda s: s.get("sender_id") == member_id or any(n in str(s.get("text", "")).casefold()  # noqa: E731
+                                                              for n in folded)
+    for key in list(links):
+        entry = links[key]
+        before = entry.get("sources", [])
+        kept = [s for s in before if not theirs(s)]
+        dropped += len(before) - len(kept)
+        about = f"{entry.get('section', '')}\n{entry.get('fact', '')}".casefold()
+        if any(n in about for n in folded) or (before and not kept):
+            del links[key]
+        else:
+            entry["sources"] = kept
+    if path(files).exists():
         save(files, links)
     return dropped
 
 
-def member_links(files: ChatFiles, member_id: str) -> int:
-    return sum(s.get("sender_id") == member_id for e in load(files).values() for s in e.get("sources", []))

@@ -124,3 +124,13 @@ def enforce(files: ChatFiles, old_memory: str, new_memory: str, chunk: Sequence[
     if lifted:
         save(files, [t for i, t in enumerate(stones) if i not in lifted])
     return without(new_memory, dropped) if dropped else new_memory
+
+
+def forget_member(files: ChatFiles, member_id: str, names: Sequence[str] = ()) -> int:
+    """/forget me: drop the tombstones of a member's section or made by them; returns how many went."""
+    folded = {n.casefold() for n in names if n}
+    stones = load(files)
+    kept = [t for t in stones if t.by != member_id and t.section.casefold() not in folded]
+    if len(kept) != len(stones):
+        save(files, kept)
+    return len(stones) - len(kept)

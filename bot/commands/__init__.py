@@ -1,6 +1,7 @@
 """Chat commands: answered by Tusk itself, never sent to the LLM and never saved in the session.
 
     /help  /status  /new  /memory [history [n] | undo]  /forget [confirm]  /timezone [Area/City | reset]
+    /memory why <words>  /memory forget <words> | <n>... | all <words>  (bot/commands/memory_why.py)
     /forget me [confirm]  /forget @name|id:<id> [confirm]  (one member of a group: bot/commands/erasure.py)
     /listen [on | off]  (a group's messages not addressed to the bot kept as context; admins)
     /persona [text | reset]  (this chat's persona: bot/commands/persona.py)
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bot.commands.base import ADMINS_ONLY, Command, CommandContext, Holder, Owned
+from bot.commands.memory_why import memory_subcommand
 from bot.commands.persona import persona_command
 from memory import chat_settings, persona, provenance, tombstones
 from memory import files as memfiles
@@ -55,7 +57,8 @@ class Commands:
         for name, summary, fn in (("help", "this list", self._help),
                                   ("status", "model, conversation and memory size", self._status),
                                   ("new", "start a fresh conversation (memory is kept)", _new),
-                                  ("memory", "what I remember here; '/memory history [n]', '/memory undo'", _memory),
+                                  ("memory", "what I remember here; '/memory why <words>', '/memory forget <words>', "
+                                   "'/memory history [n]', '/memory undo'", _memory),
                                   ("forget", "erase everything I keep about this chat; "
                                    "'/forget me' just what you left here", self._forget),
                                   ("timezone", "this chat's time zone; '/timezone Europe/Berlin' sets it",
@@ -208,6 +211,8 @@ async def _new(ctx: CommandContext, args: str) -> str:
 
 async def _memory(ctx: CommandContext, args: str) -> str:
     words = args.split()
+    if (answer := await memory_subcommand(ctx, words)) is not None:  # why, forget (bot/commands/memory_why.py)
+        return answer
     if words[:1] == ["history"]:
         n = int(words[1]) if len(words) > 1 and words[1].isdigit() else 5
         entries = memfiles.history_entries(ctx.files)[-n:] if n else []

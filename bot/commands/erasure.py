@@ -27,7 +27,7 @@ from typing import Any, Protocol
 from bot.commands.base import ADMINS_ONLY, CommandContext, Owned
 from bot.errors import LLMError
 from bot.events import ChatKey
-from memory import erase
+from memory import erase, provenance, tombstones
 from memory.erase import Member
 from memory.files import write_atomic
 from memory.paths import ChatFiles
@@ -226,6 +226,10 @@ class MemberErasure:
             if current or versions:
                 report.append("- removed their section from MEMORY.md" if current else "- MEMORY.md had no section")
                 report[-1] += f" and from {versions} earlier version(s)" if versions else ""
+            links = provenance.forget_member(ctx.files, who.id, who.names)
+            links += tombstones.forget_member(ctx.files, who.id, who.names)
+            if links:
+                report.append(f"- removed {links} link(s) and forgotten fact(s) of theirs (provenance.json)")
             report += await self._history(ctx.files, who)
             for stray in ctx.files.dir.glob(".*.tmp"):  # a rewrite cut short by a crash: it may hold their text
                 stray.unlink(missing_ok=True)

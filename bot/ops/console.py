@@ -6,6 +6,8 @@ channel by bot/app.py, so it gets the channel's token check and JSON errors.
     GET  /api/chats/{channel}/{chat_id}                    one chat, with token usage against the window
     GET  /api/chats/{channel}/{chat_id}/memory             MEMORY.md: text, etag, tokens against the cap
     PUT  /api/chats/{channel}/{chat_id}/memory             {"text", "etag"?}: atomic, versioned write
+    GET  /api/chats/{channel}/{chat_id}/memory/why?fact=   the facts matching `fact`, each with its sources
+    POST /api/chats/{channel}/{chat_id}/memory/forget      {"number": n}: forget that fact for good (tombstone)
     GET  /api/chats/{channel}/{chat_id}/versions           earlier MEMORY.md texts, newest first
     GET  /api/chats/{channel}/{chat_id}/versions/{name}    one of them, with the change made when it was replaced
     POST /api/chats/{channel}/{chat_id}/versions/{name}/restore   make it MEMORY.md again
@@ -30,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import difflib
 import hashlib
+import time
 from collections.abc import Awaitable, Callable
 from datetime import datetime, timezone
 from pathlib import Path
@@ -40,6 +43,7 @@ from aiohttp import web
 
 from bot.commands import Commands
 from bot.commands.base import CommandContext
+from bot.commands.memory_why import sources_json
 from bot.ops import admin
 from bot.ops import usage as usage_view
 from bot.events import ChatKey
@@ -47,10 +51,12 @@ from bot.usage.ledger import Ledger
 from bot.usage.limits import Limits
 from channels.http import chat_key, problems
 from memory import files as memfiles
+from memory import provenance, tombstones
 from memory.chats import ChatSummary, list_chats, summarise
 from memory.consolidate import Consolidator
 from memory.media import usage as media_usage
 from memory.paths import ChatFiles
+from memory.provenance import Source
 from memory.session import Message, SessionStore, iter_messages, load
 from memory.tokens import count_text
 
@@ -76,6 +82,11 @@ class ForgetBody(pydantic.BaseModel):
         if value is not True:
             raise ValueError("must be true: forgetting deletes the chat's files")
         return value
+
+
+class ForgetFactBody(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="forbid", strict=True)
+    number: int = pydantic.Field(ge=1)  # the fact's number in MEMORY.md, as GET .../memory/why gave it
 
 
 class BudgetBody(pydantic.BaseModel):
@@ -159,6 +170,7 @@ class Console:
     def routes(self) -> list[web.RouteDef]:
         return [web.get("/api/chats", self.chats), web.get(CHAT, self.chat),
                 web.get(CHAT + "/memory", self.memory), web.put(CHAT + "/memory", self.save_memory),
+                web.get(CHAT + "/memory/why", self.why), web.post(CHAT + "/memory/forget", self.forget_fact),
                 web.get(CHAT + "/versions", self.versions), web.get(CHAT + "/versions/{name}", self.version),
                 web.post(CHAT + "/versions/{name}/restore", self.restore),
                 web.get(CHAT + "/history", self.history), web.get(CHAT + "/session", self.session),
@@ -216,8 +228,25 @@ class Console:
             if body.etag is not None and body.etag != etag(memfiles.read_memory(files)):
                 raise web.HTTPConflict(text="MEMORY.md changed since you opened it (a consolidation or the remember "
                                             "tool wrote it): reload it, then make your edit again")
+            old = memfiles.read_memory(files)
             await asyncio.to_thread(memfiles.write_memory, files, body.text)
+            await asyncio.to_thread(provenance.after_edit, files, old, body.text, Source("owner", time.time()))
         return web.json_response(self._memory_row(files))
+
+    async def why(self, request: web.Request) -> web.Response:
+        _, files = self._chat(request)
+        return web.json_response({"facts": await asyncio.to_thread(sources_json, files, request.query.get("fact", ""))})
+
+    async def forget_fact(self, request: web.Request) -> web.Response:
+        """The owner's "forget this fact": out of MEMORY.md as a new version, and kept out (memory/tombstones.py)."""
+        _, files = self._chat(request)
+        body = await _body(request, ForgetFactBody, '{"number": 3} (the fact\'s number, from .../memory/why)')
+        async with self.lock_for(files.dir):
+            chosen = [f for f in provenance.facts(memfiles.read_memory(files)) if f.number == body.number]
+            if not chosen:
+                raise web.HTTPNotFound(text=f"MEMORY.md has no fact {body.number} now: reload it")
+            await asyncio.to_thread(tombstones.forget, files, chosen, "owner")
+        return web.json_response({**self._memory_row(files), "forgotten": chosen[0].text})
 
     def _version_path(self, request: web.Request, files: ChatFiles) -> tuple[int, list[Path]]:
         kept, name = memfiles.versions(files), request.match_info["name"]

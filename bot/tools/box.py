@@ -51,6 +51,7 @@ class ToolContext:
     sender_name: str = ""
     is_group: bool = False
     sender_is_admin: bool = False  # an admin of this group (the platform's rights), as on the InboundMessage
+    message_text: str = ""  # the message the tool runs for (remember links a fact to it: memory/provenance.py)
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
@@ -20,8 +21,9 @@ from zoneinfo import ZoneInfo
 from pydantic import Field
 
 from bot.tools.box import ToolContext
-from memory import chat_settings
+from memory import chat_settings, provenance
 from memory import files as memfiles
+from memory.provenance import Source, trim
 from memory.search import Hit, HistorySearch
 from memory.tokens import count_text
 
@@ -108,6 +110,9 @@ class MemoryTools:
                 raise ValueError(f"MEMORY.md would grow to {tokens:,} tokens, over its cap of "
                                  f"{self.max_memory_tokens:,}: the fact was NOT saved. Tell the user.")
             memfiles.write_memory(ctx.files, text)
+            source = Source("remember", time.time(), sender_id=ctx.sender_id or None,
+                            sender_name=ctx.sender_name or None, text=trim(ctx.message_text))
+            provenance.after_edit(ctx.files, memory, text, source, exact=lambda f: f.line == line)
         logger.info("remember: MEMORY.md now %d tokens", tokens)
         if not self.notices:
             return "Saved to MEMORY.md."

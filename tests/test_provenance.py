@@ -1,0 +1,106 @@
+"""Where a fact came from (/memory why) and forgetting one fact for good (/memory forget), end to end."""
+
+import re
+
+from memory import files as memfiles
+from memory import tombstones
+from tests.conftest import running
+from tests.fakes.fake_llm import Reply, last_user_text
+from tests.test_console_api import call
+
+FACT = re.compile(r"\bmy (\w[\w ]*?) is ([\w' -]+)", re.IGNORECASE)
+
+
+def keeping_model(body):
+    """A consolidating model that files every "my X is Y" of the excerpt as `- X: Y` over the current memory,
+    and re-adds whatever the old messages say: it never honours a forgetting by itself."""
+    if not any(t["function"]["name"] == "save_memory" for t in body.get("tools") or []):
+        return Reply(text="ok")
+    text = last_user_text(body)
+    memory = text.split("## Current MEMORY.md", 1)[-1].split("## Conversation excerpt", 1)[0].strip()
+    facts = dict(line[2:].split(": ", 1) for line in memory.splitlines() if line.startswith("- ") and ": " in line)
+    for line in text.split("## Conversation excerpt", 1)[-1].splitlines():
+        if "] assistant:" not in line:
+            facts.update((k.strip(), v.strip()) for k, v in FACT.findall(line))
+    lines = [f"- {k}: {v}" for k, v in facts.items()]
+    return Reply(text=None, tool_calls=[("s", "save_memory", {"history_entry": "They talked.",
+                                                              "memory_update": "\n".join(lines) + "\n"})])
+
+
+async def test_why_quotes_the_messages_that_said_a_consolidated_fact_after_a_restart(make_settings, fake_llm):
+    """A fact written by consolidation is shown with the dated message that said it, not the others, after a restart."""
+    fake_llm.responder = keeping_model
+    settings = make_settings()
+    async with running(settings) as tusk:
+        await tusk.say("w", "hello there")
+        await tusk.say("w", "my drink is green tea")
+        await tusk.say("w", "my city is Lisbon")
+        await tusk.say("w", "/new")
+    async with running(settings) as tusk:
+        answer = (await tusk.say("w", "/memory why drink"))[0]
+    assert answer.startswith("1. drink: green tea") and "\u201cmy drink is green tea\u201d" in answer
+    assert "Lisbon" not in answer and "hello there" not in answer and re.search(r"\[20\d\d-\d\d-\d\d ", answer)
+    files = tusk.store.get("http", "w").files
+    assert (files.dir / "provenance.json").stat().st_mode & 0o777 == 0o600
+
+
+async def test_why_for_a_fact_saved_by_remember_and_one_the_owner_edited(tusk, fake_llm):
+    """remember links the message it was called from; a console edit is marked as the owner's."""
+    fake_llm.script(Reply(text=None, tool_calls=[("m1", "remember", {"fact": "Bob's birthday is 12 May"})]),
+                    Reply(text="Sure."))
+    await tusk.say("r", "please remember that Bob's birthday is 12 May")
+    answer = (await tusk.say("r", "/memory why birthday"))[0]
+    assert "saved with remember" in answer and "\u201cplease remember that Bob's birthday is 12 May\u201d" in answer
+    files = tusk.store.get("http", "r").files
+    text = memfiles.read_memory(files) + "- Ann owns a red kayak\n"
+    status, _ = await call(tusk, "PUT", "/api/chats/http/r/memory", json={"text": text})
+    assert status == 200
+    assert "written by the owner in the console" in (await tusk.say("r", "/memory why kayak"))[0]
+    assert "saved with remember" in (await tusk.say("r", "/memory why birthday"))[0]  # kept through the edit
+    assert "No fact" in (await tusk.say("r", "/memory why zeppelin"))[0]
+
+
+async def test_a_forgotten_fact_stays_forgotten_until_said_again(tusk, fake_llm):
+    """Old messages repeating a forgotten fact do not bring it back through consolidation; a new statement does."""
+    fake_llm.responder = keeping_model
+    await tusk.say("f", "my drink is green tea")
+    await tusk.say("f", "my city is Lisbon")
+    await tusk.say("f", "/new")
+    await tusk.say("f", "as I said, my drink is green tea")  # old conversation, consolidated after the forgetting
+    listing = (await tusk.say("f", "/memory forget tea"))[0]
+    assert "1. drink: green tea" in listing and "Lisbon" not in listing
+    assert "Forgotten for good" in (await tusk.say("f", "/memory forget 1"))[0]
+    files = tusk.store.get("http", "f").files
+    assert "green tea" not in memfiles.read_memory(files) and "Lisbon" in memfiles.read_memory(files)
+    await tusk.say("f", "/new")
+    assert "green tea" not in memfiles.read_memory(files) and tombstones.load(files)
+    request = fake_llm.requests[-1]["messages"][0]["content"]
+    assert "Do not re-add them" in request and "drink: green tea" in request
+    await tusk.say("f", "my drink is green tea again, really")
+    await tusk.say("f", "/new")
+    assert "drink: green tea" in memfiles.read_memory(files) and not tombstones.load(files)
+    assert "green tea again" in (await tusk.say("f", "/memory why drink"))[0]
+
+
+async def test_forget_is_undone_by_memory_undo(tusk, fake_llm):
+    """/memory forget writes a new version: /memory undo brings the fact back."""
+    files = tusk.store.get("http", "u").files
+    memfiles.write_memory(files, "- Ann likes tea\n- Ann lives in Porto\n")
+    await tusk.say("u", "/memory forget all tea")
+    assert memfiles.read_memory(files) == "- Ann lives in Porto\n"
+    await tusk.say("u", "/memory undo")
+    assert "Ann likes tea" in memfiles.read_memory(files)
+
+
+async def test_console_gives_sources_and_forgets_a_fact(tusk, fake_llm):
+    """GET .../memory/why lists matching facts with their sources; POST .../memory/forget forgets one for good."""
+    fake_llm.responder = keeping_model
+    await tusk.say("c", "my pet is a gecko")
+    await tusk.say("c", "/new")
+    status, body = await call(tusk, "GET", "/api/chats/http/c/memory/why?fact=gecko")
+    assert status == 200 and body["facts"][0]["fact"] == "pet: a gecko"
+    assert body["facts"][0]["sources"][0]["text"] == "my pet is a gecko"
+    status, body = await call(tusk, "POST", "/api/chats/http/c/memory/forget", json={"number": 1})
+    assert status == 200 and body["forgotten"] == "pet: a gecko" and "gecko" not in body["text"]
+    status, _ = await call(tusk, "POST", "/api/chats/http/c/memory/forget", json={"number": 9})
+    assert status == 404
