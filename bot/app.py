@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from collections.abc import Callable, Iterator, Sequence
@@ -180,6 +181,13 @@ class TuskApp:
                                [self.reminders, *filter(None, [self.access.pairing])])  # a Telegram group upgraded
         self._scheduler: AsyncIOScheduler | None = None
 
+    async def _backup(self) -> None:
+        """The daily backup (TUSK_BACKUP_DIR), in a thread: a failure is logged and kept for `tusk doctor`."""
+        from bot.ops import backup
+
+        await asyncio.to_thread(backup.scheduled, self.settings.home, self.settings.backup_dir,
+                                self.settings.backup_keep, backup.tusk_version())
+
     def _spend_lines(self, ctx: CommandContext) -> Sequence[str]:
         """/status: today's spend against the limits that apply to this chat (bot/usage/view.py)."""
         zone = chat_settings.chat_zone(ctx.files, ZoneInfo(self.settings.timezone))
@@ -329,7 +337,8 @@ class TuskApp:
             if self.mcp is not None:
                 await self.mcp.stop()
             raise
-        self._scheduler = start_scheduler(self.sweeper, self.settings.consolidate_every, self.reminders)
+        self._scheduler = start_scheduler(self.sweeper, self.settings.consolidate_every, self.reminders,
+                                          self._backup if self.settings.backup_dir else None)
         if replay := self.inbox.take_pending():
             logger.warning("running again %d turn(s) a crash or forced stop cut short", len(replay))
             for msg in replay:

@@ -71,6 +71,8 @@ class Settings(BaseSettings):
     limit_daily_tokens: int | None = _env("TUSK_LIMIT_DAILY_TOKENS", None, ge=0)  # models with no known price
     chat_limit_daily_tokens: int | None = _env("TUSK_CHAT_LIMIT_DAILY_TOKENS", None, ge=0)
     consolidate_every: float = _env("TUSK_CONSOLIDATE_EVERY", 10.0, gt=0)
+    backup_dir: Path | None = _env("TUSK_BACKUP_DIR", None)  # daily `tusk backup` into it (bot/ops/backup.py)
+    backup_keep: int = _env("TUSK_BACKUP_KEEP", 7, ge=1)
 
     max_tool_iterations: int = _env("TUSK_MAX_TOOL_ITERATIONS", 20, ge=1, le=100)
     tool_result_max_chars: int = _env("TUSK_TOOL_RESULT_MAX_CHARS", 16_000, ge=100)

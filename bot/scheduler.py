@@ -61,8 +61,13 @@ class Sweeper:
         return len(keys)
 
 
-def start_scheduler(sweeper: Sweeper, every_minutes: float, reminders: Reminders | None = None) -> AsyncIOScheduler:
+def start_scheduler(sweeper: Sweeper, every_minutes: float, reminders: Reminders | None = None,
+                    daily: Callable[[], Awaitable[object]] | None = None) -> AsyncIOScheduler:
+    """`daily`: the scheduled backup (bot/ops/backup.py), first run an hour after the start, then every 24 h."""
     scheduler = AsyncIOScheduler(timezone="UTC")
+    if daily is not None:
+        scheduler.add_job(daily, "interval", hours=24, id="backup", coalesce=True, max_instances=1,
+                          next_run_time=datetime.now(timezone.utc) + timedelta(hours=1))
     if reminders is not None:
         reminders.start(scheduler)
     scheduler.add_job(sweeper.sweep, "interval", minutes=every_minutes, id="consolidation-sweep",

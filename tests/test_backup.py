@@ -148,3 +148,15 @@ def test_prune_keeps_the_newest(tmp_path):
     assert backup.scheduled(home / "missing", folder, 3, "test") is None
     assert not backup.last_status(home / "missing")["ok"]
     assert not os.path.exists(folder / "tusk-backup-20261201T000000Z.tar.gz")
+
+
+async def test_doctor_shows_a_failed_scheduled_backup(make_settings, fake_llm, tmp_path):
+    """A failed scheduled backup is a doctor failure naming the error and TUSK_BACKUP_DIR."""
+    from bot.ops import doctor
+
+    settings = make_settings(TUSK_BACKUP_DIR=str(tmp_path / "backups"))
+    settings.home.mkdir(parents=True, exist_ok=True)
+    (tmp_path / "backups").write_text("a file, not a folder")
+    assert backup.scheduled(settings.home, tmp_path / "backups", 3, "test") is None
+    checks = {c.name: c for c in await doctor.run_checks(settings, model=False)}
+    assert checks["backup"].verdict == "fail" and "TUSK_BACKUP_DIR" in checks["backup"].fix

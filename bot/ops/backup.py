@@ -277,6 +277,27 @@ def scheduled(home: Path, folder: Path, keep: int, version: str) -> Path | None:
     return target
 
 
+def tusk_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("tuskbot")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def doctor_check(home: Path, folder: Path | None) -> tuple[str, str, str] | None:
+    """(verdict, detail, fix) of the scheduled backups, or None when none are set up or made."""
+    status = last_status(home)
+    if status is None:
+        return None if folder is None else ("ok", f"daily into {folder}; none made yet", "")
+    when = datetime.fromtimestamp(status.get("at", 0), timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    if status.get("ok"):
+        return "ok", f"last backup {when}: {status.get('file')}", ""
+    return "fail", f"the backup at {when} failed: {status.get('error')}", \
+        "check TUSK_BACKUP_DIR exists and has room (the log has the traceback); `tusk backup` runs one now"
+
+
 def last_status(home: Path) -> dict | None:
     try:
         return json.loads((Path(home) / STATUS).read_text())

@@ -193,6 +193,10 @@ async def run_checks(settings: Settings, env_file: SettingsFile | None = None,
         checks.append(Check("platforms", "warn", "no platform token is set: only the local HTTP API and "
                             "`tusk chat` will run", "set TELEGRAM_BOT_TOKEN, DISCORD_BOT_TOKEN or SLACK_BOT_TOKEN"))
     checks += await _mcp(settings)
+    from bot.ops.backup import doctor_check
+
+    if (backup := doctor_check(settings.home, settings.backup_dir)) is not None:
+        checks.append(Check("backup", *backup))
     from bot.tools.web.doctor import web_checks
 
     checks += await web_checks(settings)
