@@ -79,7 +79,7 @@ class Fact:
 
 
 def words(text: str) -> list[str]:
-    return [w for w in _WORD.findall(text.lower()) if w not in STOP and w != "_"]
+    return [w for w in _WORD.findall(text.lower()) if w not in STOP and len(w) > 1]
 
 
 def fact_key(line: str) -> str:
@@ -133,13 +133,16 @@ def sources_of(entry: dict[str, Any] | None) -> list[Source]:
 def best_matches(fact: str, candidates: Sequence[tuple[Source, str]], threshold: float = MATCH_THRESHOLD,
                  limit: int = MAX_SOURCES) -> list[Source]:
     """The candidates whose text says `fact`: each scored by the share of the fact's words it holds, a word
-    weighted by its rarity among the candidates (a BM25-like idf); the best few above `threshold`."""
+    weighted by its rarity among the candidates (a BM25-like idf; a word no candidate holds, the model's
+    own wording, counts half; the value of a `key: value` fact double); the best few above `threshold`."""
     wanted = set(words(fact))
     if not wanted or not candidates:
         return []
+    value = set(words(fact.split(": ", 1)[1])) if ": " in fact else set()  # a `key: value` fact's value
     bags = [set(words(text)) for _, text in candidates]
     n = len(bags)
-    idf = {w: math.log(1 + (n + 1) / (1 + sum(w in b for b in bags))) for w in wanted}
+    df = {w: sum(w in b for b in bags) for w in wanted}
+    idf = {w: math.log(1 + (n + 1) / (1 + d)) * (1 if d else 0.5) * (2 if w in value else 1) for w, d in df.items()}
     total = sum(idf.values())
     scored = [(sum(idf[w] for w in wanted & bag) / total, i) for i, bag in enumerate(bags)]
     scored = [(s, i) for s, i in scored if s >= threshold]
@@ -152,7 +155,8 @@ def best_matches(fact: str, candidates: Sequence[tuple[Source, str]], threshold:
 
 def message_candidates(chunk: Iterable[tuple[int, Any]]) -> list[tuple[Source, str]]:
     """(source, text) for the user messages of a chunk given as (position, Message) pairs."""
-    return [(Source("message", m.ts, pos, m.sender_id, m.sender_name, trim(m.content)), m.content)
+    return [(Source("message", m.ts, pos, m.sender_id, m.sender_name, trim(m.content)),
+             f"{m.sender_name or ''} {m.content}")  # "Alice is vegetarian" is said by Alice as "I am vegetarian"
             for pos, m in chunk if m.role == "user" and isinstance(m.content, str) and m.content.strip()]
 
 
@@ -177,7 +181,8 @@ def _jaccard(a: str, b: str) -> float:
 
 
 def relink(links: dict[str, dict[str, Any]], old_memory: str, new_memory: str,
-           new_sources: Callable[[Fact], list[Source]], rewrites: bool = True) -> dict[str, dict[str, Any]]:
+           new_sources: Callable[[Fact], list[Source]], rewrites: bool = True,
+           fallback: Source | None = None) -> dict[str, dict[str, Any]]:
     """The links after MEMORY.md went from `old_memory` to `new_memory`: kept facts keep their sources, a
     rewritten one inherits those of the fact it replaced, and `new_sources(fact)` names the rest's."""
     now = time.time()
@@ -199,6 +204,8 @@ def relink(links: dict[str, dict[str, Any]], old_memory: str, new_memory: str,
             sources = inherited + [s for s in new_sources(fact) if s not in inherited]
             if not sources and entry:
                 sources = sources_of(entry)  # a fact back from an undo keeps what it had
+            if not sources and fallback is not None:
+                sources = [fallback]
         out[fact.key] = {"fact": fact.line, "section": fact.section, "seen": now,
                          "sources": [asdict(s) for s in sources]}
     gone = sorted(((k, v) for k, v in links.items() if k not in out), key=lambda kv: -kv[1].get("seen", 0))
@@ -213,9 +220,10 @@ def after_round(files: ChatFiles, old_memory: str, new_memory: str, chunk: Seque
     messages, older = message_candidates(chunk), history_candidates(history)
 
     def match(fact: Fact) -> list[Source]:
-        return best_matches(fact.text, messages) or best_matches(fact.text, older, limit=1) or [entry]
+        said = f"{fact.section} {fact.text}"  # a group's `## Alice` names whose fact it is
+        return best_matches(said, messages) or best_matches(said, older, limit=1)
 
-    save(files, relink(load(files), old_memory, new_memory, match))
+    save(files, relink(load(files), old_memory, new_memory, match, fallback=entry))
 
 
 def after_edit(files: ChatFiles, old_memory: str, new_memory: str, source: Source,

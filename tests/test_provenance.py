@@ -104,3 +104,13 @@ async def test_console_gives_sources_and_forgets_a_fact(tusk, fake_llm):
     assert status == 200 and body["forgotten"] == "pet: a gecko" and "gecko" not in body["text"]
     status, _ = await call(tusk, "POST", "/api/chats/http/c/memory/forget", json={"number": 9})
     assert status == 404
+
+
+async def test_bench_links_beat_the_naive_baseline_and_nothing_comes_back(tmp_path):
+    """bench/provenance.py: Tusk's links are more precise than the latest word-sharing message; 0 returns."""
+    from bench import provenance as bench
+    from bench.recall_data import generate
+
+    precise, covered, base, _ = await bench.measure(generate(2, 8, history=False)[0], tmp_path, 24)
+    assert sum(precise) / len(precise) > sum(base) / len(base) and sum(covered) / len(covered) > 0.8
+    assert await bench.forgetting(tmp_path, 10) == (0, True)
