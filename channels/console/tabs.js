@@ -1,8 +1,10 @@
-// One chat's memory, tab by tab: MEMORY.md (rendered, editable), its versions (diff, restore),
+// One chat's memory, tab by tab: MEMORY.md (rendered, editable), its facts and their sources (facts.js),
+// its versions (diff, restore),
 // HISTORY.md (search), the session (with the consolidation pointer) and Forget.
 // Each tab is { title, render(ctx) }; ctx = { base, channel, chatId, panel, refresh(), show(name) }.
 
 import { api } from "./api.js";
+import { renderFacts } from "./facts.js";
 import { bytes, h, num, setFlash, when } from "./dom.js";
 import { markdown } from "./markdown.js";
 
@@ -147,6 +149,7 @@ async function renderForget(ctx) {
 
 export const TABS = {
   memory: { title: "MEMORY.md", render: async (ctx) => memoryView(ctx, await api(`${ctx.base}/memory`)) },
+  facts: { title: "Facts", render: renderFacts },
   versions: { title: "Versions", render: renderVersions },
   history: { title: "HISTORY.md", render: renderHistory },
   session: { title: "Session", render: renderSession },
