@@ -28,6 +28,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
 from memory.files import read_text, write_atomic
@@ -107,7 +108,7 @@ def trim(text: str, limit: int = QUOTE_CHARS) -> str:
 
 # -- the file -------------------------------------------------------------------------------------------
 
-def path(files: ChatFiles):  # noqa: ANN201 - a Path
+def path(files: ChatFiles) -> Path:
     return files.dir / "provenance.json"
 
 

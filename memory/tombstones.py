@@ -19,6 +19,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
 from memory import files as memfiles
@@ -45,7 +46,7 @@ class Tombstone:
         return bool(a | b) and len(a & b) / len(a | b) >= SAME_FACT
 
 
-def path(files: ChatFiles):  # noqa: ANN201 - a Path
+def path(files: ChatFiles) -> Path:
     return files.dir / "forgotten.json"
 
 
