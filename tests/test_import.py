@@ -115,3 +115,18 @@ async def test_kill_mid_import_resumes_without_duplicates(fake_llm, tmp_path):
     await imported(env, str(export))
     ids = [m["import"] for m in session(home, "telegram", "9")]
     assert len(ids) == len(set(ids)) == 20000
+
+
+async def test_tusk_export_moves_a_chat(tusk, fake_llm, tmp_path):
+    """A `tusk export` archive imported --to another chat: its messages with roles and senders, and its memory."""
+    await tusk.say("old", "I am Dana")
+    tusk.store.get("http", "old").files.memory.write_text("- Dana\n")
+    env = env_for(fake_llm, tmp_path)
+    archive = tmp_path / "old.tar.gz"
+    assert (await tusk_cli("export", "http:old", "-o", str(archive), env=env))[0] == 0
+    other = {**env, "TUSK_HOME": str(tmp_path / "other")}
+    for _ in range(2):
+        out = await imported(other, str(archive), "--to", "http:new")
+    msgs = session(tmp_path / "other", "http", "new")
+    assert [m["role"] for m in msgs] == ["user", "assistant"] and msgs[0]["content"] == "I am Dana"
+    assert (tmp_path / "other/chats/http/new/MEMORY.md").read_text() == "- Dana\n" and "0 messages (2 already" in out

@@ -23,17 +23,17 @@ TUSK_CHANNELS = frozenset({"telegram", "discord", "slack", "http", "terminal"})
 
 
 def _module(name: str):
-    from bot.ops.imports import discord, nanobot, telegram
+    from bot.ops.imports import discord, nanobot, telegram, tusk_export
 
-    return {"telegram": telegram, "discord": discord, "nanobot": nanobot}[name]
+    return {"telegram": telegram, "discord": discord, "nanobot": nanobot, "tusk": tusk_export}[name]
 
 
 def detect(source: Path) -> str:
-    for name in ("nanobot", "telegram", "discord"):
+    for name in ("nanobot", "telegram", "discord", "tusk"):
         if _module(name).detect(source):
             return name
     raise ImportRefused(f"{source}: not a format Tusk imports (a Telegram Desktop result.json, a "
-                        "DiscordChatExporter JSON file, nanobot's workspace); name it with --format")
+                        "DiscordChatExporter JSON file, nanobot's workspace, a `tusk export` archive); name it with --format")
 
 
 def _target(msg: Imported, to) -> tuple[str, str]:
@@ -43,6 +43,18 @@ def _target(msg: Imported, to) -> tuple[str, str]:
         return msg.chat
     raise ImportRefused(f"the source's chat {msg.chat and ':'.join(msg.chat)!r} is not a Tusk channel's: "
                         "choose the chat with --to CHANNEL:ID")
+
+
+def _memory(home: Path, key: tuple[str, str], texts: dict[str, str]) -> Iterator[str]:
+    """A moved chat's MEMORY.md and HISTORY.md, where the target has none of its own."""
+    from memory.files import write_atomic
+    from memory.paths import ChatFiles
+
+    files = ChatFiles.locate(home, *key)
+    for name, path in (("MEMORY.md", files.memory), ("HISTORY.md", files.history)):
+        if texts.get(name) and not path.exists():
+            write_atomic(path, texts[name])
+            yield f"{name} taken from the archive"
 
 
 def run_import(home: Path, source: Path, fmt: str | None, to, yes: bool) -> Iterator[str]:
@@ -72,6 +84,8 @@ def run_import(home: Path, source: Path, fmt: str | None, to, yes: bool) -> Iter
             for msg in module.read(source):
                 writer.add(_target(msg, to), msg)
         added, skipped = writer.added, writer.skipped
+        if hasattr(module, "memory_files") and len(counts) == 1:
+            yield from _memory(home, next(iter(counts)), module.memory_files(source))
     finally:
         running.release(lock)
     yield (f"Imported {sum(added.values()):,} messages ({skipped:,} already there) into "
