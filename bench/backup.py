@@ -28,7 +28,8 @@ def make_home(home: Path, chats: int, messages: int, largest: int) -> None:
         folder.mkdir(parents=True)
         n = largest if c == 0 else messages
         with open(folder / "session.jsonl", "w") as fh:
-            fh.write(json.dumps({"record": "meta", "schema": 1, "channel": "telegram", "chat_id": str(1000 + c)}) + "\n")
+            meta = {"record": "meta", "schema": 1, "channel": "telegram", "chat_id": str(1000 + c)}
+            fh.write(json.dumps(meta) + "\n")
             for i in range(n):
                 fh.write(json.dumps({"role": "user" if i % 2 == 0 else "assistant",
                                      "content": f"message {i} " + "words " * 30, "ts": 1.7e9 + i, "tokens": 40}) + "\n")

@@ -130,3 +130,41 @@ async def test_tusk_export_moves_a_chat(tusk, fake_llm, tmp_path):
     msgs = session(tmp_path / "other", "http", "new")
     assert [m["role"] for m in msgs] == ["user", "assistant"] and msgs[0]["content"] == "I am Dana"
     assert (tmp_path / "other/chats/http/new/MEMORY.md").read_text() == "- Dana\n" and "0 messages (2 already" in out
+
+
+def slack_zip(path, extra=()):
+    """A Slack export as documented: users.json, channels.json, dms.json, a channel folder of day files."""
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("users.json", json.dumps([
+            {"id": "U1", "name": "ann", "real_name": "Ann Lee", "profile": {"display_name": "Ann"}},
+            {"id": "U2", "name": "bo", "real_name": "Bo", "profile": {"display_name": ""}}]))
+        z.writestr("channels.json", json.dumps([{"id": "C100", "name": "general", "members": ["U1", "U2"]}]))
+        z.writestr("dms.json", json.dumps([{"id": "D200", "members": ["U1", "U2"]}]))
+        z.writestr("general/2024-02-01.json", json.dumps([
+            {"type": "message", "subtype": "channel_join", "user": "U2", "text": "<@U2> has joined",
+             "ts": "1706781600.000100"},
+            {"type": "message", "user": "U1", "text": "Launch is *Tuesday*", "ts": "1706781700.000200"},
+            {"type": "message", "user": "U2", "text": "", "ts": "1706781800.000300", "files": [{"name": "plan.pdf"}]}]))
+        z.writestr("D200/2024-02-02.json", json.dumps([
+            {"type": "message", "user": "U2", "text": "psst", "ts": "1706868000.000100",
+             "thread_ts": "1706868000.000100"}]))
+        for name, data in extra:
+            z.writestr(name, data)
+
+
+async def test_slack_zip_twice_and_hostile(fake_llm, tmp_path):
+    """Channels and DMs land in slack:<id> with names from users.json; twice adds nothing; `..` refused."""
+    env = env_for(fake_llm, tmp_path)
+    home = tmp_path / "data"
+    export = tmp_path / "slack.zip"
+    slack_zip(export)
+    await imported(env, str(export))
+    assert "Imported 0 messages (3 already there)" in await imported(env, str(export))
+    general = session(home, "slack", "C100")
+    assert [(m["sender"]["name"], m["content"]) for m in general] == [("Ann", "Launch is *Tuesday*"),
+                                                                       ("Bo", "[file plan.pdf]")]
+    assert general[0]["ts"] == 1706781700.0002 and session(home, "slack", "D200")[0]["content"] == "psst"
+    evil = tmp_path / "evil.zip"
+    slack_zip(evil, [("../../escape.json", "[]")])
+    code, _, err = await tusk_cli("import", str(evil), "--yes", "--to", "slack:X", env=env)
+    assert code == 1 and "climbs out" in err and not (home / "chats/slack/X").exists()

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 COMMANDS = frozenset({"backup", "restore", "import"})
-FORMATS = ("telegram", "discord", "nanobot", "tusk")
+FORMATS = ("telegram", "slack", "discord", "nanobot", "tusk")
 
 
 def add_arguments(sub, chat_key) -> None:
@@ -19,7 +19,7 @@ def add_arguments(sub, chat_key) -> None:
     restore = sub.add_parser("restore", help="a backup back into an empty TUSK_HOME (Tusk stopped)")
     restore.add_argument("file", type=Path)
     restore.add_argument("--force", action="store_true", help="the home is not empty: back it up, then replace it")
-    imp = sub.add_parser("import", help="bring a chat history (Telegram, Discord, nanobot, a tusk export) "
+    imp = sub.add_parser("import", help="bring a chat history (Telegram, Slack, Discord, nanobot, a tusk export) "
                          "into Tusk's chats")
     imp.add_argument("source", type=Path)
     imp.add_argument("--format", choices=FORMATS, help="the source's format (recognised when left out)")

@@ -23,17 +23,18 @@ TUSK_CHANNELS = frozenset({"telegram", "discord", "slack", "http", "terminal"})
 
 
 def _module(name: str):
-    from bot.ops.imports import discord, nanobot, telegram, tusk_export
+    from bot.ops.imports import discord, nanobot, slack, telegram, tusk_export
 
-    return {"telegram": telegram, "discord": discord, "nanobot": nanobot, "tusk": tusk_export}[name]
+    return {"telegram": telegram, "slack": slack, "discord": discord, "nanobot": nanobot,
+            "tusk": tusk_export}[name]
 
 
 def detect(source: Path) -> str:
-    for name in ("nanobot", "telegram", "discord", "tusk"):
+    for name in ("nanobot", "telegram", "slack", "discord", "tusk"):
         if _module(name).detect(source):
             return name
-    raise ImportRefused(f"{source}: not a format Tusk imports (a Telegram Desktop result.json, a "
-                        "DiscordChatExporter JSON file, nanobot's workspace, a `tusk export` archive); name it with --format")
+    raise ImportRefused(f"{source}: not a format Tusk imports (a Telegram Desktop result.json, a Slack export "
+                        "zip, a DiscordChatExporter JSON file, nanobot's workspace, a `tusk export` archive); name it with --format")
 
 
 def _target(msg: Imported, to) -> tuple[str, str]:
