@@ -12,8 +12,8 @@ that answers in text instead of calling the tool. Arguments are read leniently
 (memory/wire.py: control characters, fences, trailing commas). On success the
 entry is appended to HISTORY.md, MEMORY.md is replaced atomically (old text kept as a
 version; Tusk links each fact to the messages that say it, memory/provenance.py, and drops facts
-forgotten on request, memory/tombstones.py), and only then is the pointer moved: a crash in between may repeat a summary but
-never loses one. A failed round moves nothing; after `MAX_FAILURES` failures on the same
+forgotten on request, memory/tombstones.py), and only then is the pointer moved: a crash in between
+may repeat a summary but never loses one. A failed round moves nothing; after `MAX_FAILURES` failures on the same
 chunk its raw transcript goes to HISTORY.md marked `[raw]` and the pointer moves anyway, so
 a broken model cannot make a chat overflow forever. After a failure the chat's next round
 waits (30 s, doubling to 15 min) and takes half the chunk.
