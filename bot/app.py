@@ -370,3 +370,4 @@ class TuskApp:
         if self.mcp is not None:
             await self.mcp.stop()
         running.release(self._running)
+        self._running = None  # a second __aexit__ must not close a descriptor number reused since

@@ -21,8 +21,10 @@ def hold(home: Path) -> int:
     return fd
 
 
-def release(fd: int) -> None:
-    os.close(fd)  # closing the only descriptor drops the flock
+def release(fd: int | None) -> None:
+    """Drop the lock; closing the only descriptor drops the flock. None (already released) is a no-op."""
+    if fd is not None:
+        os.close(fd)
 
 
 def exclusive(home: Path) -> int | None:
