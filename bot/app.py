@@ -198,7 +198,8 @@ class TuskApp:
         reply's text (a model without tools answers in the text form), or None."""
         forced = {"type": "function", "function": {"name": tools[0]["function"]["name"]}} if tools else None
         try:
-            with usage.scope(person=None, purpose="consolidation"):  # the chat's, as housekeeping: no person
+            purpose = "import" if usage.current().purpose == "import" else "consolidation"
+            with usage.scope(person=None, purpose=purpose):  # the chat's, as housekeeping: no person
                 reply = await self.llm.complete(messages, tools or None, tool_choice=forced,
                                                 model=self.settings.consolidation_model, max_tokens=max_tokens)
         except ContextOverflow as exc:

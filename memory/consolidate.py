@@ -272,7 +272,24 @@ class Consolidator:
             done += 1
         return done
 
-    def _chunk_cap(self, old_memory: str, failures: int) -> int:
+    async def fold(self, session: Session, keep: int = 0) -> int:
+        """Consolidate `session` in rounds of bounded chunks until at most `keep` tokens of it are left
+        unconsolidated (`keep=0`: all of it, the last round taking the whole rest): an imported history
+        (bot/ops/imports/fold.py). Not over budget, not waiting for replies, no backoff: the caller is the
+        owner at a terminal. A chunk that fails twice raises ConsolidationFailed, so a dead model never turns
+        an import into raw transcripts. Returns the messages folded."""
+        stats = self.stats.setdefault(session.files.dir, ChatStats())
+        folded = 0
+        while session.unconsolidated and session.tokens > keep:
+            before = session.last_consolidated
+            async with self.lock(session.files.dir):
+                done = await self._round(session, session.tokens - keep, stats, rest=keep == 0)
+            if not done and (stats.failures == 0 or stats.failures >= MAX_FAILURES - 1):
+                raise ConsolidationFailed(stats.last_error or "no whole turn to consolidate")
+            folded += session.last_consolidated - before
+        return folded
+
+    def chunk_cap(self, old_memory: str, failures: int = 0) -> int:
         """Tokens of conversation one round may take: what leaves room in the window for the instructions,
         the memory and the answer, halved after each failure."""
         room = self.budget.window - self.answer_tokens - count_text(old_memory) - PROMPT_OVERHEAD
@@ -283,10 +300,13 @@ class Consolidator:
         """max_tokens of a round's request: the whole new memory and the history entry."""
         return self.max_memory_tokens + ENTRY_TOKENS
 
-    async def _round(self, session: Session, excess: int, stats: ChatStats, whole: bool = False) -> bool:
+    async def _round(self, session: Session, excess: int, stats: ChatStats, whole: bool = False,
+                     rest: bool = False) -> bool:
+        """One round; `whole` takes every message at once (/new), `rest` the whole rest where it fits a chunk."""
         old_memory = memfiles.read_memory(session.files)
-        cap = None if whole else self._chunk_cap(old_memory, stats.failures)
-        cut = len(session.unconsolidated) if whole else pick_cut(session.unconsolidated, excess, cap)
+        cap = None if whole else self.chunk_cap(old_memory, stats.failures)
+        everything = whole or rest and (session.tokens <= cap or pick_cut(session.unconsolidated, excess, cap) is None)
+        cut = len(session.unconsolidated) if everything else pick_cut(session.unconsolidated, excess, cap)
         if not cut:
             return False
         start, chunk = session.last_consolidated, session.unconsolidated[:cut]

@@ -6,16 +6,26 @@ import signal
 import zipfile
 from pathlib import Path
 
+import pytest
+
 from tests import procs
+from tests.fakes.fake_llm import attributing_responder
 from tests.test_cli import env_for
 from tests.test_cli import tusk as tusk_cli
 
 FIXTURES = Path(__file__).parent / "fixtures" / "imports"
 
 
+@pytest.fixture(autouse=True)
+def summarising(fake_llm):
+    """A model that answers consolidation rounds: `--yes` folds what it imports into memory."""
+    fake_llm.responder = attributing_responder
+
+
 def session(home, channel, chat):
+    """The chat's messages (not its meta and pointer records)."""
     path = home / "chats" / channel / chat / "session.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines()[1:]]
+    return [rec for rec in map(json.loads, path.read_text().splitlines()) if "record" not in rec]
 
 
 async def imported(env, *args):
@@ -118,18 +128,25 @@ async def test_kill_mid_import_resumes_without_duplicates(fake_llm, tmp_path):
 
 
 async def test_tusk_export_moves_a_chat(tusk, fake_llm, tmp_path):
-    """A `tusk export` archive imported --to another chat: its messages with roles and senders, and its memory."""
+    """A `tusk export` archive imported --to another chat: its messages with roles and senders, and its memory;
+    what that memory already holds (before the archive's pointer) is not summarised again, the rest is."""
     await tusk.say("old", "I am Dana")
-    tusk.store.get("http", "old").files.memory.write_text("- Dana\n")
+    old = tusk.store.get("http", "old")
+    old.files.memory.write_text("- Dana\n")
+    tusk.store.set_pointer(old, old.total)
+    await tusk.say("old", "I keep bees")
     env = env_for(fake_llm, tmp_path)
     archive = tmp_path / "old.tar.gz"
     assert (await tusk_cli("export", "http:old", "-o", str(archive), env=env))[0] == 0
     other = {**env, "TUSK_HOME": str(tmp_path / "other")}
-    for _ in range(2):
-        out = await imported(other, str(archive), "--to", "http:new")
+    before = len(fake_llm.requests)
+    outs = [await imported(other, str(archive), "--to", "http:new") for _ in range(2)]
+    rounds = [json.dumps(body) for body in fake_llm.requests[before:]]
     msgs = session(tmp_path / "other", "http", "new")
-    assert [m["role"] for m in msgs] == ["user", "assistant"] and msgs[0]["content"] == "I am Dana"
-    assert (tmp_path / "other/chats/http/new/MEMORY.md").read_text() == "- Dana\n" and "0 messages (2 already" in out
+    assert [m["role"] for m in msgs] == ["user", "assistant"] * 2 and msgs[0]["content"] == "I am Dana"
+    assert "MEMORY.md taken from the archive" in outs[0] and "; 2 messages folded" in outs[0]
+    assert any("I keep bees" in r for r in rounds) and not any("I am Dana" in r for r in rounds)
+    assert "0 messages (4 already there)" in outs[1] and "; 0 messages folded" in outs[1]
 
 
 def slack_zip(path, extra=()):

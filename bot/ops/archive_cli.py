@@ -24,12 +24,13 @@ def add_arguments(sub, chat_key) -> None:
     imp.add_argument("source", type=Path)
     imp.add_argument("--format", choices=FORMATS, help="the source's format (recognised when left out)")
     imp.add_argument("--to", type=chat_key, help="CHANNEL:ID to import into (needed when the platform differs)")
-    imp.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    imp.add_argument("--yes", action="store_true",
+                     help="write the messages and fold them into memory (without it: the estimate only)")
 
 
 def run(args: argparse.Namespace, settings, version: str) -> int:
     from bot.ops import backup, restore
-    from bot.ops.imports import ImportRefused, run_import
+    from bot.ops.imports import ImportRefused, ImportStopped, run_import
 
     try:
         if args.command == "backup" and args.verify:
@@ -49,9 +50,22 @@ def run(args: argparse.Namespace, settings, version: str) -> int:
                 print(f"What was in {settings.home} is saved in {saved}")
             print(f"Restored {count} files into {settings.home}")
         else:
-            for line in run_import(settings.home, args.source, args.format, args.to, yes=args.yes):
-                print(line, flush=True)
+            return _import(settings, args, run_import, ImportStopped)
     except (backup.BackupError, ImportRefused, OSError, ValueError) as exc:
         print(f"tusk: {exc}", file=sys.stderr)
         return 1
+    return 0
+
+
+def _import(settings, args: argparse.Namespace, run_import, stopped: type[Exception]) -> int:
+    import asyncio
+
+    try:
+        asyncio.run(run_import(settings, args.source, args.format, args.to, yes=args.yes,
+                               say=lambda line: print(line, flush=True)))
+    except stopped:
+        return 1  # its reason is printed already
+    except KeyboardInterrupt:
+        print("Interrupted: what was written is kept; run the same command again to go on", file=sys.stderr)
+        return 130
     return 0

@@ -11,13 +11,18 @@ see the new lines.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from bot import running
 from bot.ops.imports.model import Imported, ImportRefused
 
-__all__ = ["Imported", "ImportRefused", "run_import"]
+
+class ImportStopped(RuntimeError):
+    """The messages are written but folding them into memory stopped (the model failed, a spend limit):
+    the same command goes on from there."""
+
+__all__ = ["Imported", "ImportRefused", "ImportStopped", "run_import"]
 
 TUSK_CHANNELS = frozenset({"telegram", "discord", "slack", "http", "terminal"})
 
@@ -58,36 +63,80 @@ def _memory(home: Path, key: tuple[str, str], texts: dict[str, str]) -> Iterator
             yield f"{name} taken from the archive"
 
 
-def run_import(home: Path, source: Path, fmt: str | None, to, yes: bool) -> Iterator[str]:
-    """Check the whole source, show what it would add, then (with `yes`) write it; yields lines to print."""
-    from bot.ops.imports.writer import Writer
+async def run_import(settings, source: Path, fmt: str | None, to, yes: bool, say: Callable[[str], None]) -> None:
+    """Check the whole source and show what it would add and cost, then (with `yes`) write it and fold it
+    into memory (bot/ops/imports/fold.py); `say` prints a line."""
+    from bot.ops.imports.fold import Folder, stopped
+    from bot.ops.imports.writer import Seen
+    from memory.consolidate import ConsolidationFailed
 
     if not source.exists():
         raise ImportRefused(f"{source} does not exist")
+    home = settings.home
     fmt = fmt or detect(source)
     module = _module(fmt)
     counts: Counter[tuple[str, str]] = Counter()
-    for msg in module.read(source):  # pass 1: everything parsed, nothing written
-        counts[_target(msg, to)] += 1
+    new: dict[tuple[str, str], list[int]] = {}  # chat -> [new messages, their characters]
+    with Seen(home) as seen:
+        for msg in module.read(source):  # pass 1: everything parsed, nothing written
+            key = _target(msg, to)
+            counts[key] += 1
+            tally = new.setdefault(key, [0, 0])
+            if not seen(key, msg.source_id):
+                tally[0], tally[1] = tally[0] + 1, tally[1] + len(msg.text)
     if not counts:
-        yield f"{source}: no messages to import"
+        say(f"{source}: no messages to import")
         return
-    for (channel, chat_id), n in sorted(counts.items()):
-        yield f"{fmt}: {n:,} messages for {channel}:{chat_id}"
-    if not yes:
-        yield "Nothing written: add --yes to import them (messages already imported are skipped)"
-        return
-    lock = running.exclusive(home)
-    if lock is None:
-        raise ImportRefused(f"a Tusk is running on {home}: stop it, import, start it again")
+    for key, n in sorted(counts.items()):
+        there = n - new[key][0]
+        say(f"{fmt}: {n:,} messages for {':'.join(key)}" + (f" ({there:,} already there)" if there else ""))
+    folder = Folder(settings)
     try:
-        with Writer(home) as writer:
-            for msg in module.read(source):
-                writer.add(_target(msg, to), msg)
-        added, skipped = writer.added, writer.skipped
-        if hasattr(module, "memory_files") and len(counts) == 1:
-            yield from _memory(home, next(iter(counts)), module.memory_files(source))
+        await folder.ready()
+        say(folder.estimate({k: (v[0], v[1]) for k, v in new.items()}).line())
+        if not yes:
+            say("Nothing written: add --yes to import them and fold them into memory "
+                "(messages already imported are skipped)")
+            return
+        lock = running.exclusive(home)
+        if lock is None:
+            raise ImportRefused(f"a Tusk is running on {home}: stop it, import, start it again")
+        try:
+            await _write(folder, module, source, to, counts, say)
+        except ConsolidationFailed as exc:
+            say(stopped(exc))
+            raise ImportStopped(str(exc)) from exc
+        finally:
+            running.release(lock)
     finally:
-        running.release(lock)
-    yield (f"Imported {sum(added.values()):,} messages ({skipped:,} already there) into "
-           f"{len(added)} chat(s); Tusk's consolidation folds them into HISTORY.md and MEMORY.md as it runs")
+        await folder.aclose()
+
+
+async def _write(folder, module, source: Path, to, counts: Counter[tuple[str, str]], say) -> None:
+    """Pass 2: the messages written in batches, each chat folded as it grows and once it is complete. A moved
+    chat's memory is taken first, so the messages it already holds are not summarised twice."""
+    from bot.ops.imports.writer import Writer
+
+    took: set[tuple[str, str]] = set()
+    if hasattr(module, "memory_files") and len(counts) == 1:
+        key = next(iter(counts))
+        for line in _memory(folder.settings.home, key, module.memory_files(source)):
+            if line.startswith("MEMORY.md"):
+                took.add(key)
+            say(line)
+    with Writer(folder.app.store) as writer, folder.progress(sum(counts.values())) as advance:
+        left = Counter(counts)
+        for msg in module.read(source):
+            key = _target(msg, to)
+            flushed = writer.add(key, msg, settle=key in took)
+            advance()
+            left[key] -= 1
+            if left[key] == 0:  # the chat is complete (an all-chats export goes chat by chat): all of it
+                session = writer.session(key)
+                writer.close(key)
+                await folder.fold(key, session, last=True)
+            elif flushed:
+                await folder.fold(key, writer.session(key))
+        added, skipped = writer.added, writer.skipped
+    say(f"Imported {sum(added.values()):,} messages ({skipped:,} already there) into {len(counts)} chat(s); "
+        f"{folder.folded:,} messages folded into HISTORY.md and MEMORY.md")

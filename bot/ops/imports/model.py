@@ -21,3 +21,4 @@ class Imported:
     sender_id: str | None = None
     sender_name: str | None = None
     role: str = "user"
+    settled: bool = False  # already in the source's own memory (a `tusk export` past its pointer)

@@ -2,7 +2,8 @@
 
 To move or rename a chat: the session's messages are imported as they were stored (roles, senders,
 dates), into the chat its metadata record names unless `--to`; MEMORY.md and HISTORY.md are taken
-when the target chat has none (`memory_files`). Members that are links, absolute or hold `..` refuse
+when the target chat has none (`memory_files`), and then the messages they already hold (before the
+archive's pointer) count as consolidated in the target too, so they are not summarised twice. Members that are links, absolute or hold `..` refuse
 the whole archive.
 """
 
@@ -42,12 +43,28 @@ def _members(path: Path) -> Iterator[tuple[str, tarfile.TarInfo, tarfile.TarFile
         raise ImportRefused(f"{path}: damaged or truncated archive ({exc}): nothing written") from exc
 
 
+def _pointer(lines) -> int:
+    """The session's consolidation pointer: its last pointer record's count of messages."""
+    pointer = 0
+    for line in lines:
+        if b'"pointer"' in line:
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(rec, dict) and rec.get("record") == "pointer" and type(rec.get("last_consolidated")) is int:
+                pointer = rec["last_consolidated"]
+    return pointer
+
+
 def read(path: Path) -> Iterator[Imported]:
+    """The archive's messages; those its memory already holds (before its pointer) are marked `settled`."""
     found = False
     for name, member, tar in _members(path):
         if name != "session.jsonl":
             continue
-        found, chat, folder = True, None, member.name.split("/")[0]
+        found, chat, folder, seen = True, None, member.name.split("/")[0], 0
+        pointer = _pointer(tar.extractfile(member))
         for number, line in enumerate(tar.extractfile(member), 1):
             if len(line) > 4 * MAX_TEXT:
                 raise ImportRefused(f"{path}: a session line of {len(line):,} bytes: refused, nothing written")
@@ -60,13 +77,16 @@ def read(path: Path) -> Iterator[Imported]:
             if rec.get("record") == "meta":
                 chat = (str(rec.get("channel")), str(rec.get("chat_id"))) if rec.get("chat_id") else None
                 continue
+            if "record" in rec:
+                continue
+            seen += 1
             if rec.get("role") not in ("user", "assistant") or not isinstance(rec.get("content"), str) \
                     or not rec["content"] or rec.get("tool_calls"):
                 continue
             sender = rec.get("sender") if isinstance(rec.get("sender"), dict) else {}
             yield Imported(chat, f"tusk:{folder}:{number}", float(rec.get("ts") or 0), rec["content"],
                            str(sender["id"]) if sender.get("id") is not None else None, sender.get("name"),
-                           rec["role"])
+                           rec["role"], settled=seen <= pointer)
     if not found:
         raise ImportRefused(f"{path}: no session.jsonl: not a `tusk export` archive")
 

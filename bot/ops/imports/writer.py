@@ -5,6 +5,9 @@ Each imported session line carries `"import": "<source id>"`. A chat's import re
 read. A batch is appended (fsynced) before the record is committed; a kill between the two leaves
 lines the record does not know yet, so the next import first reads the session past the recorded
 offset and adds the ids it finds there. Importing the same source twice therefore adds nothing.
+
+The written messages stay in the session's unconsolidated part, in memory, until consolidation folds
+them (bot/ops/imports/fold.py runs after each batch), so what is held stays bounded.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from collections import Counter
 from pathlib import Path
 
 from memory.paths import ChatFiles
-from memory.session import Message, SessionStore
+from memory.session import Message, Session, SessionStore
 
 BATCH = 500
 RECORD = "imports.sqlite"
@@ -25,8 +28,8 @@ RECORD = "imports.sqlite"
 
 class _Chat:
     def __init__(self, store: SessionStore, channel: str, chat_id: str) -> None:
+        self.store = store
         self.session = store.get(channel, chat_id)
-        self.session.unconsolidated.clear()  # only appended to here: nothing of it is held in memory
         self.files: ChatFiles = self.session.files
         self.files.ensure()
         self.db = sqlite3.connect(self.files.dir / RECORD)
@@ -34,6 +37,7 @@ class _Chat:
         self.db.executescript("CREATE TABLE IF NOT EXISTS ids (id TEXT PRIMARY KEY);"
                               "CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v INTEGER)")
         self.pending: list[tuple[str, Message]] = []
+        self.pending_settled = False  # the pending batch is already in the chat's (taken) memory
         self._catch_up()
 
     def _offset(self) -> int:
@@ -64,9 +68,11 @@ class _Chat:
         return (self.db.execute("SELECT 1 FROM ids WHERE id=?", (source_id,)).fetchone() is not None
                 or any(sid == source_id for sid, _ in self.pending))
 
-    def flush(self, store: SessionStore) -> None:
+    def flush(self) -> None:
+        """Write the pending batch; a settled one onto a chat with nothing unconsolidated moves its pointer too."""
         if not self.pending:
             return
+        settle = self.pending_settled and self.session.last_consolidated == self.session.total
         from memory import session as sessions
 
         lines = []
@@ -74,18 +80,44 @@ class _Chat:
             self.session.created = time.time()
             lines.append(sessions._dump({"record": "meta", "schema": sessions.SCHEMA, "channel": self.session.channel,
                                          "chat_id": self.session.chat_id, "created": self.session.created}))
-        lines += [sessions._dump({**m.counted().to_record(), "import": sid}) for sid, m in self.pending]
+        messages = [m.counted() for _, m in self.pending]
+        lines += [sessions._dump({**m.to_record(), "import": sid}) for (sid, _), m in zip(self.pending, messages)]
         sessions._append_lines(self.session, lines)
-        self.session.total += len(self.pending)
+        self.session.unconsolidated.extend(messages)
+        self.session.total += len(messages)
         self.db.executemany("INSERT OR IGNORE INTO ids VALUES (?)", [(sid,) for sid, _ in self.pending])
+        if settle:
+            self.store.set_pointer(self.session, self.session.total)
         self._commit(self.files.session.stat().st_size)
         self.pending.clear()
-        self.session.unconsolidated.clear()
+
+
+class Seen:
+    """Which source ids the chats already hold, read-only (the check before anything is written)."""
+
+    def __init__(self, home: Path) -> None:
+        self.home = home
+        self.dbs: dict[tuple[str, str], sqlite3.Connection | None] = {}
+
+    def __enter__(self) -> Seen:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for db in self.dbs.values():
+            if db is not None:
+                db.close()
+
+    def __call__(self, key: tuple[str, str], source_id: str) -> bool:
+        if key not in self.dbs:
+            path = ChatFiles.locate(self.home, *key).dir / RECORD
+            self.dbs[key] = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True) if path.exists() else None
+        db = self.dbs[key]
+        return db is not None and db.execute("SELECT 1 FROM ids WHERE id=?", (source_id,)).fetchone() is not None
 
 
 class Writer:
-    def __init__(self, home: Path) -> None:
-        self.store = SessionStore(home, cache_size=4)
+    def __init__(self, store: SessionStore) -> None:
+        self.store = store
         self.chats: dict[tuple[str, str], _Chat] = {}
         self.added: Counter[tuple[str, str]] = Counter()
         self.skipped = 0
@@ -96,19 +128,41 @@ class Writer:
     def __exit__(self, *exc: object) -> None:
         for chat in self.chats.values():
             if exc[0] is None:
-                chat.flush(self.store)
+                chat.flush()
             chat.db.close()
 
-    def add(self, key: tuple[str, str], msg) -> None:
+    def flush_all(self) -> None:
+        for chat in self.chats.values():
+            chat.flush()
+
+    def close(self, key: tuple[str, str]) -> None:
+        """A chat whose messages are all written: its batch flushed and its record closed."""
+        chat = self.chats.pop(key, None)
+        if chat is not None:
+            chat.flush()
+            chat.db.close()
+
+    def session(self, key: tuple[str, str]) -> Session:
+        return self.chats[key].session
+
+    def add(self, key: tuple[str, str], msg, settle: bool = False) -> bool:
+        """Queue `msg` for `key`'s chat unless it is there already; True when a batch was just written.
+        `settle`: the chat took the source's memory, so a message marked `settled` is consolidated already."""
         chat = self.chats.get(key)
         if chat is None:
             chat = self.chats[key] = _Chat(self.store, *key)
         if chat.known(msg.source_id):
             self.skipped += 1
-            return
+            return False
+        settled = settle and msg.settled
+        if chat.pending and chat.pending_settled != settled:
+            chat.flush()
+        chat.pending_settled = settled
         chat.pending.append((msg.source_id, Message(role=msg.role, content=msg.text, ts=msg.ts,
                                                     sender_id=msg.sender_id if msg.role == "user" else None,
                                                     sender_name=msg.sender_name if msg.role == "user" else None)))
         self.added[key] += 1
-        if len(chat.pending) >= BATCH:
-            chat.flush(self.store)
+        if len(chat.pending) < BATCH:
+            return False
+        chat.flush()
+        return True

@@ -1,0 +1,132 @@
+"""`tusk import` folds what it brings into memory: the estimate first (nothing written without --yes), then
+bounded consolidation rounds recorded under the purpose "import", resumable after a kill or a failing model."""
+
+import asyncio
+import json
+import os
+import signal
+
+import pytest
+
+from tests import procs
+from tests.fakes.fake_llm import Reply, attributing_responder
+from tests.test_cli import env_for
+from tests.test_cli import tusk as tusk_cli
+from tests.test_import import FIXTURES, session
+
+
+@pytest.fixture(autouse=True)
+def summarising(fake_llm):
+    fake_llm.responder = attributing_responder
+
+
+def rounds(fake_llm) -> list[dict]:
+    """The consolidation requests the fake model got (they offer `save_memory`)."""
+    return [b for b in fake_llm.requests if any(t["function"]["name"] == "save_memory" for t in b.get("tools") or [])]
+
+
+def records(home, channel, chat, kind):
+    path = home / "chats" / channel / chat / "session.jsonl"
+    return [r for r in map(json.loads, path.read_text().splitlines()) if r.get("record") == kind]
+
+
+def telegram_export(path, n, words=12):
+    """A personal-chat Telegram Desktop export of `n` messages, as its docs give the format."""
+    with open(path, "w") as fh:
+        fh.write('{"name": "Long", "type": "personal_chat", "id": 77, "messages": [')
+        fh.write(",".join(json.dumps({"id": i, "type": "message", "date_unixtime": str(1700000000 + 60 * i),
+                                      "from": "Al", "from_id": "user77",
+                                      "text": f"note {i}: " + " ".join(f"w{i}x{k}" for k in range(words))})
+                          for i in range(n)))
+        fh.write("]}")
+
+
+async def test_the_estimate_comes_first_and_yes_fills_memory_under_import(fake_llm, tmp_path):
+    """Without --yes: counts, rounds, tokens and a price (litellm's table for a known model), nothing written
+    and no model call. With --yes: MEMORY.md and HISTORY.md written, the rounds in the ledger as "import"."""
+    env = env_for(fake_llm, tmp_path, TUSK_MODEL="openai/gpt-4o-mini")
+    home = tmp_path / "data"
+    code, out, err = await tusk_cli("import", str(FIXTURES / "telegram_one.json"), env=env)
+    assert code == 0, err
+    assert "6 messages for telegram:4242" in out and "Nothing written: add --yes" in out
+    assert "consolidation round(s) with openai/gpt-4o-mini" in out and "about $" in out
+    assert not (home / "chats").exists() and not rounds(fake_llm)
+
+    code, out, err = await tusk_cli("import", str(FIXTURES / "telegram_one.json"), "--yes", env=env)
+    assert code == 0, err
+    assert "Imported 6 messages (0 already there) into 1 chat(s); 6 messages folded" in out
+    chat = home / "chats/telegram/4242"
+    assert "Alice" in (chat / "MEMORY.md").read_text() and (chat / "HISTORY.md").read_text().startswith("## ")
+    assert records(home, "telegram", "4242", "pointer")[-1]["last_consolidated"] == 6
+    code, out, _ = await tusk_cli("usage", "--by", "purpose", "--json", env=env)
+    by_purpose = {row["purpose"]: row for row in json.loads(out)}
+    assert by_purpose["import"]["calls"] == len(rounds(fake_llm)) and "consolidation" not in by_purpose
+    code, out, _ = await tusk_cli("usage", "--by", "chat", "--json", env=env)
+    assert [row["chat"] for row in json.loads(out)] == ["telegram:4242"]
+
+
+async def test_a_long_history_folds_in_bounded_rounds_while_it_lands(fake_llm, tmp_path):
+    """A history many times the window: many rounds, the first ones before the last message is written (the
+    session does not hold the whole export unconsolidated), and at the end nothing left unconsolidated."""
+    export = tmp_path / "long.json"
+    telegram_export(export, 1500)
+    env = env_for(fake_llm, tmp_path, TUSK_CONTEXT_WINDOW="4096")
+    home = tmp_path / "data"
+    code, _, err = await tusk_cli("import", str(export), "--yes", env=env)
+    assert code == 0, err
+    lines = (home / "chats/telegram/77/session.jsonl").read_text().splitlines()
+    first_pointer = next(i for i, line in enumerate(lines) if '"pointer"' in line)
+    assert first_pointer < len(lines) - 1000  # folded while the messages were still landing
+    assert records(home, "telegram", "77", "pointer")[-1]["last_consolidated"] == 1500
+    entries = (home / "chats/telegram/77/HISTORY.md").read_text().count("\n## ")
+    assert entries + 1 == len(rounds(fake_llm)) > 10
+    assert max(len(json.dumps(b)) for b in rounds(fake_llm)) < 4 * 4096 * 2  # each round fits the window
+
+
+async def test_a_kill_mid_fold_resumes_without_duplicates_or_lost_rounds(fake_llm, tmp_path):
+    """kill -9 while rounds run; the same command again: every message once, every message folded once."""
+    export = tmp_path / "long.json"
+    telegram_export(export, 1200)
+    env = env_for(fake_llm, tmp_path, TUSK_CONTEXT_WINDOW="4096")
+    home = tmp_path / "data"
+    slow = attributing_responder
+
+    def slowly(body):
+        reply = slow(body)
+        reply.delay = 0.2
+        return reply
+
+    fake_llm.responder = slowly
+    proc = await procs.start_tusk("import", str(export), "--yes", env=env)
+    for _ in range(600):
+        if len(rounds(fake_llm)) >= 3:
+            break
+        await asyncio.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    await proc.wait()
+    fake_llm.responder = attributing_responder
+    code, _, err = await tusk_cli("import", str(export), "--yes", env=env)
+    assert code == 0, err
+    ids = [m["import"] for m in session(home, "telegram", "77")]
+    assert len(ids) == len(set(ids)) == 1200
+    pointers = [r["last_consolidated"] for r in records(home, "telegram", "77", "pointer")]
+    assert pointers == sorted(pointers) and pointers[-1] == 1200
+
+
+async def test_a_failing_model_stops_the_fold_keeps_the_messages_and_the_rerun_goes_on(fake_llm, tmp_path):
+    """The model errors: the import says so and exits non-zero, no raw transcript is filed as memory, the
+    messages stay; run again with a working model, it adds no message and folds them."""
+    env = env_for(fake_llm, tmp_path)
+    home = tmp_path / "data"
+    fake_llm.responder = lambda body: Reply(status=500, raw_body='{"error": {"message": "upstream down"}}')
+    code, out, err = await tusk_cli("import", str(FIXTURES / "telegram_one.json"), "--yes", env=env)
+    assert code == 1 and "consolidation stopped" in out and "run the same command again" in out
+    chat = home / "chats/telegram/4242"
+    assert len(session(home, "telegram", "4242")) == 6 and not records(home, "telegram", "4242", "pointer")
+    assert not (chat / "HISTORY.md").exists() or "[raw]" not in (chat / "HISTORY.md").read_text()
+
+    fake_llm.responder = attributing_responder
+    code, out, err = await tusk_cli("import", str(FIXTURES / "telegram_one.json"), "--yes", env=env)
+    assert code == 0, err
+    assert "Imported 0 messages (6 already there)" in out and "; 6 messages folded" in out
+    assert (chat / "MEMORY.md").exists() and len(session(home, "telegram", "4242")) == 6
