@@ -130,3 +130,38 @@ async def test_a_failing_model_stops_the_fold_keeps_the_messages_and_the_rerun_g
     assert code == 0, err
     assert "Imported 0 messages (6 already there)" in out and "; 6 messages folded" in out
     assert (chat / "MEMORY.md").exists() and len(session(home, "telegram", "4242")) == 6
+
+
+async def test_ctrl_c_at_a_terminal_stops_with_a_word_and_the_rerun_goes_on(fake_llm, tmp_path):
+    """At a terminal: a progress bar; Ctrl-C mid-fold ends it with exit status 130 and how to go on; the same
+    command again finishes the job without duplicates."""
+    import pexpect
+
+    export = tmp_path / "long.json"
+    telegram_export(export, 1200)
+    env = env_for(fake_llm, tmp_path, TUSK_CONTEXT_WINDOW="4096")
+    home = tmp_path / "data"
+
+    def slowly(body):
+        reply = attributing_responder(body)
+        reply.delay = 0.2
+        return reply
+
+    fake_llm.responder = slowly
+    child = procs.spawn_tusk("import", str(export), "--yes", env=env, cwd=tmp_path, timeout=60)
+    await asyncio.to_thread(child.expect, "folded into memory")
+    for _ in range(600):
+        if len(rounds(fake_llm)) >= 2:
+            break
+        await asyncio.sleep(0.05)
+    child.sendintr()
+    await asyncio.to_thread(child.expect, "Interrupted: what was written is kept")
+    await asyncio.to_thread(child.expect, pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 130
+    fake_llm.responder = attributing_responder
+    code, _, err = await tusk_cli("import", str(export), "--yes", env=env)
+    assert code == 0, err
+    ids = [m["import"] for m in session(home, "telegram", "77")]
+    assert len(ids) == len(set(ids)) == 1200
+    assert records(home, "telegram", "77", "pointer")[-1]["last_consolidated"] == 1200

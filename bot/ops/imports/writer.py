@@ -37,6 +37,7 @@ class _Chat:
         self.db.executescript("CREATE TABLE IF NOT EXISTS ids (id TEXT PRIMARY KEY);"
                               "CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v INTEGER)")
         self.pending: list[tuple[str, Message]] = []
+        self.pending_ids: set[str] = set()
         self.pending_settled = False  # the pending batch is already in the chat's (taken) memory
         self._catch_up()
 
@@ -65,8 +66,8 @@ class _Chat:
         self.db.commit()
 
     def known(self, source_id: str) -> bool:
-        return (self.db.execute("SELECT 1 FROM ids WHERE id=?", (source_id,)).fetchone() is not None
-                or any(sid == source_id for sid, _ in self.pending))
+        return source_id in self.pending_ids or \
+            self.db.execute("SELECT 1 FROM ids WHERE id=?", (source_id,)).fetchone() is not None
 
     def flush(self) -> None:
         """Write the pending batch; a settled one onto a chat with nothing unconsolidated moves its pointer too."""
@@ -90,6 +91,7 @@ class _Chat:
             self.store.set_pointer(self.session, self.session.total)
         self._commit(self.files.session.stat().st_size)
         self.pending.clear()
+        self.pending_ids.clear()
 
 
 class Seen:
@@ -158,6 +160,7 @@ class Writer:
         if chat.pending and chat.pending_settled != settled:
             chat.flush()
         chat.pending_settled = settled
+        chat.pending_ids.add(msg.source_id)
         chat.pending.append((msg.source_id, Message(role=msg.role, content=msg.text, ts=msg.ts,
                                                     sender_id=msg.sender_id if msg.role == "user" else None,
                                                     sender_name=msg.sender_name if msg.role == "user" else None)))
