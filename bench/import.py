@@ -1,7 +1,9 @@
-"""`tusk import` of a generated Telegram Desktop export: parse rate and peak memory, no model involved.
+"""`tusk import` of a generated Telegram Desktop export: parse rate and peak memory, the model's time excluded.
 
     parse   the streaming read (bot/ops/imports/telegram.py) of a `--mb` MB result.json: messages/s, MB/s
-    write   the whole import into a temporary $TUSK_HOME (both passes, sessions and import record)
+    import  the whole `tusk import --yes` into a temporary $TUSK_HOME (both passes, sessions, import record,
+            and the consolidation rounds, against the tests' fake model server on 127.0.0.1 answering at
+            once); the rounds' time as the usage ledger measured it is reported and taken out of the rate
     rss     peak resident memory of this process (ru_maxrss), which stays flat as the file grows
 
     python bench/import.py [--mb 200]
@@ -10,7 +12,10 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
+import os
+import sqlite3
 import resource
 import sys
 import tempfile
@@ -19,6 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bot.config import load_settings  # noqa: E402
 from bot.ops.imports import run_import  # noqa: E402
 from bot.ops.imports.telegram import read  # noqa: E402
 
@@ -62,12 +68,35 @@ def main() -> None:
         parse_s = time.perf_counter() - start
         print(f"parse: {count:,} messages, {size:.0f} MB in {parse_s:.1f} s = {count / parse_s:,.0f} msg/s, "
               f"{size / parse_s:.1f} MB/s; peak RSS {rss_mb():.0f} MB (before {before:.0f} MB)")
-        start = time.perf_counter()
-        for line in run_import(Path(tmp) / "home", export, "telegram", None, yes=True):
-            pass
-        total = time.perf_counter() - start
-        print(f"import: {n:,} messages written in {total:.1f} s = {n / total:,.0f} msg/s; peak RSS {rss_mb():.0f} MB")
+        asyncio.run(import_all(Path(tmp) / "home", export, n))
 
+
+async def import_all(home: Path, export: Path, n: int) -> None:
+    from tests.fakes.fake_llm import FakeLLM, attributing_responder
+
+    for name in [k for k in os.environ if k.startswith("TUSK_")]:
+        del os.environ[name]
+    async with FakeLLM() as llm:
+        def answer(body):  # the fake runs in this process: its log of request bodies is not Tusk's memory
+            llm.requests.clear()
+            return attributing_responder(body)
+
+        llm.responder = answer
+        settings = load_settings(TUSK_HOME=str(home), TUSK_MODEL="openai/fake-model", TUSK_API_BASE=llm.base_url,
+                                 TUSK_API_KEY="sk-bench", TUSK_LLM_RETRIES="0")
+        from bot.llm import litellm
+
+        litellm()  # its import (seconds) is a start-up cost, not the import's
+        loaded = rss_mb()
+        start = time.perf_counter()
+        await run_import(settings, export, "telegram", None, yes=True, say=lambda line: None)
+        total = time.perf_counter() - start
+    db = sqlite3.connect(home / "usage.sqlite")
+    rounds, model_ms = db.execute("SELECT count(*), sum(latency_ms) FROM calls WHERE purpose='import'").fetchone()
+    model = (model_ms or 0) / 1000
+    print(f"import: {n:,} messages written and folded in {total:.1f} s ({rounds} rounds, {model:.1f} s of them "
+          f"in model calls) = {n / (total - model):,.0f} msg/s without the model; peak RSS {rss_mb():.0f} MB "
+          f"({loaded:.0f} MB with litellm loaded, before the import)")
 
 if __name__ == "__main__":
     main()

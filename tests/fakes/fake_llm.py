@@ -192,6 +192,9 @@ def _sections(memory: str) -> dict[str, list[str]]:
     return out
 
 
+ENTRY_SENTENCES = 30
+
+
 def consolidate_by_person(user_text: str) -> dict[str, str]:
     """The save_memory arguments a careful model gives for this consolidation request."""
     memory = user_text.split("## Current MEMORY.md", 1)[-1].split("## Conversation excerpt", 1)[0].strip()
@@ -206,6 +209,8 @@ def consolidate_by_person(user_text: str) -> dict[str, str]:
         said.append(f"{who} said: {text.rstrip('.')}.")
         facts = sections.setdefault(who, [])
         facts += [f"- {key.strip()}: {value.strip()}" for key, value in _FACT.findall(text)]
+    if len(said) > ENTRY_SENTENCES:  # a summary, like a real model's within its max_tokens: not the transcript
+        said = [*said[:ENTRY_SENTENCES], f"And {len(said) - ENTRY_SENTENCES} more messages."]
     group = sections.pop(GROUP_SECTION, []) or ["- a group chat"]
     sections[GROUP_SECTION] = group
     body = "\n\n".join(f"## {name}\n\n" + "\n".join(lines) for name, lines in sections.items())

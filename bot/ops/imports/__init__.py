@@ -47,8 +47,9 @@ def _target(msg: Imported, to) -> tuple[str, str]:
         return to.channel, to.chat_id
     if msg.chat is not None and msg.chat[0] in TUSK_CHANNELS:
         return msg.chat
-    raise ImportRefused(f"the source's chat {msg.chat and ':'.join(msg.chat)!r} is not a Tusk channel's: "
-                        "choose the chat with --to CHANNEL:ID")
+    where = f"the source's chat {':'.join(msg.chat)!r} is not a Tusk channel's" if msg.chat else \
+        "the source does not name a Telegram, Discord or Slack chat"
+    raise ImportRefused(f"{where}: choose the chat with --to CHANNEL:ID")
 
 
 def _memory(home: Path, key: tuple[str, str], texts: dict[str, str]) -> Iterator[str]:
