@@ -150,6 +150,31 @@ def test_prune_keeps_the_newest(tmp_path):
     assert not os.path.exists(folder / "tusk-backup-20261201T000000Z.tar.gz")
 
 
+def test_daily_backup_reads_the_home_in_its_own_process(tmp_path):
+    """The daily backup is made by a child process: Tusk's own process (its turns' interpreter) opens no chat file."""
+    import sys
+
+    home = tmp_path / "home"
+    (home / "chats/http/a").mkdir(parents=True)
+    (home / "chats/http/a/session.jsonl").write_text('{"record":"meta"}\n')
+    opened = []
+    watching = [True]
+
+    def audit(event, args):
+        if watching and event == "open" and str(args[0]).startswith(str(home / "chats")):
+            opened.append(args[0])
+
+    sys.addaudithook(audit)  # stays for the process; `watching` ends its reach with this test
+    try:
+        target = backup.scheduled(home, tmp_path / "backups", 3, "test")
+    finally:
+        watching.clear()
+    assert target is not None and backup.last_status(home)["files"] == 1
+    with tarfile.open(target) as tar:
+        assert "home/chats/http/a/session.jsonl" in tar.getnames()
+    assert opened == []
+
+
 async def test_doctor_shows_a_failed_scheduled_backup(make_settings, fake_llm, tmp_path):
     """A failed scheduled backup is a doctor failure naming the error and TUSK_BACKUP_DIR."""
     from bot.ops import doctor

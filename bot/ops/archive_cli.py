@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -40,6 +41,7 @@ def run(args: argparse.Namespace, settings, version: str) -> int:
             print(f"OK: {len(manifest['files'])} files match the manifest (Tusk {manifest.get('tusk')}, "
                   f"{manifest.get('created')})")
         elif args.command == "backup":
+            os.nice(10)  # a backup can wait: the turns of a Tusk running on this home come first
             target = args.file or Path(backup.default_name())
             entries = backup.create(settings.home, target, version, with_secrets=args.with_secrets)
             print(f"Wrote {target} ({len(entries)} files, {sum(e.size for e in entries):,} bytes"

@@ -13,6 +13,8 @@ How each file is read so the copy is consistent without stopping Tusk:
   line: a turn is appended line by line, so the copy ends at a record boundary;
 - everything else (MEMORY.md, settings.json, reminders.json, ...) is replaced atomically by Tusk: one
   open descriptor reads one whole version.
+The daily backup (TUSK_BACKUP_DIR) is made by a child process, as `tusk backup` is: never in a thread of
+Tusk's own process, whose turns it would slow (`create_apart`).
 Left out: symlinks and other non-regular files, `*.tmp`, the running lock, and unless `--with-secrets`
 the secrets (`SECRETS`, any `*.env` settings file).
 """
@@ -26,6 +28,8 @@ import logging
 import os
 import sqlite3
 import stat
+import subprocess
+import sys
 import tarfile
 import tempfile
 import time
@@ -258,18 +262,35 @@ def prune(folder: Path, keep: int) -> list[Path]:
     return old
 
 
+def create_apart(home: Path, target: Path, version: str) -> int:
+    """`create` in a child process (`python -m bot.ops.backup`, niced), as `tusk backup` runs next to a
+    running Tusk; the number of files. In a thread of Tusk's own process the walk, tarfile and gzip code
+    would share the interpreter lock with every turn: with 20 chats talking on 2 cores, turns took 1.5x as
+    long at the median and 2x at p95, far more on a busy machine (bench/backup_live.py). BackupError
+    carries the child's error."""
+    argv = [sys.executable, "-m", "bot.ops.backup", str(Path(home).absolute()), str(Path(target).absolute()), version]
+    root = Path(__file__).resolve().parents[2]  # where `bot` is importable from, whatever Tusk's working dir
+    done = subprocess.run(argv, cwd=root, stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        said = done.stderr.strip().splitlines()
+        if len(said) > 1:
+            logger.error("the backup process failed:\n%s", done.stderr)  # a traceback: kept whole in the log
+        raise BackupError(said[-1] if said else f"the backup process ended with code {done.returncode}")
+    return int(done.stdout)
+
+
 def scheduled(home: Path, folder: Path, keep: int, version: str) -> Path | None:
-    """The daily job: a backup into `folder`, then prune; its outcome is kept in STATUS for the doctor.
-    A failure is logged, never raised (the scheduler goes on)."""
+    """The daily job: a backup into `folder` (made by a child process: `create_apart`), then prune; its
+    outcome is kept in STATUS for the doctor. A failure is logged, never raised (the scheduler goes on)."""
     from memory.files import write_atomic
 
     target = folder / default_name()
     started = time.time()
     try:
-        entries = create(home, target, version)
+        files = create_apart(home, target, version)
         prune(folder, keep)
-        status = {"ok": True, "at": started, "file": str(target), "files": len(entries)}
-        logger.info("scheduled backup written: %s (%d files)", target, len(entries))
+        status = {"ok": True, "at": started, "file": str(target), "files": files}
+        logger.info("scheduled backup written: %s (%d files)", target, files)
     except Exception as exc:  # scheduler boundary: a failed backup is recorded and shown by `tusk doctor`
         logger.exception("scheduled backup into %s failed", folder)
         status, target = {"ok": False, "at": started, "error": f"{type(exc).__name__}: {exc}"}, None
@@ -303,3 +324,19 @@ def last_status(home: Path) -> dict | None:
         return json.loads((Path(home) / STATUS).read_text())
     except (OSError, ValueError):
         return None
+
+
+def _child(argv: list[str]) -> int:
+    """`python -m bot.ops.backup HOME TARGET VERSION`: the daily backup's own process (`create_apart`)."""
+    os.nice(10)  # background work: the turns of the Tusk that started it come first
+    home, target, version = argv
+    try:
+        print(len(create(Path(home), Path(target), version)))
+    except (BackupError, OSError) as exc:  # the parent records the last line; anything else is a traceback
+        print(f"{exc}" if isinstance(exc, BackupError) else f"{type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_child(sys.argv[1:]))
