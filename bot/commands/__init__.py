@@ -23,7 +23,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bot.commands.base import ADMINS_ONLY, Command, CommandContext, Holder, Owned
+from bot.commands.base import ADMINS_ONLY, Command, CommandContext, Holder, Owned, delete_each
 from bot.commands.memory_why import memory_subcommand
 from bot.commands.persona import persona_command
 from memory import chat_settings, persona, provenance, tombstones
@@ -105,13 +105,7 @@ class Commands:
         ctx.store.forget(ctx.files)  # a consolidation still running for this chat now discards its result
         if ctx.consolidator is not None:
             ctx.consolidator.stats.pop(ctx.files.dir, None)
-        report = []
-        for item in items:
-            try:
-                item.delete()
-                report.append(f"- deleted {item.label}")
-            except (OSError, LookupError) as exc:
-                report.append(f"- FAILED to delete {item.label}: {getattr(exc, 'strerror', None) or exc}")
+        report = delete_each(items, "deleted")
         for stray in sorted(ctx.files.dir.glob(".*.tmp")):
             stray.unlink(missing_ok=True)
         try:

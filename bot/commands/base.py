@@ -9,7 +9,7 @@ erasure (bot/commands/erasure.py) and the components that add commands or own th
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -53,6 +53,19 @@ class Owned:
     label: str
     delete: Callable[[], None]
     quiet: bool = False  # deleted with the rest, but alone it is not "something kept" (journaled commands)
+
+
+def delete_each(items: Iterable[Owned], done: str) -> list[str]:
+    """Delete every item, a report line each (`- <done> <label>` or why it failed): one failure stops none."""
+    report = []
+    for item in items:
+        try:
+            item.delete()
+            report.append(f"- {done} {item.label}")
+        except (OSError, LookupError) as exc:
+            report.append(f"- FAILED to {'delete' if done == 'deleted' else 'remove'} {item.label}: "
+                          f"{getattr(exc, 'strerror', None) or exc}")
+    return report
 
 
 class Holder(Protocol):

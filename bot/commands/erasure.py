@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from bot.commands.base import ADMINS_ONLY, CommandContext, Owned
+from bot.commands.base import ADMINS_ONLY, CommandContext, Owned, delete_each
 from bot.errors import LLMError
 from bot.events import ChatKey
 from memory import erase, provenance, tombstones
@@ -236,12 +236,7 @@ class MemberErasure:
         except OSError as exc:
             report.append(f"- FAILED: {exc.strerror or exc} (nothing after this step was done)")
             return report
-        for item in held:
-            try:
-                item.delete()
-                report.append(f"- removed {item.label}")
-            except (OSError, LookupError) as exc:
-                report.append(f"- FAILED to remove {item.label}: {getattr(exc, 'strerror', None) or exc}")
+        report += delete_each(held, "removed")
         return report or ["- nothing was left to remove"]
 
     async def _history(self, files: ChatFiles, who: Member) -> list[str]:
