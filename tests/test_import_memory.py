@@ -165,3 +165,10 @@ async def test_ctrl_c_at_a_terminal_stops_with_a_word_and_the_rerun_goes_on(fake
     ids = [m["import"] for m in session(home, "telegram", "77")]
     assert len(ids) == len(set(ids)) == 1200
     assert records(home, "telegram", "77", "pointer")[-1]["last_consolidated"] == 1200
+
+
+async def test_without_a_model_the_import_says_what_to_set_and_writes_nothing(tmp_path):
+    env = procs.clean_env(TUSK_HOME=tmp_path / "data")
+    code, out, err = await tusk_cli("import", str(FIXTURES / "telegram_one.json"), "--yes", env=env)
+    assert code == 1 and "6 messages for telegram:4242" in out and "TUSK_MODEL is not set" in err
+    assert "Traceback" not in err and not (tmp_path / "data" / "chats").exists()

@@ -30,6 +30,7 @@ def add_arguments(sub, chat_key) -> None:
 
 
 def run(args: argparse.Namespace, settings, version: str) -> int:
+    from bot.errors import ConfigError
     from bot.ops import backup, restore
     from bot.ops.imports import ImportRefused, ImportStopped, run_import
 
@@ -53,7 +54,7 @@ def run(args: argparse.Namespace, settings, version: str) -> int:
             print(f"Restored {count} files into {settings.home}")
         else:
             return _import(settings, args, run_import, ImportStopped)
-    except (backup.BackupError, ImportRefused, OSError, ValueError) as exc:
+    except (backup.BackupError, ImportRefused, ConfigError, OSError, ValueError) as exc:
         print(f"tusk: {exc}", file=sys.stderr)
         return 1
     return 0

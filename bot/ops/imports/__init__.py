@@ -22,6 +22,7 @@ class ImportStopped(RuntimeError):
     """The messages are written but folding them into memory stopped (the model failed, a spend limit):
     the same command goes on from there."""
 
+
 __all__ = ["Imported", "ImportRefused", "ImportStopped", "run_import"]
 
 TUSK_CHANNELS = frozenset({"telegram", "discord", "slack", "http", "terminal"})
