@@ -138,6 +138,17 @@ async def test_the_window_litellm_knows_is_applied_once_it_is_loaded(make_settin
     assert budget.source == "litellm" and budget.window == 128_000 and app.learner.known_output == 16_384
 
 
+async def test_after_the_warm_up_a_full_collection_no_longer_walks_litellm(make_settings):
+    """litellm and Tusk's modules are frozen out of the garbage collector once loaded: a full collection,
+    which stops every turn while it runs, then walks only what the chats made since."""
+    import gc
+
+    app = TuskApp(make_settings())
+    await app.ready()
+    assert gc.get_freeze_count() > 100_000  # litellm alone is ~390,000 objects
+    await app.warmup.aclose()
+
+
 def test_the_tokenizer_check_reads_the_file_without_building(tmp_path, monkeypatch):
     """The start-up check accepts an intact cl100k_base file and refuses a damaged or missing one."""
     tokens.bundle_intact()  # points TIKTOKEN_CACHE_DIR at the litellm wheel's copy

@@ -3,7 +3,8 @@
     TuskApp.__aenter__   channels up, /healthz answers, platform messages are journaled
       -> ModelWarmup.start()
     background           the tokenizer built (memory/tokens.py; start-up only checked its file) and
-                         litellm imported (bot/llm/loader.py `load_litellm`; seconds, ~190 MB), each in a thread
+                         litellm imported (bot/llm/loader.py `load_litellm`; seconds, ~190 MB), each in a thread;
+                         then the heap loaded so far frozen out of garbage collection (`freeze_heap`)
                          the window litellm knows for the model (unless configured or learned) and its
                          largest reply; then, for a model litellm does not know (or an Ollama one), the
                          window its server reports (bot/llm/window.py `ask_server`)
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import gc
 import logging
 from typing import Any
 
@@ -29,6 +31,14 @@ from bot.threads import in_thread
 from memory import tokens
 
 logger = logging.getLogger(__name__)
+
+
+def freeze_heap() -> None:
+    """Leave the objects loaded so far out of every later garbage collection (gc.freeze). litellm and
+    Tusk's modules are ~400,000 objects that live as long as the process; walked by each full collection,
+    they stalled every chat's turn for ~0.1-0.2 s now and then. Collected once first, so no garbage is kept."""
+    gc.collect()
+    gc.freeze()
 
 
 class ModelWarmup:
@@ -74,6 +84,7 @@ class ModelWarmup:
             logger.exception("litellm could not be imported: no model can be asked "
                              "(reinstall it: pip install --force-reinstall litellm)")
             return
+        freeze_heap()
         s = self.settings
         self.learner.known_output = model_max_output(s.model)
         window = resolve(self.configured, self.learner.book.get(s.model).window, model_window(s.model))
