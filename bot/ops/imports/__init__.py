@@ -86,12 +86,16 @@ async def run_import(settings, source: Path, fmt: str | None, to, yes: bool, say
             tally = new.setdefault(key, [0, 0])
             if not seen(key, msg.source_id):
                 tally[0], tally[1] = tally[0] + 1, tally[1] + len(msg.text)
+        done = all(new[key][0] == 0 and seen.folded(key) for key in counts)
     if not counts:
         say(f"{source}: no messages to import")
         return
     for key, n in sorted(counts.items()):
         there = n - new[key][0]
         say(f"{fmt}: {n:,} messages for {':'.join(key)}" + (f" ({there:,} already there)" if there else ""))
+    if done:
+        say("Nothing to do: every message is there already and folded into memory")
+        return
     folder = Folder(settings)
     try:
         await folder.ready()
@@ -134,9 +138,9 @@ async def _write(folder, module, source: Path, to, counts: Counter[tuple[str, st
             advance()
             left[key] -= 1
             if left[key] == 0:  # the chat is complete (an all-chats export goes chat by chat): all of it
-                session = writer.session(key)
-                writer.close(key)
-                await folder.fold(key, session, last=True)
+                writer.flush(key)
+                await folder.fold(key, writer.session(key), last=True)
+                writer.close(key, folded=True)
             elif flushed:
                 await folder.fold(key, writer.session(key))
         added, skipped = writer.added, writer.skipped

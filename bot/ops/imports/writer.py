@@ -61,9 +61,13 @@ class _Chat:
             end = fh.tell()
         self._commit(end)
 
-    def _commit(self, offset: int) -> None:
-        self.db.execute("INSERT OR REPLACE INTO meta VALUES ('offset', ?)", (offset,))
+    def _commit(self, offset: int, folded: bool = False) -> None:
+        self.db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", [("offset", offset), ("folded", folded)])
         self.db.commit()
+
+    def folded(self) -> None:
+        """Every imported message is in memory now (bot/ops/imports/fold.py folded the chat to the end)."""
+        self._commit(self._offset(), folded=True)
 
     def known(self, source_id: str) -> bool:
         return source_id in self.pending_ids or \
@@ -109,12 +113,21 @@ class Seen:
             if db is not None:
                 db.close()
 
-    def __call__(self, key: tuple[str, str], source_id: str) -> bool:
+    def _db(self, key: tuple[str, str]) -> sqlite3.Connection | None:
         if key not in self.dbs:
             path = ChatFiles.locate(self.home, *key).dir / RECORD
             self.dbs[key] = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True) if path.exists() else None
-        db = self.dbs[key]
+        return self.dbs[key]
+
+    def __call__(self, key: tuple[str, str], source_id: str) -> bool:
+        db = self._db(key)
         return db is not None and db.execute("SELECT 1 FROM ids WHERE id=?", (source_id,)).fetchone() is not None
+
+    def folded(self, key: tuple[str, str]) -> bool:
+        """The chat's last import was folded to the end: a run that adds nothing has nothing to do."""
+        db = self._db(key)
+        row = db and db.execute("SELECT v FROM meta WHERE k='folded'").fetchone()
+        return bool(row and row[0])
 
 
 class Writer:
@@ -137,12 +150,18 @@ class Writer:
         for chat in self.chats.values():
             chat.flush()
 
-    def close(self, key: tuple[str, str]) -> None:
-        """A chat whose messages are all written: its batch flushed and its record closed."""
+    def close(self, key: tuple[str, str], folded: bool = False) -> None:
+        """A chat whose messages are all written: its batch flushed, its record (`folded`: noted as in
+        memory to the end) closed."""
         chat = self.chats.pop(key, None)
         if chat is not None:
             chat.flush()
+            if folded:
+                chat.folded()
             chat.db.close()
+
+    def flush(self, key: tuple[str, str]) -> None:
+        self.chats[key].flush()
 
     def session(self, key: tuple[str, str]) -> Session:
         return self.chats[key].session
