@@ -148,7 +148,8 @@ export async function renderChat(view, chatId) {
     h("p", { class: "muted" }, "Each chat keeps its own memory."), create, list);
   const chats = await loadChats(list, chatId);
   if (!chatId) {
-    window.location.replace(`#/chat/${encodeURIComponent(chats[0]?.chat_id ?? DEFAULT_CHAT)}`);
+    // Only while this page is still the one shown: a user (or a link) may have opened a chat meanwhile.
+    if (view.isConnected) window.location.replace(`#/chat/${encodeURIComponent(chats[0]?.chat_id ?? DEFAULT_CHAT)}`);
     return;
   }
   const exists = chats.some((c) => c.chat_id === chatId);
