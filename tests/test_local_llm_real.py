@@ -67,9 +67,12 @@ def assert_remembered(tusk, files, latencies):
     replies stayed fast."""
     budget = tusk.consolidator.budget
     assert budget.window == 2048 and "learned" in budget.source, budget
-    entries = memfiles.history_entries(files)
-    assert entries and not all("\n[raw] " in e for e in entries), entries
-    assert "noted your words" in memfiles.read_memory(files)
+    entries = [e for e in memfiles.history_entries(files) if "\n[raw] " not in e]
+    memory = memfiles.read_memory(files)
+    # The server samples within its grammar, so the model's one sentence lands in either field, now and then
+    # beside a stray character in the other: it is in the memory or in a summary, never a raw transcript.
+    assert entries and memory.strip(), (entries, memory)
+    assert "noted your words" in memory or any("noted your words" in e for e in entries), (entries, memory)
     assert statistics.median(latencies) < 2.0, latencies
 
 
