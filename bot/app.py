@@ -195,12 +195,14 @@ class TuskApp:
 
     async def _consolidation_call(self, messages: list[dict], tools: list[dict], max_tokens: int) -> str | None:
         """One consolidation request, forcing save_memory when tools are offered: its arguments, else the
-        reply's text (a model without tools answers in the text form), or None."""
+        reply's text (a model without tools answers in the text form), or None. At temperature 0: a summary
+        and a memory, not a creative reply (a local server sampling within its tool grammar scattered the
+        answer over the fields); litellm drops it for a model that takes none."""
         forced = {"type": "function", "function": {"name": tools[0]["function"]["name"]}} if tools else None
         try:
             purpose = "import" if usage.current().purpose == "import" else "consolidation"
             with usage.scope(person=None, purpose=purpose):  # the chat's, as housekeeping: no person
-                reply = await self.llm.complete(messages, tools or None, tool_choice=forced,
+                reply = await self.llm.complete(messages, tools or None, tool_choice=forced, temperature=0,
                                                 model=self.settings.consolidation_model, max_tokens=max_tokens)
         except ContextOverflow as exc:
             if not self.settings.consolidation_model:  # the chat model's window: learn it for the chats too

@@ -67,6 +67,9 @@ async def test_over_budget_consolidates_to_half_at_a_turn_boundary(small, fake_l
     assert app.agent.context.fixed_tokens(files) + session.tokens <= budget.limit
     calls = [b for b in fake_llm.requests if is_consolidation(b)]
     assert calls and calls[0]["tool_choice"]["function"]["name"] == "save_memory"
+    assert all(b["temperature"] == 0 for b in calls)  # a summary, not a creative reply
+    replies = [b for b in fake_llm.requests if not is_consolidation(b)]
+    assert replies and all("temperature" not in b for b in replies)  # the provider's own for a reply
     assert "message 0:" in calls[0]["messages"][1]["content"]  # the oldest turn is in the first chunk
 
 

@@ -69,10 +69,9 @@ def assert_remembered(tusk, files, latencies):
     assert budget.window == 2048 and "learned" in budget.source, budget
     entries = [e for e in memfiles.history_entries(files) if "\n[raw] " not in e]
     memory = memfiles.read_memory(files)
-    # The server samples within its grammar, so the model's one sentence lands in either field, now and then
-    # beside a stray character in the other: it is in the memory or in a summary, never a raw transcript.
-    assert entries and memory.strip(), (entries, memory)
-    assert "noted your words" in memory or any("noted your words" in e for e in entries), (entries, memory)
+    # Consolidation asks for temperature 0: sampling within its tool grammar, the server scattered the model's
+    # one sentence over the fields (a memory of ",", an empty entry) and some rounds failed.
+    assert entries and "noted your words" in memory, (entries, memory)
     assert statistics.median(latencies) < 2.0, latencies
 
 
