@@ -198,12 +198,14 @@ class SessionStore:
         """Drop a cached session (its files were deleted or replaced)."""
         self._cache.pop(files.dir, None)
 
-    def append(self, session: Session, messages: Sequence[Message]) -> None:
-        """Append `messages` durably; the in-memory session changes only once they are on disk."""
+    def append(self, session: Session, messages: Sequence[Message],
+               marks: Sequence[dict[str, Any]] | None = None) -> None:
+        """Append `messages` durably; the in-memory session changes only once they are on disk. `marks`: a
+        record's extra fields, one dict a message (`tusk import`'s source id), kept on disk only."""
         if not messages:
             return
         messages = [m.counted() for m in messages]
-        lines = [_dump(m.to_record()) for m in messages]
+        lines = [_dump({**m.to_record(), **mark}) for m, mark in zip(messages, marks or [{}] * len(messages))]
         if session.created is None:
             created = time.time()
             meta = {"record": "meta", "schema": SCHEMA, "channel": session.channel,

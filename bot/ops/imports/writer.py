@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -78,18 +77,7 @@ class _Chat:
         if not self.pending:
             return
         settle = self.pending_settled and self.session.last_consolidated == self.session.total
-        from memory import session as sessions
-
-        lines = []
-        if self.session.created is None:
-            self.session.created = time.time()
-            lines.append(sessions._dump({"record": "meta", "schema": sessions.SCHEMA, "channel": self.session.channel,
-                                         "chat_id": self.session.chat_id, "created": self.session.created}))
-        messages = [m.counted() for _, m in self.pending]
-        lines += [sessions._dump({**m.to_record(), "import": sid}) for (sid, _), m in zip(self.pending, messages)]
-        sessions._append_lines(self.session, lines)
-        self.session.unconsolidated.extend(messages)
-        self.session.total += len(messages)
+        self.store.append(self.session, [m for _, m in self.pending], marks=[{"import": sid} for sid, _ in self.pending])
         self.db.executemany("INSERT OR IGNORE INTO ids VALUES (?)", [(sid,) for sid, _ in self.pending])
         if settle:
             self.store.set_pointer(self.session, self.session.total)
