@@ -284,9 +284,11 @@ class Consolidator:
             before = session.last_consolidated
             async with self.lock(session.files.dir):
                 done = await self._round(session, session.tokens - keep, stats, rest=keep == 0)
-            if not done and (stats.failures == 0 or stats.failures >= MAX_FAILURES - 1):
-                raise ConsolidationFailed(stats.last_error or "no whole turn to consolidate")
-            folded += session.last_consolidated - before
+            if not done and stats.failures == 0:
+                raise ConsolidationFailed("no whole turn to consolidate")
+            if not done and stats.failures >= MAX_FAILURES - 1:  # before the raw fallback of the next failure
+                raise ConsolidationFailed(stats.last_error)
+            folded += session.last_consolidated - before  # a first failure: tried again with half the chunk
         return folded
 
     def chunk_cap(self, old_memory: str, failures: int = 0) -> int:
@@ -302,11 +304,13 @@ class Consolidator:
 
     async def _round(self, session: Session, excess: int, stats: ChatStats, whole: bool = False,
                      rest: bool = False) -> bool:
-        """One round; `whole` takes every message at once (/new), `rest` the whole rest where it fits a chunk."""
+        """One round; `whole` takes every message at once (/new), `rest` the whole rest where it fits a chunk
+        or holds no earlier cut (an import's last round)."""
         old_memory = memfiles.read_memory(session.files)
         cap = None if whole else self.chunk_cap(old_memory, stats.failures)
-        everything = whole or rest and (session.tokens <= cap or pick_cut(session.unconsolidated, excess, cap) is None)
-        cut = len(session.unconsolidated) if everything else pick_cut(session.unconsolidated, excess, cap)
+        cut = None if whole else pick_cut(session.unconsolidated, excess, cap)
+        if whole or rest and (cut is None or session.tokens <= cap):
+            cut = len(session.unconsolidated)
         if not cut:
             return False
         start, chunk = session.last_consolidated, session.unconsolidated[:cut]
