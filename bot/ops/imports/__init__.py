@@ -65,9 +65,12 @@ def _memory(home: Path, key: tuple[str, str], texts: dict[str, str]) -> Iterator
             yield f"{name} taken from the archive"
 
 
-async def run_import(settings, source: Path, fmt: str | None, to, yes: bool, say: Callable[[str], None]) -> None:
+async def run_import(settings, source: Path, fmt: str | None, to, yes: bool, say: Callable[[str], None],
+                     ask: Callable[[str], bool] | None = None) -> None:
     """Check the whole source and show what it would add and cost, then (with `yes`) write it and fold it
-    into memory (bot/ops/imports/fold.py); `say` prints a line."""
+    into memory (bot/ops/imports/fold.py); `say` prints a line. A source with skills (a nanobot workspace's
+    skills/) has them brought into $TUSK_HOME/skills (bot/skills/importer.py); `ask` asks before one is
+    replaced (None: never replaced)."""
     from bot.ops.imports.fold import Folder, stopped
     from bot.ops.imports.writer import Seen
     from memory.consolidate import ConsolidationFailed
@@ -87,6 +90,10 @@ async def run_import(settings, source: Path, fmt: str | None, to, yes: bool, say
             if not seen(key, msg.source_id):
                 tally[0], tally[1] = tally[0] + 1, tally[1] + len(msg.text)
         done = all(new[key][0] == 0 and seen.folded(key) for key in counts)
+    if hasattr(module, "skills_folder") and (skills := module.skills_folder(source)) is not None:
+        from bot.skills.importer import bring
+
+        bring(skills, home, yes, ask, say)
     if not counts:
         say(f"{source}: no messages to import")
         return
