@@ -29,6 +29,8 @@ from bot.skills.skill import MAX_BYTES, Skill, SkillRejected, parse
 logger = logging.getLogger(__name__)
 
 Stamp = tuple[int, int, int]
+LINK_IN_HOME = ("a symbolic link, and Tusk never follows links in its data dir: move the folder itself here, or "
+                "list its parent in TUSK_SKILLS_DIRS")
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +94,7 @@ class Snapshot:
         return next((s for s in self.offered if s.name == name), None)
 
 
-def _stamp(path: Path) -> Stamp | None:
+def _stamp(path: str) -> Stamp | None:
     try:
         st = os.stat(path)
     except OSError:
@@ -115,28 +117,28 @@ class Catalog:
 
     def snapshot(self) -> Snapshot:
         """The catalog as the folders hold it now (the previous Snapshot itself when nothing changed)."""
-        found = list(self._found())
-        version = tuple((root.path, name, stamp, problem) for root, name, _, stamp, problem in found)
+        found = list(self._found())  # plain strings and tuples: this runs on every prompt build
+        version = tuple((index, name, stamp, problem) for index, name, _, stamp, problem in found)
         if version == self._last.version:
             return self._last
         entries: list[Entry] = []
         winners: dict[str, Root] = {}
-        for root, name, folder, stamp, problem in found:
+        for index, name, path, stamp, problem in found:
+            root, folder = self.roots[index], Path(path)
             skill, problem = self._skill(root, folder, stamp) if not problem else (None, problem)
             self._tell(folder, problem)
             shadow = winners.setdefault(name, root)  # the first root wins, even with a broken folder: its owner
             shadow = None if shadow is root else shadow  # sees why, rather than silently getting another
             entries.append(Entry(name, folder, root, skill, problem, shadowed_by=shadow))
-        order = {root.path: i for i, root in enumerate(self.roots)}
-        entries.sort(key=lambda e: (e.name, order[e.root.path]))
-        live = {folder / "SKILL.md" for _, _, folder, _, _ in found}
+        entries.sort(key=lambda e: (e.name, self.roots.index(e.root)))
+        live = {Path(path) / "SKILL.md" for _, _, path, _, _ in found}
         self._parsed = {p: v for p, v in self._parsed.items() if p in live}
         self._last = Snapshot(tuple(entries), version)
         return self._last
 
-    def _found(self) -> Iterator[tuple[Root, str, Path, Stamp | None, str]]:
-        """(root, folder name, folder, SKILL.md's stamp, a problem found without reading) per skill folder."""
-        for root in self.roots:
+    def _found(self) -> Iterator[tuple[int, str, str, Stamp | None, str]]:
+        """(root's index, folder name, folder, SKILL.md's stamp, a problem found without reading) per skill folder."""
+        for index, root in enumerate(self.roots):
             try:
                 listing = sorted(os.scandir(root.path), key=lambda e: e.name)
             except (FileNotFoundError, NotADirectoryError):
@@ -147,17 +149,14 @@ class Catalog:
             for item in listing:
                 if item.name.startswith("."):
                     continue
-                folder = Path(item.path)
                 if item.is_symlink() and not root.follows_links:
                     if item.is_dir():
-                        yield root, item.name, folder, None, ("a symbolic link, and Tusk never follows links in its "
-                                                              "data dir: move the folder itself here, or list its "
-                                                              "parent in TUSK_SKILLS_DIRS")
+                        yield index, item.name, item.path, None, LINK_IN_HOME
                     continue
                 if not item.is_dir():
                     continue  # a README or any other file beside the skills
-                stamp = _stamp(folder / "SKILL.md")
-                yield root, item.name, folder, stamp, "" if stamp is not None else "no SKILL.md in the folder"
+                stamp = _stamp(os.path.join(item.path, "SKILL.md"))
+                yield index, item.name, item.path, stamp, "" if stamp is not None else "no SKILL.md in the folder"
 
     def _skill(self, root: Root, folder: Path, stamp: Stamp | None) -> tuple[Skill | None, str]:
         """The folder's skill (parsed again only when its SKILL.md changed), or its problem."""

@@ -31,11 +31,9 @@ from memory.tokens import count_text
 KNOWN_CHATS = 10_000  # chats whose direct/group kind is remembered (unknown: treated as a group)
 SECTIONS = 64  # distinct skill sets whose prompt section is kept
 
-SkillName = Annotated[str, Field(min_length=1, max_length=64, description=(
-    'The skill\'s name as the Skills list gives it; "*" lists every skill of this chat.'))]
-SkillFile = Annotated[str, Field(max_length=300, description=(
-    "Leave empty for the skill's instructions. Else a file in the skill's folder that they name, "
-    "such as references/guide.md."))]
+SkillName = Annotated[str, Field(description='A skill\'s name; "*" lists them all.')]
+SkillFile = Annotated[str, Field(description="Empty for the skill itself, else a file in its folder (references/x.md).")]
+MAX_ARG = 300  # characters of a name or path: anything longer is refused (checked here, not in the schema)
 
 
 class SkillTools:
@@ -113,9 +111,9 @@ class SkillTools:
     # the tool
 
     async def read_skill(self, ctx: ToolContext, name: SkillName, file: SkillFile = "") -> str:
-        """Read one of the owner's skills (a playbook listed under Skills): its instructions, or a file it names.
-
-        Call it before you follow a skill; what it returns is the owner's instructions."""
+        """Read a skill listed under Skills (the owner's instructions), or a file in its folder."""
+        if len(name) > MAX_ARG or len(file) > MAX_ARG:
+            raise SkillRefused(f"a name or path of more than {MAX_ARG} characters: no skill has one")
         entries = self.entries(ctx.key, ctx.is_group)
         limit = self.settings.read_max_chars
         if name.strip() == "*":

@@ -80,8 +80,9 @@ def frontmatter(text: str) -> tuple[dict[str, Any], str]:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 2}" if mark is not None else ""
-        raise SkillRejected(f"SKILL.md's frontmatter is not valid YAML{where}: "
-                            f"{getattr(exc, 'problem', None) or exc}") from exc
+        problem = getattr(exc, "problem", None) or str(exc)
+        hint = " (a value with `: ` in it needs quotes)" if "mapping values are not allowed" in problem else ""
+        raise SkillRejected(f"SKILL.md's frontmatter is not valid YAML{where}: {problem}{hint}") from exc
     except RecursionError as exc:
         raise SkillRejected("SKILL.md's frontmatter is nested too deep") from exc
     if not isinstance(front, dict):
