@@ -1,8 +1,9 @@
 """Skills: what they cost the fixed prompt, and `tusk run` with 200 of them.
 
 - The fixed prompt (system prompt + tool schemas, as /status counts it) of a chat with 0, 1, 2, 5, 10, 50
-  and 200 offered skills, at the default TUSK_SKILLS_MAX_TOKENS and with no cap to speak of: the first
-  skill adds the Skills frame and read_skill's schema, each further one its line.
+  and 200 offered skills, at the default TUSK_SKILLS_MAX_TOKENS (a 65,536-token window) and with no cap to
+  speak of (a window large enough): the first skill adds the Skills frame and read_skill's schema, each
+  further one its line.
 - The catalog's cost per prompt build with 200 skills: reading and parsing them all once, then the
   check every turn makes when nothing changed (a listing and a stat per SKILL.md).
 - `tusk run` (the real process, HTTP only, the loopback fake LLM of tests/fakes/) with no skills and with
@@ -57,7 +58,8 @@ def fixed_prompt(n: int, cap: int) -> tuple[int, int]:
     home = Path(tempfile.mkdtemp(prefix="tusk-skills-"))
     make_skills(home / "skills", n)
     os.environ["HOME"] = str(home)  # no ~/.agents/skills of this machine's
-    app = TuskApp(load_settings(TUSK_HOME=str(home), TUSK_MODEL="openai/fake-model", TUSK_SKILLS_MAX_TOKENS=cap))
+    app = TuskApp(load_settings(TUSK_HOME=str(home), TUSK_MODEL="openai/fake-model", TUSK_SKILLS_MAX_TOKENS=cap,
+                                TUSK_CONTEXT_WINDOW=max(65_536, 16 * cap)))  # the skills get 1/16 of the window
     files = ChatFiles.locate(home, "http", "bench")
     from bot.events import ChatKey
 

@@ -154,7 +154,8 @@ class TuskApp:
         self.chat_tools = _chat_tools(settings, self.mcp, lambda: self.consolidator.budget.window)
         # the owner's playbooks (bot/skills/): read_skill and the prompt's Skills section, for chats that have skills
         skill_settings = settings.skill_settings()
-        self.skills = SkillTools(skill_settings, Catalog(skill_settings.roots), self.chat_tools)
+        self.skills = SkillTools(skill_settings, Catalog(skill_settings.roots), self.chat_tools,
+                                 lambda: self.consolidator.budget.window)
         self.skills.catalog.snapshot()  # read once at start: a bad skill is logged now, not at the first turn
         self.tools = ToolBox([*BUILTIN_TOOLS, self.memory_tools.search_history, self.memory_tools.remember,
                               self.reminders.set_reminder, self.reminders.list_reminders,

@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 
 from bot.events import ChatKey, InboundMessage
 from tests.conftest import running
@@ -260,3 +261,22 @@ async def test_a_skills_list_of_the_console_shows_each_with_why(make_settings, f
     assert by["github"]["why_not"] == ("it needs the program gh (metadata.nanobot.requires.bins), and Tusk runs "
                                        "no programs")
     assert json.dumps(data).count("github") >= 1 and data["max_tokens"] == 1000
+
+
+async def test_a_small_window_gets_no_skills_and_a_mid_one_a_smaller_cap(make_settings, fake_llm):
+    """A 2,048-token window: no Skills section, no read_skill, /skills says why; 8,192: the section within 512."""
+    settings = make_settings(TUSK_CONTEXT_WINDOW=2048)
+    for i in range(40):
+        write_skill(settings.home, f"s-{i:02d}", skill(f"s-{i:02d}", f"Playbook {i} of the team."))
+    async with running(settings) as tusk:
+        await tusk.say("me", "hi")
+        told = (await tusk.say("me", "/skills"))[0]
+    assert "## Skills" not in system(fake_llm.requests[0]) and "read_skill" not in offered(fake_llm.requests[0])
+    assert told.startswith("No skills with this model: its window (2,048 tokens) is too small")
+    fake_llm.requests.clear()
+    async with running(make_settings(TUSK_CONTEXT_WINDOW=8192)) as tusk:
+        await tusk.say("me", "hi")
+        status = (await tusk.say("me", "/status"))[0]
+    part = system(fake_llm.requests[0]).split("## Skills", 1)[1]
+    assert "more skills not listed here" in part
+    assert int(re.search(r"~([\d,]+) tokens of prompt", status)[1].replace(",", "")) <= 512

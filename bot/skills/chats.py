@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from pydantic import Field
@@ -30,6 +31,8 @@ from memory.tokens import count_text
 
 KNOWN_CHATS = 10_000  # chats whose direct/group kind is remembered (unknown: treated as a group)
 SECTIONS = 64  # distinct skill sets whose prompt section is kept
+WINDOW_SHARE = 16  # the section gets at most 1/16 of the model's window (TUSK_SKILLS_MAX_TOKENS below that)
+MIN_CAP = 200  # a window whose share is smaller (under 3,200 tokens: a small local model) gets no skills
 
 SkillName = Annotated[str, Field(description='A skill\'s name; "*" lists them all.')]
 SkillFile = Annotated[str, Field(description="Empty for the skill itself, else a file in its folder (references/x.md).")]
@@ -37,8 +40,11 @@ MAX_ARG = 300  # characters of a name or path: anything longer is refused (check
 
 
 class SkillTools:
-    def __init__(self, settings: SkillSettings, catalog: Catalog, inner: Any = None) -> None:
-        """`inner`: the next ChatToolSource (the web tools, the MCP hub) or None."""
+    def __init__(self, settings: SkillSettings, catalog: Catalog, inner: Any = None,
+                 window: Callable[[], int] | None = None) -> None:
+        """`inner`: the next ChatToolSource (the web tools, the MCP hub) or None; `window`: the tokens the model's
+        window holds now (the skills take a share of it)."""
+        self.window = window
         self.settings = settings
         self.catalog = catalog
         self.inner = inner
@@ -50,19 +56,28 @@ class SkillTools:
 
     # which skills a chat has
 
+    def cap(self) -> int:
+        """Tokens the section may take: TUSK_SKILLS_MAX_TOKENS, within its share of the model's window (0: the
+        window is too small for skills)."""
+        share = self.window() // WINDOW_SHARE if self.window is not None else self.settings.max_tokens
+        cap = min(self.settings.max_tokens, share)
+        return cap if cap >= MIN_CAP else 0
+
     def entries(self, key: ChatKey, is_group: bool) -> list[Entry]:
-        """The offered skills this chat gets, by name."""
+        """The offered skills this chat gets, by name (none while the model's window is too small)."""
+        if not self.cap():
+            return []
         return [e for e in self.catalog.snapshot().entries
                 if e.offered and self.settings.gives(e.name, key, is_group)]
 
     def section(self, key: ChatKey, is_group: bool) -> Section:
-        """The chat's part of the system prompt (kept per set of skills: built once per change)."""
-        snap = self.catalog.snapshot()
-        names = tuple(e.name for e in snap.entries if e.offered and self.settings.gives(e.name, key, is_group))
-        cache_key = (snap.version, names)
+        """The chat's part of the system prompt (kept per set of skills and cap: built once per change)."""
+        snap, cap = self.catalog.snapshot(), self.cap()
+        names = tuple(e.name for e in self.entries(key, is_group))
+        cache_key = (snap.version, names, cap)
         cached = self._sections.get(cache_key)
         if cached is None:
-            cached = section([s for s in snap.offered if s.name in names], self.settings.max_tokens)
+            cached = section([s for s in snap.offered if s.name in names], cap)
             self._sections[cache_key] = cached
             if len(self._sections) > SECTIONS:
                 self._sections.popitem(last=False)

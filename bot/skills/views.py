@@ -100,6 +100,9 @@ def skills_command(tools: SkillTools) -> Command:
 
     async def run(ctx: CommandContext, args: str) -> str:
         entries = tools.entries(ctx.key, ctx.is_group)
+        if not tools.cap() and tools.catalog.snapshot().offered:
+            return (f"No skills with this model: its window ({tools.window() if tools.window else 0:,} tokens) is "
+                    "too small to list them beside the conversation (skills need a window of 3,200 tokens or more).")
         if not entries:
             return ("This chat has no skills. The owner adds them as folders with a SKILL.md in the data dir's "
                     "skills/ folder (`tusk skills list` shows every one, and why any is not offered).")
