@@ -280,3 +280,38 @@ async def test_a_small_window_gets_no_skills_and_a_mid_one_a_smaller_cap(make_se
     part = system(fake_llm.requests[0]).split("## Skills", 1)[1]
     assert "more skills not listed here" in part
     assert int(re.search(r"~([\d,]+) tokens of prompt", status)[1].replace(",", "")) <= 512
+
+
+def docs_blocks():
+    """The worked example of docs/skills.md: its SKILL.md, and the code blocks that show what Tusk does with it."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "skills.md").read_text()
+    blocks = re.findall(r"```[a-z]*\n(.*?)```", text, re.DOTALL)
+    return {"skill": next(b for b in blocks if b.startswith("---\nname: refunds")),
+            "list": next(b for b in blocks if b.startswith("$ tusk skills list")),
+            "prompt": next(b for b in blocks if b.startswith("## Skills")),
+            "commands": next(b for b in blocks if b.startswith("/skills"))}
+
+
+async def test_the_docs_worked_example_is_what_tusk_does(make_settings, fake_llm):
+    """docs/skills.md's refunds skill, dropped into a home: its listing, prompt section, /skills and /status lines."""
+    from bot.skills.catalog import Catalog
+    from bot.skills.views import listing
+
+    flat = lambda text: " ".join(text.split())  # noqa: E731 - the docs wrap long lines
+    blocks = docs_blocks()
+    settings = make_settings()
+    write_skill(settings.home, "refunds", blocks["skill"], **{"references__policy.md": "The long version.\n"})
+    shown = listing(settings.skill_settings(), Catalog(settings.skill_settings().roots, log=False)).splitlines()
+    documented = blocks["list"].splitlines()[1:]
+    assert shown[:-1] == documented[:-1] and shown[-1].endswith("/skills/refunds")
+    async with running(settings) as tusk:
+        await tusk.say("me", "hi")
+        skills = (await tusk.say("me", "/skills"))[0]
+        status = (await tusk.say("me", "/status"))[0]
+    prompt = system(fake_llm.requests[0])
+    assert flat(blocks["prompt"]) in flat(prompt)
+    commands = blocks["commands"].split("\n\n/status\n")
+    assert flat(commands[0].removeprefix("/skills\n")) == flat(skills)
+    assert commands[1].removeprefix("...\n").strip() in status
