@@ -204,3 +204,13 @@ def test_the_roots_are_the_home_the_shared_folder_and_the_dirs(make_settings, tm
                                                 tmp_path / "a", tmp_path / "b"]
     assert [r.source for r in make_settings(TUSK_SKILLS_SHARED="off").skill_settings().roots] == ["home"]
     assert roots(tmp_path, False, ())[0].label == "$TUSK_HOME/skills"
+
+
+def test_the_listing_shows_the_optional_fields(tmp_path):
+    """license, compatibility and allowed-tools (a string or a list) are shown, the last marked as not enforced."""
+    write(tmp_path / "skills", "pdf", skill("pdf", extra="license: Apache-2.0\ncompatibility: Requires poppler\n"
+                                                  "allowed-tools:\n  - Bash(pdftotext:*)\n  - Read\n"))
+    catalog = home_catalog(tmp_path)
+    text = listing(SkillSettings(catalog.roots), catalog)
+    assert "    license: Apache-2.0\n    compatibility: Requires poppler\n" in text
+    assert "    allowed-tools: Bash(pdftotext:*) Read (not enforced)" in text

@@ -22,7 +22,7 @@ from pydantic import Field
 from bot.errors import SkillRefused
 from bot.events import ChatKey, InboundMessage
 from bot.skills import read
-from bot.skills.catalog import Catalog, Entry
+from bot.skills.catalog import Catalog, Entry, Snapshot
 from bot.skills.config import SkillSettings
 from bot.skills.prompt import Section, section
 from bot.tools.box import ToolBox, ToolContext, Toolset
@@ -63,17 +63,17 @@ class SkillTools:
         cap = min(self.settings.max_tokens, share)
         return cap if cap >= MIN_CAP else 0
 
+    def _given(self, snap: Snapshot, key: ChatKey, is_group: bool) -> list[Entry]:
+        return [e for e in snap.entries if e.offered and self.settings.gives(e.name, key, is_group)]
+
     def entries(self, key: ChatKey, is_group: bool) -> list[Entry]:
         """The offered skills this chat gets, by name (none while the model's window is too small)."""
-        if not self.cap():
-            return []
-        return [e for e in self.catalog.snapshot().entries
-                if e.offered and self.settings.gives(e.name, key, is_group)]
+        return self._given(self.catalog.snapshot(), key, is_group) if self.cap() else []
 
     def section(self, key: ChatKey, is_group: bool) -> Section:
         """The chat's part of the system prompt (kept per set of skills and cap: built once per change)."""
         snap, cap = self.catalog.snapshot(), self.cap()
-        names = tuple(e.name for e in self.entries(key, is_group))
+        names = tuple(e.name for e in self._given(snap, key, is_group)) if cap else ()
         cache_key = (snap.version, names, cap)
         cached = self._sections.get(cache_key)
         if cached is None:

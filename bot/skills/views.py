@@ -14,6 +14,7 @@ from bot.ops.check import Check
 from bot.skills.catalog import Catalog, Entry, Snapshot
 from bot.skills.config import SkillSettings
 from bot.skills.prompt import line, section
+from bot.skills.skill import Skill
 from memory.tokens import count_text
 
 if TYPE_CHECKING:
@@ -48,8 +49,16 @@ def listing(settings: SkillSettings, catalog: Catalog) -> str:
         out.append(f"{e.name}  [{e.root.label}]  {state}{always}")
         if e.skill is not None:
             out.append(f"    {e.skill.description}")
+            out += _fields(e.skill)
         out.append(f"    {e.folder}")
     return "\n".join(out)
+
+
+def _fields(skill: Skill) -> list[str]:
+    """The optional fields a listing shows (Tusk acts on none of them)."""
+    fields = [("license", skill.license), ("compatibility", skill.compatibility),
+              ("allowed-tools", " ".join(skill.allowed_tools) + " (not enforced)" if skill.allowed_tools else "")]
+    return [f"    {name}: {value}" for name, value in fields if value]
 
 
 def checks(settings: SkillSettings, catalog: Catalog) -> list[Check]:
