@@ -2,6 +2,7 @@
 
 import logging
 import os
+import re
 
 import pytest
 
@@ -214,3 +215,40 @@ def test_the_listing_shows_the_optional_fields(tmp_path):
     text = listing(SkillSettings(catalog.roots), catalog)
     assert "    license: Apache-2.0\n    compatibility: Requires poppler\n" in text
     assert "    allowed-tools: Bash(pdftotext:*) Read (not enforced)" in text
+
+
+def test_read_skill_files_stay_inside_and_are_text(tmp_path):
+    """Links inside a shared root's skill are read, none in the data dir; hidden, binary, oversized and missing
+    files are refused with the reason; a script is shown as text, marked never run; a long file is cut."""
+    from bot.errors import SkillRefused
+    from bot.skills import read
+
+    for root in ("skills", "team"):
+        folder = write(tmp_path / root, "pdf", skill("pdf", body="See references/a.md."))
+        (folder / "references").mkdir()
+        (folder / "references/a.md").write_text("A" * 5000)
+        os.symlink(folder / "references/a.md", folder / "references/b.md")
+        (folder / ".env").write_text("TOKEN=x")
+        (folder / "references/pic.png").write_bytes(b"\x89PNG\0\0")
+        (folder / "scripts").mkdir()
+        (folder / "scripts/run.sh").write_text("echo hi\n")
+        (folder / "references/big.md").write_text("x" * ((1 << 20) + 1))
+    catalog = home_catalog(tmp_path, Root(tmp_path / "team", "TUSK_SKILLS_DIRS", "team"))
+    home, team = [e for e in catalog.snapshot().entries if e.name == "pdf"]
+    assert "A" * 100 in read.file_text(team, "references/b.md", 10_000)
+    with pytest.raises(SkillRefused, match="goes through a symbolic link, and Tusk follows none in its data dir"):
+        read.file_text(home, "references/b.md", 10_000)
+    refusals = {".env": "is a hidden file", "references/pic.png": "references/pic.png is a binary file",
+                "references/big.md": "is 1,048,577 bytes; read_skill reads files up to 1,048,576",
+                "references/none.md": "has no file references/none.md (its files: references/a.md, "
+                                      "references/big.md, references/pic.png, scripts/run.sh)"}  # no link listed
+    for rel, reason in refusals.items():
+        with pytest.raises(SkillRefused, match=re.escape(reason)):
+            read.file_text(home, rel, 10_000)
+    script = read.file_text(home, "scripts/run.sh", 10_000)
+    assert "(a script: Tusk never runs it; it is shown as text)\n\necho hi" in script
+    cut = read.file_text(home, "references/a.md", 1000)
+    assert "[... cut here: " in cut and len(cut) < 1400
+    whole = read.file_text(home, "", 10_000)
+    assert whole.endswith('[Files in its folder, read with read_skill(name="pdf", file=...): references/a.md, '
+                          "references/big.md, references/pic.png, scripts/run.sh (never run)]")
