@@ -180,6 +180,7 @@ class TuskApp:
                                drafts=self.bus.draft, streaming=settings.stream_settings(), models=self.choices)
         self.consolidator.idle = self.agent.until_idle  # background rounds wait for the replies
         self.consolidator.tools_available = lambda: context.tools_available
+        self.skills.tools_available = lambda: context.tools_available  # no tools: no read_skill, so no skills
         self.channels: list[Channel] = []
         self.access = Access(settings.dm_policy, PairingStore(settings.home, settings.pairing_ttl * 60,
                                                               settings.pairing_max_pending))

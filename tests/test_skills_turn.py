@@ -315,3 +315,16 @@ async def test_the_docs_worked_example_is_what_tusk_does(make_settings, fake_llm
     commands = blocks["commands"].split("\n\n/status\n")
     assert flat(commands[0].removeprefix("/skills\n")) == flat(skills)
     assert commands[1].removeprefix("...\n").strip() in status
+
+
+async def test_a_model_that_takes_no_tools_gets_no_skills(make_settings, fake_llm):
+    """A model known to refuse tools (models.json): no Skills section asking for read_skill; /skills says why."""
+    settings = make_settings()
+    write_skill(settings.home, "refunds", REFUNDS)
+    (settings.home / "models.json").write_text(json.dumps({"openai/fake-model": {"no_tools": True}}))
+    async with running(settings) as tusk:
+        await tusk.say("me", "hi")
+        told = (await tusk.say("me", "/skills"))[0]
+    prompt = system(fake_llm.requests[0])
+    assert "## Tools\n\nNone" in prompt and "## Skills" not in prompt and "tools" not in fake_llm.requests[0]
+    assert told == "No skills with this model: it takes no tools, so it could not read one."

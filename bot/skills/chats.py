@@ -45,6 +45,7 @@ class SkillTools:
         """`inner`: the next ChatToolSource (the web tools, the MCP hub) or None; `window`: the tokens the model's
         window holds now (the skills take a share of it)."""
         self.window = window
+        self.tools_available: Callable[[], bool] = lambda: True  # False once the model refused tools (bot/app.py)
         self.settings = settings
         self.catalog = catalog
         self.inner = inner
@@ -58,7 +59,9 @@ class SkillTools:
 
     def cap(self) -> int:
         """Tokens the section may take: TUSK_SKILLS_MAX_TOKENS, within its share of the model's window (0: the
-        window is too small for skills)."""
+        window is too small for skills, or the model takes no tools and so could not read one)."""
+        if not self.tools_available():
+            return 0
         share = self.window() // WINDOW_SHARE if self.window is not None else self.settings.max_tokens
         cap = min(self.settings.max_tokens, share)
         return cap if cap >= MIN_CAP else 0

@@ -110,6 +110,8 @@ def skills_command(tools: SkillTools) -> Command:
     async def run(ctx: CommandContext, args: str) -> str:
         entries = tools.entries(ctx.key, ctx.is_group)
         if not tools.cap() and tools.catalog.snapshot().offered:
+            if not tools.tools_available():
+                return "No skills with this model: it takes no tools, so it could not read one."
             return (f"No skills with this model: its window ({tools.window() if tools.window else 0:,} tokens) is "
                     "too small to list them beside the conversation (skills need a window of 3,200 tokens or more).")
         if not entries:
