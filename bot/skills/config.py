@@ -14,7 +14,6 @@ chats of the plain patterns. With TUSK_SKILLS_GROUPS=off, group chats get none (
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -89,7 +88,3 @@ class SkillSettings:
 def skill_dirs(text: str) -> tuple[Path, ...]:
     """TUSK_SKILLS_DIRS: comma-separated folders."""
     return tuple(Path(p.strip()).expanduser() for p in text.split(",") if p.strip())
-
-
-def home_root(roots: Sequence[Root]) -> Root:
-    return next(r for r in roots if r.source == "home")
