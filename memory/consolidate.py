@@ -14,7 +14,7 @@ that answers in text instead of calling the tool. Arguments are read leniently
 entry is appended to HISTORY.md, MEMORY.md is replaced atomically (old text kept as a
 version; Tusk links each fact to the messages that say it, memory/provenance.py, and drops facts
 forgotten on request, memory/tombstones.py), and only then is the pointer moved: a crash in between
-may repeat a summary but never loses one. A failed round moves nothing; after `MAX_FAILURES` failures on the same
+may repeat a summary but never loses one. The entry's heading is the span of its messages' own times. A failed round moves nothing; after `MAX_FAILURES` failures on the same
 chunk its raw transcript goes to HISTORY.md marked `[raw]` and the pointer moves anyway, so
 a broken model cannot make a chat overflow forever. After a failure the chat's next round
 waits (30 s, doubling to 15 min) and takes half the chunk.
@@ -135,6 +135,13 @@ def parse_text_summary(text: str) -> dict[str, str] | None:
     return {key: "\n".join(lines).strip() for key, lines in parts.items()}
 
 
+def span(chunk: Sequence[Message]) -> tuple[float, float]:
+    """The times of a chunk's first and last dated message (an imported 2023 chat's entry is dated 2023,
+    not with the day it was imported); now for a chunk without dates."""
+    times = [m.ts for m in chunk if m.ts > 0] or [time.time()]
+    return min(times), max(times)
+
+
 @dataclass
 class ChatStats:
     runs: int = 0  # successful rounds
@@ -251,13 +258,13 @@ class Consolidator:
         if self.store.cached(session.files) is not session or session.last_consolidated != start:
             logger.info("consolidation result discarded: the chat was reset while it ran")
             return False
-        numbered, now = list(enumerate(chunk, start)), time.time()
+        numbered, (first, last) = list(enumerate(chunk, start)), span(chunk)
         older = memfiles.history_entries(session.files)
         memory_update = tombstones.enforce(session.files, old_memory, summary.memory_update, numbered)
-        memfiles.append_history(session.files, summary.history_entry, now)
+        memfiles.append_history(session.files, summary.history_entry, first, last)
         memfiles.write_memory(session.files, memory_update)
         provenance.after_round(session.files, old_memory, memory_update, numbered, older,
-                               provenance.round_entry(now, summary.history_entry))
+                               provenance.round_entry(first, summary.history_entry, last))
         self.store.set_pointer(session, start + cut)
         stats.failures, stats.last_error, stats.shrink, stats.runs = 0, "", False, stats.runs + 1
         self.rounds_ok += 1

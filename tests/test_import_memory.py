@@ -226,3 +226,30 @@ async def test_dense_lines_resumed_after_a_kill_keep_every_round_within_the_wind
     assert records(home, "telegram", "61", "pointer")[-1]["last_consolidated"] == 3000
     sizes = [request_tokens(b) for b in rounds(fake_llm)]
     assert len(sizes) > 3 and max(sizes) <= 8192, sizes
+
+
+async def test_imported_2023_messages_are_dated_2023_in_history_and_in_search(fake_llm, tmp_path):
+    """Each HISTORY.md entry folded from an imported June 2023 chat is headed with the span of its own messages'
+    times (not the day of the import), and search_history ("when was ...?") answers with that span."""
+    from datetime import datetime, timezone
+
+    export = tmp_path / "dense.json"
+    dense_export(export, 600)
+    env = env_for(fake_llm, tmp_path, TUSK_CONTEXT_WINDOW="4096")
+    home = tmp_path / "data"
+    code, _, err = await tusk_cli("import", str(export), "--yes", "--to", "terminal:ada", env=env)
+    assert code == 0, err
+    cuts = [0] + [r["last_consolidated"] for r in records(home, "terminal", "ada", "pointer")]
+    assert cuts[-1] == 600 and len(cuts) > 3
+    stamp = lambda i: datetime.fromtimestamp(DENSE_START + 300 * i, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    spans = [f"{stamp(a)} – {stamp(b - 1)}" for a, b in zip(cuts, cuts[1:])]
+    history = (home / "chats/terminal/ada/HISTORY.md").read_text()
+    assert [line[3:] for line in history.splitlines() if line.startswith("## ")] == spans
+
+    second = cuts[1]  # the first message of the second entry, which the entry quotes
+    fake_llm.script(Reply(text=None, tool_calls=[("c1", "search_history", {"query": f"when was m{second:06d}?"})]),
+                    Reply(text="found it"))
+    code, out, err = await tusk_cli("chat", "--chat", "ada", env=env, stdin=f"when was m{second:06d}?\n".encode())
+    assert code == 0 and "found it" in out, err
+    result = next(m["content"] for m in fake_llm.requests[-1]["messages"] if m["role"] == "tool")
+    assert f"[HISTORY.md, {spans[1]}]" in result and f"[messages, {stamp(second)}]" in result, result
