@@ -26,8 +26,8 @@ from urllib.parse import urlparse
 from bot.config import Settings
 from bot.errors import ConfigError, LLMAuthFailed, LLMError, LLMUnreachable, ModelNotFound, NotAModelServer
 from bot.llm import LLM, LLMSettings, model_window
-from bot.llm.loader import litellm, litellm_loaded
 from bot.llm.learned import ModelBook
+from bot.llm.loader import litellm, litellm_loaded
 from bot.llm.server import served_models, server_root
 from bot.llm.wire import model_name
 from bot.llm.window import ask_server, resolve
@@ -180,10 +180,13 @@ def unrouted_model(model: str, api_base: str | None) -> Check | None:
     such as `llama3` for `openai/llama3`): said in Tusk's words, with the routes to choose from."""
     try:
         litellm().get_llm_provider(model=model, api_base=api_base)
-        return None
-    except Exception:  # litellm raises BadRequestError ("LLM Provider NOT provided") or ValueError
-        pass
-    ollama = (urlparse(api_base or "").port == 11434)
+    except Exception:  # litellm raises BadRequestError ("LLM Provider NOT provided") or ValueError: no route
+        return _no_route(model, api_base)
+    return None
+
+
+def _no_route(model: str, api_base: str | None) -> Check:
+    ollama = urlparse(api_base or "").port == 11434
     if api_base:
         fix = (f"set TUSK_MODEL to ollama_chat/{model} (Ollama's own API) or openai/{model}" if ollama else
                f"set TUSK_MODEL to openai/{model} (an OpenAI-compatible server: llama.cpp, LM Studio, vLLM, "
