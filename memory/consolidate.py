@@ -4,20 +4,20 @@ move the session's pointer past them.
     budget = window - reply reserve       reserve = min(max reply tokens, window / 4)
     trigger: prompt estimate > budget     target: prompt estimate <= budget / 2
 
-A chunk always ends just before a user message, so no turn is split, and is small enough for
-the whole request (instructions, MEMORY.md, the chunk's transcript, the tool schema and the answer's
-room) to fit the window, counted with the tokenizer as memory/round_request.py builds it. Each round is one LLM request offering one
-tool, `save_memory(history_entry, memory_update)`; a model without tools is asked for the same
-two parts as labelled plain text (`TEXT_FORMAT`), and that text is accepted from any model
-that answers in text instead of calling the tool. Arguments are read leniently
-(memory/wire.py: control characters, fences, trailing commas). On success the
-entry is appended to HISTORY.md, MEMORY.md is replaced atomically (old text kept as a
-version; Tusk links each fact to the messages that say it, memory/provenance.py, and drops facts
-forgotten on request, memory/tombstones.py), and only then is the pointer moved: a crash in between
-may repeat a summary but never loses one. The entry's heading is the span of its messages' own times. A failed round moves nothing; after `MAX_FAILURES` failures on the same
-chunk its raw transcript goes to HISTORY.md marked `[raw]` and the pointer moves anyway, so
-a broken model cannot make a chat overflow forever. After a failure the chat's next round
-waits (30 s, doubling to 15 min) and takes half the chunk.
+A chunk always ends just before a user message, so no turn is split, and is small enough for the
+whole request (instructions, MEMORY.md, the chunk's transcript, the tool schema and the answer's
+room) to fit the window, counted with the tokenizer as memory/round_request.py builds it. Each round
+is one LLM request offering one tool, `save_memory(history_entry, memory_update)`; a model without
+tools is asked for the same two parts as labelled plain text (`TEXT_FORMAT`), and that text is
+accepted from any model that answers in text instead of calling the tool. Arguments are read
+leniently (memory/wire.py: control characters, fences, trailing commas). On success the entry is
+appended to HISTORY.md, MEMORY.md is replaced atomically (old text kept as a version; Tusk links
+each fact to the messages that say it, memory/provenance.py, and drops facts forgotten on request,
+memory/tombstones.py), and only then is the pointer moved: a crash in between may repeat a summary
+but never loses one. The entry's heading is the span of its messages' own times. A failed round
+moves nothing; after `MAX_FAILURES` failures on the same chunk its raw transcript goes to HISTORY.md
+marked `[raw]` and the pointer moves anyway, so a broken model cannot make a chat overflow forever.
+After a failure the chat's next round waits (30 s, doubling to 15 min) and takes half the chunk.
 
 Replies first: a run started in the background (the post-turn hook, the sweep) waits before
 each round until no chat turn is running (`idle`), so on a server that answers one request
