@@ -39,6 +39,7 @@ from bot.access.pairing import PairingStore
 from bot.tools.memory import MemoryTools
 from bot.tools.reminders import Reminders
 from bot.scheduler import Sweeper, start_scheduler
+from bot.stop import Stops, stop_command
 from bot.tools.tasks import Tasks
 from bot.tools.box import BUILTIN_TOOLS, ToolBox
 from bot.llm.warmup import ModelWarmup
@@ -125,7 +126,8 @@ class TuskApp:
         self.store = SessionStore(settings.home)
         self.media = MediaStore(settings.home, settings.media_limits())  # every channel keeps files here (memory/media.py)
         self.inbox = Inbox(settings.home / "inbox.jsonl")
-        self.bus = MessageBus(self._handle, self.inbox, durable=_durable)
+        self.stops = Stops()  # /stop: answered by the bus as it arrives (bot/stop.py)
+        self.bus = MessageBus(self._handle, self.inbox, durable=_durable, at_once=self.stops.answer)
         self.llm = LLM(llm_settings)
         self.ledger = Ledger(settings.home)  # every model call, its tokens and cost (bot/usage/)
         self.limits = Limits(self.ledger, settings.limit_settings())
@@ -147,6 +149,7 @@ class TuskApp:
         self.reminders = Reminders(settings.home, settings.reminder_settings(), self.bus.publish)
         self.tasks = Tasks(settings.task_settings(self.consolidator.budget.limit), self.llm.complete,
                            ToolBox([self.memory_tools.search_history]), self.bus.publish, settings.bot_name)
+        self.stops.also(self.tasks.stop)
         self.mcp = _mcp_hub(settings)
         self.chat_tools = _chat_tools(settings, self.mcp, lambda: self.consolidator.budget.window)
         self.tools = ToolBox([*BUILTIN_TOOLS, self.memory_tools.search_history, self.memory_tools.remember,
@@ -155,7 +158,7 @@ class TuskApp:
         usage_records = UsageRecords(self.ledger)
         chat_commands = Commands(settings.timezone, holders=[self.reminders, self.tasks, self.inbox, usage_records],
                                  extra=[*self.reminders.commands(), usage_command(self.ledger, settings.timezone),
-                                        model_command(self.choices)],
+                                        model_command(self.choices), stop_command()],
                                  status_extra=[self._spend_lines], erasure=MemberErasure(
                                      model_rewrite(self.llm.complete, settings.consolidation_model),
                                      [ReminderMembers(self.reminders), InboxMembers(self.inbox.path),
@@ -169,7 +172,8 @@ class TuskApp:
         self.warmup = ModelWarmup(llm_settings, settings.context_window, self.learner)
         self.agent = ChatAgent(settings.agent_settings(), self.store, self.llm, self.tools, context, self.bus.send,
                                chat_commands, consolidator=self.consolidator, learner=self.learner, media=media,
-                               drafts=self.bus.draft, streaming=settings.stream_settings(), models=self.choices)
+                               drafts=self.bus.draft, streaming=settings.stream_settings(), models=self.choices,
+                               stops=self.stops)
         self.consolidator.idle = self.agent.until_idle  # background rounds wait for the replies
         self.consolidator.tools_available = lambda: context.tools_available
         self.channels: list[Channel] = []
