@@ -8,6 +8,9 @@
               stickers, places framed; gating, mention stripping, chat key)
            -> allow-list / pairing -> files kept in media/ (channels/telegram/media.py; the chat's later
               messages wait for them) -> admin check (groups; cached) -> publish -> typing until done
+    Stop   -> a draft's Stop button (channels/telegram/stream.py): a `callback_query` in a group, a
+              `stopped_message_generation` in a private chat -> the presser through the allow-list -> "/stop"
+              published for that chat (the bus answers it at once, bot/stop.py); the query is answered
     reply  -> split_message() on the Markdown source -> Telegram HTML per piece
            -> plain text if Telegram rejects the entities; 429s wait (AIORateLimiter),
               network errors retry with backoff
@@ -35,7 +38,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from chatgpt_md_converter import telegram_format
-from telegram import BotCommand, Message, ReplyParameters, Update
+from telegram import BotCommand, CallbackQuery, Message, ReplyParameters, Update
 from telegram.constants import ChatAction, ChatMemberStatus, MessageLimit, ParseMode
 from telegram.error import BadRequest, ChatMigrated, InvalidToken, NetworkError, RetryAfter, TelegramError
 from telegram.ext import AIORateLimiter, Application, ContextTypes, TypeHandler
@@ -49,13 +52,15 @@ from channels.media_in import InOrder, MediaIntake, Remote
 from channels.split import split_message, utf16_len
 from channels.telegram.inbound import ALIASES, chat_id_of, to_inbound
 from channels.telegram.sieve import SievingRequest, SievingServer
-from channels.telegram.stream import TelegramDraft
+from channels.telegram.stream import STOP_DATA, StopButtons, TelegramDraft
 from memory.media import MediaStore
 
 logger = logging.getLogger(__name__)
 
 ADMINS = frozenset({ChatMemberStatus.ADMINISTRATOR, ChatMemberStatus.OWNER})
-UPDATES = ["message"]  # edits, reactions, channel posts, the bot's own membership: never asked for
+UPDATES = ["message", "callback_query", "stopped_message_generation"]  # the last two: Stop buttons (bot/stop.py);
+# edits, reactions, channel posts, the bot's own membership: never asked for
+STOPPED_ALREADY = "That reply is already finished."
 Move = Callable[[ChatKey, ChatKey], Awaitable[None]]  # a chat's files follow its new id (bot/chat_move.py)
 __all__ = ["TelegramChannel", "TelegramSettings", "chat_id_of", "target", "to_inbound"]
 WEBHOOK_MAX_BODY = 256 * 1024  # an update is a few KiB (a 4,096-character message, escaped, with a quoted reply)
@@ -122,6 +127,8 @@ class TelegramChannel:
         self._in_order = InOrder()  # a chat's messages wait for its earlier ones' downloads
         self._albums = telegram_media.Albums(self._in_order, self._take, self._album_files,
                                              self._intake.wanted) if self._intake is not None else None
+        self._buttons = StopButtons()  # the Stop buttons under drafts being written
+        self._pressed: dict[int, str] = {}  # InboundMessage.id of a press's "/stop" -> its callback query's id
 
     def _build(self) -> Application:
         base = self.settings.api_base.rstrip("/")
@@ -185,6 +192,12 @@ class TelegramChannel:
 
     async def _on_update(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         assert self.app is not None
+        if update.callback_query is not None:
+            await self._on_press(update.callback_query)
+            return
+        if isinstance(stopped := update.api_kwargs.get("stopped_message_generation"), dict):
+            await self._on_draft_stopped(stopped)
+            return
         if update.message is None:
             self._skip(update)
             return
@@ -251,6 +264,52 @@ class TelegramChannel:
         if msg.is_group:
             self._replying_to[msg.id] = message.message_id
         self._typing.start(self._keep_typing(msg, done), f"typing {msg.key}")
+
+    async def _on_press(self, query: CallbackQuery) -> None:
+        """A group draft's Stop button: "/stop" from the presser, if they may talk here; the query is answered."""
+        assert self.app is not None
+        message = query.message
+        key = self._buttons.find(message.chat.id, message.message_id) if message is not None else None
+        if query.data != STOP_DATA or key is None or message is None:
+            await self._answer_press(query.id, STOPPED_ALREADY)
+            return
+        user, chat = query.from_user, message.chat
+        name = user.full_name or user.username or ""
+        verdict = self._allow.check(str(user.id), name, group=str(chat.id) if chat.id < 0 else None,
+                                    group_name=chat.title or "", addressed=False)  # a press starts no pairing
+        if not verdict.admitted:
+            await self._answer_press(query.id, "Only those who may talk with me here can stop my replies.")
+            return
+        msg = InboundMessage(key, "/stop", sender_id=str(user.id), sender_name=name, is_group=chat.id < 0)
+        self._pressed[msg.id] = query.id
+        try:
+            await self._publish(msg)
+        except BusClosed:
+            pass
+        if (unanswered := self._pressed.pop(msg.id, None)) is not None:  # no answer came: the reply was stopped
+            await self._answer_press(unanswered, "Stopped.")
+
+    async def _on_draft_stopped(self, stopped: dict) -> None:
+        """A private draft's stop button (sendMessageDraft's can_stop): "/stop" from the chat's user."""
+        chat, draft_id = stopped.get("chat"), stopped.get("draft_id")
+        if not isinstance(chat, dict) or not isinstance(chat.get("id"), int) or not isinstance(draft_id, int):
+            self._skip_once("stop updates without a chat or draft")
+            return
+        key = self._buttons.find(chat["id"], -draft_id)
+        if key is None:  # a reply no longer being written
+            return
+        name = " ".join(filter(None, (chat.get("first_name"), chat.get("last_name")))) or chat.get("username") or ""
+        if not self._allow.check(str(chat["id"]), name, addressed=False).admitted:
+            return
+        with contextlib.suppress(BusClosed):
+            await self._publish(InboundMessage(key, "/stop", sender_id=str(chat["id"]), sender_name=name))
+
+    async def _answer_press(self, query_id: str, text: str) -> None:
+        assert self.app is not None
+        try:
+            await self.app.bot.answer_callback_query(query_id, text=text[:200])
+        except TelegramError as exc:  # too late (Telegram waits about 15 s): the spinner just ends
+            logger.info("a Stop button press could not be answered: %s", exc)
 
     def _skip(self, update: Update) -> None:
         """An update that is not a new message (an edit, a channel post, a button press, a kind from a newer Bot
@@ -326,10 +385,13 @@ class TelegramChannel:
             await self.send(OutboundMessage(key, text, reply_to=reply_to))
 
         return TelegramDraft(self.app.bot, chat_id, thread, self._replying_to.get(reply_to), chat_id > 0,
-                             send_final)
+                             send_final, buttons=self._buttons, key=key)
 
     async def send(self, msg: OutboundMessage) -> None:
         assert self.app is not None
+        if msg.reply_to is not None and (query := self._pressed.pop(msg.reply_to, None)) is not None:
+            await self._answer_press(query, msg.text)  # the answer to a Stop button: a notice to the presser
+            return
         chat_id, thread = target(msg.key)
         chat_id = self._moved.get(chat_id, chat_id)
         reply_to = self._replying_to.get(msg.reply_to) if msg.reply_to is not None else None
