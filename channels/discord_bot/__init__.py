@@ -7,8 +7,12 @@
     INTERACTION    -> a chat command (/memory, /forget, ...: the app's menu as application commands,
                       synced at start) -> command_to_inbound() -> allow-list
                    -> defer (ephemeral where it fits) -> publish "/memory undo" as if typed
+    STOP PRESSED   -> the Stop button under a draft (channels/discord_bot/stream.py) -> the presser through the
+                      allow-list -> "/stop" published for that chat (the bus answers it at once, bot/stop.py)
+                      -> the press answered, to the presser only
     reply          -> split_message(text, 2000) -> the interaction's followup, or the channel
-                      (in guilds the first piece replies to the question); 429s wait in discord.py
+                      (in guilds the first piece replies to the question); 429s wait in discord.py; every
+                      message goes with a nonce Discord enforces, so a retried send never posts twice
 
 Chat key: the channel id: a DM channel, a guild channel, or a thread (each thread keeps its
 own memory). DMs: every message is a turn. Guild channels: only messages that mention the
@@ -49,9 +53,10 @@ from channels.discord_bot import media as discord_media
 from channels.discord_bot import refusals
 from channels.base import Access, Publish, tell
 from channels.discord_bot.inbound import command_to_inbound, guild_id, to_inbound  # noqa: F401 (API)
-from channels.discord_bot.stream import DiscordDraft
+from channels.discord_bot.stream import DiscordDraft, stop_item
 from channels.media_in import InOrder, MediaIntake, Remote
 from channels.split import split_message
+from channels.stop_buttons import StopButtons
 from memory.media import MediaStore
 
 logger = logging.getLogger(__name__)
@@ -64,12 +69,13 @@ INTENTS = discord.Intents(guilds=True, guild_messages=True, dm_messages=True, me
 NO_CONTENT_INTENTS = discord.Intents(guilds=True, guild_messages=True, dm_messages=True)
 MAX_RATE_WAIT = 30.0  # a 429 asking for a longer wait (a global or Cloudflare limit) fails the reply instead
 MENTIONS = discord.AllowedMentions(everyone=False, users=False, roles=False, replied_user=True)
-NO_ARGUMENTS = frozenset({"help", "status", "new"})  # every other command has one optional free-text option,
+NO_ARGUMENTS = frozenset({"help", "status", "new", "stop"})  # every other command has one optional free-text option,
 ARGUMENTS = {  # named and described here if known; its text follows the command ("/memory undo")
     "memory": ("what", "'history 3' for the last 3 history entries, or 'undo'"),
     "forget": ("confirm", "type 'confirm' to erase everything I keep about this chat"),
 }
-PRIVATE = frozenset({"help", "status", "memory"})  # in guilds only the asker sees these answers
+PRIVATE = frozenset({"help", "status", "memory", "stop"})  # in guilds only the asker sees these answers
+STOPPED_ALREADY = "That reply is already finished."
 SEND_ERRORS = (discord.HTTPException, discord.RateLimited, aiohttp.ClientError, OSError)
 
 
@@ -148,6 +154,10 @@ class DiscordChannel:
         self._intake = MediaIntake(media, "Discord") if media is not None else None  # None: files are not taken
         self._in_order = InOrder()  # a channel's messages wait for its earlier ones' downloads
         self._refusals = refusals.Refusals()
+        self._buttons = StopButtons()  # the Stop buttons under drafts being written
+        self._pressed: dict[int, discord.Interaction] = {}  # InboundMessage.id of a press's "/stop" -> the press
+        self._stop_item = stop_item(self._on_stop_press)
+        self._stopping: dict[int, bool] = {}  # InboundMessage.id of a slash /stop -> whether it got an answer
 
     def _build(self, intents: discord.Intents) -> tuple[discord.Client, app_commands.CommandTree]:
         discord.VoiceClient.warn_nacl = discord.VoiceClient.warn_dave = False  # no voice: no warnings about it
@@ -155,6 +165,7 @@ class DiscordChannel:
                                 guild_ready_timeout=GUILD_READY_WAIT, chunk_guilds_at_startup=False,
                                 max_ratelimit_timeout=MAX_RATE_WAIT)
         client.event(self.on_message)
+        client.add_dynamic_items(self._stop_item)  # the Stop button under drafts, on any message
         tree = app_commands.CommandTree(client)
         for name, summary in self._menu:
             tree.add_command(self._slash(name, summary))
@@ -346,7 +357,49 @@ class DiscordChannel:
             logger.warning("could not acknowledge /%s in %s: %s", name, msg.key, exc)
             return
         self._routes[msg.id] = _Slash(interaction, ephemeral)
-        self._take(msg)
+        if name == "stop":
+            self._stopping[msg.id] = False
+        done = self._take(msg)
+        if name == "stop" and done is not None:  # a reply stopped is its own answer: the interaction still needs one
+            await asyncio.wait([done])
+            if not self._stopping.get(msg.id):
+                await self._followup(interaction, "Stopped.", ephemeral)
+        self._stopping.pop(msg.id, None)
+
+    async def _followup(self, interaction: discord.Interaction, text: str, ephemeral: bool) -> None:
+        try:
+            await interaction.followup.send(text, ephemeral=ephemeral, allowed_mentions=MENTIONS)
+        except SEND_ERRORS as exc:
+            logger.warning("could not answer an interaction: %s", exc)
+
+    async def _on_stop_press(self, interaction: discord.Interaction) -> None:
+        """A draft's Stop button: "/stop" from the presser, if they may talk here; the press is answered to them."""
+        message = interaction.message
+        channel_id = interaction.channel_id
+        key = self._buttons.find(channel_id, message.id) if message is not None and channel_id else None
+        if key is None:
+            await self._answer_press(interaction, STOPPED_ALREADY)
+            return
+        user, guild = interaction.user, interaction.guild or (
+            discord.Object(interaction.guild_id) if interaction.guild_id else None)
+        verdict = self._allow.check(str(user.id), user.display_name, group=str(guild.id) if guild else None,
+                                    addressed=False)  # a press starts no pairing
+        if not verdict.admitted or not self._accepting:
+            await self._answer_press(interaction, "Only those who may talk with me here can stop my replies.")
+            return
+        msg = InboundMessage(key, "/stop", sender_id=str(user.id), sender_name=user.display_name,
+                             is_group=guild is not None)
+        self._pressed[msg.id] = interaction
+        if (done := self._take(msg)) is not None:
+            await asyncio.wait([done])
+        if self._pressed.pop(msg.id, None) is not None:  # no answer came: the reply was stopped
+            await self._answer_press(interaction, "Stopped.")
+
+    async def _answer_press(self, interaction: discord.Interaction, text: str) -> None:
+        try:
+            await interaction.response.send_message(text, ephemeral=True)
+        except SEND_ERRORS as exc:  # too late (Discord waits 3 s): the press just shows as failed
+            logger.info("a Stop button press could not be answered: %s", exc)
 
     def _take(self, msg: InboundMessage) -> asyncio.Future[None] | None:
         """Publish; the reply target is forgotten once the turn is done."""
@@ -377,12 +430,23 @@ class DiscordChannel:
         route = self._routes.get(reply_to)
         if self.client is None or isinstance(route, _Slash) or self._refusals.quiet(int(key.chat_id)):
             return None
-        return DiscordDraft(self.client.get_partial_messageable(int(key.chat_id)), route, MENTIONS, self._refusals)
+        def stop_view() -> discord.ui.View:
+            view = discord.ui.View(timeout=None)
+            view.add_item(self._stop_item())
+            return view
+
+        return DiscordDraft(self.client.get_partial_messageable(int(key.chat_id)), route, MENTIONS, self._refusals,
+                            stop=stop_view, buttons=self._buttons, key=key)
 
     async def send(self, msg: OutboundMessage) -> None:
         if self.client is None:
             raise DeliveryError("the Discord channel is not running")
+        if msg.reply_to is not None and (press := self._pressed.pop(msg.reply_to, None)) is not None:
+            await self._answer_press(press, msg.text)  # the answer to a Stop button, to the presser only
+            return
         route = self._routes.get(msg.reply_to) if msg.reply_to is not None else None
+        if msg.reply_to in self._stopping:
+            self._stopping[msg.reply_to] = True
         try:
             for i, piece in enumerate(split_message(msg.text, MAX_TEXT)):
                 if isinstance(route, _Slash):

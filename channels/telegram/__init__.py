@@ -52,7 +52,8 @@ from channels.media_in import InOrder, MediaIntake, Remote
 from channels.split import split_message, utf16_len
 from channels.telegram.inbound import ALIASES, chat_id_of, to_inbound
 from channels.telegram.sieve import SievingRequest, SievingServer
-from channels.telegram.stream import STOP_DATA, StopButtons, TelegramDraft
+from channels.stop_buttons import StopButtons
+from channels.telegram.stream import STOP_DATA, TelegramDraft
 from memory.media import MediaStore
 
 logger = logging.getLogger(__name__)

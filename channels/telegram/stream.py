@@ -10,8 +10,8 @@
 A Stop button goes with the draft while it is written (/stop: bot/stop.py): in a private chat
 sendMessageDraft's own (`can_stop`, `keep_on_stop`: Telegram sends a `stopped_message_generation`
 update when it is pressed), in a group an inline keyboard under the message the text last reached
-(a `callback_query` when pressed); the final text goes out without it. `StopButtons` is where the
-channel finds the reply a press is about; a press on a reply no longer being written finds none.
+(a `callback_query` when pressed); the final text goes out without it. The channel finds the reply a
+press is about in `StopButtons` (channels/stop_buttons.py).
 
 Drafts are shown as plain text (Markdown still arriving would not convert cleanly); only the
 final text is formatted. Telegram allows about one message a second in a chat and 20 a
@@ -32,6 +32,7 @@ from telegram.error import BadRequest
 
 from bot.events import ChatKey
 from channels.split import split_message, utf16_len
+from channels.stop_buttons import StopButtons
 
 logger = logging.getLogger(__name__)
 
@@ -40,23 +41,6 @@ GROUP_INTERVAL = 3.0  # seconds between edits in a group: 20 a minute, Telegram'
 _draft_ids = itertools.count(1)
 STOP_DATA = "stop"  # the Stop button's callback_data
 STOP_BUTTON = InlineKeyboardMarkup([[InlineKeyboardButton("\u23f9 Stop", callback_data=STOP_DATA)]])
-
-
-class StopButtons:
-    """The Stop buttons showing now: (chat id, message id) of a group message that carries one, or (chat id,
-    -draft id) of a private draft, -> the chat whose running reply it stops."""
-
-    def __init__(self) -> None:
-        self._shown: dict[tuple[int, int], ChatKey] = {}
-
-    def add(self, chat_id: int, ref: int, key: ChatKey) -> None:
-        self._shown[(chat_id, ref)] = key
-
-    def remove(self, chat_id: int, ref: int) -> None:
-        self._shown.pop((chat_id, ref), None)
-
-    def find(self, chat_id: int, ref: int) -> ChatKey | None:
-        return self._shown.get((chat_id, ref))
 
 
 def _measure(piece: str) -> int:
