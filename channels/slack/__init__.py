@@ -5,7 +5,9 @@
     /memory /forget /new /status /help  any other name: `/tusk <sub>` key = the channel   reply ephemeral
 
 With SLACK_THREAD_SESSIONS=false a channel is one chat (key C…) and replies go where the
-mention was. Bot messages, edits, deletions and other subtypes are not answered (the list:
+mention was. /stop (bot/stop.py) comes as a mention in the reply's thread, or as `/tusk stop` (or
+`/stop`) in the channel: Slack gives slash commands no thread, so in a channel with thread sessions it
+stops the reply its sender asked for there, the latest if several are running. Bot messages, edits, deletions and other subtypes are not answered (the list:
 channels/slack/events.py); a retried or doubled event (same channel and ts) is answered once.
 Mentions of people reach the model as `@name` (channels/slack/people.py); Web API errors are
 read in channels/slack/api.py. An hourglass reaction marks a message while its turn runs.
@@ -44,7 +46,7 @@ from channels.base import Access, Publish, tell
 from channels.media_in import MediaIntake, Remote
 from channels.slack.api import (GONE, ServerErrorRetry, SlackError, error_code as _error_code, failure,
                                 library_log as _library_log, scope_hint as _scope_hint)
-from channels.slack.events import Route, Seen, command_to_inbound, reply_route, route_of, to_inbound
+from channels.slack.events import Route, Seen, chat_id, command_to_inbound, reply_route, route_of, to_inbound
 from channels.slack.format import LIMIT, mrkdwn_len, to_mrkdwn
 from channels.slack.people import People
 from channels.split import split_message
@@ -236,10 +238,24 @@ class SlackChannel:
         msg = command_to_inbound(command, self._commands)
         if msg is None or not self._seen.first(("command", command.get("trigger_id") or msg.id)):
             return
+        if msg.text == "/stop" and (thread := self._asked_in(msg.key.chat_id, msg.sender_id)) is not None:
+            msg = dataclasses.replace(msg, key=thread)  # a slash command has no thread: the sender's reply there
         if not await self._admit(msg, command.get("channel_id", ""), command.get("response_url")):
             return
         await self._accept(msg, Route(msg.key.chat_id, response_url=command.get("response_url")), None,
                            team=command.get("team_id"))
+
+    def _asked_in(self, channel: str, user: str) -> ChatKey | None:
+        """With thread sessions, the chat of the latest running reply `user` asked for in `channel`'s threads."""
+        if not self.settings.thread_sessions:
+            return None
+        asked = [(msg_id, route) for msg_id, route in self._routes.items()
+                 if route.channel == channel and route.thread_ts and not route.response_url
+                 and self._askers.get(msg_id, (None, None))[1] == user]
+        if not asked:
+            return None
+        route = max(asked, key=lambda pair: pair[0])[1]
+        return ChatKey(self.name, chat_id(route.channel, route.thread_ts))
 
     async def _admit(self, msg: InboundMessage, channel: str, response_url: str | None = None) -> bool:
         """The allow-list's verdict (no API call for a refused sender); a pairing code is told here."""
