@@ -25,6 +25,7 @@ from bot.commands.erasure import (InboxMembers, MediaMembers, MemberErasure, Rem
                                   model_rewrite)
 from bot.config import Settings
 from bot.ops import access
+from bot.dedupe import SeenStore
 from bot.errors import ConfigError, ContextOverflow, ToolsUnsupported
 from bot.context import ContextBuilder
 from bot.events import ChatKey, InboundMessage
@@ -126,6 +127,7 @@ class TuskApp:
         self.store = SessionStore(settings.home)
         self.media = MediaStore(settings.home, settings.media_limits())  # every channel keeps files here (memory/media.py)
         self.inbox = Inbox(settings.home / "inbox.jsonl")
+        self.seen = SeenStore(settings.home)  # platform messages taken already: never answered twice (bot/dedupe.py)
         self.stops = Stops()  # /stop: answered by the bus as it arrives (bot/stop.py)
         self.bus = MessageBus(self._handle, self.inbox, durable=_durable, at_once=self.stops.answer)
         self.llm = LLM(llm_settings)
@@ -300,7 +302,7 @@ class TuskApp:
             allow_from=frozenset(s.telegram_allow_from), webhook_url=s.telegram_webhook_url,
             webhook_listen=s.telegram_webhook_listen, webhook_port=s.telegram_webhook_port,
             webhook_secret=s.telegram_webhook_secret.get_secret_value() if s.telegram_webhook_secret else None,
-        ), self.flood.publish, self.menu(), access=self.access, media=self.media, move=self.moves)
+        ), self.flood.publish, self.menu(), access=self.access, media=self.media, move=self.moves, seen=self.seen)
 
     def _discord(self) -> Channel:
         s = self.settings
@@ -310,7 +312,7 @@ class TuskApp:
         return DiscordChannel(DiscordSettings(
             token=s.discord_bot_token.get_secret_value(), api_base=s.discord_api_base,
             gateway_url=s.discord_gateway_url, allow_from=frozenset(s.discord_allow_from), guild_id=s.discord_guild_id,
-        ), self.flood.publish, self.menu(), access=self.access, media=self.media)
+        ), self.flood.publish, self.menu(), access=self.access, media=self.media, seen=self.seen)
 
     def _slack(self) -> Channel:
         s = self.settings
@@ -326,7 +328,7 @@ class TuskApp:
             signing_secret=s.slack_signing_secret.get_secret_value() if s.slack_signing_secret else None,
             api_url=s.slack_api_url, allow_from=frozenset(s.slack_allow_from), admins=frozenset(s.slack_admins),
             thread_sessions=s.slack_thread_sessions, http_host=s.slack_http_host, http_port=s.slack_http_port,
-        ), self.flood.publish, self.menu(), access=self.access, media=self.media)
+        ), self.flood.publish, self.menu(), access=self.access, media=self.media, seen=self.seen)
 
     async def __aenter__(self) -> TuskApp:
         private_dir(self.settings.home, follow=True)
@@ -369,6 +371,7 @@ class TuskApp:
         await self.warmup.aclose()
         await self.llm.aclose()
         self.ledger.close()
+        self.seen.close()
         for channel in reversed(self.channels):
             try:
                 await channel.stop()

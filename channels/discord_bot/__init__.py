@@ -3,7 +3,8 @@
     MESSAGE_CREATE -> to_inbound() (inbound.py, pure: message types, bots, empty messages, mentions as names,
                       replies quoted, chat key, admin flag)
                    -> allow-list -> attachments kept in media/ (channels/discord_bot/media.py; the channel's
-                      later messages wait for them) -> publish -> typing until done
+                      later messages wait for them) -> taken before? (bot/dedupe.py: a MESSAGE_CREATE replayed
+                      after a RESUME is dropped) -> publish -> typing until done
     INTERACTION    -> a chat command (/memory, /forget, ...: the app's menu as application commands,
                       synced at start) -> command_to_inbound() -> allow-list
                    -> defer (ephemeral where it fits) -> publish "/memory undo" as if typed
@@ -46,6 +47,7 @@ with warnings.catch_warnings():  # discord.py imports audioop (deprecated since 
     import discord
 from discord import app_commands
 
+from bot.dedupe import MemorySeen, Seen, is_repeat
 from bot.errors import BusClosed, ConfigError, DeliveryError
 from bot.events import ChatKey, InboundMessage, OutboundMessage
 from bot.threads import Spawned
@@ -53,10 +55,10 @@ from channels.discord_bot import media as discord_media
 from channels.discord_bot import refusals
 from channels.base import Access, Publish, tell
 from channels.discord_bot.inbound import command_to_inbound, guild_id, to_inbound  # noqa: F401 (API)
-from channels.discord_bot.stream import DiscordDraft, stop_item
+from channels.discord_bot.presses import STOPPED_ALREADY, Presses  # noqa: F401 (STOPPED_ALREADY: API)
+from channels.discord_bot.stream import DiscordDraft
 from channels.media_in import InOrder, MediaIntake, Remote
 from channels.split import split_message
-from channels.stop_buttons import StopButtons
 from memory.media import MediaStore
 
 logger = logging.getLogger(__name__)
@@ -75,7 +77,6 @@ ARGUMENTS = {  # named and described here if known; its text follows the command
     "forget": ("confirm", "type 'confirm' to erase everything I keep about this chat"),
 }
 PRIVATE = frozenset({"help", "status", "memory", "stop"})  # in guilds only the asker sees these answers
-STOPPED_ALREADY = "That reply is already finished."
 SEND_ERRORS = (discord.HTTPException, discord.RateLimited, aiohttp.ClientError, OSError)
 
 
@@ -139,10 +140,11 @@ class DiscordChannel:
     name = "discord"
 
     def __init__(self, settings: DiscordSettings, publish: Publish, menu: list[tuple[str, str]],
-                 access: Access = Access(), media: MediaStore | None = None) -> None:
+                 access: Access = Access(), media: MediaStore | None = None, seen: Seen | None = None) -> None:
         self.settings = settings
         self._publish = publish
         self._menu = menu
+        self._seen = seen or MemorySeen()  # messages taken already (bot/dedupe.py)
         self._routes: dict[int, discord.MessageReference | _Slash] = {}  # InboundMessage.id -> reply target
         self._typing = Spawned()  # the typing indicators of running turns
         self._allow = access.allow_list(settings.allow_from, "DISCORD_ALLOW_FROM", self.name)
@@ -154,10 +156,7 @@ class DiscordChannel:
         self._intake = MediaIntake(media, "Discord") if media is not None else None  # None: files are not taken
         self._in_order = InOrder()  # a channel's messages wait for its earlier ones' downloads
         self._refusals = refusals.Refusals()
-        self._buttons = StopButtons()  # the Stop buttons under drafts being written
-        self._pressed: dict[int, discord.Interaction] = {}  # InboundMessage.id of a press's "/stop" -> the press
-        self._stop_item = stop_item(self._on_stop_press)
-        self._stopping: dict[int, bool] = {}  # InboundMessage.id of a slash /stop -> whether it got an answer
+        self._presses = Presses(self._allow, self._take, lambda: self._accepting)  # the Stop buttons
 
     def _build(self, intents: discord.Intents) -> tuple[discord.Client, app_commands.CommandTree]:
         discord.VoiceClient.warn_nacl = discord.VoiceClient.warn_dave = False  # no voice: no warnings about it
@@ -165,7 +164,7 @@ class DiscordChannel:
                                 guild_ready_timeout=GUILD_READY_WAIT, chunk_guilds_at_startup=False,
                                 max_ratelimit_timeout=MAX_RATE_WAIT)
         client.event(self.on_message)
-        client.add_dynamic_items(self._stop_item)  # the Stop button under drafts, on any message
+        client.add_dynamic_items(self._presses.item)  # the Stop button under drafts, on any message
         tree = app_commands.CommandTree(client)
         for name, summary in self._menu:
             tree.add_command(self._slash(name, summary))
@@ -335,6 +334,8 @@ class DiscordChannel:
             if (with_files := await self._intake.attach(msg, files, functools.partial(tell, self.send))) is None:
                 return
             msg = with_files
+        if is_repeat(self._seen, self.name, str(message.id)):  # then published at once, no await between
+            return
         if not msg.addressed:  # no typing, no reply: the agent keeps it or drops it
             self._take(msg)
             return
@@ -357,49 +358,11 @@ class DiscordChannel:
             logger.warning("could not acknowledge /%s in %s: %s", name, msg.key, exc)
             return
         self._routes[msg.id] = _Slash(interaction, ephemeral)
-        if name == "stop":
-            self._stopping[msg.id] = False
-        done = self._take(msg)
-        if name == "stop" and done is not None:  # a reply stopped is its own answer: the interaction still needs one
-            await asyncio.wait([done])
-            if not self._stopping.get(msg.id):
-                await self._followup(interaction, "Stopped.", ephemeral)
-        self._stopping.pop(msg.id, None)
-
-    async def _followup(self, interaction: discord.Interaction, text: str, ephemeral: bool) -> None:
-        try:
-            await interaction.followup.send(text, ephemeral=ephemeral, allowed_mentions=MENTIONS)
-        except SEND_ERRORS as exc:
-            logger.warning("could not answer an interaction: %s", exc)
-
-    async def _on_stop_press(self, interaction: discord.Interaction) -> None:
-        """A draft's Stop button: "/stop" from the presser, if they may talk here; the press is answered to them."""
-        message = interaction.message
-        channel_id = interaction.channel_id
-        key = self._buttons.find(channel_id, message.id) if message is not None and channel_id else None
-        if key is None:
-            await self._answer_press(interaction, STOPPED_ALREADY)
+        if name != "stop":
+            self._take(msg)
             return
-        user, guild = interaction.user, interaction.guild or (
-            discord.Object(interaction.guild_id) if interaction.guild_id else None)
-        verdict = self._allow.check(str(user.id), user.display_name, group=str(guild.id) if guild else None,
-                                    addressed=False)  # a press starts no pairing
-        if not verdict.admitted or not self._accepting:
-            await self._answer_press(interaction, "Only those who may talk with me here can stop my replies.")
-            return
-        msg = InboundMessage(key, "/stop", sender_id=str(user.id), sender_name=user.display_name,
-                             is_group=guild is not None)
-        self._pressed[msg.id] = interaction
-        if (done := self._take(msg)) is not None:
-            await asyncio.wait([done])
-        if self._pressed.pop(msg.id, None) is not None:  # no answer came: the reply was stopped
-            await self._answer_press(interaction, "Stopped.")
-
-    async def _answer_press(self, interaction: discord.Interaction, text: str) -> None:
-        try:
-            await interaction.response.send_message(text, ephemeral=True)
-        except SEND_ERRORS as exc:  # too late (Discord waits 3 s): the press just shows as failed
-            logger.info("a Stop button press could not be answered: %s", exc)
+        self._presses.expect(msg.id)  # a reply stopped is its own answer: the interaction still needs one
+        await self._presses.close_slash(msg.id, self._take(msg), interaction, ephemeral)
 
     def _take(self, msg: InboundMessage) -> asyncio.Future[None] | None:
         """Publish; the reply target is forgotten once the turn is done."""
@@ -430,23 +393,15 @@ class DiscordChannel:
         route = self._routes.get(reply_to)
         if self.client is None or isinstance(route, _Slash) or self._refusals.quiet(int(key.chat_id)):
             return None
-        def stop_view() -> discord.ui.View:
-            view = discord.ui.View(timeout=None)
-            view.add_item(self._stop_item())
-            return view
-
         return DiscordDraft(self.client.get_partial_messageable(int(key.chat_id)), route, MENTIONS, self._refusals,
-                            stop=stop_view, buttons=self._buttons, key=key)
+                            stop=self._presses.view, buttons=self._presses.buttons, key=key)
 
     async def send(self, msg: OutboundMessage) -> None:
         if self.client is None:
             raise DeliveryError("the Discord channel is not running")
-        if msg.reply_to is not None and (press := self._pressed.pop(msg.reply_to, None)) is not None:
-            await self._answer_press(press, msg.text)  # the answer to a Stop button, to the presser only
+        if await self._presses.answered(msg):  # the answer to a Stop button, to the presser only
             return
         route = self._routes.get(msg.reply_to) if msg.reply_to is not None else None
-        if msg.reply_to in self._stopping:
-            self._stopping[msg.reply_to] = True
         try:
             for i, piece in enumerate(split_message(msg.text, MAX_TEXT)):
                 if isinstance(route, _Slash):

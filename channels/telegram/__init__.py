@@ -7,13 +7,16 @@
            -> to_inbound() (channels/telegram/inbound.py, pure: service messages dropped, forwards, replies,
               stickers, places framed; gating, mention stripping, chat key)
            -> allow-list / pairing -> files kept in media/ (channels/telegram/media.py; the chat's later
-              messages wait for them) -> admin check (groups; cached) -> publish -> typing until done
+              messages wait for them) -> admin check (groups; cached) -> taken before? (bot/dedupe.py: an
+              update delivered again after a restart or a webhook retry is dropped) -> publish -> typing
     Stop   -> a draft's Stop button (channels/telegram/stream.py): a `callback_query` in a group, a
               `stopped_message_generation` in a private chat -> the presser through the allow-list -> "/stop"
               published for that chat (the bus answers it at once, bot/stop.py); the query is answered
     reply  -> split_message() on the Markdown source -> Telegram HTML per piece
-           -> plain text if Telegram rejects the entities; 429s wait (AIORateLimiter),
-              network errors retry with backoff
+           -> plain text if Telegram rejects the entities; 429s wait (AIORateLimiter), a request that
+              never reached the Bot API (no connection, a 502 from its front) retries with backoff; one
+              that may have been carried out (no answer came, a 504) is not sent again: Telegram has no
+              idempotency key, and a reply must never show twice
 
 Chat key: the chat id; in forum supergroups `<chat id>.<topic id>`, so every topic keeps
 its own memory. DMs: every message is a turn. Groups: only messages that mention the bot,
@@ -37,12 +40,14 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+import httpx
 from chatgpt_md_converter import telegram_format
-from telegram import BotCommand, CallbackQuery, Message, ReplyParameters, Update
+from telegram import BotCommand, Message, ReplyParameters, Update
 from telegram.constants import ChatAction, ChatMemberStatus, MessageLimit, ParseMode
-from telegram.error import BadRequest, ChatMigrated, InvalidToken, NetworkError, RetryAfter, TelegramError
+from telegram.error import BadRequest, ChatMigrated, InvalidToken, NetworkError, RetryAfter, TelegramError, TimedOut
 from telegram.ext import AIORateLimiter, Application, ContextTypes, TypeHandler
 
+from bot.dedupe import MemorySeen, Seen, is_repeat
 from bot.errors import BusClosed, ConfigError, DeliveryError
 from bot.events import ChatKey, InboundMessage, OutboundMessage
 from bot.threads import Spawned
@@ -52,8 +57,8 @@ from channels.media_in import InOrder, MediaIntake, Remote
 from channels.split import split_message, utf16_len
 from channels.telegram.inbound import ALIASES, chat_id_of, to_inbound
 from channels.telegram.sieve import SievingRequest, SievingServer
-from channels.stop_buttons import StopButtons
-from channels.telegram.stream import STOP_DATA, TelegramDraft
+from channels.telegram.presses import STOPPED_ALREADY, Presses  # noqa: F401 (STOPPED_ALREADY: API)
+from channels.telegram.stream import TelegramDraft
 from memory.media import MediaStore
 
 logger = logging.getLogger(__name__)
@@ -61,7 +66,6 @@ logger = logging.getLogger(__name__)
 ADMINS = frozenset({ChatMemberStatus.ADMINISTRATOR, ChatMemberStatus.OWNER})
 UPDATES = ["message", "callback_query", "stopped_message_generation"]  # the last two: Stop buttons (bot/stop.py);
 # edits, reactions, channel posts, the bot's own membership: never asked for
-STOPPED_ALREADY = "That reply is already finished."
 Move = Callable[[ChatKey, ChatKey], Awaitable[None]]  # a chat's files follow its new id (bot/chat_move.py)
 __all__ = ["TelegramChannel", "TelegramSettings", "chat_id_of", "target", "to_inbound"]
 WEBHOOK_MAX_BODY = 256 * 1024  # an update is a few KiB (a 4,096-character message, escaped, with a quoted reply)
@@ -102,6 +106,18 @@ def target(key: ChatKey) -> tuple[int, int | None]:
     return int(chat), int(thread) if thread else None
 
 
+def maybe_carried_out(exc: NetworkError) -> bool:
+    """Whether a request that failed so may have been carried out all the same: its answer was lost (a read
+    timeout, a connection broken after sending, a gateway timeout). A connection that never opened, or a
+    502 from Telegram's front (it did not reach the Bot API), was not."""
+    cause = exc.__cause__
+    if isinstance(cause, (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)):
+        return False
+    if cause is None:  # an HTTP answer PTB read as a network error: 502 is its own "Bad Gateway", others "(code)"
+        return "(504)" in exc.message or isinstance(exc, TimedOut)
+    return True
+
+
 def _measure(piece: str) -> int:
     """Size of a piece as Telegram limits it, whichever way it is sent (HTML or the plain fallback)."""
     return max(utf16_len(telegram_format(piece)), utf16_len(piece))
@@ -111,8 +127,10 @@ class TelegramChannel:
     name = "telegram"
 
     def __init__(self, settings: TelegramSettings, publish: Publish, menu: list[tuple[str, str]],
-                 access: Access = Access(), media: MediaStore | None = None, move: Move | None = None) -> None:
+                 access: Access = Access(), media: MediaStore | None = None, move: Move | None = None,
+                 seen: Seen | None = None) -> None:
         self.settings = settings
+        self._seen = seen or MemorySeen()  # messages taken already (bot/dedupe.py)
         self._publish = publish
         self._menu = menu
         self._commands = frozenset(name for name, _ in menu) | frozenset(ALIASES)
@@ -128,8 +146,7 @@ class TelegramChannel:
         self._in_order = InOrder()  # a chat's messages wait for its earlier ones' downloads
         self._albums = telegram_media.Albums(self._in_order, self._take, self._album_files,
                                              self._intake.wanted) if self._intake is not None else None
-        self._buttons = StopButtons()  # the Stop buttons under drafts being written
-        self._pressed: dict[int, str] = {}  # InboundMessage.id of a press's "/stop" -> its callback query's id
+        self._presses = Presses(self._allow, publish, lambda: self.app.bot if self.app else None)  # Stop buttons
 
     def _build(self) -> Application:
         base = self.settings.api_base.rstrip("/")
@@ -194,10 +211,10 @@ class TelegramChannel:
     async def _on_update(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         assert self.app is not None
         if update.callback_query is not None:
-            await self._on_press(update.callback_query)
+            await self._presses.on_query(update.callback_query)
             return
         if isinstance(stopped := update.api_kwargs.get("stopped_message_generation"), dict):
-            await self._on_draft_stopped(stopped)
+            await self._presses.on_draft_stopped(stopped)
             return
         if update.message is None:
             self._skip(update)
@@ -252,11 +269,14 @@ class TelegramChannel:
                 return
             msg = with_files
         if not msg.addressed:  # no typing, no reply: the agent keeps it or drops it
-            with contextlib.suppress(BusClosed):
-                self._publish(msg)
+            if not is_repeat(self._seen, self.name, f"{message.chat_id}:{message.message_id}"):
+                with contextlib.suppress(BusClosed):
+                    self._publish(msg)
             return
         if msg.is_group and not msg.sender_is_admin and message.from_user and message.sender_chat is None:
             msg = await self._with_admin_rights(msg, message.chat_id, message.from_user.id)  # for commands, remember
+        if is_repeat(self._seen, self.name, f"{message.chat_id}:{message.message_id}"):  # then published at once
+            return
         try:
             done = self._publish(msg)
         except BusClosed:
@@ -265,52 +285,6 @@ class TelegramChannel:
         if msg.is_group:
             self._replying_to[msg.id] = message.message_id
         self._typing.start(self._keep_typing(msg, done), f"typing {msg.key}")
-
-    async def _on_press(self, query: CallbackQuery) -> None:
-        """A group draft's Stop button: "/stop" from the presser, if they may talk here; the query is answered."""
-        assert self.app is not None
-        message = query.message
-        key = self._buttons.find(message.chat.id, message.message_id) if message is not None else None
-        if query.data != STOP_DATA or key is None or message is None:
-            await self._answer_press(query.id, STOPPED_ALREADY)
-            return
-        user, chat = query.from_user, message.chat
-        name = user.full_name or user.username or ""
-        verdict = self._allow.check(str(user.id), name, group=str(chat.id) if chat.id < 0 else None,
-                                    group_name=chat.title or "", addressed=False)  # a press starts no pairing
-        if not verdict.admitted:
-            await self._answer_press(query.id, "Only those who may talk with me here can stop my replies.")
-            return
-        msg = InboundMessage(key, "/stop", sender_id=str(user.id), sender_name=name, is_group=chat.id < 0)
-        self._pressed[msg.id] = query.id
-        try:
-            await self._publish(msg)
-        except BusClosed:
-            pass
-        if (unanswered := self._pressed.pop(msg.id, None)) is not None:  # no answer came: the reply was stopped
-            await self._answer_press(unanswered, "Stopped.")
-
-    async def _on_draft_stopped(self, stopped: dict) -> None:
-        """A private draft's stop button (sendMessageDraft's can_stop): "/stop" from the chat's user."""
-        chat, draft_id = stopped.get("chat"), stopped.get("draft_id")
-        if not isinstance(chat, dict) or not isinstance(chat.get("id"), int) or not isinstance(draft_id, int):
-            self._skip_once("stop updates without a chat or draft")
-            return
-        key = self._buttons.find(chat["id"], -draft_id)
-        if key is None:  # a reply no longer being written
-            return
-        name = " ".join(filter(None, (chat.get("first_name"), chat.get("last_name")))) or chat.get("username") or ""
-        if not self._allow.check(str(chat["id"]), name, addressed=False).admitted:
-            return
-        with contextlib.suppress(BusClosed):
-            await self._publish(InboundMessage(key, "/stop", sender_id=str(chat["id"]), sender_name=name))
-
-    async def _answer_press(self, query_id: str, text: str) -> None:
-        assert self.app is not None
-        try:
-            await self.app.bot.answer_callback_query(query_id, text=text[:200])
-        except TelegramError as exc:  # too late (Telegram waits about 15 s): the spinner just ends
-            logger.info("a Stop button press could not be answered: %s", exc)
 
     def _skip(self, update: Update) -> None:
         """An update that is not a new message (an edit, a channel post, a button press, a kind from a newer Bot
@@ -386,12 +360,11 @@ class TelegramChannel:
             await self.send(OutboundMessage(key, text, reply_to=reply_to))
 
         return TelegramDraft(self.app.bot, chat_id, thread, self._replying_to.get(reply_to), chat_id > 0,
-                             send_final, buttons=self._buttons, key=key)
+                             send_final, buttons=self._presses.buttons, key=key)
 
     async def send(self, msg: OutboundMessage) -> None:
         assert self.app is not None
-        if msg.reply_to is not None and (query := self._pressed.pop(msg.reply_to, None)) is not None:
-            await self._answer_press(query, msg.text)  # the answer to a Stop button: a notice to the presser
+        if await self._presses.answered(msg):  # the answer to a Stop button: a notice to the presser
             return
         chat_id, thread = target(msg.key)
         chat_id = self._moved.get(chat_id, chat_id)
@@ -422,6 +395,9 @@ class TelegramChannel:
             except (BadRequest, RetryAfter) as exc:  # refused for good (or 429s outlasted the retries)
                 raise DeliveryError(f"Telegram refused the reply: {exc}") from exc
             except NetworkError as exc:
+                if maybe_carried_out(exc):
+                    raise DeliveryError(f"Telegram gave no answer to a reply ({exc}): it may have arrived, so it "
+                                        "is not sent again (a reply must never show twice)") from exc
                 if attempt == SEND_ATTEMPTS:
                     raise DeliveryError(f"Telegram unreachable after {attempt} attempts: {exc}") from exc
                 logger.warning("sending to Telegram failed (%s); retrying in %.0f s", exc, delay)

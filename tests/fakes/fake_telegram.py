@@ -9,6 +9,7 @@
         tg.drafts    # accepted sendMessageDraft params (private chats only, draft_id non-zero), with "plain", "at"
         tg.calls     # (method, params) for every call, rejected ones included
         tg.fail_next("sendMessage", status=429, retry_after=1)
+        tg.lose_answer_next("sendMessage")   # carried out, then the connection drops before the answer
         tg.push_message(42, None, voice=b"OggS...", caption="listen")   # media: bool for made-up bytes, or the bytes
         tg.downloads  # file paths fetched from /file/bot<token>/<path> (after getFile), in order
         tg.push_update({"message": {...}})   # any update JSON as the Bot API documents it (real shapes, malformed
@@ -200,6 +201,7 @@ class FakeTelegram:
         self._wake = asyncio.Event()
         self._closing = False
         self._failures: defaultdict[str, deque[ApiError]] = defaultdict(deque)
+        self._lost: defaultdict[str, int] = defaultdict(int)  # method -> calls to carry out, then drop unanswered
         self._update_ids = itertools.count(1)
         self._message_ids = itertools.count(1)
         self._chats: dict[int, dict[str, Any]] = {}
@@ -246,6 +248,11 @@ class FakeTelegram:
         default = {400: "Bad Request", 403: "Forbidden: bot was blocked by the user",
                    429: f"Too Many Requests: retry after {retry_after}"}.get(status, f"Error {status}")
         self._failures[method.lower()].append(ApiError(status, description or default, retry_after))
+
+    def lose_answer_next(self, method: str) -> None:
+        """The next call of `method` is carried out, but its connection drops before the answer (a network
+        failure after the request arrived): the client cannot know it worked."""
+        self._lost[method.lower()] += 1
 
     def push_update(self, update: dict[str, Any]) -> dict[str, Any]:
         """Queue a raw update for getUpdates (an update_id is added if missing). A well-formed message in it
@@ -460,6 +467,11 @@ class FakeTelegram:
             result = await handler(params)
         except ApiError as err:
             return web.json_response(err.body(), status=err.status)
+        if self._lost[name.lower()]:
+            self._lost[name.lower()] -= 1
+            assert request.transport is not None
+            request.transport.abort()  # done, and no answer ever comes
+            raise web.HTTPServiceUnavailable()  # never written: the connection is gone
         return web.json_response({"ok": True, "result": result})
 
     async def _true(self, params: dict[str, Any]) -> bool:
