@@ -21,8 +21,8 @@ from bot.agent import ChatAgent
 from bot.bus import MessageBus
 from bot.chat_move import ChatMoves
 from bot.commands import Commands
-from bot.commands.erasure import (InboxMembers, MediaMembers, MemberErasure, ReminderMembers, SearchMembers,
-                                  model_rewrite)
+from bot.commands.erasure import (DocumentMembers, InboxMembers, MediaMembers, MemberErasure, ReminderMembers,
+                                  SearchMembers, model_rewrite)
 from bot.config import Settings
 from bot.ops import access
 from bot.dedupe import SeenStore
@@ -101,7 +101,7 @@ def _chat_tools(settings: Settings, mcp: McpHub | None, window: Callable[[], int
     from bot.tools.web.fetch import WebFetch
     from bot.tools.web.search import WebSearch
 
-    fns = [*([WebFetch(web).web_fetch] if web.fetch else []),
+    fns = [*([WebFetch(web, documents=settings.document_limits()).web_fetch] if web.fetch else []),
            *([WebSearch(web).web_search] if web.search != "off" else [])]
     return WebTools(web, fns, mcp, window)
 
@@ -164,7 +164,8 @@ class TuskApp:
                                  status_extra=[self._spend_lines], erasure=MemberErasure(
                                      model_rewrite(self.llm.complete, settings.consolidation_model),
                                      [ReminderMembers(self.reminders), InboxMembers(self.inbox.path),
-                                      SearchMembers(self.memory_tools.index), MediaMembers(), usage_records]),
+                                      MediaMembers(), DocumentMembers(), SearchMembers(self.memory_tools.index),
+                                      usage_records]),
                                  persona_max_tokens=settings.persona_max_tokens)
         context = ContextBuilder(settings.home, settings.bot_name, self.tools.schemas, settings.timezone,
                                  chat_tools=self.chat_tools)
