@@ -238,6 +238,8 @@ class ChatAgent:
             async with self.stops.stoppable(msg.key):
                 return await self._conversation(msg, session, new, attached, live)
         except Stopped as stop:
+            if (stats := logs.current_stats()) is not None:
+                stats.outcome = "stopped"  # /metrics: tusk_turns_total{outcome="stopped"}
             return stopped_turn(new, live.text if live is not None else "", stop.by)
 
     async def _conversation(self, msg: InboundMessage, session: Session, new: list[Message],

@@ -78,10 +78,10 @@ class MessageBus:
 
     def publish(self, msg: InboundMessage) -> asyncio.Future[None]:
         """Queue `msg` behind its chat's earlier messages; the future resolves when its turn is done."""
+        if self._at_once is not None and (answer := self._at_once(msg)) is not None:
+            return self._answer_now(msg, answer)  # also while shutting down: it takes no turn (/stop ends one)
         if not self._accepting:
             raise BusClosed("Tusk is shutting down and takes no new messages")
-        if self._at_once is not None and (answer := self._at_once(msg)) is not None:
-            return self._answer_now(msg, answer)
         if self._journal is not None and self._durable(msg):
             try:
                 self._journal.record(msg)

@@ -73,6 +73,8 @@ async def test_stop_mid_stream_keeps_what_was_shown_marked_stopped(tusk, fake_ll
     kept = replies[0].removesuffix("\n\n" + stopped_note(""))
     assert LONG.startswith(kept) and len(kept) < len(LONG) - 500 and turn.shown() == replies[0]
     assert [m.role for m in saved(tusk, "s")] == ["user", "assistant"] and saved(tusk, "s")[-1].content == replies[0]
+    async with tusk.client.get(f"{tusk.url}/metrics") as resp:
+        assert 'tusk_turns_total{channel="http",outcome="stopped"} 1.0' in await resp.text()
 
 
 async def test_messages_sent_during_the_reply_are_answered_after_the_stop(tusk, fake_llm):
@@ -216,3 +218,20 @@ async def test_a_shutdown_cancellation_is_not_taken_for_a_stop():
     with pytest.raises(asyncio.CancelledError):
         await task
     assert not stops.running(key)
+
+
+async def test_stop_cuts_a_real_model_that_never_stops(make_settings):
+    """The rambling llama.cpp model streams on and on: /stop ends its reply early, on the text it had shown,
+    and that reply is what the session keeps (what no fake can tell: a real server's stream dropped)."""
+    from tests.test_local_llm_real import RAMBLE, server
+
+    settings = make_settings(TUSK_MODEL="openai/tiny", TUSK_API_BASE=server(RAMBLE), TUSK_CONTEXT_WINDOW=2048,
+                             TUSK_LLM_TIMEOUT=300)
+    async with running(settings) as tusk:
+        turn = Watched(tusk, "ramble", "hello")
+        await wait_until(lambda: len(turn.shown()) > 150, timeout=240)
+        assert await stop(tusk, "ramble") == []
+        (reply,) = await turn.done()
+        kept = saved(tusk, "ramble")[-1]
+    assert reply.endswith("\n\n" + stopped_note("")) and kept.content == reply
+    assert kept.tokens < tusk.consolidator.budget.reserve // 2  # stopped long before the model's own end
