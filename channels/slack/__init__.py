@@ -7,8 +7,8 @@
 With SLACK_THREAD_SESSIONS=false a channel is one chat (key C…) and replies go where the
 mention was. /stop (bot/stop.py) comes as a mention in the reply's thread, or as `/tusk stop` (or
 `/stop`) in the channel: Slack gives slash commands no thread, so in a channel with thread sessions it
-stops the reply its sender asked for there, the latest if several are running. Bot messages, edits, deletions and other subtypes are not answered (the list:
-channels/slack/events.py); a retried or doubled event (same channel and ts) is answered once, also
+stops the reply its sender asked for there, the latest if several are running.
+Bot messages, edits, deletions and other subtypes are not answered (the list: channels/slack/events.py); a retried or doubled event (same channel and ts) is answered once, also
 across a restart (bot/dedupe.py).
 Mentions of people reach the model as `@name` (channels/slack/people.py); Web API errors are
 read in channels/slack/api.py. An hourglass reaction marks a message while its turn runs.

@@ -22,6 +22,7 @@ AIORateLimiter waits out any 429 that still comes.
 from __future__ import annotations
 
 import itertools
+import secrets
 import logging
 from collections.abc import Awaitable, Callable
 
@@ -38,7 +39,8 @@ logger = logging.getLogger(__name__)
 
 PRIVATE_INTERVAL = 1.0  # seconds between draft updates in a private chat (about a message a second)
 GROUP_INTERVAL = 3.0  # seconds between edits in a group: 20 a minute, Telegram's limit for a group
-_draft_ids = itertools.count(1)
+_draft_ids = itertools.count(secrets.randbelow(1 << 30) + 1)  # a new run's ids are not an old one's:
+# a press on a draft from before a restart must not stop a new reply
 STOP_DATA = "stop"  # the Stop button's callback_data
 STOP_BUTTON = InlineKeyboardMarkup([[InlineKeyboardButton("\u23f9 Stop", callback_data=STOP_DATA)]])
 
