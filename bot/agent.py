@@ -8,7 +8,8 @@
       LLM failed -> one clear sentence to the user; the session is left as it was
       streamed (TUSK_STREAM=auto, where a draft watches) -> the reply shows as written (bot/delivery.py,
                    bot/stream.py); the final text replaces it once saved; a stream cut after some of it
-                   showed ends the turn there (that text with a note is saved and sent)
+                   showed ends the turn there (that text with a note is saved and sent); so does /stop
+                   (bot/stop.py: the text so far, marked stopped)
 
 The bus guarantees one turn at a time per chat, so a turn owns its session while it runs.
 """
@@ -34,6 +35,7 @@ from bot.media import Attached, MediaReader
 from bot.media import turn as media_turn
 from bot.replies import (CRASH_REPLY, EMPTY_REPLY, MALFORMED_REPLY, NO_TEXT_REPLY, OUT_OF_ROOM_REPLY,
                          STEP_LIMIT_REPLY, MessageTooLong, shown_text, user_message)
+from bot.stop import Stopped, Stops, stopped_turn
 from bot.stream import Live, StreamSettings
 from bot.threads import Spawned
 from bot.tools.box import ToolBox, ToolContext, Toolset
@@ -65,7 +67,8 @@ class ChatAgent:
                  context: ContextBuilder, send: Send, chat_commands: commands.Commands | None = None,
                  consolidator: Consolidator | None = None, learner: Learner | None = None,
                  media: MediaReader | None = None, drafts: Drafts | None = None,
-                 streaming: StreamSettings = StreamSettings("off"), models: ModelChoices | None = None) -> None:
+                 streaming: StreamSettings = StreamSettings("off"), models: ModelChoices | None = None,
+                 stops: Stops | None = None) -> None:
         self.settings = settings
         self.models = models or ModelChoices(settings.model, {})  # a chat's /model pick (bot/llm/choice.py)
         self.fit = PromptFit(context, self.models, consolidator, learner)  # the turn's budget (bot/fitting.py)
@@ -80,6 +83,7 @@ class ChatAgent:
         self.media = media  # reads a message's files into its turn (bot/media/)
         self.hooks: list[PostTurnHook] = [self.consolidate] if consolidator else []
         self.delivery = Delivery(send, drafts, streaming)  # the reply shown as written, then finished or sent
+        self.stops = stops or Stops()  # /stop: the running conversation cut short, what it showed kept
         self._background = Spawned()  # post-turn hooks
         self._turns = 0  # turns running now, in any chat
         self._idle = asyncio.Event()
@@ -227,9 +231,21 @@ class ChatAgent:
                         attached: Attached | None = None, live: Live | None = None) -> tuple[list[Message], str]:
         """Run the LLM/tool loop; returns the messages to save and the text for the user. With `attached`,
         `msg.text` is the text this turn's request carries; the session keeps `attached.saved`. A stream
-        cut after the user saw part of it ends the turn there: that part, with a note, is the reply."""
-        tools = self.tools.for_chat(msg)  # the built-in tools, plus the MCP servers this chat may use
+        cut after the user saw part of it ends the turn there: that part, with a note, is the reply; so does
+        /stop (bot/stop.py), wherever the loop waits."""
         new = [user_message(msg, attached)]
+        try:
+            async with self.stops.stoppable(msg.key):
+                return await self._conversation(msg, session, new, attached, live)
+        except Stopped as stop:
+            if (stats := logs.current_stats()) is not None:
+                stats.outcome = "stopped"  # /metrics: tusk_turns_total{outcome="stopped"}
+            return stopped_turn(new, live.text if live is not None else "", stop.by)
+
+    async def _conversation(self, msg: InboundMessage, session: Session, new: list[Message],
+                            attached: Attached | None, live: Live | None) -> tuple[list[Message], str]:
+        """The loop itself; `new` (the user message) grows with each tool step as it runs."""
+        tools = self.tools.for_chat(msg)  # the built-in tools, plus the MCP servers this chat may use
         prompt, room, sent = await self._prompt(session, msg, new, attached)
 
         async def notify(text: str) -> None:  # Tusk's own words in the chat, through the reply path
@@ -272,8 +288,9 @@ class ChatAgent:
                 if text:
                     new.append(Message(role="assistant", content=text))
                 return new, text or (MALFORMED_REPLY if reply.finish_reason == "malformed_call" else EMPTY_REPLY)
-            step = await self._run_step(reply, ctx, tools, live)
-            new.extend(step)
+            before = len(new)
+            await self._run_step(reply, ctx, tools, new, live)
+            step = new[before:]
             room -= sum(m.tokens for m in step)
             if room < 0:  # the next request would be over budget: stop here rather than send it
                 text = OUT_OF_ROOM_REPLY
@@ -310,19 +327,19 @@ class ChatAgent:
         sent = self.context.fixed_tokens(session.files) - self.context.tool_tokens + used
         return prompt, room, sent
 
-    async def _run_step(self, reply: LLMReply, ctx: ToolContext, tools: Toolset,
-                        live: Live | None = None) -> list[Message]:
-        """Run one reply's tool calls; the step as saved (the calls with their reasoning, then the results)."""
-        step = [Message(role="assistant", content=reply.content or None, reasoning=reply.reasoning,
-                        thinking_blocks=reply.thinking_blocks,
-                        tool_calls=tuple(c.to_wire() for c in reply.tool_calls)).counted()]
+    async def _run_step(self, reply: LLMReply, ctx: ToolContext, tools: Toolset, new: list[Message],
+                        live: Live | None = None) -> None:
+        """Run one reply's tool calls, appending the step to `new` as it goes (the calls with their reasoning,
+        then each result): a step /stop cuts short is there up to where it got."""
+        new.append(Message(role="assistant", content=reply.content or None, reasoning=reply.reasoning,
+                           thinking_blocks=reply.thinking_blocks,
+                           tool_calls=tuple(c.to_wire() for c in reply.tool_calls)).counted())
         for call in reply.tool_calls:
             if live is not None:
                 live.status(call.name)
             result = await tools.run(call, ctx)
-            step.append(Message(role="tool", tool_call_id=call.id, name=call.name,
-                                content=self._truncate(result.for_model())).counted())
-        return step
+            new.append(Message(role="tool", tool_call_id=call.id, name=call.name,
+                               content=self._truncate(result.for_model())).counted())
 
     async def consolidate(self, key: ChatKey) -> None:
         """Consolidate this chat if it is over budget (the post-turn hook and the scheduled sweep)."""

@@ -21,10 +21,11 @@ from bot.agent import ChatAgent
 from bot.bus import MessageBus
 from bot.chat_move import ChatMoves
 from bot.commands import Commands
-from bot.commands.erasure import (InboxMembers, MediaMembers, MemberErasure, ReminderMembers, SearchMembers,
-                                  model_rewrite)
+from bot.commands.erasure import (DocumentMembers, InboxMembers, MediaMembers, MemberErasure, ReminderMembers,
+                                  SearchMembers, model_rewrite)
 from bot.config import Settings
 from bot.ops import access
+from bot.dedupe import SeenStore
 from bot.errors import ConfigError, ContextOverflow, ToolsUnsupported
 from bot.context import ContextBuilder
 from bot.events import ChatKey, InboundMessage
@@ -42,6 +43,7 @@ from bot.scheduler import Sweeper, start_scheduler
 from bot.skills.catalog import Catalog
 from bot.skills.chats import SkillTools
 from bot.skills.views import skills_command
+from bot.stop import Stops, stop_command
 from bot.tools.tasks import Tasks
 from bot.tools.box import BUILTIN_TOOLS, ToolBox
 from bot.llm.warmup import ModelWarmup
@@ -102,7 +104,7 @@ def _chat_tools(settings: Settings, mcp: McpHub | None, window: Callable[[], int
     from bot.tools.web.fetch import WebFetch
     from bot.tools.web.search import WebSearch
 
-    fns = [*([WebFetch(web).web_fetch] if web.fetch else []),
+    fns = [*([WebFetch(web, documents=settings.document_limits()).web_fetch] if web.fetch else []),
            *([WebSearch(web).web_search] if web.search != "off" else [])]
     return WebTools(web, fns, mcp, window)
 
@@ -128,7 +130,9 @@ class TuskApp:
         self.store = SessionStore(settings.home)
         self.media = MediaStore(settings.home, settings.media_limits())  # every channel keeps files here (memory/media.py)
         self.inbox = Inbox(settings.home / "inbox.jsonl")
-        self.bus = MessageBus(self._handle, self.inbox, durable=_durable)
+        self.seen = SeenStore(settings.home)  # platform messages taken already: never answered twice (bot/dedupe.py)
+        self.stops = Stops()  # /stop: answered by the bus as it arrives (bot/stop.py)
+        self.bus = MessageBus(self._handle, self.inbox, durable=_durable, at_once=self.stops.answer)
         self.llm = LLM(llm_settings)
         self.ledger = Ledger(settings.home)  # every model call, its tokens and cost (bot/usage/)
         self.limits = Limits(self.ledger, settings.limit_settings())
@@ -150,6 +154,7 @@ class TuskApp:
         self.reminders = Reminders(settings.home, settings.reminder_settings(), self.bus.publish)
         self.tasks = Tasks(settings.task_settings(self.consolidator.budget.limit), self.llm.complete,
                            ToolBox([self.memory_tools.search_history]), self.bus.publish, settings.bot_name)
+        self.stops.also(self.tasks.stop)
         self.mcp = _mcp_hub(settings)
         self.chat_tools = _chat_tools(settings, self.mcp, lambda: self.consolidator.budget.window)
         # the owner's playbooks (bot/skills/): read_skill and the prompt's Skills section, for chats that have skills
@@ -163,11 +168,12 @@ class TuskApp:
         usage_records = UsageRecords(self.ledger)
         chat_commands = Commands(settings.timezone, holders=[self.reminders, self.tasks, self.inbox, usage_records],
                                  extra=[*self.reminders.commands(), usage_command(self.ledger, settings.timezone),
-                                        model_command(self.choices), skills_command(self.skills)],
+                                        model_command(self.choices), skills_command(self.skills), stop_command()],
                                  status_extra=[self._spend_lines], erasure=MemberErasure(
                                      model_rewrite(self.llm.complete, settings.consolidation_model),
                                      [ReminderMembers(self.reminders), InboxMembers(self.inbox.path),
-                                      SearchMembers(self.memory_tools.index), MediaMembers(), usage_records]),
+                                      MediaMembers(), DocumentMembers(), SearchMembers(self.memory_tools.index),
+                                      usage_records]),
                                  persona_max_tokens=settings.persona_max_tokens)
         context = ContextBuilder(settings.home, settings.bot_name, self.tools.schemas, settings.timezone,
                                  chat_tools=self.skills)
@@ -177,7 +183,8 @@ class TuskApp:
         self.warmup = ModelWarmup(llm_settings, settings.context_window, self.learner)
         self.agent = ChatAgent(settings.agent_settings(), self.store, self.llm, self.tools, context, self.bus.send,
                                chat_commands, consolidator=self.consolidator, learner=self.learner, media=media,
-                               drafts=self.bus.draft, streaming=settings.stream_settings(), models=self.choices)
+                               drafts=self.bus.draft, streaming=settings.stream_settings(), models=self.choices,
+                               stops=self.stops)
         self.consolidator.idle = self.agent.until_idle  # background rounds wait for the replies
         self.consolidator.tools_available = lambda: context.tools_available
         self.skills.tools_available = lambda: context.tools_available  # no tools: no read_skill, so no skills
@@ -307,7 +314,7 @@ class TuskApp:
             allow_from=frozenset(s.telegram_allow_from), webhook_url=s.telegram_webhook_url,
             webhook_listen=s.telegram_webhook_listen, webhook_port=s.telegram_webhook_port,
             webhook_secret=s.telegram_webhook_secret.get_secret_value() if s.telegram_webhook_secret else None,
-        ), self.flood.publish, self.menu(), access=self.access, media=self.media, move=self.moves)
+        ), self.flood.publish, self.menu(), access=self.access, media=self.media, move=self.moves, seen=self.seen)
 
     def _discord(self) -> Channel:
         s = self.settings
@@ -317,7 +324,7 @@ class TuskApp:
         return DiscordChannel(DiscordSettings(
             token=s.discord_bot_token.get_secret_value(), api_base=s.discord_api_base,
             gateway_url=s.discord_gateway_url, allow_from=frozenset(s.discord_allow_from), guild_id=s.discord_guild_id,
-        ), self.flood.publish, self.menu(), access=self.access, media=self.media)
+        ), self.flood.publish, self.menu(), access=self.access, media=self.media, seen=self.seen)
 
     def _slack(self) -> Channel:
         s = self.settings
@@ -333,7 +340,7 @@ class TuskApp:
             signing_secret=s.slack_signing_secret.get_secret_value() if s.slack_signing_secret else None,
             api_url=s.slack_api_url, allow_from=frozenset(s.slack_allow_from), admins=frozenset(s.slack_admins),
             thread_sessions=s.slack_thread_sessions, http_host=s.slack_http_host, http_port=s.slack_http_port,
-        ), self.flood.publish, self.menu(), access=self.access, media=self.media)
+        ), self.flood.publish, self.menu(), access=self.access, media=self.media, seen=self.seen)
 
     async def __aenter__(self) -> TuskApp:
         private_dir(self.settings.home, follow=True)
@@ -376,6 +383,7 @@ class TuskApp:
         await self.warmup.aclose()
         await self.llm.aclose()
         self.ledger.close()
+        self.seen.close()
         for channel in reversed(self.channels):
             try:
                 await channel.stop()

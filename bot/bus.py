@@ -5,6 +5,8 @@ chat's messages in arrival order, one turn at a time, and ends (removing the que
 moment the queue is empty, so an idle chat costs nothing. Different chats have different
 workers, so a slow LLM call in one chat never delays another. Messages that must survive a
 crash (`durable`) are kept in a journal (bot/inbox.py) from publish until their turn ends.
+A message `at_once` answers (/stop: bot/stop.py) is answered as it arrives, before the chat's
+queue: it must not wait behind the turn it is about.
 """
 
 from __future__ import annotations
@@ -19,11 +21,13 @@ from typing import Any, Protocol
 from bot.errors import BusClosed, DeliveryError
 from bot.events import ChatKey, InboundMessage, OutboundMessage
 from bot.stream import Draft
+from bot.threads import Spawned
 
 logger = logging.getLogger(__name__)
 
 Handler = Callable[[InboundMessage], Awaitable[None]]
 Job = Callable[[], Awaitable[Any]]  # work that must take its place in a chat's order (the console's Forget)
+AtOnce = Callable[[InboundMessage], str | None]  # the answer to a message that takes no turn (/stop), else None
 
 
 class Outlet(Protocol):
@@ -44,8 +48,10 @@ class Journal(Protocol):
 
 class MessageBus:
     def __init__(self, handler: Handler, journal: Journal | None = None,
-                 durable: Callable[[InboundMessage], bool] = lambda msg: False) -> None:
+                 durable: Callable[[InboundMessage], bool] = lambda msg: False, at_once: AtOnce | None = None) -> None:
         self._handler = handler
+        self._at_once = at_once
+        self._answering = Spawned()  # at-once answers being sent
         self._journal = journal
         self._durable = durable
         self._outlets: dict[str, Outlet] = {}
@@ -72,6 +78,8 @@ class MessageBus:
 
     def publish(self, msg: InboundMessage) -> asyncio.Future[None]:
         """Queue `msg` behind its chat's earlier messages; the future resolves when its turn is done."""
+        if self._at_once is not None and (answer := self._at_once(msg)) is not None:
+            return self._answer_now(msg, answer)  # also while shutting down: it takes no turn (/stop ends one)
         if not self._accepting:
             raise BusClosed("Tusk is shutting down and takes no new messages")
         if self._journal is not None and self._durable(msg):
@@ -80,6 +88,21 @@ class MessageBus:
             except OSError:  # a full disk must not cost the message: it is answered, just not journaled
                 logger.exception("could not journal a message for %s", msg.key)
         return self._enqueue(msg.key, msg)
+
+    def _answer_now(self, msg: InboundMessage, answer: str) -> asyncio.Future[None]:
+        """A message that takes no turn: its answer (if any) sent now; the future resolves once it is out."""
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+        async def answering() -> None:
+            try:
+                if answer:
+                    await self.send(OutboundMessage(msg.key, answer, reply_to=msg.id))
+            finally:
+                if not done.done():
+                    done.set_result(None)
+
+        self._answering.start(answering(), f"answer {msg.key}")
+        return done
 
     def cancel(self, key: ChatKey) -> bool:
         """Cancel `key`'s running turn and those queued behind it (the terminal's Ctrl-C): their futures are
@@ -168,6 +191,7 @@ class MessageBus:
     async def close(self, grace: float) -> bool:
         """Stop taking messages, let running turns finish for up to `grace` seconds; True if all did."""
         self._accepting = False
+        await self._answering.wait(grace)
         workers = list(self._workers.values())
         if not workers:
             return True

@@ -29,6 +29,7 @@ from bot.tools.tasks import TaskSettings
 from bot.usage.limits import LimitSettings
 from bot.usage.prices import ModelChoice, parse_models
 from memory.chat_settings import zone
+from memory.documents import DocumentLimits
 from memory.media import MB, MediaLimits
 
 if TYPE_CHECKING:
@@ -123,6 +124,10 @@ class Settings(BaseSettings):
     vision: bool | None = _env("TUSK_VISION", None)  # unset: litellm's capability data for TUSK_MODEL
     vision_model: str | None = _env("TUSK_VISION_MODEL", None)  # describes photos when TUSK_MODEL cannot see
     document_max_chars: int = _env("TUSK_DOCUMENT_MAX_CHARS", 60_000, ge=1000, le=2_000_000)
+    # the text of documents and web pages kept for search_history (memory/documents.py): per document (0: none)
+    document_index_max_chars: int = _env("TUSK_DOCUMENT_INDEX_MAX_CHARS", 200_000, ge=0, le=10_000_000)
+    document_index_chat_max_chars: int = _env("TUSK_DOCUMENT_INDEX_CHAT_MAX_CHARS", 2_000_000, ge=0,
+                                              le=1_000_000_000)  # all of one chat's kept documents
 
     http_host: str = _env("TUSK_HTTP_HOST", "127.0.0.1")
     http_port: int = _env("TUSK_HTTP_PORT", 8765, ge=0, le=65535)
@@ -210,7 +215,10 @@ class Settings(BaseSettings):
         return MediaSettings(
             TranscribeSettings(self.transcribe_model, self.transcribe_api_base or self.api_base,
                                key.get_secret_value() if key else None, self.llm_timeout),
-            self.show_transcript, self.vision, self.vision_model, self.document_max_chars)
+            self.show_transcript, self.vision, self.vision_model, self.document_max_chars, self.document_limits())
+
+    def document_limits(self) -> DocumentLimits:
+        return DocumentLimits(self.document_index_max_chars, self.document_index_chat_max_chars)
 
     def llm_settings(self) -> LLMSettings:
         if not self.model:

@@ -261,3 +261,35 @@ async def test_application_polling_runs_handlers(tg):
     echoed = next(s for s in tg.sent if s["text"].startswith("echo"))
     assert echoed["reply_parameters"]["message_id"] == said["message"]["message_id"]
     assert tg.calls[-1][0] == "getUpdates" and tg.calls[-1][1]["offset"] == said["update_id"] + 1
+
+
+async def test_inline_keyboards_callback_queries_and_draft_stops_as_telegram(ptb, tg):
+    """Keyboards are checked (callback_data 1-64 bytes), an edit without one takes it away, an unchanged markup
+    edit is "not modified", a callback query is answered once, and a draft's stop needs can_stop."""
+    from telegram import InlineKeyboardButton, InlineKeyboardMarkup
+
+    good = InlineKeyboardMarkup([[InlineKeyboardButton("Stop", callback_data="stop")]])
+    with pytest.raises(BadRequest, match="(?i)button_data_invalid"):
+        await ptb.send_message(42, "x", reply_markup=InlineKeyboardMarkup(
+            [[InlineKeyboardButton("Stop", callback_data="s" * 65)]]))
+    sent = await ptb.send_message(42, "draft", reply_markup=good)
+    assert sent.reply_markup == good and tg.markup(42, sent.message_id) == good.to_dict()
+    with pytest.raises(BadRequest, match="(?i)not modified"):
+        await ptb.edit_message_reply_markup(42, sent.message_id, reply_markup=good)
+    tg.press(42, sent.message_id, "stop")
+    await ptb.edit_message_text("more", chat_id=42, message_id=sent.message_id)
+    assert tg.markup(42, sent.message_id) is None
+    with pytest.raises(AssertionError):
+        tg.press(42, sent.message_id, "stop")  # no button any more
+    (update,) = await ptb.get_updates()
+    assert update.callback_query.data == "stop" and update.callback_query.message.message_id == sent.message_id
+    assert await ptb.answer_callback_query(update.callback_query.id, text="Stopped.")
+    with pytest.raises(BadRequest, match="(?i)query is too old"):
+        await ptb.answer_callback_query(update.callback_query.id)
+    await ptb.do_api_request("sendMessageDraft", api_kwargs={"chat_id": 42, "draft_id": 5, "text": "a"})
+    with pytest.raises(AssertionError):
+        tg.stop_draft(42, 5)  # sent without can_stop: the user had no stop button
+    await ptb.do_api_request("sendMessageDraft", api_kwargs={"chat_id": 42, "draft_id": 6, "text": "a",
+                                                             "can_stop": True})
+    update = tg.stop_draft(42, 6)
+    assert update["stopped_message_generation"] == {"chat": tg._chat(42), "draft_id": 6}

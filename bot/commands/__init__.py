@@ -28,6 +28,7 @@ from bot.commands.memory_why import memory_subcommand
 from bot.commands.persona import persona_command
 from memory import chat_settings, persona, provenance, tombstones
 from memory import files as memfiles
+from memory.documents import kept_paths
 from memory.media import usage_text
 from memory.search_index import delete_index
 from memory.tokens import count_text
@@ -248,6 +249,8 @@ def _inventory(ctx: CommandContext) -> list[Owned]:
              (f.settings, lambda: f"chat settings (settings.json: time zone {chat_settings.read(f).timezone})"),
              (f.input_history, lambda: "what was typed at the terminal (input-history)"),
              (f.media, lambda: f"{usage_text(f.media).replace(' (', ' received files (', 1)}"),
+             (f.documents, lambda: f"the text of {len(kept_paths(f))} document(s) and web page(s) kept for search "
+                                   "(documents/)"),
              (provenance.path(f), lambda: "where each remembered fact came from (provenance.json)"),
              (tombstones.path(f), lambda: f"{len(tombstones.load(f))} forgotten facts kept out (forgotten.json)")]
     owned = [Owned(label(), partial(_delete_path, path)) for path, label in items if path.exists()]

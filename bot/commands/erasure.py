@@ -8,6 +8,7 @@ member who left): take one person out of a group chat's memory.
         HISTORY.md        each entry that names them, rewritten by the model without them; if the
                           model is unavailable (or its rewrite still names them), the entry is removed
         media/            the files they sent (found from their messages' `media` paths: MediaMembers)
+        documents/        the text of the documents they sent and the pages read for them (DocumentMembers)
         elsewhere         what `MemberHolder`s keep for them (reminders they set, their messages in the
                           inbox journal, the search index)
 
@@ -27,7 +28,7 @@ from typing import Any, Protocol
 from bot.commands.base import ADMINS_ONLY, CommandContext, Owned, delete_each
 from bot.errors import LLMError
 from bot.events import ChatKey
-from memory import erase, provenance, tombstones
+from memory import documents, erase, provenance, tombstones
 from memory.erase import Member
 from memory.files import write_atomic
 from memory.paths import ChatFiles
@@ -122,6 +123,22 @@ class MediaMembers:
 
         size = sum(p.stat().st_size for p in theirs)
         return [Owned(f"{len(theirs)} file(s) they sent ({size:,} bytes in media/)", delete)]
+
+
+class DocumentMembers:
+    """The kept text of the documents a member sent, and of the web pages read in their turns (memory/documents.py)."""
+
+    def owned_by(self, key: ChatKey, files: ChatFiles, member_id: str) -> list[Owned]:
+        theirs = [doc.path for doc in documents.of_sender(files, member_id) if doc.path is not None]
+        if not theirs:
+            return []
+
+        def delete() -> None:
+            for path in theirs:
+                path.unlink(missing_ok=True)
+
+        return [Owned(f"the text of {len(theirs)} document(s) or web page(s) of theirs kept for search "
+                      "(documents/)", delete)]
 
 
 class SearchMembers:

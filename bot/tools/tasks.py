@@ -7,7 +7,8 @@ the bus as a turn of the chat, with the result as one-turn injected context: the
 tells the user, and the turn is saved like any other (a short note as its user message),
 so the saved conversation stays legal whatever the model does next.
 
-Tasks live in memory only: a restart or /forget cancels the running ones.
+Tasks live in memory only: a restart or /forget cancels the running ones, and /stop (bot/stop.py) the
+chat's running ones, wherever they wait (a model request, a search): no result comes back from them.
 """
 
 from __future__ import annotations
@@ -153,6 +154,18 @@ class Tasks:
                 return f"(stopped: the search results filled the helper's budget of {s.budget_tokens:,} tokens)"
             messages.extend(step)
         return f"(stopped after {s.max_steps} steps without a final report)"
+
+    def stop(self, key: ChatKey) -> list[str]:
+        """/stop: this chat's running tasks cancelled now; a line for each, for the answer."""
+        lines = []
+        for task in self.of(key):
+            self.running.pop(task.id, None)
+            if task.runner is not None:
+                task.runner.cancel()
+            lines.append(f"Stopped the background task {task.id}: its result will not come.")
+        if lines:
+            logger.info("/stop cancelled %d background task(s) in %s", len(lines), key)
+        return lines
 
     def owned(self, key: ChatKey) -> list[Owned]:
         """For /forget: this chat's running tasks, cancelled (their results never arrive)."""

@@ -7,6 +7,10 @@
                                         or multipart/form-data: text, user, file (channels/http/files.py)
                                         {"stream": true, ...} -> Server-Sent Events while it runs
                                         (channels/http/stream.py: delta, tool, done, error)
+    POST /v1/chats/{chat_id}/stop       {"user": "optional sender id"} -> 200 {"replies": [...]}: the chat's
+                                        running reply stopped (bot/stop.py), as /stop in the chat would;
+                                        [] when a reply was stopped (its own request gets it, marked
+                                        stopped), else the sentence saying what was (or that nothing ran)
     GET  /healthz                       -> 200 {"ok": true} (never needs the token)
     + the routes mounted with `add_routes` (the console's JSON API, bot/ops/console.py; OpenAI's
       /v1/chat/completions and /v1/models, channels/http/openai_api.py, which the owner's API keys may
@@ -86,6 +90,11 @@ class HttpSettings:
         """Refuse to serve chats and memory to the network without a long token."""
         if problem := bind_problem(self.host, self.token):
             raise ConfigError(problem)
+
+
+class StopBody(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="ignore")
+    user: str = pydantic.Field("http", min_length=1, max_length=200)
 
 
 class MessageBody(pydantic.BaseModel):
@@ -189,6 +198,7 @@ class HttpChannel:
         app.router.add_get("/", self._index)
         app.router.add_get("/console/{name}", self._asset)
         app.router.add_post("/v1/chats/{chat_id}/messages", self._post_message)
+        app.router.add_post("/v1/chats/{chat_id}/stop", self._post_stop)
         app.router.add_routes(self._routes)
         return app
 
@@ -336,6 +346,21 @@ class HttpChannel:
         replies: list[str] = []
         try:
             await self.run_turn(msg, replies)
+        except BusClosed as exc:
+            return error(503, str(exc))
+        return web.json_response({"replies": replies})
+
+    async def _post_stop(self, request: web.Request) -> web.Response:
+        """/stop for this chat, answered at once (the bus takes it before the chat's queue)."""
+        key = chat_key(self.name, request.match_info["chat_id"])
+        raw = await request.read()
+        try:
+            body = StopBody.model_validate_json(raw or b"{}")
+        except pydantic.ValidationError as exc:
+            return error(400, f"expected JSON {{\"user\": \"optional\"}} or no body: {problems(exc)}")
+        replies: list[str] = []
+        try:
+            await self.run_turn(InboundMessage(key, "/stop", sender_id=body.user), replies)
         except BusClosed as exc:
             return error(503, str(exc))
         return web.json_response({"replies": replies})

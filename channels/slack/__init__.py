@@ -5,8 +5,11 @@
     /memory /forget /new /status /help  any other name: `/tusk <sub>` key = the channel   reply ephemeral
 
 With SLACK_THREAD_SESSIONS=false a channel is one chat (key C…) and replies go where the
-mention was. Bot messages, edits, deletions and other subtypes are not answered (the list:
-channels/slack/events.py); a retried or doubled event (same channel and ts) is answered once.
+mention was. /stop (bot/stop.py) comes as a mention in the reply's thread, or as `/tusk stop` (or
+`/stop`) in the channel: Slack gives slash commands no thread, so in a channel with thread sessions it
+stops the reply its sender asked for there, the latest if several are running.
+Bot messages, edits, deletions and other subtypes are not answered (the list: channels/slack/events.py); a retried or doubled event (same channel and ts) is answered once, also
+across a restart (bot/dedupe.py).
 Mentions of people reach the model as `@name` (channels/slack/people.py); Web API errors are
 read in channels/slack/api.py. An hourglass reaction marks a message while its turn runs.
 Senders outside SLACK_ALLOW_FROM cost no API or LLM call. `send` finds a reply's place from the inbound message it answers, else from the chat key
@@ -32,19 +35,19 @@ from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
 from slack_bolt.app.async_app import AsyncApp
 from slack_sdk.errors import SlackApiError
-from slack_sdk.http_retry.builtin_async_handlers import (AsyncConnectionErrorRetryHandler,
-                                                         AsyncRateLimitErrorRetryHandler)
+from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot import dedupe
 from bot.errors import BusClosed, ConfigError
 from bot.events import ChatKey, InboundMessage, OutboundMessage
 from bot.threads import Spawned
 from channels.slack import media as slack_media
 from channels.base import Access, Publish, tell
 from channels.media_in import MediaIntake, Remote
-from channels.slack.api import (GONE, ServerErrorRetry, SlackError, error_code as _error_code, failure,
+from channels.slack.api import (GONE, ConnectionRetry, ServerErrorRetry, SlackError, error_code as _error_code, failure,
                                 library_log as _library_log, scope_hint as _scope_hint)
-from channels.slack.events import Route, Seen, command_to_inbound, reply_route, route_of, to_inbound
+from channels.slack.events import Route, Seen, chat_id, command_to_inbound, reply_route, route_of, to_inbound
 from channels.slack.format import LIMIT, mrkdwn_len, to_mrkdwn
 from channels.slack.people import People
 from channels.split import split_message
@@ -78,9 +81,11 @@ class SlackChannel:
     name = "slack"
 
     def __init__(self, settings: SlackSettings, publish: Publish, menu: Iterable[tuple[str, str]] = (),
-                 access: Access = Access(), media: MediaStore | None = None) -> None:
+                 access: Access = Access(), media: MediaStore | None = None,
+                 seen: dedupe.Seen | None = None) -> None:
         self.settings = settings
         self._publish = publish
+        self._durable_seen = seen or dedupe.MemorySeen()  # messages taken already, across restarts (bot/dedupe.py)
         self._commands = frozenset(name for name, _ in menu)
         self._allow = access.allow_list(settings.allow_from, "SLACK_ALLOW_FROM", self.name)
         self._routes: dict[int, Route] = {}  # InboundMessage.id -> where its replies go, until its turn is done
@@ -118,7 +123,7 @@ class SlackChannel:
     def _web_client(self) -> AsyncWebClient:
         url = self.settings.api_url if self.settings.api_url.endswith("/") else self.settings.api_url + "/"
         self._session = aiohttp.ClientSession()
-        retries = [AsyncConnectionErrorRetryHandler(), AsyncRateLimitErrorRetryHandler(max_retry_count=2),
+        retries = [ConnectionRetry(max_retry_count=1), AsyncRateLimitErrorRetryHandler(max_retry_count=2),
                    ServerErrorRetry(max_retry_count=2)]
         return AsyncWebClient(token=self.settings.bot_token, base_url=url, session=self._session,
                               logger=_library_log, retry_handlers=retries)
@@ -221,8 +226,9 @@ class SlackChannel:
         if not await self._admit(msg, event["channel"]):
             return
         team = event.get("user_team") or event.get("team") or self.team_id  # Slack Connect: the sender's own
+        origin = f"{event['channel']}:{event['ts']}" + ("" if msg.addressed else ":overheard")
         await self._accept(msg, reply_route(event, self.settings.thread_sessions), (event["channel"], event["ts"]),
-                           self._files(event, msg), team)
+                           self._files(event, msg), team, origin)
 
     def _files(self, event: dict[str, Any], msg: InboundMessage) -> list[Remote]:
         """The event's files to download: none without a media store, or for chatter the chat does not keep."""
@@ -236,10 +242,24 @@ class SlackChannel:
         msg = command_to_inbound(command, self._commands)
         if msg is None or not self._seen.first(("command", command.get("trigger_id") or msg.id)):
             return
+        if msg.text == "/stop" and (thread := self._asked_in(msg.key.chat_id, msg.sender_id)) is not None:
+            msg = dataclasses.replace(msg, key=thread)  # a slash command has no thread: the sender's reply there
         if not await self._admit(msg, command.get("channel_id", ""), command.get("response_url")):
             return
         await self._accept(msg, Route(msg.key.chat_id, response_url=command.get("response_url")), None,
-                           team=command.get("team_id"))
+                           team=command.get("team_id"), origin=f"command:{command.get('trigger_id') or msg.id}")
+
+    def _asked_in(self, channel: str, user: str) -> ChatKey | None:
+        """With thread sessions, the chat of the latest running reply `user` asked for in `channel`'s threads."""
+        if not self.settings.thread_sessions:
+            return None
+        asked = [(msg_id, route) for msg_id, route in self._routes.items()
+                 if route.channel == channel and route.thread_ts and not route.response_url
+                 and self._askers.get(msg_id, (None, None))[1] == user]
+        if not asked:
+            return None
+        route = max(asked, key=lambda pair: pair[0])[1]
+        return ChatKey(self.name, chat_id(route.channel, route.thread_ts))
 
     async def _admit(self, msg: InboundMessage, channel: str, response_url: str | None = None) -> bool:
         """The allow-list's verdict (no API call for a refused sender); a pairing code is told here."""
@@ -258,7 +278,7 @@ class SlackChannel:
         return None
 
     async def _accept(self, msg: InboundMessage, route: Route, marker: tuple[str, str] | None,
-                      files: list[Remote] | None = None, team: str | None = None) -> None:
+                      files: list[Remote] | None = None, team: str | None = None, origin: str = "") -> None:
         """Learn who sent `msg` (and the names of those it mentions) and download its files, then publish it;
         messages of one chat are published in arrival order."""
         previous = self._tails.get(msg.key)
@@ -272,8 +292,8 @@ class SlackChannel:
             if previous is not None:
                 await asyncio.wait([previous])
             with_files = await self._intake.attach(msg, files, functools.partial(tell, self.send)) if files and self._intake else msg
-            if with_files is not None:
-                self._dispatch(with_files, route, marker, team)
+            if with_files is not None and not dedupe.is_repeat(self._durable_seen, self.name, origin):
+                self._dispatch(with_files, route, marker, team)  # published at once, no await between
         finally:
             tail.set_result(None)
             if self._tails.get(msg.key) is tail:

@@ -9,12 +9,22 @@
         tg.drafts    # accepted sendMessageDraft params (private chats only, draft_id non-zero), with "plain", "at"
         tg.calls     # (method, params) for every call, rejected ones included
         tg.fail_next("sendMessage", status=429, retry_after=1)
+        tg.lose_answer_next("sendMessage")   # carried out, then the connection drops before the answer
         tg.push_message(42, None, voice=b"OggS...", caption="listen")   # media: bool for made-up bytes, or the bytes
         tg.downloads  # file paths fetched from /file/bot<token>/<path> (after getFile), in order
         tg.push_update({"message": {...}})   # any update JSON as the Bot API documents it (real shapes, malformed
                                              # ones too); its chats, users and messages are remembered
         tg.migrate(-4001, -1004001)  # the group became a supergroup: both service messages are pushed, and sends
                                      # to the old id fail as Telegram's do (400, parameters.migrate_to_chat_id)
+        tg.markup(chat_id, message_id)   # the inline keyboard a bot message carries now (None: none)
+        tg.press(chat_id, message_id, "stop", user_id=7)   # a callback_query for one of its buttons
+        tg.answers   # accepted answerCallbackQuery params (each query may be answered once)
+        tg.stop_draft(chat_id, draft_id)   # the user pressed the stop button of a draft sent with can_stop:
+                                           # a stopped_message_generation update
+
+Inline keyboards are checked as Telegram checks them (rows of buttons, each with a text and exactly one
+action; callback_data 1-64 bytes). editMessageText without `reply_markup` takes the keyboard away, as
+Telegram's does; an edit that changes neither text nor keyboard is "message is not modified".
 
 Files are served as Telegram does: getFile answers a `file_path` (refused with "file is too big" over
 20 MB, declared or actual), and `/file/bot<token>/<file_path>` streams the bytes.
@@ -59,6 +69,9 @@ _ADMIN = {"can_manage_chat": True, "can_delete_messages": True, "can_invite_user
     "can_be_edited", "is_anonymous", "can_manage_video_chats", "can_restrict_members", "can_promote_members",
     "can_change_info", "can_post_stories", "can_edit_stories", "can_delete_stories"), False)
 _MEMBER_FIELDS = {"creator": {"is_anonymous": False}, "administrator": _ADMIN}  # PTB needs these; "member" none
+_BUTTON_ACTIONS = {"url", "callback_data", "web_app", "login_url", "switch_inline_query",
+                   "switch_inline_query_current_chat", "switch_inline_query_chosen_chat", "copy_text", "callback_game",
+                   "pay"}
 
 
 @dataclass
@@ -128,6 +141,8 @@ def _entities(text: str) -> list[dict[str, Any]]:
     return [{"type": kind, "offset": utf16_len(text[:m.start()]), "length": utf16_len(m[0])} for kind, m in found]
 
 
+NOT_MODIFIED = ("Bad Request: message is not modified: specified new message content and reply markup are exactly "
+                "the same as a current content and reply markup of the message")
 DOWNLOAD_LIMIT = 20 * 1024 * 1024  # getFile refuses larger files ("file is too big")
 _FOLDERS = {"photo": ("photos", ".jpg"), "sticker": ("stickers", ".webp"), "voice": ("voice", ".oga"),
             "audio": ("music", ".mp3"), "video_note": ("video_notes", ".mp4"), "document": ("documents", "")}
@@ -186,6 +201,7 @@ class FakeTelegram:
         self._wake = asyncio.Event()
         self._closing = False
         self._failures: defaultdict[str, deque[ApiError]] = defaultdict(deque)
+        self._lost: defaultdict[str, int] = defaultdict(int)  # method -> calls to carry out, then drop unanswered
         self._update_ids = itertools.count(1)
         self._message_ids = itertools.count(1)
         self._chats: dict[int, dict[str, Any]] = {}
@@ -195,6 +211,10 @@ class FakeTelegram:
         self.upgraded: dict[int, int] = {}  # group id -> its supergroup's id (migrate)
         self.files: dict[str, FakeFile] = {}  # file_id -> file
         self.downloads: list[str] = []  # file paths fetched, in order
+        self.answers: list[dict[str, Any]] = []  # accepted answerCallbackQuery params
+        self._markups: dict[tuple[int, int], dict[str, Any]] = {}  # bot messages' inline keyboards
+        self._queries: dict[str, bool] = {}  # callback query id -> answered yet
+        self._stoppable: set[tuple[int, int]] = set()  # (chat id, draft id) of drafts sent with can_stop
         self._runner: web.AppRunner | None = None
         methods = {"getMe": self._get_me, "getUpdates": self._get_updates, "sendMessage": self._send_message,
                    "editMessageText": self._edit_message_text, "sendChatAction": self._true,
@@ -202,7 +222,9 @@ class FakeTelegram:
                    "getMyCommands": self._get_my_commands, "setWebhook": self._set_webhook,
                    "deleteWebhook": self._delete_webhook, "getWebhookInfo": self._get_webhook_info,
                    "getChatMember": self._get_chat_member, "getFile": self._get_file,
-                   "sendMessageDraft": self._send_message_draft, "deleteMessage": self._delete_message}
+                   "sendMessageDraft": self._send_message_draft, "deleteMessage": self._delete_message,
+                   "editMessageReplyMarkup": self._edit_message_reply_markup,
+                   "answerCallbackQuery": self._answer_callback_query}
         self._methods = {name.lower(): (name, handler) for name, handler in methods.items()}
 
     async def __aenter__(self) -> FakeTelegram:
@@ -227,12 +249,19 @@ class FakeTelegram:
                    429: f"Too Many Requests: retry after {retry_after}"}.get(status, f"Error {status}")
         self._failures[method.lower()].append(ApiError(status, description or default, retry_after))
 
+    def lose_answer_next(self, method: str) -> None:
+        """The next call of `method` is carried out, but its connection drops before the answer (a network
+        failure after the request arrived): the client cannot know it worked."""
+        self._lost[method.lower()] += 1
+
     def push_update(self, update: dict[str, Any]) -> dict[str, Any]:
         """Queue a raw update for getUpdates (an update_id is added if missing). A well-formed message in it
         is remembered (its chat, sender, and the message for replies to quote), as sent ones are."""
         update.setdefault("update_id", next(self._update_ids))
         for value in update.values():
             self._remember(value)
+        if isinstance(query := update.get("callback_query"), dict) and isinstance(query.get("id"), str):
+            self._queries.setdefault(query["id"], False)  # Telegram waits for its answer
         self._queue.append(update)
         self._wake.set()
         self._wake = asyncio.Event()
@@ -292,6 +321,33 @@ class FakeTelegram:
                 self._messages.setdefault((chat["id"], msg["message_id"]), msg)
         if isinstance(user := msg.get("from"), dict) and isinstance(user.get("id"), int):
             self._users.setdefault(user["id"], user)
+
+    def markup(self, chat_id: int, message_id: int) -> dict[str, Any] | None:
+        """The inline keyboard the bot's message carries now."""
+        return self._markups.get((chat_id, message_id))
+
+    def press(self, chat_id: int, message_id: int, data: str, *, user_id: int = 7,
+              username: str | None = "alice") -> dict[str, Any]:
+        """A user presses the button with `data` under the bot's message: a callback_query update, as Telegram
+        sends it (the message as it is now). The button must be there."""
+        markup = self._markups.get((chat_id, message_id)) or {}
+        if not any(b.get("callback_data") == data for row in markup.get("inline_keyboard", []) for b in row):
+            raise AssertionError(f"message {message_id} in {chat_id} has no button {data!r}: {markup}")
+        user = self._users.get(user_id) or {"id": user_id, "is_bot": False,
+                                            "first_name": (username or "user").capitalize(),
+                                            **({"username": username} if username else {})}
+        self._users[user_id] = user
+        query_id = str(next(self._update_ids) * 7919 + 1_000_000)
+        self._queries[query_id] = False
+        message = {**self._messages[(chat_id, message_id)], "reply_markup": markup}
+        return self.push_update({"callback_query": {"id": query_id, "from": user, "message": message,
+                                                    "chat_instance": f"instance{chat_id}", "data": data}})
+
+    def stop_draft(self, chat_id: int, draft_id: int) -> dict[str, Any]:
+        """The user pressed the stop button of a draft sent with can_stop: a stopped_message_generation update."""
+        if (chat_id, draft_id) not in self._stoppable:
+            raise AssertionError(f"draft {draft_id} in {chat_id} was not sent with can_stop")
+        return self.push_update({"stopped_message_generation": {"chat": self._chat(chat_id), "draft_id": draft_id}})
 
     def next_message_id(self) -> int:
         return next(self._message_ids)
@@ -365,6 +421,29 @@ class FakeTelegram:
             raise ApiError(400, "Bad Request: message is too long")
         return plain
 
+    @staticmethod
+    def _check_markup(params: dict[str, Any]) -> dict[str, Any] | None:
+        """The inline keyboard of a call (None without one); Telegram's 400 for one it would refuse."""
+        markup = params.get("reply_markup")
+        if markup is None:
+            return None
+        rows = markup.get("inline_keyboard") if isinstance(markup, dict) else None
+        if not isinstance(rows, list) or not all(isinstance(row, list) for row in rows):
+            raise ApiError(400, "Bad Request: can't parse reply keyboard markup JSON object")
+        for row in rows:
+            for button in row:
+                if not isinstance(button, dict) or not isinstance(button.get("text"), str) or not button["text"]:
+                    raise ApiError(400, "Bad Request: can't parse inline keyboard button: Text buttons are "
+                                        "unallowed in the inline keyboard")
+                actions = _BUTTON_ACTIONS & set(button)
+                if len(actions) != 1:
+                    raise ApiError(400, "Bad Request: can't parse inline keyboard button: exactly one of the "
+                                        "optional fields must be used")
+                data = button.get("callback_data")
+                if "callback_data" in actions and not (isinstance(data, str) and 1 <= len(data.encode()) <= 64):
+                    raise ApiError(400, "Bad Request: BUTTON_DATA_INVALID")
+        return markup
+
     def _deliverable(self) -> list[dict[str, Any]]:
         wanted = self._allowed or {_kind(u) for u in self._queue} - _DEFAULT_EXCLUDED
         return [u for u in self._queue if _kind(u) in wanted]
@@ -388,6 +467,11 @@ class FakeTelegram:
             result = await handler(params)
         except ApiError as err:
             return web.json_response(err.body(), status=err.status)
+        if self._lost[name.lower()]:
+            self._lost[name.lower()] -= 1
+            assert request.transport is not None
+            request.transport.abort()  # done, and no answer ever comes
+            raise web.HTTPServiceUnavailable()  # never written: the connection is gone
         return web.json_response({"ok": True, "result": result})
 
     async def _true(self, params: dict[str, Any]) -> bool:
@@ -419,6 +503,7 @@ class FakeTelegram:
     async def _send_message(self, params: dict[str, Any]) -> dict[str, Any]:
         chat = self._chat(params.get("chat_id"))
         plain = self._check_text(params)
+        markup = self._check_markup(params)
         msg: dict[str, Any] = {"message_id": next(self._message_ids), "date": int(time.time()), "chat": chat,
                                "from": self.bot_user, "text": plain}
         if params.get("message_thread_id"):
@@ -428,9 +513,11 @@ class FakeTelegram:
             msg["reply_to_message"] = {k: v for k, v in original.items() if k != "reply_to_message"}
         self._messages[(chat["id"], msg["message_id"])] = msg
         self._raw[(chat["id"], msg["message_id"])] = (params["text"], params.get("parse_mode"))
+        if markup is not None:
+            self._markups[(chat["id"], msg["message_id"])] = markup
         self.sent.append({"method": "sendMessage", **params, "message_id": msg["message_id"], "plain": plain,
                           "at": time.monotonic()})
-        return msg
+        return {**msg, **({"reply_markup": markup} if markup else {})}
 
     async def _send_message_draft(self, params: dict[str, Any]) -> bool:
         """Bot API 9.3: a partial message streamed to a private chat; `draft_id` non-zero, text 1-4096."""
@@ -439,7 +526,11 @@ class FakeTelegram:
             raise ApiError(400, "Bad Request: drafts can be sent to private chats only")
         if not isinstance(params.get("draft_id"), int) or not params["draft_id"]:
             raise ApiError(400, "Bad Request: draft_id must be non-zero")
+        if any(not isinstance(params.get(flag, False), bool) for flag in ("can_stop", "keep_on_stop")):
+            raise ApiError(400, "Bad Request: can_stop and keep_on_stop must be Boolean")
         plain = self._check_text(params)
+        if params.get("can_stop"):
+            self._stoppable.add((chat["id"], params["draft_id"]))
         self.drafts.append({**params, "plain": plain, "at": time.monotonic()})
         return True
 
@@ -457,14 +548,44 @@ class FakeTelegram:
         if original is None or original.get("from", {}).get("id") != self.bot_id:
             raise ApiError(400, "Bad Request: message to edit not found")
         plain = self._check_text(params)
+        markup = self._check_markup(params)  # none given: the keyboard goes, as with Telegram
         raw = (params["text"], params.get("parse_mode"))
-        if self._raw.get(key) == raw and "reply_markup" not in params:
-            raise ApiError(400, "Bad Request: message is not modified: specified new message content and reply "
-                                "markup are exactly the same as a current content and reply markup of the message")
+        if self._raw.get(key) == raw and self._markups.get(key) == markup:
+            raise ApiError(400, NOT_MODIFIED)
         original |= {"text": plain, "edit_date": int(time.time())}
         self._raw[key] = raw
+        self._set_markup(key, markup)
         self.sent.append({"method": "editMessageText", **params, "plain": plain, "at": time.monotonic()})
-        return original
+        return {**original, **({"reply_markup": markup} if markup else {})}
+
+    def _set_markup(self, key: tuple[int, int], markup: dict[str, Any] | None) -> None:
+        if markup is None:
+            self._markups.pop(key, None)
+        else:
+            self._markups[key] = markup
+
+    async def _edit_message_reply_markup(self, params: dict[str, Any]) -> dict[str, Any]:
+        chat = self._chat(params.get("chat_id"))
+        key = (chat["id"], params.get("message_id"))
+        original = self._messages.get(key)
+        if original is None or original.get("from", {}).get("id") != self.bot_id:
+            raise ApiError(400, "Bad Request: message to edit not found")
+        markup = self._check_markup(params)
+        if self._markups.get(key) == markup:
+            raise ApiError(400, NOT_MODIFIED)
+        self._set_markup(key, markup)
+        self.sent.append({"method": "editMessageReplyMarkup", **params, "at": time.monotonic()})
+        return {**original, **({"reply_markup": markup} if markup else {})}
+
+    async def _answer_callback_query(self, params: dict[str, Any]) -> bool:
+        query_id = params.get("callback_query_id")
+        if self._queries.get(query_id) is not False:  # unknown, or answered already
+            raise ApiError(400, "Bad Request: query is too old and response timeout expired or query ID is invalid")
+        if len(params.get("text") or "") > 200:
+            raise ApiError(400, "Bad Request: MESSAGE_TOO_LONG")
+        self._queries[query_id] = True
+        self.answers.append({**params, "at": time.monotonic()})
+        return True
 
     async def _set_my_commands(self, params: dict[str, Any]) -> bool:
         self.commands = list(params.get("commands") or [])
