@@ -2,8 +2,9 @@
 
 The first text is sent (in guilds as a reply to the question), then edited as more comes; past
 2,000 characters the reply continues in a new message. The final text replaces them all, split
-as `send` splits it (code fences closed and reopened). Discord allows about 5 message changes
-per 5 seconds in a channel: one edit a second stays under that, and discord.py waits out any 429.
+as `send` splits it (code fences closed and reopened; Tusk's own words escaped: text.py). Discord
+allows about 5 message changes per 5 seconds in a channel: one edit a second stays under that, and
+discord.py waits out any 429.
 A channel where the bot may not post is told once with the fix (refusals.py), here or by the send after.
 """
 
@@ -14,9 +15,7 @@ from typing import Any
 import discord
 
 from channels.discord_bot.refusals import Refusals, is_refusal
-from channels.split import split_message
-
-MAX_TEXT = 2000
+from channels.discord_bot.text import pieces
 INTERVAL = 1.0  # seconds between edits (Discord: about 5 per 5 s per channel)
 
 
@@ -32,17 +31,17 @@ class DiscordDraft:
         self._texts: list[str] = []
 
     async def show(self, text: str) -> None:
-        await self._put_all(split_message(text, MAX_TEXT))
+        await self._put_all(pieces(text))
 
     async def status(self, text: str) -> None:
         await self._put_all([text])
 
-    async def finish(self, text: str) -> None:
-        pieces = split_message(text, MAX_TEXT)
-        await self._put_all(pieces)
-        for message in self.messages[len(pieces):]:  # the draft ran longer than the final text
+    async def finish(self, text: str, verbatim: bool = False) -> None:
+        final = pieces(text, verbatim)  # Tusk's own words (a failure's sentence) escaped, as `send` sends them
+        await self._put_all(final)
+        for message in self.messages[len(final):]:  # the draft ran longer than the final text
             await message.delete()
-        del self.messages[len(pieces):], self._texts[len(pieces):]
+        del self.messages[len(final):], self._texts[len(final):]
 
     async def _put_all(self, pieces: list[str]) -> None:
         for i, piece in enumerate(pieces):

@@ -82,16 +82,18 @@ class SlackDraft:
                     self.on_refused()
         await self._put_all(split_for_slack(text))
 
-    async def finish(self, text: str) -> None:
+    async def finish(self, text: str, verbatim: bool = False) -> None:
         if self.failed is not None:
             raise self.failed
         try:
-            await self._finish(text)
+            await self._finish(text, verbatim)
         except SlackApiError as exc:
             raise failure("a reply", self.route.channel, exc) from exc
 
-    async def _finish(self, text: str) -> None:
-        if self.streaming and (self._stream is None or text.startswith(self._streamed)):
+    async def _finish(self, text: str, verbatim: bool = False) -> None:
+        """The final text: the stream ends on it, or it replaces the messages shown (Tusk's own words, `verbatim`,
+        always replace them, escaped as `send` escapes them: a stream takes Markdown only)."""
+        if self.streaming and not verbatim and (self._stream is None or text.startswith(self._streamed)):
             await self._stream_to(text)
             if self._stream is not None:
                 await self._stream.stop()
@@ -99,7 +101,7 @@ class SlackDraft:
         if self._stream is not None:  # the final text is not what was streamed: it replaces the message
             await self._stream.stop()
             self._posted, self._texts = [self._stream_ts or ""], [""]
-        pieces = split_for_slack(text)
+        pieces = split_for_slack(text, verbatim=verbatim)
         await self._put_all(pieces)
         for ts in self._posted[len(pieces):]:
             await self.client.chat_delete(channel=self.route.channel, ts=ts)

@@ -8,9 +8,10 @@
                    final text replaces them all, formatted, split as `send` splits it
 
 Drafts are shown as plain text (Markdown still arriving would not convert cleanly); only the
-final text is formatted. Telegram allows about one message a second in a chat and 20 a
-minute in a group: `PRIVATE_INTERVAL` and `GROUP_INTERVAL` keep under that, and PTB's
-AIORateLimiter waits out any 429 that still comes.
+final text is formatted, unless it is Tusk's own words (`verbatim`), which stay plain text.
+Telegram allows about one message a second in a chat and 20 a minute in a group:
+`PRIVATE_INTERVAL` and `GROUP_INTERVAL` keep under that, and PTB's AIORateLimiter waits out any
+429 that still comes.
 """
 
 from __future__ import annotations
@@ -39,10 +40,11 @@ def _measure(piece: str) -> int:
 
 
 class TelegramDraft:
-    """One reply in one chat; `send_final(text)` is the channel's own send for a private chat's final reply."""
+    """One reply in one chat; `send_final(text, verbatim)` is the channel's own send for a private chat's final
+    reply."""
 
     def __init__(self, bot: Bot, chat_id: int, thread: int | None, reply_to: int | None, private: bool,
-                 send_final: Callable[[str], Awaitable[None]], interval: float | None = None) -> None:
+                 send_final: Callable[[str, bool], Awaitable[None]], interval: float | None = None) -> None:
         self.bot = bot
         self.chat_id, self.thread, self.reply_to = chat_id, thread, reply_to
         self.private = private
@@ -65,9 +67,15 @@ class TelegramDraft:
     async def status(self, text: str) -> None:
         await self.show(text.strip("_"))
 
-    async def finish(self, text: str) -> None:
+    async def finish(self, text: str, verbatim: bool = False) -> None:
         if self.private:
-            await self.send_final(text)
+            await self.send_final(text, verbatim)
+            return
+        if verbatim:  # Tusk's own words: plain text, as `send` sends them
+            pieces = split_message(text, MessageLimit.MAX_TEXT_LENGTH, utf16_len, verbatim=True)
+            for i, piece in enumerate(pieces):
+                await self._put(i, piece, None)
+            await self._drop_after(len(pieces))
             return
         pieces = split_message(text, MessageLimit.MAX_TEXT_LENGTH, _measure)
         for i, piece in enumerate(pieces):
@@ -78,7 +86,11 @@ class TelegramDraft:
                     raise
                 logger.info("Telegram rejected the formatting of a reply; sending it as plain text")
                 await self._put(i, piece, None)
-        for message_id in self.messages[len(pieces):]:  # the draft ran longer than the final text
+        await self._drop_after(len(pieces))
+
+    async def _drop_after(self, count: int) -> None:
+        """The draft ran longer than the final text: its messages past `count` go."""
+        for message_id in self.messages[count:]:
             await self.bot.delete_message(self.chat_id, message_id)
 
     async def _put(self, i: int, text: str, parse_mode: str | None) -> None:
