@@ -11,6 +11,7 @@ import pytest
 
 from bot.app import TuskApp
 from tests.fakes.fake_llm import Reply
+from tests.own_words import ANSWERS, PERSONA, WHY, seed
 
 from tests.browser import BrowserThread, playwright_expect
 
@@ -93,7 +94,8 @@ async def test_a_reply_appears_as_it_is_written(tusk, browser, fake_llm):
 
 
 async def test_memory_command_answers_in_the_page(tusk, browser):
-    """/memory typed in the chat page gets the same answer as in any chat, and MEMORY.md shows once written."""
+    """/memory typed in the chat page gets the same answer as in any chat, and MEMORY.md shows once written, as
+    written (a command's answer is Tusk's own text: its `**` stay)."""
     await tusk.say("bob", "hello")
 
     def scenario(page):
@@ -105,9 +107,33 @@ async def test_memory_command_answers_in_the_page(tusk, browser):
         (chat_dir(tusk, "bob") / "MEMORY.md").write_text("- Bob likes **green tea**\n")
         page.get_by_label("Message").fill("/memory")
         page.get_by_role("button", name="Send").click()
-        expect(page.locator(".msg.bot").last.locator("strong")).to_have_text("green tea")
+        expect(page.locator(".msg.bot").last.locator(".plain")).to_contain_text("- Bob likes **green tea**\n\n")
+        assert page.locator(".msg.bot").last.locator("strong, li").count() == 0
 
     await browser.run(scenario)
+
+
+async def test_tusks_own_words_show_as_written_and_the_models_as_markdown(tusk, browser, fake_llm):
+    """In the chat page `/memory why tea` shows facts 3 and 5 with their source lines and `*strong*`, `/persona`
+    its `<...>` placeholder; the model's reply after them is still rendered from Markdown (bold, a list)."""
+    seed(tusk.store.get("http", "tea").files)
+    fake_llm.script(Reply(text="**Tea** kinds:\n\n3. green\n5. black"))
+
+    def scenario(page):
+        sign_in(page, tusk)
+        page.goto(tusk.url + "/#/chat/tea")
+        for n, text in enumerate((WHY, PERSONA, "which teas?"), 1):
+            page.get_by_label("Message").fill(text)
+            page.get_by_label("Message").press("Enter")
+            expect(page.locator(".msg.bot")).to_have_count(n)
+        model = page.locator(".msg.bot").last
+        expect(model.locator("strong")).to_have_text("Tea")
+        return (page.locator(".msg.own .plain").all_inner_texts(), model.locator("ol").get_attribute("start"),
+                model.locator("ol li").all_inner_texts(), page.locator(".msg.own .who").all_inner_texts())
+
+    own, start, items, who = await browser.run(scenario)
+    assert own == list(ANSWERS) and who == ["Tusk", "Tusk"]
+    assert start == "3" and items == ["green", "black"]  # the model's Markdown list: 3, 4 on screen
 
 
 async def test_memory_forms_from_the_conversation_and_forget_removes_it(tusk, browser, fake_llm):
