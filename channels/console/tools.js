@@ -2,7 +2,7 @@
 // Values of env and headers never reach the browser: the API masks them.
 
 import { api } from "./api.js";
-import { h, num } from "./dom.js";
+import { h, labelled, num } from "./dom.js";
 
 export async function renderTools(view) {
   const { servers } = await api("/api/mcp");
@@ -18,5 +18,5 @@ export async function renderTools(view) {
   const empty = servers.length ? null : h("p", { class: "muted" },
     "No MCP servers: declare them in mcp.json (see the README's \"MCP tools\").");
   view.replaceChildren(h("section", { class: "mcp-servers" }, h("h2", {}, "MCP servers"),
-    servers.length ? h("table", { class: "chats" }, head, h("tbody", {}, rows)) : null, empty));
+    servers.length ? labelled(h("table", { class: "chats" }, head, h("tbody", {}, rows))) : null, empty));
 }
