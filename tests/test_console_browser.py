@@ -259,6 +259,36 @@ async def test_token_is_asked_once_and_sent_with_every_call(make_settings, fake_
     assert json.dumps(fake_llm.requests[-1]["messages"]).count("hello") >= 1
 
 
+async def test_the_token_is_kept_where_the_dialog_says_until_sign_out(make_settings, browser):
+    """The dialog says the token stays in this browser's local storage until Sign out, and so it does: another tab
+    of the same browser needs no token; Sign out removes it and the page asks for it again."""
+    app = TuskApp(make_settings(TUSK_HTTP_TOKEN="s3cret-token"))
+    http = app.add_http()
+
+    def scenario(page):
+        page.goto(http.url + "/")
+        dialog = page.locator("#token-dialog")
+        expect(dialog).to_contain_text("kept in this browser's local storage for this address, in every tab")
+        expect(dialog).to_contain_text("until you sign out (Sign out at the top of the page) or clear this site's data")
+        expect(page.get_by_role("button", name="Sign out")).to_be_hidden()
+        dialog.get_by_label("Access token").fill("s3cret-token")
+        dialog.get_by_role("button", name="Continue").click()
+        expect(dialog).to_be_hidden()
+        stored = page.evaluate("localStorage.getItem('tusk-token')")
+        other = page.context.new_page()
+        other.goto(http.url + "/#/memory")
+        expect(other.locator(".memory-list h2")).to_have_text("Every chat's memory")
+        other_asked = other.locator("#token-dialog").is_visible()
+        other.close()
+        page.get_by_role("button", name="Sign out").click()
+        expect(dialog).to_be_visible()
+        return stored, other_asked, page.evaluate("localStorage.getItem('tusk-token')")
+
+    async with app:
+        stored, other_asked, after = await browser.run(scenario, allow_errors=("401",))
+    assert stored == "s3cret-token" and not other_asked and after is None
+
+
 async def test_the_tools_page_lists_mcp_servers_without_their_secrets(make_settings, tmp_path, browser):
     """The Tools page shows each MCP server, its chats, state and tools; an env value never reaches the page."""
     import sys
