@@ -4,16 +4,19 @@ the token, and hostile content shown as text."""
 import json
 import os
 import re
+import time
 from pathlib import Path
 
 import aiohttp
 import pytest
 
 from bot.app import TuskApp
+from bot.usage.ledger import Call
 from tests.fakes.fake_llm import Reply
 from tests.own_words import ANSWERS, PERSONA, WHY, seed
 
 from tests.browser import BrowserThread, playwright_expect
+from tests.conftest import running
 
 expect = playwright_expect()
 
@@ -318,8 +321,23 @@ async def test_the_tools_page_lists_mcp_servers_without_their_secrets(make_setti
     assert secret not in html
 
 
-async def test_docs_screenshots(tusk, browser, fake_llm, tmp_path):
-    """The chat and memory pages the docs show, after a real conversation; saved to docs/images/ with TUSK_DOCS_SCREENSHOTS=1."""
+def metered_month(app):
+    """A month of priced calls in three chats (and the one conversation's own, of unknown price), for the Usage page."""
+    now = time.time()
+    chats = [("telegram", "-1001843", ("ana", "bo", "chen")), ("discord", "1187", ("dee",)), ("slack", "D0ANA", ("ana",))]
+    for day in range(28, -1, -1):  # today too, for today's standing against the limits
+        for n, (channel, chat, people) in enumerate(chats):
+            calls = (day * 7 + n * 3) % 5 + (3 - n)
+            for i in range(calls):
+                tokens = 900 + (day * 131 + i * 57) % 2400
+                app.ledger.record(Call(now - day * 86_400 - (i + 1) * 60, channel, chat, people[i % len(people)], "reply",
+                                       "openai/gpt-4o-mini", tokens, tokens // 5, cost_usd=tokens * 4e-6,
+                                       cost_source="litellm"))
+
+
+async def test_docs_screenshots(make_settings, browser, fake_llm, tmp_path):
+    """The chat, memory and usage pages the docs show, after a real conversation and a month of metered calls;
+    saved to docs/images/ with TUSK_DOCS_SCREENSHOTS=1."""
     shots = DOCS_IMAGES or tmp_path
     fake_llm.script(
         Reply(text="Nice to meet you, Ana! Norway in June is a fine choice: long days, and the snow is "
@@ -331,20 +349,31 @@ async def test_docs_screenshots(tusk, browser, fake_llm, tmp_path):
                    "A few trails that suit that:\n\n- **Besseggen** (Jotunheimen): a classic day hike, "
                    "Gjendesheim hut at the start\n- **Trolltunga**: long, best from mid-June\n"
                    "- **Romsdalseggen**: ridge views over Åndalsnes\n\nWant me to remind you to book the huts?"))
-    await tusk.say("ana", "Hi! I'm Ana. I'm planning a hiking trip to Norway in June, and I prefer huts to tents.")
-    await tusk.say("ana", "/new")
-    await tusk.say("ana", "What do you remember about my trip? Any trails you'd suggest?")
-
-    def scenario(page):
-        sign_in(page, tusk)
-        page.goto(tusk.url + "/#/chat/ana")
-        expect(page.locator(".msg.bot").last.locator("li")).to_have_count(3)
-        page.wait_for_load_state("networkidle")
-        page.screenshot(path=shots / "console-chat.png")
-        page.goto(tusk.url + "/#/memory/http/ana")
-        expect(page.locator(".memory .md strong")).to_have_text("hiking trip to Norway")
-        page.wait_for_load_state("networkidle")
-        page.screenshot(path=shots / "console-memory.png")
-
-    await browser.run(scenario, viewport={"width": 1100, "height": 680})
+    async with running(make_settings(TUSK_LIMIT_DAILY_USD="0.2", TUSK_LIMIT_MONTHLY_USD="5",
+                                     TUSK_CHAT_LIMIT_DAILY_USD="0.06")) as tusk:
+        await tusk.say("ana", "Hi! I'm Ana. I'm planning a hiking trip to Norway in June, and I prefer huts to tents.")
+        await tusk.say("ana", "/new")
+        await tusk.say("ana", "What do you remember about my trip? Any trails you'd suggest?")
+        metered_month(tusk)
+        await browser.run(lambda page: screenshots(page, tusk, shots), viewport={"width": 1100, "height": 680})
     assert (shots / "console-chat.png").stat().st_size > 10_000 and (shots / "console-memory.png").exists()
+    assert (shots / "console-usage.png").stat().st_size > 10_000
+
+
+def screenshots(page, tusk, shots):
+    """The docs' pictures of the console: the chat, one chat's memory, the Usage page."""
+    sign_in(page, tusk)
+    page.goto(tusk.url + "/#/chat/ana")
+    expect(page.locator(".msg.bot").last.locator("li")).to_have_count(3)
+    page.wait_for_load_state("networkidle")
+    page.screenshot(path=shots / "console-chat.png")
+    page.goto(tusk.url + "/#/memory/http/ana")
+    expect(page.locator(".memory .md strong")).to_have_text("hiking trip to Norway")
+    page.wait_for_load_state("networkidle")
+    page.screenshot(path=shots / "console-memory.png")
+    page.set_viewport_size({"width": 1100, "height": 900})
+    page.goto(tusk.url + "/#/usage")
+    expect(page.locator(".usage-chart canvas")).to_have_count(1)
+    expect(page.locator(".top-chat tbody tr")).to_have_count(4)
+    page.wait_for_load_state("networkidle")
+    page.screenshot(path=shots / "console-usage.png")
