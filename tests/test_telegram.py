@@ -73,13 +73,15 @@ async def test_dm_turn_end_to_end(tusk_tg, tg, fake_llm):
 
 async def test_tusks_own_words_are_shown_as_written(tusk_tg, tg, fake_llm):
     """Command answers go as plain text (no parse mode, nothing read as markup): the user sees facts 3 and 5, not
-    3 and 4, each source line under its fact, `*strong*` with its asterisks and the `<...>` placeholder."""
+    3 and 4, each source line under its fact, `*strong*` with its asterisks and the `<...>` placeholder; the
+    model's reply after them is still formatted."""
     seed(tusk_tg.store.get("telegram", "42").files)
-    for n, command in enumerate((WHY, PERSONA), 1):
-        tg.push_message(42, command)
+    fake_llm.script(Reply(text="**Green** tea, *strong*"))
+    for n, text in enumerate((WHY, PERSONA, "which tea?"), 1):
+        tg.push_message(42, text)
         await tg.wait_for(lambda: len(tg.sent) == n)
-    assert texts(tg, 42) == list(ANSWERS)
-    assert [m.get("parse_mode") for m in tg.sent] == [None, None] and fake_llm.requests == []
+    assert texts(tg, 42) == [*ANSWERS, "Green tea, strong"] and len(fake_llm.requests) == 1
+    assert [m.get("parse_mode") for m in tg.sent] == [None, None, "HTML"]
 
 
 async def test_commands_menu_registered_at_start(tusk_tg, tg):
