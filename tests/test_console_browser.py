@@ -324,15 +324,16 @@ async def test_the_tools_page_lists_mcp_servers_without_their_secrets(make_setti
 def metered_month(app):
     """A month of priced calls in three chats (and the one conversation's own, of unknown price), for the Usage page."""
     now = time.time()
-    chats = [("telegram", "-1001843", ("ana", "bo", "chen")), ("discord", "1187", ("dee",)), ("slack", "D0ANA", ("ana",))]
+    chats = [("telegram", "-1001843", ("ana", "bo", "chen")), ("discord", "1187", ("dee",)),
+             ("slack", "D0ANA", ("ana",))]
     for day in range(28, -1, -1):  # today too, for today's standing against the limits
         for n, (channel, chat, people) in enumerate(chats):
             calls = (day * 7 + n * 3) % 5 + (3 - n)
             for i in range(calls):
                 tokens = 900 + (day * 131 + i * 57) % 2400
-                app.ledger.record(Call(now - day * 86_400 - (i + 1) * 60, channel, chat, people[i % len(people)], "reply",
-                                       "openai/gpt-4o-mini", tokens, tokens // 5, cost_usd=tokens * 4e-6,
-                                       cost_source="litellm"))
+                app.ledger.record(Call(now - day * 86_400 - (i + 1) * 60, channel, chat, people[i % len(people)],
+                                       "reply", "openai/gpt-4o-mini", tokens, tokens // 5,
+                                       cost_usd=tokens * 4e-6, cost_source="litellm"))
 
 
 async def test_docs_screenshots(make_settings, browser, fake_llm, tmp_path):
