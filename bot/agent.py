@@ -34,7 +34,7 @@ from bot.llm.streams import StreamCut
 from bot.media import Attached, MediaReader
 from bot.media import turn as media_turn
 from bot.replies import (CRASH_REPLY, EMPTY_REPLY, MALFORMED_REPLY, NO_TEXT_REPLY, OUT_OF_ROOM_REPLY,
-                         STEP_LIMIT_REPLY, MessageTooLong, shown_text, user_message)
+                         STEP_LIMIT_REPLY, Answer, MessageTooLong, own, shown_text, user_message)
 from bot.stop import Stopped, Stops, stopped_turn
 from bot.stream import Live, StreamSettings
 from bot.threads import Spawned
@@ -117,19 +117,20 @@ class ChatAgent:
             runs_before = self._consolidation_runs(msg.key)
             live = self.delivery.live(msg)
             try:
-                text = await self._answer(msg, live)
+                answer = await self._answer(msg, live)
             except MessageTooLong as exc:
-                text, stats.outcome = str(exc), "too_long"
+                answer, stats.outcome = own(str(exc)), "too_long"
             except LLMError as exc:
                 logger.warning("turn abandoned, session unchanged: %s", exc)
-                text = exc.owner_message if msg.key.channel in OWNER_CHANNELS else exc.user_message
+                answer = own(exc.owner_message if msg.key.channel in OWNER_CHANNELS else exc.user_message)
                 stats.outcome = outcome_of(exc)
             except Exception:  # turn boundary: the user hears of it, the log gets the traceback
                 logger.exception("turn crashed")
-                text, stats.outcome = CRASH_REPLY, "crash"
-            await self.delivery.deliver(OutboundMessage(msg.key, text, reply_to=msg.id), live)
+                answer, stats.outcome = own(CRASH_REPLY), "crash"
+            await self.delivery.deliver(OutboundMessage(msg.key, answer.text, reply_to=msg.id,
+                                                        verbatim=answer.verbatim), live)
             if self.settings.log_content:
-                logger.info("reply: %s", text)
+                logger.info("reply: %s", answer.text)
             figures = stats.fields()  # time to the reply; hooks run after it
             metrics.turn_done(msg.key.channel, stats)
             self._spawn(self._finish(msg.key, figures, runs_before), f"hooks {msg.key}")
@@ -162,7 +163,7 @@ class ChatAgent:
         stats = self.consolidator.stats.get(ChatFiles.locate(self.store.home, key.channel, key.chat_id).dir)
         return stats.runs if stats else 0
 
-    async def _answer(self, msg: InboundMessage, live: Live | None = None) -> str:
+    async def _answer(self, msg: InboundMessage, live: Live | None = None) -> Answer:
         session = self.store.get(msg.key.channel, msg.key.chat_id)
         if msg.injected is not None:
             return await self._answer_injected(msg, session, live)
@@ -175,16 +176,17 @@ class ChatAgent:
                                           model_notes=self.learner.notes() if self.learner else (),
                                           tool_status=tuple(self.tools.status(msg)),
                                           sender_id=msg.sender_id, sender_name=msg.sender_name, is_group=msg.is_group)
-            return await self.commands.run(*command, ctx)
+            return own(await self.commands.run(*command, ctx))
         limit = self.settings.max_message_chars
         if len(msg.text) > limit:
-            return f"That message is {len(msg.text):,} characters long; I can read up to {limit:,}. Send it in parts."
+            return own(f"That message is {len(msg.text):,} characters long; I can read up to {limit:,}. "
+                       "Send it in parts.")
         if not msg.text.strip():
-            return NO_TEXT_REPLY
+            return own(NO_TEXT_REPLY)
         new, reply = await self._kept_if_refused(self._converse(msg, session, live=live), session, msg)
         if not regenerating(msg):
             self.store.append(session, new)
-        return reply
+        return Answer(reply)
 
     async def _kept_if_refused(self, conversing: Awaitable[tuple[list[Message], str]], session: Session,
                                msg: InboundMessage, attached: Attached | None = None) -> tuple[list[Message], str]:
@@ -202,19 +204,19 @@ class ChatAgent:
         files = ChatFiles.locate(self.store.home, key.channel, key.chat_id)
         return chat_settings.chat_zone(files, self.context.default_zone).key
 
-    async def _answer_media(self, msg: InboundMessage, session: Session, live: Live | None = None) -> str:
+    async def _answer_media(self, msg: InboundMessage, session: Session, live: Live | None = None) -> Answer:
         """A message with files: read into this turn (bot/media/turn.py); a file Tusk does not take is answered
         with the reason, and nothing is saved or sent to the model. The caption is never a command."""
         try:
             attached = await media_turn.attach(self.media, msg, self.settings.max_message_chars, self.send)
         except MediaRefused as exc:
-            return str(exc)
+            return own(str(exc))
         new, reply = await self._kept_if_refused(
             self._converse(replace(msg, text=attached.prompt), session, attached, live), session, msg, attached)
         self.store.append(session, new)
-        return reply
+        return Answer(reply)
 
-    async def _answer_injected(self, msg: InboundMessage, session: Session, live: Live | None = None) -> str:
+    async def _answer_injected(self, msg: InboundMessage, session: Session, live: Live | None = None) -> Answer:
         """A turn Tusk started itself (a reminder, a task result). If the model cannot be reached, the
         fallback text goes to the chat instead and is saved as the reply: a reminder is never lost to an outage."""
         assert msg.injected is not None
@@ -225,7 +227,7 @@ class ChatAgent:
             reply = msg.injected.fallback
             new = [user_message(msg), Message(role="assistant", content=reply)]
         self.store.append(session, new)
-        return reply
+        return Answer(reply)  # the fallback too: a reminder's or a task's text, saved as the reply
 
     async def _converse(self, msg: InboundMessage, session: Session,
                         attached: Attached | None = None, live: Live | None = None) -> tuple[list[Message], str]:
@@ -249,7 +251,7 @@ class ChatAgent:
         prompt, room, sent = await self._prompt(session, msg, new, attached)
 
         async def notify(text: str) -> None:  # Tusk's own words in the chat, through the reply path
-            await self.send(OutboundMessage(msg.key, text, reply_to=msg.id))
+            await self.send(OutboundMessage(msg.key, text, reply_to=msg.id, verbatim=True))
 
         ctx = ToolContext(msg.key, session.files, notify, sender_id=msg.sender_id, sender_name=msg.sender_name,
                           is_group=msg.is_group, sender_is_admin=msg.sender_is_admin, message_text=msg.text)

@@ -5,7 +5,8 @@
                                    an SSE client, the terminal); None: a turn nobody watches is one plain
                                    request
     Delivery.deliver(reply, live)  the final reply replaces the draft that showed it being written, else
-                                   it goes out through the channel's `send` (split, formatted)
+                                   it goes out through the channel's `send` (split, formatted; Tusk's own
+                                   words, `reply.verbatim`, shown as written either way)
 
 A streamed reply the platform refuses at the end is logged, not sent again: the session keeps it.
 """
@@ -41,7 +42,7 @@ class Delivery:
     async def deliver(self, reply: OutboundMessage, live: Live | None) -> None:
         """The final reply: it replaces the draft that showed it being written, else it is sent."""
         try:
-            if live is not None and await live.finish(reply.text):
+            if live is not None and await live.finish(reply.text, reply.verbatim):
                 return
         except DeliveryError as exc:  # the platform refused it: its message says why and what to do
             logger.error("could not deliver a streamed reply to %s: %s", reply.key, exc, exc_info=exc)

@@ -102,8 +102,13 @@ class InboundMessage:
 
 @dataclass(frozen=True, slots=True)
 class OutboundMessage:
-    """Text for a chat; `reply_to` is the `InboundMessage.id` it answers, if any."""
+    """Text for a chat; `reply_to` is the `InboundMessage.id` it answers, if any.
+
+    `verbatim`: Tusk's own words (a command's answer, a pairing code, a refusal, a limit's sentence), which
+    every channel shows exactly as written: line by line, `3.` still 3, `<persona>` still there. Otherwise
+    the text is the model's Markdown, which each channel renders in its own way."""
 
     key: ChatKey
     text: str
     reply_to: int | None = None
+    verbatim: bool = False

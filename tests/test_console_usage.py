@@ -35,7 +35,8 @@ def day(ts):
 
 
 async def test_usage_gives_each_days_cost_stacked_by_chat_and_the_top_chats_and_people(tusk):
-    """Per day and chat: cost and calls (null for an unknown price, 0 on a day without calls); tops by cost."""
+    """Per day and chat: cost, calls and tokens (cost null for an unknown price, 0 on a day without calls; tokens
+    counted whatever the price); tops by cost."""
     seed(tusk)
     status, page = await call(tusk, "GET", "/api/usage?days=7")
     assert status == 200 and page["zone"] == "UTC"
@@ -45,6 +46,7 @@ async def test_usage_gives_each_days_cost_stacked_by_chat_and_the_top_chats_and_
     tg, alice = series["telegram:-100"], series["http:alice"]
     assert tg["cost_usd"][-3:] == [0.25, 0.0, pytest.approx(0.005)] and tg["calls"][-3:] == [1, 0, 2]
     assert alice["cost_usd"][-1] is None and alice["calls"][-1] == 1 and alice["cost_usd"][0] == 0.0
+    assert tg["tokens"][-3:] == [410, 0, 1800] and alice["tokens"][-1] == 340 and alice["tokens"][0] == 0
     assert [r["chat"] for r in page["top_chats"]] == ["telegram:-100", "http:alice"]
     assert page["top_chats"][1]["cost_usd"] is None
     assert [r["person"] for r in page["top_people"]] == ["telegram:7", "telegram:8", "http:alice"]
@@ -135,6 +137,38 @@ def browser():
     b.close()
 
 
+PAINTED = """c => { const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+    let n = 0; for (let i = 3; i < d.length; i += 4) if (d[i] > 0) n++; return n; }"""
+
+
+async def test_the_chart_shows_tokens_when_no_price_is_known(make_settings, browser):
+    """With only calls to models of unknown price, the chart stacks their tokens (a cost chart would be empty) and
+    says why; the Cost button shows the cost chart, with no bars, and Tokens brings the bars back."""
+    expect = playwright_expect()
+    async with running(make_settings()) as app:
+        for c in (Call(TODAY, "http", "alice", "alice", "reply", "local/llama", 3000, 400),
+                  Call(TWO_DAYS_AGO, "http", "bob", "bob", "reply", "local/llama", 1200, 300)):
+            app.ledger.record(c)
+
+        def scenario(page):
+            page.goto(f"{app.url}/#token={app.token}")
+            page.get_by_role("link", name="Usage").click()
+            title, note = page.locator(".chart-box h3"), page.locator(".chart-note")
+            expect(title).to_have_text("Daily tokens by chat (input + output)")
+            expect(note).to_have_text("No model called in this period has a known price, so the chart shows tokens.")
+            expect(page.get_by_role("button", name="Tokens")).to_have_attribute("aria-pressed", "true")
+            tokens = page.locator(".usage-chart canvas").evaluate(PAINTED)
+            page.get_by_role("button", name="Cost").click()
+            expect(title).to_have_text("Daily cost by chat")
+            cost = page.locator(".usage-chart canvas").evaluate(PAINTED)
+            page.get_by_role("button", name="Tokens").click()
+            expect(title).to_have_text("Daily tokens by chat (input + output)")
+            return tokens, cost, page.locator(".usage-chart canvas").evaluate(PAINTED)
+
+        tokens, cost, again = await browser.run(scenario)
+    assert tokens > cost + 1000 and again == tokens, (tokens, cost, again)
+
+
 async def test_the_usage_page_draws_its_chart_from_tusks_own_copy_of_uplot(make_settings, browser):
     """The Usage tab draws the stacked chart on a canvas with uplot.js served by Tusk (no request leaves
     127.0.0.1), lists the top chats and the limits, and sets a chat's own limit."""
@@ -152,8 +186,7 @@ async def test_the_usage_page_draws_its_chart_from_tusks_own_copy_of_uplot(make_
             expect(page.locator(".top-chat tbody tr")).to_have_count(2)
             expect(page.locator(".top-chat tbody tr").first).to_contain_text("telegram:-100")
             expect(page.locator(".standings li.reached")).to_contain_text("telegram:-100")
-            painted = canvas.evaluate("""c => { const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
-                let n = 0; for (let i = 3; i < d.length; i += 4) if (d[i] > 0) n++; return n; }""")
+            painted = canvas.evaluate(PAINTED)
             legend = page.locator(".u-legend").inner_text()
             page.get_by_label("Chat (CHANNEL:ID)").fill("telegram:-100")
             page.get_by_label("Daily limit in USD").fill("0.5")

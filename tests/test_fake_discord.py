@@ -5,7 +5,7 @@ import json
 import aiohttp
 import pytest
 
-from tests.fakes.fake_discord import FakeDiscord
+from tests.fakes.fake_discord import FakeDiscord, shown
 
 
 @pytest.fixture
@@ -88,3 +88,12 @@ async def test_components_nonces_and_interaction_callbacks_as_discord(dc):
     async with dc.client.post(callback, json={"type": 6}) as first_answer, \
             dc.client.post(callback, json={"type": 6}) as second_answer:
         assert first_answer.status == 200 and (await second_answer.json())["code"] == 40060
+
+
+def test_shown_renders_discords_markdown_as_a_reader_sees_it():
+    """An ordered list counts on from its first number (its indented and blank lines inside it); headings, quotes,
+    bullets and emphasis lose their markers; a backslash shows the mark it escapes and keeps it from formatting."""
+    assert shown("3. a\n  more\n\n5. b\nafter") == "3. a\n  more\n\n4. b\nafter"
+    assert shown("# T\n-# small\n> q\n- x **y** *z* _w_ ~~s~~ ||p|| `c` a_b_c") == \
+        "T\nsmall\nq\n• x y z w s p c a_b_c"
+    assert shown("3\\. a\n5\\. b \\*c\\* \\# d") == "3. a\n5. b *c* # d"

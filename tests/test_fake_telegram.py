@@ -90,6 +90,15 @@ async def test_html_parse_error(ptb, tg):
     assert tg.sent == [] and tg.calls[-1][0] == "sendMessage"
 
 
+async def test_text_without_a_parse_mode_is_shown_as_sent_and_an_unknown_mode_is_refused(ptb, tg):
+    """No parse mode: `<persona>` and `*x*` are the text itself; a parse mode Telegram has not got is a 400."""
+    await ptb.send_message(42, "3. a <persona> & *x*\n5. b")
+    assert tg.sent[0]["plain"] == "3. a <persona> & *x*\n5. b" and "parse_mode" not in tg.sent[0]
+    with pytest.raises(BadRequest, match="(?i)unsupported parse_mode"):
+        await ptb.send_message(42, "hi", parse_mode="Textile")
+    assert len(tg.sent) == 1
+
+
 @pytest.mark.parametrize("text", ["a < b", "<div>x</div>", "<b><i>x</b></i>", "</b>", "fish & chips",
                                   "&nbsp;", "<span>x</span>", "&#xD800;"])
 def test_parse_html_refuses(text):

@@ -31,9 +31,12 @@ async def tusk(make_settings, tg, fake_llm):
 async def say(tg, user_id, text):
     """Post `text` in the group as that member and wait for the bot's answer."""
     before = len(tg.sent)
+    command = text.startswith("/")
     tg.push_message(GROUP, text, chat_type="group", user_id=user_id, username=MEMBERS[user_id])
-    # the final reply is formatted (HTML); a streamed reply's earlier updates are plain text
-    await tg.wait_for(lambda: len(tg.sent) > before and tg.sent[-1].get("parse_mode") == "HTML")
+    # the model's final reply is formatted (HTML; a streamed reply's earlier updates are plain text); a command's
+    # answer is Tusk's own words, sent once, as plain text
+    await tg.wait_for(lambda: len(tg.sent) > before and (command or tg.sent[-1].get("parse_mode") == "HTML"),
+                      timeout=15)  # a group's final edit comes GROUP_INTERVAL (3 s) after the first text
     return tg.sent[-1]["plain"]
 
 
@@ -90,8 +93,8 @@ async def test_facts_land_in_each_members_section(tusk, tg, fake_llm):
     system = fake_llm.requests[-1]["messages"][0]["content"]
     assert "organise memory_update by person" in system
     assert "Alice: my drink is mint-tea-7a1" in fake_llm.requests[-1]["messages"][1]["content"]
-    shown = await say(tg, 7, "/memory@tusk_bot")  # headings arrive bold; the plain text keeps the layout
-    assert shown.startswith("Alice\n\n• drink: mint-tea-7a1\n\nBob\n\n• drink: espresso-8b2")
+    shown = await say(tg, 7, "/memory@tusk_bot")  # a command's answer: MEMORY.md exactly as written
+    assert shown.startswith("## Alice\n\n- drink: mint-tea-7a1\n\n## Bob\n\n- drink: espresso-8b2")
     assert legal(fake_llm)
 
 

@@ -273,5 +273,6 @@ async def test_a_fallback_model_after_an_unshown_cut_does_not_repeat_the_first_p
                 elif line.startswith("data: "):
                     events.append((name, json.loads(line[6:])))
     shown = "".join(data["text"] for kind, data in events if kind == "delta" and not data.get("replace"))
-    assert events[-1] == ("done", {"replies": [fallback]}) and shown == fallback and "first" not in shown
+    assert events[-1] == ("done", {"replies": [fallback], "formats": ["markdown"]}) and shown == fallback \
+        and "first" not in shown
     assert [body["model"] for body in fake_llm.requests] == ["fake-model", "fake-model", "fake-fallback"]

@@ -15,7 +15,7 @@ channel by bot/app.py, so it gets the channel's token check and JSON errors.
     GET  /api/chats/{channel}/{chat_id}/session?before=&limit=   messages and the consolidation pointer
     GET  /api/chats/{channel}/{chat_id}/forget             what /forget would delete
     POST /api/chats/{channel}/{chat_id}/forget             {"confirm": true}: /forget confirm
-    GET  /api/usage?days=30                                daily cost stacked by chat, top chats and people,
+    GET  /api/usage?days=30                                daily cost and tokens by chat, top chats and people,
                                                            today's spend against each limit (bot/ops/usage.py)
     GET|PUT|DELETE /api/budgets/{channel}/{chat_id}        a chat's own daily limit; PUT {"daily_usd": 1.5}
 

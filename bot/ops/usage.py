@@ -2,8 +2,8 @@
 
     tusk usage [--by day|chat|person|model|purpose] [--since 30d|7d|today|2026-11-01] [--json]
     tusk budget list | set CHANNEL:ID USD | clear CHANNEL:ID
-    usage_page(...)       GET /api/usage: daily cost stacked by chat, the top chats and people, today's
-                          spend against each limit
+    usage_page(...)       GET /api/usage: daily cost, calls and tokens stacked by chat, the top chats and
+                          people, today's spend against each limit
 
 Everything is read from the data dir through `Ledger` and `Limits`, so it works beside a running Tusk;
 overrides go through `Limits.set_override`/`clear_override` (budgets.json, 0600, written atomically),
@@ -210,9 +210,10 @@ def run(args: argparse.Namespace, home: Path, limits_settings: LimitSettings) ->
 
 
 def usage_page(ledger: Ledger, limits: Limits, days: int, now: float | None = None) -> dict[str, Any]:
-    """GET /api/usage: for the last `days` days (today included) the cost of each day stacked by chat
-    (the `STACKED` costliest chats, the rest as "other"), the top chats and people, and today's standing.
-    A day's cost is null when all its calls had an unknown price. Reads the ledger only if it exists."""
+    """GET /api/usage: for the last `days` days (today included) the cost, calls and tokens (input and output)
+    of each day stacked by chat (the `STACKED` costliest chats, the rest as "other"), the top chats and people,
+    and today's standing. A day's cost is null when all its calls had an unknown price (its tokens still count).
+    Reads the ledger only if it exists."""
     zone = limits.settings.zone
     since = day_start(zone, days - 1, now)
     first = datetime.fromtimestamp(since, zone).date()
@@ -227,15 +228,17 @@ def usage_page(ledger: Ledger, limits: Limits, days: int, now: float | None = No
     def daily(rows: list[Row]) -> dict[str, Any]:
         by_day = {r.key: r for r in rows}
         return {"cost_usd": [by_day[d].cost_usd if d in by_day else 0.0 for d in dates],
-                "calls": [by_day[d].calls if d in by_day else 0 for d in dates]}
+                "calls": [by_day[d].calls if d in by_day else 0 for d in dates],
+                "tokens": [by_day[d].input_tokens + by_day[d].output_tokens if d in by_day else 0 for d in dates]}
 
     series = [{"chat": _name(r), **daily(ledger.report("day", since, channel=r.channel, chat=r.key, zone=zone))}
               for r in chats[:STACKED]]
     everyone = daily(ledger.report("day", since, zone=zone))
-    rest = {"chat": "other", "cost_usd": [], "calls": []}
+    rest: dict[str, Any] = {"chat": "other", "cost_usd": [], "calls": [], "tokens": []}
     for i, (cost, calls) in enumerate(zip(everyone["cost_usd"], everyone["calls"])):  # older chats, erased, housekeeping
         rest["cost_usd"].append(max(0.0, (cost or 0.0) - sum(s["cost_usd"][i] or 0.0 for s in series)))
         rest["calls"].append(calls - sum(s["calls"][i] for s in series))
+        rest["tokens"].append(everyone["tokens"][i] - sum(s["tokens"][i] for s in series))
     if any(rest["calls"]):
         series.append(rest)
     page.update(series=series, top_chats=report_json(chats[:TOP], "chat"),

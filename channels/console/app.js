@@ -5,7 +5,7 @@
 //   #/tools                        the MCP servers and their tools, the skills
 //   #/usage                        what the model calls cost, against the spend limits
 
-import { takeTokenFromLink } from "./api.js";
+import { signOut, takeTokenFromLink } from "./api.js";
 import { renderChat } from "./chat.js";
 import { h } from "./dom.js";
 import { renderChatDetail, renderMemoryList } from "./memory.js";
@@ -41,5 +41,6 @@ async function route() {
 }
 
 takeTokenFromLink();
+document.getElementById("sign-out").addEventListener("click", signOut);
 window.addEventListener("hashchange", route);
 route();

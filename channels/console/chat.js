@@ -2,6 +2,8 @@
 // Messages go through POST /v1/chats/{chat}/messages like any HTTP client's, so slash commands
 // (/memory, /forget, /help ...) work exactly as in any other chat. A file (the Attach button, or
 // dropped on the conversation) goes with the message as multipart/form-data; the text is its caption.
+// The model's replies are rendered from Markdown (markdown.js); Tusk's own words (a command's answer:
+// the reply's format is "plain") are shown as written, so fact 5 stays 5 and `<persona>` stays there.
 
 import { api, chatPath, stream } from "./api.js";
 import { bytes, h } from "./dom.js";
@@ -10,10 +12,11 @@ import { markdown } from "./markdown.js";
 const CHAT_NAME = "[A-Za-z0-9_\\-][A-Za-z0-9_.\\-]{0,99}";
 const DEFAULT_CHAT = "console";
 
+// kind: "user", "bot" (the model's Markdown), "own" (Tusk's own words, as written) or "error"
 function bubble(kind, text) {
   const body = kind === "bot" ? markdown(text) : h("div", { class: "plain" }, text);
-  const who = { user: "You", bot: "Tusk", error: "Problem" }[kind];
-  return h("li", { class: `msg ${kind}` }, h("span", { class: "who" }, who), body);
+  const who = { user: "You", bot: "Tusk", own: "Tusk", error: "Problem" }[kind];
+  return h("li", { class: `msg ${kind === "own" ? "bot own" : kind}` }, h("span", { class: "who" }, who), body);
 }
 
 async function loadChats(list, current) {
@@ -64,13 +67,14 @@ function conversation(chatId, exists, onTurn) {
       typing.hidden = false;
       send.disabled = true;
       try {
-        let replies;
+        let replies, formats;
         if (file) {  // a message with a file is sent as a form and answered whole
           const body = new FormData();
           body.append("text", value);
           body.append("user", "console");
           body.append("file", file, file.name);
-          ({ replies } = await api(`/v1/chats/${encodeURIComponent(chatId)}/messages`, { method: "POST", body }));
+          ({ replies, formats } = await api(`/v1/chats/${encodeURIComponent(chatId)}/messages`,
+            { method: "POST", body }));
         } else {
           let live = null, sofar = "";  // the reply as it is written, replaced by the final one
           const show = (node) => {
@@ -80,7 +84,7 @@ function conversation(chatId, exists, onTurn) {
             } else live.replaceChildren(live.firstChild, node);
             live.scrollIntoView({ block: "end" });
           };
-          ({ replies } = await stream(`/v1/chats/${encodeURIComponent(chatId)}/messages`,
+          ({ replies, formats } = await stream(`/v1/chats/${encodeURIComponent(chatId)}/messages`,
             { text: value, user: "console" }, (name, data) => {
               if (name === "delta") {
                 sofar = data.replace ? data.text : sofar + data.text;
@@ -92,7 +96,7 @@ function conversation(chatId, exists, onTurn) {
             }));
           if (live) live.remove();
         }
-        for (const reply of replies) add("bot", reply);
+        replies.forEach((reply, i) => add(formats?.[i] === "plain" ? "own" : "bot", reply));
       } catch (err) {
         add("error", err.message);
       } finally {

@@ -11,9 +11,11 @@
     STOP PRESSED   -> the Stop button under a draft (channels/discord_bot/stream.py) -> the presser through the
                       allow-list -> "/stop" published for that chat (the bus answers it at once, bot/stop.py)
                       -> the press answered, to the presser only
-    reply          -> split_message(text, 2000) -> the interaction's followup, or the channel
+    reply          -> pieces(text) (text.py: split within 2,000) -> the interaction's followup, or the channel
                       (in guilds the first piece replies to the question); 429s wait in discord.py; every
-                      message goes with a nonce Discord enforces, so a retried send never posts twice
+                      message goes with a nonce Discord enforces, so a retried send never posts twice;
+                      Tusk's own words (`OutboundMessage.verbatim`) escaped first (text.py), so Discord's
+                      Markdown shows them as written
 
 Chat key: the channel id: a DM channel, a guild channel, or a thread (each thread keeps its
 own memory). DMs: every message is a turn. Guild channels: only messages that mention the
@@ -57,13 +59,12 @@ from channels.base import Access, Publish, tell
 from channels.discord_bot.inbound import command_to_inbound, guild_id, to_inbound  # noqa: F401 (API)
 from channels.discord_bot.presses import STOPPED_ALREADY, Presses  # noqa: F401 (STOPPED_ALREADY: API)
 from channels.discord_bot.stream import DiscordDraft
+from channels.discord_bot.text import pieces
 from channels.media_in import InOrder, MediaIntake, Remote
-from channels.split import split_message
 from memory.media import MediaStore
 
 logger = logging.getLogger(__name__)
 
-MAX_TEXT = 2000
 TYPING_EVERY = 8.0  # Discord shows "typing" for 10 s
 START_TIMEOUT = 60.0  # login, command sync and gateway READY
 GUILD_READY_WAIT = 0.2  # discord.py waits this long after the last GUILD_CREATE before `ready`; nothing here needs more
@@ -310,7 +311,7 @@ class DiscordChannel:
                                     group_name=getattr(guild, "name", "") or "", addressed=msg.addressed)
         if verdict.reply:
             try:
-                await self.send(OutboundMessage(msg.key, verdict.reply))
+                await self.send(OutboundMessage(msg.key, verdict.reply, verbatim=True))
             except DeliveryError as exc:
                 logger.warning("could not tell %s its pairing code: %s", msg.key, exc)
         return verdict.admitted
@@ -403,7 +404,7 @@ class DiscordChannel:
             return
         route = self._routes.get(msg.reply_to) if msg.reply_to is not None else None
         try:
-            for i, piece in enumerate(split_message(msg.text, MAX_TEXT)):
+            for i, piece in enumerate(pieces(msg.text, msg.verbatim)):
                 if isinstance(route, _Slash):
                     await route.interaction.followup.send(piece, ephemeral=route.ephemeral, allowed_mentions=MENTIONS)
                 else:

@@ -2,8 +2,9 @@
 
 The first text is sent (in guilds as a reply to the question), then edited as more comes; past
 2,000 characters the reply continues in a new message. The final text replaces them all, split
-as `send` splits it (code fences closed and reopened). Discord allows about 5 message changes
-per 5 seconds in a channel: one edit a second stays under that, and discord.py waits out any 429.
+as `send` splits it (code fences closed and reopened; Tusk's own words escaped: text.py). Discord
+allows about 5 message changes per 5 seconds in a channel: one edit a second stays under that, and
+discord.py waits out any 429.
 A channel where the bot may not post is told once with the fix (refusals.py), here or by the send after.
 
 While the reply is written, the message the text last reached carries a Stop button (/stop: bot/stop.py),
@@ -22,10 +23,9 @@ import discord
 
 from bot.events import ChatKey
 from channels.discord_bot.refusals import Refusals, is_refusal
-from channels.split import split_message
+from channels.discord_bot.text import pieces
 from channels.stop_buttons import StopButtons
 
-MAX_TEXT = 2000
 INTERVAL = 1.0  # seconds between edits (Discord: about 5 per 5 s per channel)
 STOP_ID = "tusk:stop"  # the Stop button's custom id (a DynamicItem template: a regular expression)
 Pressed = Callable[[discord.Interaction], Awaitable[None]]
@@ -68,18 +68,18 @@ class DiscordDraft:
         self.buttons, self.key = buttons, key
 
     async def show(self, text: str) -> None:
-        await self._put_all(split_message(text, MAX_TEXT))
+        await self._put_all(pieces(text))
 
     async def status(self, text: str) -> None:
         await self._put_all([text])
 
-    async def finish(self, text: str) -> None:
-        pieces = split_message(text, MAX_TEXT)
+    async def finish(self, text: str, verbatim: bool = False) -> None:
+        final = pieces(text, verbatim)  # Tusk's own words (a failure's sentence) escaped, as `send` sends them
         try:
-            await self._put_all(pieces, final=True)
-            for message in self.messages[len(pieces):]:  # the draft ran longer than the final text
+            await self._put_all(final, final=True)
+            for message in self.messages[len(final):]:  # the draft ran longer than the final text
                 await message.delete()
-            del self.messages[len(pieces):], self._texts[len(pieces):], self._buttoned[len(pieces):]
+            del self.messages[len(final):], self._texts[len(final):], self._buttoned[len(final):]
         finally:  # a press from now on finds no reply to stop
             if self.buttons is not None:
                 for message in self.messages:

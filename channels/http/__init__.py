@@ -3,7 +3,9 @@
     GET  /                              the web console (channels/console/, served from the package)
     GET  /console/{asset}               its scripts and styles
     POST /v1/chats/{chat_id}/messages   {"text": "...", "user": "optional sender id"}
-                                        -> 200 {"replies": ["...", ...]} once the turn is done
+                                        -> 200 {"replies": ["...", ...], "formats": ["markdown" | "plain", ...]}
+                                        once the turn is done; `formats` says how to show each reply: the
+                                        model's Markdown, or Tusk's own words (a command's answer), as written
                                         or multipart/form-data: text, user, file (channels/http/files.py)
                                         {"stream": true, ...} -> Server-Sent Events while it runs
                                         (channels/http/stream.py: delta, tool, done, error)
@@ -52,7 +54,7 @@ from channels.base import Publish
 from channels.http.binding import bind_error, bind_problem, host_name, is_loopback  # bind_problem: for doctor
 from channels.http.files import MAX_FILES, read_upload
 from channels.http.limits import ConnectionLimit, upload_deadline
-from channels.http.stream import EventStream
+from channels.http.stream import MARKDOWN, PLAIN, EventStream
 from memory.media import MediaStore
 
 if TYPE_CHECKING:
@@ -172,6 +174,7 @@ class HttpChannel:
         self.media = media  # where uploaded files go (None: uploads are refused)
         self._publish = publish
         self._waiting: dict[int, list[str]] = {}  # InboundMessage.id -> replies of that turn so far
+        self._formats: dict[int, list[str]] = {}  # InboundMessage.id -> each reply's format, if the route says them
         self._streams: dict[int, Draft] = {}  # InboundMessage.id -> its event stream, if it asked for one
         self._routes: list[web.AbstractRouteDef] = []
         self._assets = load_assets()
@@ -233,16 +236,21 @@ class HttpChannel:
         """The event stream of the request that `reply_to` came from, if it asked for one."""
         return self._streams.get(reply_to)
 
-    async def run_turn(self, msg: InboundMessage, replies: list[str], draft: Draft | None = None) -> None:
-        """Publish `msg` and wait until its turn is done, its replies put in `replies` (and the reply written
-        to `draft` as it comes, if given): the path every route of this channel takes (BusClosed at shutdown)."""
+    async def run_turn(self, msg: InboundMessage, replies: list[str], draft: Draft | None = None,
+                       formats: list[str] | None = None) -> None:
+        """Publish `msg` and wait until its turn is done, its replies put in `replies` and their formats in
+        `formats` if given (MARKDOWN, PLAIN), the reply written to `draft` as it comes if given: the path every
+        route of this channel takes (BusClosed at shutdown)."""
         self._waiting[msg.id] = replies
+        if formats is not None:
+            self._formats[msg.id] = formats
         if draft is not None:
             self._streams[msg.id] = draft
         try:
             await self._publish(msg)
         finally:
             del self._waiting[msg.id]
+            self._formats.pop(msg.id, None)
             self._streams.pop(msg.id, None)
 
     async def send(self, msg: OutboundMessage) -> None:
@@ -251,6 +259,8 @@ class HttpChannel:
             logger.info("no request is waiting for a message to %s; it is kept in the session only", msg.key)
             return
         replies.append(msg.text)
+        if (formats := self._formats.get(msg.reply_to)) is not None:
+            formats.append(PLAIN if msg.verbatim else MARKDOWN)
 
     @web.middleware
     async def _errors_as_json(self, request: web.Request, handler) -> web.StreamResponse:
@@ -344,11 +354,12 @@ class HttpChannel:
         if stream:
             return await self._stream_turn(request, msg)
         replies: list[str] = []
+        formats: list[str] = []
         try:
-            await self.run_turn(msg, replies)
+            await self.run_turn(msg, replies, formats=formats)
         except BusClosed as exc:
             return error(503, str(exc))
-        return web.json_response({"replies": replies})
+        return web.json_response({"replies": replies, "formats": formats})
 
     async def _post_stop(self, request: web.Request) -> web.Response:
         """/stop for this chat, answered at once (the bus takes it before the chat's queue)."""
@@ -377,7 +388,7 @@ class HttpChannel:
         except TimeoutError:
             return error(408, "the upload did not arrive in time")
         except MediaRefused as exc:
-            return web.json_response({"replies": [str(exc)]})
+            return web.json_response({"replies": [str(exc)], "formats": [PLAIN]})
         except ValueError as exc:  # a malformed multipart body (aiohttp's parser)
             return error(400, f"malformed multipart/form-data body: {exc}")
         return InboundMessage(key, upload.text, sender_id=upload.user, attachments=upload.attachments)
@@ -388,7 +399,7 @@ class HttpChannel:
         try:
             await events.open()
             try:
-                await self.run_turn(msg, events.replies, events)
+                await self.run_turn(msg, events.replies, events, events.formats)
             except BusClosed as exc:
                 await events.error(str(exc))
             else:

@@ -90,7 +90,7 @@ class CompletionStream:
             await self._text("\n\n")
         self._part = ""
 
-    async def finish(self, text: str) -> None:
+    async def finish(self, text: str, verbatim: bool = False) -> None:  # OpenAI's content is text either way
         if text.startswith(self._part):
             await self._text(("\n\n" if self._sent and not self._part else "") + text[len(self._part):])
         self.replies.append(text)

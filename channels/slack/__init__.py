@@ -48,7 +48,7 @@ from channels.media_in import MediaIntake, Remote
 from channels.slack.api import (GONE, ConnectionRetry, ServerErrorRetry, SlackError, error_code as _error_code, failure,
                                 library_log as _library_log, scope_hint as _scope_hint)
 from channels.slack.events import Route, Seen, chat_id, command_to_inbound, reply_route, route_of, to_inbound
-from channels.slack.format import LIMIT, mrkdwn_len, to_mrkdwn
+from channels.slack.format import LIMIT, escape, escaped_len, mrkdwn_len, to_mrkdwn
 from channels.slack.people import People
 from channels.split import split_message
 from channels.slack.stream import SlackDraft
@@ -267,9 +267,9 @@ class SlackChannel:
         if verdict.reply:
             try:
                 if response_url:
-                    await self._respond(response_url, verdict.reply)
+                    await self._respond(response_url, escape(verdict.reply), verbatim=True)
                 else:
-                    await self.send(OutboundMessage(msg.key, verdict.reply))
+                    await self.send(OutboundMessage(msg.key, verdict.reply, verbatim=True))
             except SlackError as exc:
                 logger.warning("could not tell %s its pairing code: %s", msg.key, exc)
         return verdict.admitted
@@ -355,38 +355,42 @@ class SlackChannel:
         return SlackDraft(self._client, route, (team or self.team_id) if self._streaming else None, user, refused)
 
     async def send(self, msg: OutboundMessage) -> None:
-        """Post the reply (as mrkdwn, in pieces of at most 3,000 characters); raises SlackError on failure."""
+        """Post the reply (as mrkdwn, in pieces of at most 3,000 characters; Tusk's own words escaped, not
+        converted, and posted with `mrkdwn: false`); raises SlackError on failure."""
         route = self._routes.get(msg.reply_to) if msg.reply_to is not None else None
-        await self._send_pieces(route or route_of(msg.key), msg.text, LIMIT)
+        await self._send_pieces(route or route_of(msg.key), msg.text, LIMIT, msg.verbatim)
 
-    async def _send_pieces(self, route: Route, markdown: str, limit: int) -> None:
-        """`markdown` in mrkdwn pieces of at most `limit` characters; a piece Slack calls too long is sent again
-        in smaller pieces."""
-        for piece in split_message(markdown, limit, mrkdwn_len):
+    async def _send_pieces(self, route: Route, text: str, limit: int, verbatim: bool = False) -> None:
+        """`text` in pieces of at most `limit` characters once made Slack text; a piece Slack calls too long is
+        sent again in smaller pieces."""
+        for piece in split_message(text, limit, escaped_len if verbatim else mrkdwn_len, verbatim=verbatim):
+            out = escape(piece) if verbatim else to_mrkdwn(piece)
             if route.response_url:
-                await self._respond(route.response_url, to_mrkdwn(piece))
+                await self._respond(route.response_url, out, verbatim)
                 continue
             try:
-                await self._post(route, to_mrkdwn(piece))
+                await self._post(route, out, verbatim)
             except SlackError as exc:
                 if exc.code != "msg_too_long" or limit <= MIN_PIECE:
                     raise
                 logger.info("Slack found a %d-character message too long: sending it in smaller pieces", len(piece))
-                await self._send_pieces(route, piece, max(MIN_PIECE, limit // 4))
+                await self._send_pieces(route, piece, max(MIN_PIECE, limit // 4), verbatim)
 
-    async def _post(self, route: Route, piece: str) -> None:
+    async def _post(self, route: Route, piece: str, verbatim: bool = False) -> None:
         if self._client is None:
             raise SlackError("the Slack channel is not running")
+        plain = {"mrkdwn": False} if verbatim else {}  # Tusk's own words: no *bold* or _italic_ read into them
         try:
-            await self._client.chat_postMessage(channel=route.channel, thread_ts=route.thread_ts, text=piece)
+            await self._client.chat_postMessage(channel=route.channel, thread_ts=route.thread_ts, text=piece, **plain)
         except _NET_ERRORS as exc:
             raise failure("chat.postMessage", route.channel, exc) from exc
 
-    async def _respond(self, url: str, piece: str) -> None:
+    async def _respond(self, url: str, piece: str, verbatim: bool = False) -> None:
         """An ephemeral answer to a slash command, through its response_url."""
         if self._session is None:
             raise SlackError("the Slack channel is not running")
-        body = {"response_type": "ephemeral", "replace_original": False, "text": piece}
+        body = {"response_type": "ephemeral", "replace_original": False, "text": piece,
+                **({"mrkdwn": False} if verbatim else {})}
         try:
             async with self._session.post(url, json=body, timeout=aiohttp.ClientTimeout(total=30)) as resp:
                 if resp.status != 200:

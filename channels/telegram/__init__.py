@@ -17,6 +17,8 @@
               never reached the Bot API (no connection, a 502 from its front) retries with backoff; one
               that may have been carried out (no answer came, a 504) is not sent again: Telegram has no
               idempotency key, and a reply must never show twice
+           Tusk's own words (`OutboundMessage.verbatim`: a command's answer, a pairing code) go as plain
+           text, no parse mode: nothing in them is read as markup, so `<persona>`, `*` and `_` show as written
 
 Chat key: the chat id; in forum supergroups `<chat id>.<topic id>`, so every topic keeps
 its own memory. DMs: every message is a turn. Groups: only messages that mention the bot,
@@ -356,8 +358,8 @@ class TelegramChannel:
         chat_id, thread = target(key)
         chat_id = self._moved.get(chat_id, chat_id)
 
-        async def send_final(text: str) -> None:
-            await self.send(OutboundMessage(key, text, reply_to=reply_to))
+        async def send_final(text: str, verbatim: bool = False) -> None:
+            await self.send(OutboundMessage(key, text, reply_to=reply_to, verbatim=verbatim))
 
         return TelegramDraft(self.app.bot, chat_id, thread, self._replying_to.get(reply_to), chat_id > 0,
                              send_final, buttons=self._presses.buttons, key=key)
@@ -369,18 +371,22 @@ class TelegramChannel:
         chat_id, thread = target(msg.key)
         chat_id = self._moved.get(chat_id, chat_id)
         reply_to = self._replying_to.get(msg.reply_to) if msg.reply_to is not None else None
-        for piece in split_message(msg.text, MessageLimit.MAX_TEXT_LENGTH, _measure):
-            await self._send_piece(chat_id, thread, piece, reply_to)
+        measure = utf16_len if msg.verbatim else _measure
+        for piece in split_message(msg.text, MessageLimit.MAX_TEXT_LENGTH, measure, verbatim=msg.verbatim):
+            await self._send_piece(chat_id, thread, piece, reply_to, msg.verbatim)
             reply_to = None  # only the first piece quotes the question
 
-    async def _send_piece(self, chat_id: int, thread: int | None, piece: str, reply_to: int | None) -> None:
+    async def _send_piece(self, chat_id: int, thread: int | None, piece: str, reply_to: int | None,
+                          verbatim: bool = False) -> None:
+        """One message: the Markdown piece as Telegram HTML, or (`verbatim`) the text itself, no parse mode."""
         assert self.app is not None
         reply = ReplyParameters(reply_to, allow_sending_without_reply=True) if reply_to else None
-        html, delay = telegram_format(piece), self.settings.backoff
+        text, mode = (piece, None) if verbatim else (telegram_format(piece), ParseMode.HTML)
+        delay = self.settings.backoff
         for attempt in range(1, SEND_ATTEMPTS + 1):
             try:
                 try:
-                    await self.app.bot.send_message(chat_id, html, parse_mode=ParseMode.HTML,
+                    await self.app.bot.send_message(chat_id, text, parse_mode=mode,
                                                     message_thread_id=thread, reply_parameters=reply)
                 except BadRequest as exc:
                     if "can't parse entities" not in exc.message.lower():

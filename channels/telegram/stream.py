@@ -14,9 +14,10 @@ update when it is pressed), in a group an inline keyboard under the message the 
 press is about in `StopButtons` (channels/stop_buttons.py).
 
 Drafts are shown as plain text (Markdown still arriving would not convert cleanly); only the
-final text is formatted. Telegram allows about one message a second in a chat and 20 a
-minute in a group: `PRIVATE_INTERVAL` and `GROUP_INTERVAL` keep under that, and PTB's
-AIORateLimiter waits out any 429 that still comes.
+final text is formatted, unless it is Tusk's own words (`verbatim`), which stay plain text.
+Telegram allows about one message a second in a chat and 20 a minute in a group:
+`PRIVATE_INTERVAL` and `GROUP_INTERVAL` keep under that, and PTB's AIORateLimiter waits out any
+429 that still comes.
 """
 
 from __future__ import annotations
@@ -51,11 +52,11 @@ def _measure(piece: str) -> int:
 
 
 class TelegramDraft:
-    """One reply in one chat; `send_final(text)` is the channel's own send for a private chat's final reply.
-    With `buttons` (and the chat's `key`), the draft carries a Stop button until it is finished."""
+    """One reply in one chat; `send_final(text, verbatim)` is the channel's own send for a private chat's final
+    reply. With `buttons` (and the chat's `key`), the draft carries a Stop button until it is finished."""
 
     def __init__(self, bot: Bot, chat_id: int, thread: int | None, reply_to: int | None, private: bool,
-                 send_final: Callable[[str], Awaitable[None]], interval: float | None = None,
+                 send_final: Callable[[str, bool], Awaitable[None]], interval: float | None = None,
                  buttons: StopButtons | None = None, key: ChatKey | None = None) -> None:
         self.bot = bot
         self.chat_id, self.thread, self.reply_to = chat_id, thread, reply_to
@@ -84,10 +85,16 @@ class TelegramDraft:
     async def status(self, text: str) -> None:
         await self.show(text.strip("_"))
 
-    async def finish(self, text: str) -> None:
+    async def finish(self, text: str, verbatim: bool = False) -> None:
         try:
             if self.private:
-                await self.send_final(text)
+                await self.send_final(text, verbatim)
+                return
+            if verbatim:  # Tusk's own words: plain text, as `send` sends them
+                pieces = split_message(text, MessageLimit.MAX_TEXT_LENGTH, utf16_len, verbatim=True)
+                for i, piece in enumerate(pieces):
+                    await self._put(i, piece, None)
+                await self._drop_after(len(pieces))
                 return
             pieces = split_message(text, MessageLimit.MAX_TEXT_LENGTH, _measure)
             for i, piece in enumerate(pieces):
@@ -98,13 +105,17 @@ class TelegramDraft:
                         raise
                     logger.info("Telegram rejected the formatting of a reply; sending it as plain text")
                     await self._put(i, piece, None)
-            for message_id in self.messages[len(pieces):]:  # the draft ran longer than the final text
-                await self.bot.delete_message(self.chat_id, message_id)
+            await self._drop_after(len(pieces))
         finally:  # a press from now on finds no reply to stop
             if self.buttons is not None:
                 self.buttons.remove(self.chat_id, -self.draft_id)
                 for message_id in self.messages:
                     self.buttons.remove(self.chat_id, message_id)
+
+    async def _drop_after(self, count: int) -> None:
+        """The draft ran longer than the final text: its messages past `count` go."""
+        for message_id in self.messages[count:]:
+            await self.bot.delete_message(self.chat_id, message_id)
 
     async def _put(self, i: int, text: str, parse_mode: str | None, button: bool = False) -> None:
         """Message `i` of this reply says `text` (with the Stop button, or without it): sent if it is new, edited

@@ -98,11 +98,12 @@ class TerminalChannel:
         return RedrawDraft(self._out, f"{self._bot_name}> ", self.show, lambda: shutil.get_terminal_size().columns)
 
     async def send(self, msg: OutboundMessage) -> None:
-        self.show(msg.text)
+        self.show(msg.text, msg.verbatim)
 
-    def show(self, text: str) -> None:
-        """Print one reply: Markdown rendered by rich at a terminal, plain text down a pipe. (The one place
-        replies are drawn, so a streamed reply can be drawn here too.)"""
+    def show(self, text: str, verbatim: bool = False) -> None:
+        """Print one reply: the model's Markdown rendered by rich at a terminal, plain text down a pipe; Tusk's
+        own words (`verbatim`: a command's answer) as written everywhere, line by line, nothing read as markup.
+        (The one place replies are drawn, so a streamed reply can be drawn here too.)"""
         if not self._rich:
             self._out.write(f"{self._bot_name}> {text}\n\n")
             self._out.flush()
@@ -113,7 +114,7 @@ class TerminalChannel:
 
         console = Console(file=self._out, highlight=False)
         console.print(Text(f"{self._bot_name}>", style="bold cyan"))
-        console.print(Markdown(text, code_theme="ansi_dark"))
+        console.print(Text(text) if verbatim else Markdown(text, code_theme="ansi_dark"))
         console.print()
 
     def _note(self, text: str) -> None:

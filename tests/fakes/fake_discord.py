@@ -25,6 +25,7 @@
         dc.components(message_id)                       # the components a bot message carries now
         dc.lose_answer_next("POST", "/messages", status=502)   # done, but the answer is an error: a retry follows
         await dc.replay(message_payload)                # a MESSAGE_CREATE sent again (a gateway RESUME's replay)
+        shown(dc.sent[0]["content"])                    # what a Discord client shows of it (its Markdown rendered)
 
 Attachments are served by the fake's CDN (`/attachments/<channel>/<id>/<name>?ex=&is=&hm=`, signed like
 Discord's links: a wrong signature is a 404); it needs no token, as the real CDN.
@@ -49,6 +50,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import re
 import time
 from collections.abc import Callable
 from typing import Any
@@ -61,6 +63,44 @@ from tests.fakes.discord_payloads import (  # noqa: F401 (re-exported: tests imp
 from tests.fakes.loopback import serve, wait_until
 
 _CDN_KEY = b"fake cdn signing key"
+_ESCAPED = re.compile(r"\\([^\w\s])")  # a backslash before a punctuation mark shows the mark itself
+_ORDERED = re.compile(r"^(\s*)(\d{1,9})\. (.*)$")
+_INLINE = [re.compile(p) for p in (r"\*\*(?=\S)(.+?)(?<=\S)\*\*", r"__(?=\S)(.+?)(?<=\S)__", r"~~(?=\S)(.+?)(?<=\S)~~",
+                                   r"\|\|(.+?)\|\|", r"\*(?=\S)(.+?)(?<=\S)\*", r"(?<!\w)_(?=\S)(.+?)(?<=\S)_(?!\w)",
+                                   r"`([^`]+)`")]
+
+
+def shown(content: str) -> str:
+    """What a Discord client shows of a message's content, as plain characters (Discord's "Markdown Text 101"):
+    a backslash before a punctuation mark shows the mark and keeps it from formatting anything; `#`, `##`,
+    `###` and `-#` headings and `>`/`>>>` quotes lose their marker; `-`/`*` items show a bullet; a run of `N.`
+    items (indented lines and blank lines between them belong to the list) is an ordered list numbered from
+    its first number on, so items 3 and 5 read 3 and 4; **bold**, *italic*, _italic_, __underline__,
+    ~~strike~~, ||spoiler|| and `code` lose their markers."""
+    kept: list[str] = []
+
+    def keep(m: re.Match[str]) -> str:
+        kept.append(m[1])
+        return f"\x00{len(kept) - 1}\x00"
+
+    out: list[str] = []
+    number: int | None = None
+    for line in _ESCAPED.sub(keep, content).split("\n"):
+        if item := _ORDERED.match(line):
+            number = int(item[2]) if number is None else number + 1
+            out.append(f"{item[1]}{number}. {item[3]}")
+            continue
+        if number is not None and (not line.strip() or line[:1] in (" ", "\t")):
+            out.append(line)  # still inside the list
+            continue
+        number = None
+        line = re.sub(r"^(?:#{1,3}|-#) +", "", line)
+        line = re.sub(r"^(?:>>>|>) ", "", line)
+        out.append(re.sub(r"^(\s*)[-*] ", r"\1• ", line))
+    text = "\n".join(out)
+    for pattern in _INLINE:
+        text = pattern.sub(r"\1", text)
+    return re.sub("\x00(\\d+)\x00", lambda m: kept[int(m[1])], text)
 
 
 class FakeDiscord:

@@ -12,6 +12,7 @@
         slack.updates     # accepted chat.update / chat.delete params, each with "method" and "at" (monotonic time)
         slack.stream_calls  # accepted chat.startStream/appendStream/stopStream params, with "method", "ts", "at"
         slack.texts()     # what each of the bot's messages says now, oldest first (edits, streams, deletions applied)
+        slack.seen()      # what a Slack client shows of each post and response_url answer, in order (`shown`)
         slack.streaming = False   # chat.startStream answers feature_not_enabled, as a workspace without it
         slack.responses   # JSON bodies posted to response_url (with "response_url" added)
         slack.reactions   # [(method, params)] of accepted reactions.add/remove; slack.reacted: current set
@@ -54,6 +55,7 @@ import hashlib
 import hmac
 import itertools
 import json
+import re
 import time
 import urllib.parse
 from collections import deque
@@ -73,6 +75,27 @@ SCOPES = ("app_mentions:read", "channels:history", "chat:write", "commands", "fi
 MAX_STREAM_TEXT = 12_000  # markdown_text per chat.*Stream call
 STREAM_CHUNKS = frozenset({"markdown_text", "task_update", "plan_update"})
 RESPONSE_URL_USES = 5
+_CONTROL = re.compile(r"<([^<>]*)>")  # Slack's control sequences: <url|label>, <@U…>, <#C…|name>, <!here>
+_EMPHASIS = [re.compile(rf"(?<![\w{m}]){re.escape(m)}(?=\S)(.+?)(?<=\S){re.escape(m)}(?![\w{m}])") for m in "*_~`"]
+
+
+def shown(text: str, mrkdwn: bool = True) -> str:
+    """What a Slack client shows of a message `text`, as plain characters (docs.slack.dev "Formatting text for
+    app surfaces"): every `<...>` is a control sequence shown as its label or target (so an unescaped
+    `<persona>` loses its brackets), `&lt;`, `&gt;`, `&amp;` are unescaped; with mrkdwn (the default; a post's
+    `mrkdwn: false` turns it off) the markers of *bold*, _italic_, ~strike~ and `code` and a leading `>`
+    quote go. Lists are not rendered: mrkdwn has none."""
+    text = _CONTROL.sub(lambda m: m[1].partition("|")[2] or m[1].lstrip("@#!"), text)
+    if mrkdwn:
+        text = re.sub(r"(?m)^(?:>|&gt;) ?", "", text)
+        for pattern in _EMPHASIS:
+            text = pattern.sub(r"\1", text)
+    return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+
+
+def _mrkdwn(params: dict[str, Any]) -> bool:
+    """A post's `mrkdwn` flag as Slack reads it (JSON false, or "false"/"0" in a form)."""
+    return str(params.get("mrkdwn", True)).lower() not in ("false", "0")
 
 
 @dataclass
@@ -385,6 +408,12 @@ class FakeSlack(SlackEvents):
     def texts(self, channel: str | None = None) -> list[str]:
         return [m["text"] for m in self.messages.values() if channel is None or m["channel"] == channel]
 
+    def seen(self) -> list[str]:
+        """What the user is shown of each chat.postMessage and response_url answer, in the order they came."""
+        sent = sorted([(p["at"], p) for p in self.posted] + [(r["at"], r) for r in self.responses],
+                      key=lambda at_p: at_p[0])
+        return [shown(p["text"], _mrkdwn(p)) for _, p in sent]
+
     def _own(self, p: dict[str, Any], streaming: bool | None = None) -> dict[str, Any]:
         if not p.get("channel") or not p.get("ts"):
             raise ApiError("invalid_arguments")
@@ -508,5 +537,5 @@ class FakeSlack(SlackEvents):
         body = await request.json()
         if not body.get("text") and not body.get("blocks"):
             return web.Response(status=400, text="no_text")
-        self.responses.append({**body, "response_url": url})
+        self.responses.append({**body, "response_url": url, "at": time.monotonic()})
         return web.Response(text="ok")

@@ -32,7 +32,9 @@ Files are served as Telegram does: getFile answers a `file_path` (refused with "
 Requests arrive as PTB sends them: form-encoded (multipart when uploading), every non-string value
 JSON-encoded, so `chat_id` is "42" and `reply_parameters` a JSON string; JSON bodies work too.
 HTML text is checked the way Telegram checks it (allowed tags, nesting, entities, 4096 UTF-16 units);
-other parse modes are passed through unchecked.
+text without a parse mode is shown as sent ("plain" is the text itself: nothing in it is markup); an
+unknown parse mode is refused as Telegram refuses it; Markdown and MarkdownV2 are passed through unchecked
+(Tusk sends neither).
 """
 
 from __future__ import annotations
@@ -410,7 +412,10 @@ class FakeTelegram:
     def _check_text(self, params: dict[str, Any]) -> str:
         text = params.get("text")
         plain = text if isinstance(text, str) else ""
-        if plain and str(params.get("parse_mode", "")).lower() == "html":
+        mode = str(params.get("parse_mode") or "").lower()
+        if mode not in ("", "html", "markdown", "markdownv2"):
+            raise ApiError(400, "Bad Request: unsupported parse_mode")
+        if plain and mode == "html":
             try:
                 plain = parse_html(text)
             except ValueError as exc:
