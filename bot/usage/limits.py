@@ -64,31 +64,49 @@ def _zone_name(zone: tzinfo) -> str:
 
 
 def _usd(amount: float) -> str:
-    return f"${amount:,.2f}" if abs(amount * 100 - round(amount * 100)) < 1e-6 else f"${amount:,.4f}".rstrip("0")
+    if abs(amount * 100 - round(amount * 100)) < 1e-6:
+        return f"${amount:,.2f}"
+    return f"${amount:,.{4 if amount >= 0.0001 else 6}f}".rstrip("0")
 
 
 @dataclass(frozen=True, slots=True)
 class Refusal:
-    """A call not made: which limit, its figure, what was spent (calls in flight included), when it resets."""
+    """A call not made: which limit, its figure, what was spent (calls in flight included), when it resets,
+    and the call's own estimate (USD, or tokens for a token limit)."""
 
     limit: str  # owner_daily | owner_monthly | chat_daily | person_daily | owner_daily_tokens | chat_daily_tokens
     limit_value: float
     spent: float
     resets_at: datetime  # aware, in the zone the limit's days are counted in
     scope: Scope
+    estimate: float = 0.0
+
+    @property
+    def reached(self) -> bool:
+        """Nothing is left of the limit (else this call's estimate is more than what is left)."""
+        return self.spent >= self.limit_value - SLACK
 
     def sentence(self) -> str:
-        """The one sentence the person is told."""
-        who = {"owner": "This bot has", "chat": "This chat has", "person": "You have"}[self.scope[0]]
-        whose = "your" if self.scope[0] == "person" else "its"
-        zone = _zone_name(self.resets_at.tzinfo)
-        if self.limit.endswith("_tokens"):
-            what = f"{whose} daily limit of {self.limit_value:,.0f} tokens for models without a known price"
+        """The one sentence the person is told: the limit reached, or that this message's estimate would pass
+        it (with the figures: a refusal at "$0.0357 of $0.05" must not read as a bug)."""
+        kind = self.scope[0]
+        tokens, monthly = self.limit.endswith("_tokens"), self.limit == "owner_monthly"
+        period = "this month" if monthly else "today"
+        if tokens:
+            limit = f"daily limit of {self.limit_value:,.0f} tokens for models without a known price"
         else:
-            what = f"{whose} {'monthly' if self.limit == 'owner_monthly' else 'daily'} spending limit " \
-                   f"({_usd(self.limit_value)})"
-        when = f"on {self.resets_at.day} {self.resets_at:%B} " if self.limit == "owner_monthly" else ""
-        return f"{who} reached {what}; it resets {when}at midnight ({zone})."
+            limit = f"{'monthly' if monthly else 'daily'} spending limit ({_usd(self.limit_value)})"
+        zone = _zone_name(self.resets_at.tzinfo)
+        when = f"it resets {f'on {self.resets_at.day} {self.resets_at:%B} ' if monthly else ''}at midnight ({zone})"
+        if self.reached:
+            who = {"owner": "This bot has", "chat": "This chat has", "person": "You have"}[kind]
+            return f"{who} reached {'your' if kind == 'person' else 'its'} {limit}; {when}."
+        whose = {"owner": "this bot's", "chat": "this chat's", "person": "your"}[kind]
+        if tokens:
+            cost, used = f"take about {self.estimate:,.0f} tokens", f"{self.spent:,.0f} already used {period}"
+        else:
+            cost, used = f"cost about {_usd(self.estimate)}", f"{_usd(self.spent)} already spent {period}"
+        return f"Answering this message would {cost}, more than is left of {whose} {limit}: {used}; {when}."
 
 
 @dataclass(eq=False, slots=True)
@@ -264,7 +282,7 @@ class Limits:
                 # consolidation keeps memory working on its reserve: it runs while spending is within the
                 # reserve past the limit, whatever its own estimate (the round after that waits for the reset)
                 if (spent if purpose == "consolidation" else spent + amount) > limit * allow + SLACK:
-                    return Refusal(name, limit, spent, end, scope)
+                    return Refusal(name, limit, spent, end, scope, amount)
             scopes = tuple(dict.fromkeys(sc for _, sc, _, _, _ in checks if sc is not None))
             reservation = Reservation(self, scopes, amount if priced else 0.0, 0 if priced else estimate_tokens,
                                       next(self._ids))

@@ -79,7 +79,8 @@ class SpendLimitReached(LLMError):
     doctor_helps = False
 
     def __init__(self, refusal: Refusal) -> None:
-        super().__init__(f"{refusal.limit} limit reached ({refusal.spent:.4f} of {refusal.limit_value:g})")
+        super().__init__(f"{refusal.limit} limit {'reached' if refusal.reached else 'would be passed'} "
+                         f"({refusal.spent:.4f} of {refusal.limit_value:g} used, this call ~{refusal.estimate:.4f})")
         self.refusal = refusal
         self.user_message = refusal.sentence()
 
