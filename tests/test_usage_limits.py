@@ -165,6 +165,21 @@ def test_an_unknown_price_counts_tokens_against_the_token_limit(ledger):
     assert isinstance(limits.check("telegram", "c1", None, 0.01, 5000, "reply"), Reservation)
 
 
+def test_a_chats_own_token_limit_replaces_the_default_for_unpriced_calls(ledger):
+    """budgets.json's daily_tokens for c1 stops its unpriced calls at 500 tokens while c2 keeps the 1,000 default;
+    setting the USD limit later keeps the token one, and both are in the file."""
+    limits = Limits(ledger, LimitSettings(chat_daily_tokens=1000), Clock())
+    limits.set_override(ChatKey("telegram", "c1"), daily_tokens=500)
+    limits.set_override(ChatKey("telegram", "c1"), 0.25)
+    spend(ledger, None, chat="c1", tokens=(400, 40))
+    spend(ledger, None, chat="c2", tokens=(400, 40))
+    refusal = limits.check("telegram", "c1", None, None, 100, "reply")
+    assert isinstance(refusal, Refusal) and (refusal.limit, refusal.limit_value) == ("chat_daily_tokens", 500)
+    assert isinstance(limits.check("telegram", "c2", None, None, 100, "reply"), Reservation)
+    assert json.loads((ledger.home / "budgets.json").read_text())["chats"] == [
+        {"channel": "telegram", "chat": "c1", "daily_usd": 0.25, "daily_tokens": 500}]
+
+
 def test_an_erased_chats_spend_still_counts_toward_its_limit(ledger):
     """/forget removes the chat's ids from the ledger, not its spend for today's limit."""
     spend(ledger, 0.5)

@@ -5,6 +5,7 @@ import asyncio
 import json
 import re
 
+from bot.events import ChatKey
 from bot.usage.ledger import Ledger
 from memory import files as memfiles
 from tests.conftest import running
@@ -204,3 +205,21 @@ async def test_many_chats_at_once_stay_within_an_owner_wide_limit(make_settings,
     ran = sum(a == ["ok"] for a in answers)
     assert ran == len(costs) - 1 and 8 <= ran <= 11, ran  # not stopped far short of the limit either
     assert all("daily spending limit" in a[0] for a in answers if a != ["ok"])
+
+
+async def test_a_usd_limit_on_a_model_without_a_price_says_it_counts_nothing(make_settings, fake_llm):
+    """A chat's USD limit on a model with no known price: /status shows its calls as not counted and says why,
+    with what the owner can do; once the owner sets a token limit, /status shows that one counting them."""
+    fake_llm.responder = lambda body: Reply(text="ok", usage=usage(400, 20))
+    settings = make_settings(TUSK_CHAT_LIMIT_DAILY_USD="0.01")
+    async with running(settings) as tusk:
+        for i in range(3):
+            assert await tusk.say("free", f"message {i}") == ["ok"]
+        status = (await tusk.say("free", "/status"))[0]
+        assert ("Spending (this chat today: $0.00 of $0.01 + 3 calls of unknown price it cannot count)\n"
+                "openai/fake-model has no known price, so a dollar limit cannot count its calls: the owner can give "
+                "it a price or set a token limit.") in status
+        tusk.limits.set_override(ChatKey("http", "free"), daily_tokens=5000)  # as `tusk budget set` does
+        status = (await tusk.say("free", "/status"))[0]
+        assert "this chat today: 1,260 of 5,000 tokens of models without a known price" in status
+        assert "they count against a daily limit of 5,000 tokens instead." in status
