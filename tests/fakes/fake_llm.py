@@ -309,6 +309,11 @@ class FakeLLM:
         assert self._runner is not None
         await self._runner.cleanup()
 
+    def _billed(self, body: dict[str, Any]) -> int:
+        """The prompt's tokens as this server counts them: llama-cpp-python (quirk "llamacpp") renders no tool
+        schemas into the prompt, so they neither count toward its window nor are billed (as measured)."""
+        return len(json.dumps(body.get("messages", []))) // 4 if self.quirk == "llamacpp" else prompt_tokens(body)
+
     def _next(self, body: dict[str, Any]) -> Reply:
         if self._script:
             return self._script.popleft()
@@ -355,7 +360,7 @@ class FakeLLM:
             return await self._send(request, reply, reply.raw_body or json.dumps({"error": "fake error"}))
         calls = [{"function": {"name": name, "arguments": args if isinstance(args, dict) else json.loads(args)}}
                  for _, name, args in reply.tool_calls]
-        prompt = prompt_tokens(body)
+        prompt = self._billed(body)
         last = {"model": body.get("model"), "created_at": "2026-12-03T08:00:00Z",
                 "message": {"role": "assistant", "content": reply.text or "", **({"tool_calls": calls} if calls else {})},
                 "done": True, "done_reason": reply.finish_reason or "stop",
@@ -523,7 +528,7 @@ class FakeLLM:
         base = {"id": f"chatcmpl-{next(self._ids)}", "created": int(time.time()), "model": body.get("model", "fake")}
         if body.get("stream") and self.quirk != "ignores_stream":
             return await self._stream(request, base, reply, calls)
-        prompt = prompt_tokens(body)
+        prompt = self._billed(body)
         done = len(reply.text or "") // 4 + 1
         message = reply.message or {"role": "assistant", "content": reply.text,
                                     **({"tool_calls": calls} if calls else {}),
@@ -541,7 +546,7 @@ class FakeLLM:
             self.requests.append(body)
             return web.Response(text="<!DOCTYPE html><html><head><title>Welcome to nginx!</title></head>"
                                      "<body><h1>Welcome to nginx!</h1></body></html>", content_type="text/html")
-        prompt = prompt_tokens(body)
+        prompt = self._billed(body)
         if self.quirk != "llamacpp" or self.window is None or prompt + (body.get("max_tokens") or 0) <= self.window:
             return None
         self.requests.append(body)
@@ -633,7 +638,7 @@ class FakeLLM:
         chunks = [{**base, "object": "chat.completion.chunk", "choices": choices}
                   for choices in stream_choices(reply, calls)]
         if (body.get("stream_options") or {}).get("include_usage"):
-            prompt = prompt_tokens(body)
+            prompt = self._billed(body)
             done = len(reply.text or "") // 4 + 1
             usage = reply.usage or {"prompt_tokens": prompt, "completion_tokens": done, "total_tokens": prompt + done}
             chunks.append({**base, "object": "chat.completion.chunk", "choices": [], "usage": usage})
