@@ -2,7 +2,6 @@
 chat while others go on, /usage and /status, and a restart after kill -9."""
 
 import asyncio
-import json
 import re
 
 from bot.events import ChatKey
