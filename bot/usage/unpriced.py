@@ -67,12 +67,9 @@ class PriceCheck:
 
     def __init__(self, configured: dict[str, ModelPrice], ledger: Ledger | None = None, table: bool = True,
                  now: float | None = None) -> None:
-        self.configured, self.table = configured, table
-        self.seen: dict[str, tuple[int, int]] = {}  # model -> (calls with a cost, calls without) of the last days
-        if ledger is not None and ledger.path.is_file():
-            since = (time.time() if now is None else now) - EVIDENCE_DAYS * 86400
-            self.seen = {r.key: (r.calls - r.unknown_calls, r.unknown_calls)
-                         for r in ledger.report("model", since) if r.key}
+        self.configured, self.table, self.ledger = configured, table, ledger
+        self.since = (time.time() if now is None else now) - EVIDENCE_DAYS * 86400
+        self._known: dict[str, bool | None] = {}
 
     @classmethod
     def of(cls, settings: Any, ledger: Ledger | None = None, table: bool = True) -> PriceCheck:
@@ -82,14 +79,25 @@ class PriceCheck:
             configured = {}
         return cls(configured, ledger, table)
 
+    def _seen(self, model: str) -> tuple[int, int]:
+        """(calls with a cost, calls without) of the model in the ledger's last days; (0, 0) without a ledger."""
+        if self.ledger is None or not self.ledger.path.is_file():
+            return 0, 0
+        return self.ledger.model_calls(model, self.since)
+
     def known(self, model: str) -> bool | None:
         """True: priced; False: its calls have no known price; None: cannot be told (no table, no calls)."""
-        priced, unpriced = self.seen.get(model, (0, 0))
-        if model in self.configured or priced:
+        if model not in self._known:
+            self._known[model] = self._judge(model)
+        return self._known[model]
+
+    def _judge(self, model: str) -> bool | None:
+        if model in self.configured or (self.table and table_cost(model, 1000, 1000, 0) is not None):
             return True
-        if self.table:
-            return table_cost(model, 1000, 1000, 0) is not None
-        return False if unpriced else None
+        priced, unpriced = self._seen(model)  # a provider's own figure (OpenRouter) prices what no table does
+        if priced:
+            return True
+        return False if self.table or unpriced else None
 
     def unpriced(self, models: Iterable[str]) -> list[str]:
         return [m for m in models if self.known(m) is False]
