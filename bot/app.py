@@ -55,6 +55,7 @@ from bot.usage import meter as usage
 from bot.usage.meter import Meter
 from bot.usage.prices import configured_prices
 from bot.usage.erasure import UsageRecords
+from bot.usage.unpriced import ModelsInUse, Unpriced
 from bot.usage.view import status_lines, usage_command
 from bot.commands.base import CommandContext
 from channels.base import Access, Channel
@@ -139,6 +140,8 @@ class TuskApp:
         self.models = settings.model_choices()
         self.choices = ModelChoices(llm_settings.model, {c.label: c.model for c in self.models.values()})
         self.llm.meter = Meter(self.ledger, self.limits, configured_prices(self.models))
+        self.unpriced = Unpriced(settings.home, ModelsInUse.of(settings), configured_prices(self.models), self.ledger,
+                                 self.limits)  # USD limits that cannot count a model: said in /status, the console
         book = ModelBook(settings.home)
         # litellm (seconds to import) loads once Tusk is up (bot/llm/warmup.py); until then, no litellm figures
         window = ModelWarmup.provisional(settings.context_window, book.get(llm_settings.model).window)
@@ -207,7 +210,7 @@ class TuskApp:
     def _spend_lines(self, ctx: CommandContext) -> Sequence[str]:
         """/status: today's spend against the limits that apply to this chat (bot/usage/view.py)."""
         zone = chat_settings.chat_zone(ctx.files, ZoneInfo(self.settings.timezone))
-        return status_lines(self.ledger, self.limits, ctx, zone)
+        return status_lines(self.ledger, self.limits, ctx, zone, self.unpriced)
 
     async def _consolidation_call(self, messages: list[dict], tools: list[dict], max_tokens: int) -> str | None:
         """One consolidation request, forcing save_memory when tools are offered: its arguments, else the
@@ -267,7 +270,8 @@ class TuskApp:
                                         s.http_idle_timeout), self.bus.publish, media=self.media)
         http.add_routes(Console(s.home, self.store, self.agent.commands, self.consolidator,
                                 self.agent.context.fixed_tokens, s.model or "", self.consolidator.lock,
-                                self.bus.in_order, ledger=self.ledger, limits=self.limits).routes())
+                                self.bus.in_order, ledger=self.ledger, limits=self.limits,
+                                unpriced=self.unpriced).routes())
         if self.access.pairing is not None:
             from bot.ops.pairing import routes as pairing_routes
 

@@ -297,7 +297,8 @@ class Settings(BaseSettings):
                            tavily_api_key=self.tavily_api_key.get_secret_value() if self.tavily_api_key else "",
                            brave_api_base=self.brave_api_base, tavily_api_base=self.tavily_api_base, allow=allow,
                            chats=chats, groups=self.web_groups, max_bytes=self.web_max_bytes,
-                           max_tokens=self.web_max_tokens, timeout=self.web_timeout,
+                           max_tokens=self.web_max_tokens, max_chars=self.tool_result_max_chars,
+                           timeout=self.web_timeout,
                            host_interval=self.web_host_interval, user_agent=user_agent())
 
     def skill_settings(self) -> SkillSettings:

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bot.commands.base import Owned
+from bot.commands.base import Owned, counted
 from bot.events import Attachment, ChatKey, InboundMessage, Injected
 from memory.files import write_atomic
 from memory.paths import open_private
@@ -137,9 +137,9 @@ class Inbox:
         waiting = set(self._pending_records()) & mine
         waiting -= {jid for jid in waiting if jid.startswith(f"{self._run}:")}  # this run's: being answered now
         if waiting == mine:
-            label = f"{len(mine)} message(s) waiting to be answered after a crash (inbox.jsonl)"
+            label = f"{counted(len(mine), 'message')} waiting to be answered after a crash (inbox.jsonl)"
         else:
-            label = f"{len(mine)} message(s) in the inbox journal (inbox.jsonl)" + (
+            label = f"{counted(len(mine), 'message')} in the inbox journal (inbox.jsonl)" + (
                 f", {len(waiting)} of them waiting to be answered after a crash" if waiting else "")
 
         def delete() -> None:

@@ -261,10 +261,11 @@ class Consolidator:
         numbered, (first, last) = list(enumerate(chunk, start)), span(chunk)
         older = memfiles.history_entries(session.files)
         memory_update = tombstones.enforce(session.files, old_memory, summary.memory_update, numbered)
-        memfiles.append_history(session.files, summary.history_entry, first, last)
+        entry = tombstones.clean_entry(session.files, summary.history_entry)
+        memfiles.append_history(session.files, entry, first, last)
         memfiles.write_memory(session.files, memory_update)
         provenance.after_round(session.files, old_memory, memory_update, numbered, older,
-                               provenance.round_entry(first, summary.history_entry, last))
+                               provenance.round_entry(first, entry, last))
         self.store.set_pointer(session, start + cut)
         stats.failures, stats.last_error, stats.shrink, stats.runs = 0, "", False, stats.runs + 1
         self.rounds_ok += 1

@@ -166,7 +166,7 @@ async def test_memory_forms_from_the_conversation_and_forget_removes_it(tusk, br
         expect(entries).to_have_count(5)
         expect(entries.nth(2)).to_have_class("pointer")  # between the consolidated turn and the new one
         page.get_by_role("tab", name="Forget…").click()
-        expect(page.locator(".forget-items li")).to_contain_text(["MEMORY.md", "1 history entries (HISTORY.md)",
+        expect(page.locator(".forget-items li")).to_contain_text(["MEMORY.md", "1 history entry (HISTORY.md)",
                                                                   "4 session messages (session.jsonl)"])
         page.get_by_role("button", name="Delete it all").click()
         expect(page.locator(".forget-report")).to_contain_text("deleted 4 session messages (session.jsonl)")

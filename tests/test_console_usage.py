@@ -75,18 +75,49 @@ async def test_todays_spend_against_each_limit(make_settings):
     assert rows[("owner_monthly", "everyone")]["limit_value"] == 50 and not rows[("owner_monthly", "everyone")]["reached"]
     chat = rows[("chat_daily", "telegram:-100")]
     assert chat["limit_value"] == 0.001 and chat["reached"] and not chat["override"]
-    assert rows[("chat_daily", "http:alice")]["spent"] == 0.0  # its calls have no price: no USD against it
+    alice = rows[("chat_daily", "http:alice")]  # its call has no price: no USD against it, and the page says so
+    assert (alice["spent"], alice["unpriced_calls"], chat["unpriced_calls"]) == (0.0, 1, 0)
+    assert rows[("owner_daily", "everyone")]["unpriced_calls"] == 1
     bob = rows[("chat_daily", "http:bob")]
     assert bob == {"limit": "chat_daily", "who": "http:bob", "limit_value": 2.0, "spent": 0.0, "unit": "usd",
-                   "override": True, "reached": False}
+                   "override": True, "reached": False, "unpriced_calls": 0}
+    assert [(u["model"], u["limits"], u["token_limit"]) for u in page["unpriced"]] == [
+        ("openai/fake-model", ["TUSK_LIMIT_DAILY_USD", "TUSK_LIMIT_MONTHLY_USD", "TUSK_CHAT_LIMIT_DAILY_USD",
+                               "http:bob's own ($2 a day)"], None)]
+    assert page["unpriced"][0]["note"].startswith("openai/fake-model has no known price: TUSK_LIMIT_DAILY_USD, ")
+    assert "give it a price in TUSK_MODELS (fake-model=openai/fake-model@IN/OUT" in page["unpriced"][0]["fix"]
+
+
+async def test_a_token_limit_counts_what_a_usd_limit_cannot_and_the_budget_says_so(make_settings):
+    """A chat's USD limit on a model without a known price comes with a warning naming the fix; a token limit
+    (PUT daily_tokens) is what then applies, shown in the standings and counted as the page says."""
+    async with running(make_settings()) as app:
+        path = "/api/budgets/terminal/local"
+        status, data = await call(app, "PUT", path, json={"daily_usd": 0.01})
+        assert status == 200 and data["warning"] == (
+            "openai/fake-model has no known price, so a dollar limit cannot count its calls: give it a price in "
+            "TUSK_MODELS (fake-model=openai/fake-model@IN/OUT, USD per million input/output tokens), or set a "
+            "token limit (tusk budget set terminal:local --tokens 20000).")
+        status, data = await call(app, "PUT", path, json={"daily_tokens": 20000})
+        assert status == 200 and (data["daily_usd"], data["daily_tokens"], data["applies_tokens"]) == (0.01, 20000, 20000)
+        assert data["warning"] == ("openai/fake-model has no known price, so a dollar limit cannot count its calls; "
+                                   "they count against a daily limit of 20,000 tokens instead.")
+        app.ledger.record(Call(TODAY, "terminal", "local", "me", "reply", "openai/fake-model", 700, 50))
+        rows = {s["limit"]: s for s in (await call(app, "GET", "/api/usage"))[1]["standings"]}
+    assert rows["chat_daily_tokens"] == {"limit": "chat_daily_tokens", "who": "terminal:local", "limit_value": 20000,
+                                         "spent": 750, "unit": "tokens", "override": True, "reached": False,
+                                         "unpriced_calls": 0}
+    assert rows["chat_daily"]["unpriced_calls"] == 1 and rows["chat_daily"]["spent"] == 0.0
 
 
 async def test_a_chats_own_limit_is_set_read_and_cleared(make_settings, tmp_path):
     """PUT writes budgets.json (0600) through Limits, GET reads it back, DELETE returns to the default."""
     async with running(make_settings(TUSK_CHAT_LIMIT_DAILY_USD="1")) as app:
         path = "/api/budgets/telegram/-100123"
-        assert await call(app, "GET", path) == (200, {"chat": "telegram:-100123", "daily_usd": None,
-                                                      "default_daily_usd": 1.0, "applies_usd": 1.0})
+        status, data = await call(app, "GET", path)
+        assert status == 200 and {k: v for k, v in data.items() if k != "warning"} == {
+            "chat": "telegram:-100123", "daily_usd": None, "default_daily_usd": 1.0, "applies_usd": 1.0,
+            "daily_tokens": None, "default_daily_tokens": None, "applies_tokens": None}
         status, data = await call(app, "PUT", path, json={"daily_usd": 1.5})
         assert status == 200 and data["daily_usd"] == 1.5 and data["applies_usd"] == 1.5
         budgets = tmp_path / "data/budgets.json"

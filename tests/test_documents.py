@@ -120,7 +120,7 @@ def test_forget_me_removes_that_senders_documents_from_search(tmp_path):
     search = HistorySearch()
     assert {h.document for h in search.search(files, "cardamom recipe")} == {"ann.txt", "bob.txt"}
     (owned,) = DocumentMembers().owned_by(ChatKey("telegram", "-5"), files, "ann")
-    assert owned.label.startswith("the text of 1 document(s)")
+    assert owned.label.startswith("the text of 1 document or web page")
     owned.delete()
     assert {h.document for h in search.search(files, "cardamom recipe")} == {"bob.txt"}
 
@@ -130,7 +130,7 @@ async def test_forget_deletes_the_documents_with_the_chat(make_settings, fake_ll
     async with running(make_settings()) as tusk:
         await upload(tusk, "g", ("n.txt", b"The boat is called Heron.", "text/plain"))
         (listing,) = await tusk.say("g", "/forget")
-        assert "- the text of 1 document(s) and web page(s) kept for search (documents/)" in listing
+        assert "- the text of 1 document or web page kept for search (documents/)" in listing
         await tusk.say("g", "/forget confirm")
         assert not tusk.store.get("http", "g").files.dir.exists()
 

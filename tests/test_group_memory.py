@@ -113,10 +113,10 @@ async def test_forget_me_removes_one_member_from_every_file(tusk, tg, fake_llm):
     files = chat_files(tusk)
     assert any("mint-tea-7a1" in t for t in every_file_text(files.versions).values())
     report = await say(tg, 7, "/forget@tusk_bot me confirm")
-    assert "removed their section from MEMORY.md and from 1 earlier version(s)" in report
+    assert "removed their section from MEMORY.md and from 1 earlier version" in report
     assert "rewrote 1 history entry without them (by the model)" in report
     assert "removed 1 history entry only about them" in report and "search index" in report
-    assert "of their message(s) from the journal (inbox.jsonl)" in report
+    assert "of their messages from the journal (inbox.jsonl)" in report
 
     for path, text in [*every_file_text(files.dir).items(), (tusk.inbox.path, tusk.inbox.path.read_text())]:
         for canary in ("mint-tea-7a1", "gecko-7d4", "kayak-7f6", "tandem-7g8"):
@@ -138,7 +138,7 @@ async def test_forget_me_lists_first_and_is_everyones_right(tusk, tg, fake_llm):
     await say(tg, 8, "@tusk_bot my drink is espresso-8b2")
     listing = await say(tg, 7, "/forget@tusk_bot me")
     assert listing.startswith("This would remove what Alice left in this chat:")
-    assert "1 turn(s) of theirs in the conversation (2 messages, with my replies)" in listing
+    assert "1 turn of theirs in the conversation (2 messages, with my replies)" in listing
     assert "/forget me confirm" in listing and "mint-tea-7a1" in chat_files(tusk).session.read_text()
     assert "only its administrators" in await say(tg, 7, "/forget@tusk_bot @bob confirm")
     tg.members[(GROUP, 9)] = "administrator"

@@ -46,6 +46,11 @@ class Command:
     fn: CommandFn
 
 
+def counted(n: int, word: str, words: str | None = None) -> str:
+    """`1 history entry`, `2 history entries`: a count with its noun in the number it takes."""
+    return f"{n:,} {word if n == 1 else words or word + 's'}"
+
+
 @dataclass(frozen=True, slots=True)
 class Owned:
     """One thing /forget lists (`label`) and deletes (`delete`)."""

@@ -72,12 +72,14 @@ def _parser() -> argparse.ArgumentParser:
                         help="7d, 30d (default), today, or a date such as 2026-11-01 (TUSK_TIMEZONE's midnight)")
     report.add_argument("--json", action="store_true", help="a JSON array for scripts (cost_usd unrounded, "
                         "null where the price is unknown)")
-    budget = sub.add_parser("budget", help="a chat's own daily spend limit: list, set or clear")
-    budget_sub = budget.add_subparsers(dest="action", metavar="ACTION", required=True)
+    budget = sub.add_parser("budget", help="a chat's own daily spend limit: list (the default), set or clear")
+    budget_sub = budget.add_subparsers(dest="action", metavar="ACTION")
     budget_sub.add_parser("list", help="the default limits and every chat's own")
-    budget_set = budget_sub.add_parser("set", help="give CHANNEL:ID a daily limit of USD (0 stops it)")
+    budget_set = budget_sub.add_parser("set", help="give CHANNEL:ID a daily limit of USD (0 stops it), or of tokens")
     budget_set.add_argument("chat", type=_chat_key, help="CHANNEL:ID as `tusk chats` lists it")
-    budget_set.add_argument("usd", type=usage.usd_arg, help="US dollars a day, e.g. 2.50")
+    budget_set.add_argument("usd", nargs="?", type=usage.usd_arg, help="US dollars a day, e.g. 2.50")
+    budget_set.add_argument("--tokens", type=usage.tokens_arg, metavar="N",
+                            help="tokens a day of the calls whose price is unknown (which no USD limit counts)")
     budget_sub.add_parser("clear", help="back to the default (TUSK_CHAT_LIMIT_DAILY_USD)").add_argument(
         "chat", type=_chat_key, help="CHANNEL:ID")
     pairing = sub.add_parser("pairing", help="let strangers talk to Tusk: list, approve or revoke pairing codes")
@@ -140,7 +142,7 @@ def _usage(args: argparse.Namespace, settings: Settings) -> int:
     from bot.ops import usage
 
     try:
-        print(usage.run(args, settings.home, settings.limit_settings()))
+        print(usage.run(args, settings))
     except (LookupError, ValueError, OSError) as exc:  # no such override; a damaged budgets.json or ledger
         print(f"tusk: {exc}", file=sys.stderr)
         return 1

@@ -193,6 +193,7 @@ async def run_checks(settings: Settings, env_file: SettingsFile | None = None,
     if not any(token for _, token, _ in platforms):
         checks.append(Check("platforms", "warn", "no platform token is set: only the local HTTP API and "
                             "`tusk chat` will run", "set TELEGRAM_BOT_TOKEN, DISCORD_BOT_TOKEN or SLACK_BOT_TOKEN"))
+    checks += _spend_limits(settings, exact=model and bool(settings.model))
     checks += await _mcp(settings)
     from bot.ops.backup import doctor_check
 
@@ -208,6 +209,25 @@ async def run_checks(settings: Settings, env_file: SettingsFile | None = None,
         checks.append(Check("allow-list", "warn", f"{variable} is empty: anyone may talk to the bot",
                             f"set {variable} to the user ids allowed to use Tusk"))
     return checks
+
+
+def _spend_limits(settings: Settings, exact: bool) -> list[Check]:
+    """A USD limit (in the environment or a chat's own in budgets.json) that cannot count a model Tusk calls:
+    its price is unknown (bot/usage/unpriced.py). `exact`: litellm's price table may be read (the model
+    check imported litellm already); else what TUSK_MODELS and the ledger say."""
+    from bot.usage.ledger import Ledger
+    from bot.usage.limits import Limits
+    from bot.usage.unpriced import Unpriced
+
+    ledger = Ledger(settings.home)  # opened only if usage.sqlite is there: the doctor creates nothing
+    try:
+        found = Unpriced.of(settings, ledger, Limits(ledger, settings.limit_settings()), table=exact).overall()
+    except ValueError as exc:  # a damaged budgets.json
+        return [Check("spend limits", "fail", str(exc), "fix budgets.json or remove it (`tusk budget` writes it)")]
+    finally:
+        ledger.close()
+    return [Check("spend limits", "ok", u["note"]) if u["token_limit"] else
+            Check("spend limits", "warn", u["problem"], u["fix"]) for u in found]
 
 
 async def _mcp(settings: Settings) -> list[Check]:

@@ -35,7 +35,7 @@ from apscheduler.schedulers.base import STATE_RUNNING, BaseScheduler
 from apscheduler.triggers.date import DateTrigger
 from pydantic import Field
 
-from bot.commands.base import Command, CommandContext, Owned
+from bot.commands.base import Command, CommandContext, Owned, counted
 from bot.errors import BusClosed
 from bot.events import ChatKey, InboundMessage, Injected
 from bot.tools.box import ToolContext
@@ -207,7 +207,7 @@ class SavedReminders:
         def delete() -> None:
             save_records(self.path, [rec for rec in self._records() if not ours(rec)])
 
-        return [Owned(f"{count} reminder(s) (removed from reminders.json)", delete)]
+        return [Owned(f"{counted(count, 'reminder')} (removed from reminders.json)", delete)]
 
 
 class Reminders:
@@ -352,4 +352,4 @@ class Reminders:
             for reminder in self.of(key):
                 self._cancel(reminder)
 
-        return [Owned(f"{len(mine)} reminder(s) (cancelled and removed from reminders.json)", cancel_all)]
+        return [Owned(f"{counted(len(mine), 'reminder')} (cancelled and removed from reminders.json)", cancel_all)]

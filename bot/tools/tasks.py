@@ -24,7 +24,7 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from bot import logs
-from bot.commands.base import Owned
+from bot.commands.base import Owned, counted
 from bot.errors import BusClosed, LLMError
 from bot.events import ChatKey, InboundMessage, Injected
 from bot.llm import LLMReply
@@ -179,7 +179,7 @@ class Tasks:
                 if task.runner is not None:
                     task.runner.cancel()
 
-        return [Owned(f"{len(mine)} running background task(s) (cancelled)", cancel_all)]
+        return [Owned(f"{counted(len(mine), 'running background task')} (cancelled)", cancel_all)]
 
     async def aclose(self) -> None:
         """Cancel the running tasks (their results are lost: tasks do not survive a restart)."""

@@ -282,6 +282,12 @@ class Ledger:
             sums[3] = 0.0  # nothing spent, rather than an unknown price
         return Totals(calls, *sums)
 
+    def model_calls(self, model: str, since: float) -> tuple[int, int]:
+        """(calls with a known cost, calls without) of one model since `since` (its own index: quick)."""
+        priced, unpriced = self._read("SELECT count(cost_usd), count(*) - count(cost_usd) FROM calls INDEXED BY "
+                                      "calls_model WHERE model = ? AND ts >= ?", [model, since])[0]
+        return priced, unpriced
+
     def report(self, by: Literal["day", "chat", "person", "model", "purpose"], since: float | None = None,
                until: float | None = None, channel: str | None = None, chat: str | None = None,
                person: str | None = None, zone: tzinfo = timezone.utc) -> list[Row]:

@@ -24,8 +24,8 @@ import binascii
 import hashlib
 import json
 import re
+import secrets
 from collections.abc import Callable, Mapping, Sequence
-from itertools import count
 
 from aiohttp import web
 
@@ -44,7 +44,11 @@ OUTCOMES = {  # a turn that ended without the model's answer -> (status, type, c
     "crash": (500, "server_error", None),
     "too_long": (400, "invalid_request_error", "context_length_exceeded"),
 }
-_ids = count(1)
+
+
+def completion_id() -> str:
+    """A completion's id, unique across restarts and processes (96 random bits), in OpenAI's `chatcmpl-` form."""
+    return f"chatcmpl-tusk{secrets.token_hex(12)}"
 
 
 def default_chat(authorization: str) -> str:
@@ -189,7 +193,7 @@ class OpenAIApi:
         client = ClientTurn(system=turn.system, model=model, regenerate=turn.regenerate,
                             max_tokens=req.max_completion_tokens or req.max_tokens, temperature=req.temperature)
         msg = InboundMessage(key, turn.text, sender_id=req.user or "openai", attachments=attachments, client=client)
-        id_ = f"chatcmpl-tusk{next(_ids)}"
+        id_ = completion_id()
         if req.stream:
             return await self._streamed(request, msg, req, id_)
         replies: list[str] = []

@@ -6,7 +6,8 @@ Nothing is fetched unless the model calls the tool: a link in a message stays te
     is read once per host and kept for an hour; a 4xx means no rules, a 5xx means keep out, RFC 9309);
   - waits its turn per host (TUSK_WEB_HOST_INTERVAL seconds between two requests to one host);
   - sends a User-Agent naming Tusk, stops reading past TUSK_WEB_MAX_BYTES, gives up after TUSK_WEB_TIMEOUT;
-  - extracts the main text (extract.py) and frames it as data, cut to TUSK_WEB_MAX_TOKENS;
+  - extracts the main text (extract.py) and frames it as data, cut inside the frame to TUSK_WEB_MAX_TOKENS
+    and, framed, to TUSK_TOOL_RESULT_MAX_CHARS (so the agent's generic cap never cuts off its end marker);
   - keeps that text in the chat's documents/ (memory/documents.py, TUSK_DOCUMENT_INDEX_*), with the date
     and whose turn read it, so search_history finds the page later.
 A refusal or failure reaches the model as the tool's error, saying why.
@@ -137,7 +138,7 @@ class WebFetch:
         logger.info("web_fetch %s: %s, %d chars", resp.url, page.kind, len(page.text))
         if ctx is not None:
             await asyncio.to_thread(self._keep, ctx, page)
-        return extract.frame(page, s.max_tokens, tuple(notes))
+        return extract.frame(page, s.max_tokens, tuple(notes), s.max_chars)
 
     def _keep(self, ctx: ToolContext, page: extract.Page) -> None:
         """The page's text kept for search_history in the chat it was read for (a failure is only logged)."""
