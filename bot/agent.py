@@ -9,6 +9,8 @@
       streamed (TUSK_STREAM=auto, where a draft watches) -> the reply shows as written (bot/delivery.py,
                    bot/stream.py); the final text replaces it once saved; a stream cut after some of it
                    showed ends the turn there (that text with a note is saved and sent)
+      read out (/voice, TUSK_VOICE_REPLIES: bot/speech/) -> not streamed; once saved, the reply goes as a
+                   voice message with its text beside it, or as the text alone if speech fails
 
 The bus guarantees one turn at a time per chat, so a turn owns its session while it runs.
 """
@@ -19,6 +21,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from bot import commands, logs, metrics, stream
 from bot.context import ContextBuilder
@@ -43,6 +46,9 @@ from memory.consolidate import Consolidator
 from memory.paths import ChatFiles
 from memory.session import Message, Session, SessionStore
 
+if TYPE_CHECKING:
+    from bot.speech.replies import VoiceReplies
+
 logger = logging.getLogger(__name__)
 
 PostTurnHook = Callable[[ChatKey], Awaitable[None]]
@@ -65,7 +71,8 @@ class ChatAgent:
                  context: ContextBuilder, send: Send, chat_commands: commands.Commands | None = None,
                  consolidator: Consolidator | None = None, learner: Learner | None = None,
                  media: MediaReader | None = None, drafts: Drafts | None = None,
-                 streaming: StreamSettings = StreamSettings("off"), models: ModelChoices | None = None) -> None:
+                 streaming: StreamSettings = StreamSettings("off"), models: ModelChoices | None = None,
+                 voice: VoiceReplies | None = None) -> None:
         self.settings = settings
         self.models = models or ModelChoices(settings.model, {})  # a chat's /model pick (bot/llm/choice.py)
         self.fit = PromptFit(context, self.models, consolidator, learner)  # the turn's budget (bot/fitting.py)
@@ -80,6 +87,7 @@ class ChatAgent:
         self.media = media  # reads a message's files into its turn (bot/media/)
         self.hooks: list[PostTurnHook] = [self.consolidate] if consolidator else []
         self.delivery = Delivery(send, drafts, streaming)  # the reply shown as written, then finished or sent
+        self.voice = voice  # replies read out (bot/speech/replies.py)
         self._background = Spawned()  # post-turn hooks
         self._turns = 0  # turns running now, in any chat
         self._idle = asyncio.Event()
@@ -111,7 +119,8 @@ class ChatAgent:
             if self.settings.log_content:
                 logger.info("message from %s: %s", msg.sender_id, msg.text)
             runs_before = self._consolidation_runs(msg.key)
-            live = self.delivery.live(msg)
+            speaking = self.voice is not None and self.voice.wants_voice(msg)
+            live = None if speaking else self.delivery.live(msg)  # a reply read out is not shown as written
             try:
                 text = await self._answer(msg, live)
             except MessageTooLong as exc:
@@ -123,7 +132,12 @@ class ChatAgent:
             except Exception:  # turn boundary: the user hears of it, the log gets the traceback
                 logger.exception("turn crashed")
                 text, stats.outcome = CRASH_REPLY, "crash"
-            await self.delivery.deliver(OutboundMessage(msg.key, text, reply_to=msg.id), live)
+            reply = OutboundMessage(msg.key, text, reply_to=msg.id)
+            if speaking and stats.outcome == "ok":  # failures and limits are told in text
+                assert self.voice is not None
+                await self.voice.deliver(reply)
+            else:
+                await self.delivery.deliver(reply, live)
             if self.settings.log_content:
                 logger.info("reply: %s", text)
             figures = stats.fields()  # time to the reply; hooks run after it

@@ -3,8 +3,10 @@
     GET  /                              the web console (channels/console/, served from the package)
     GET  /console/{asset}               its scripts and styles
     POST /v1/chats/{chat_id}/messages   {"text": "...", "user": "optional sender id"}
-                                        -> 200 {"replies": ["...", ...]} once the turn is done
-                                        or multipart/form-data: text, user, file (channels/http/files.py)
+                                        -> 200 {"replies": ["...", ...]} once the turn is done (and "voice":
+                                        links to the spoken replies when a reply was read out: voice.py)
+                                        or multipart/form-data: text, user, file or voice (channels/http/files.py)
+    GET  /v1/chats/{chat_id}/voice/{name}   a spoken reply's OGG/Opus file (channels/http/voice.py)
                                         {"stream": true, ...} -> Server-Sent Events while it runs
                                         (channels/http/stream.py: delta, tool, done, error)
     GET  /healthz                       -> 200 {"ok": true} (never needs the token)
@@ -42,12 +44,13 @@ import pydantic
 from aiohttp import web
 
 from bot.access.api_keys import ApiKey, ApiKeys
-from bot.errors import BusClosed, ConfigError, MediaRefused
-from bot.events import ChatKey, InboundMessage, OutboundMessage
+from bot.errors import BusClosed, ConfigError, DeliveryError, MediaRefused
+from bot.events import ChatKey, InboundMessage, OutboundMessage, OutboundVoice
 from channels.base import Publish
 from channels.http.binding import bind_error, bind_problem, host_name, is_loopback  # bind_problem: for doctor
 from channels.http.files import MAX_FILES, read_upload
 from channels.http.limits import ConnectionLimit, upload_deadline
+from channels.http import voice as voice_files
 from channels.http.stream import EventStream
 from memory.media import MediaStore
 
@@ -67,7 +70,7 @@ OPENAI_PATHS = frozenset({"/v1/chat/completions", "/v1/models"})  # channels/htt
 MESSAGES_PATH = re.compile(r"/v1/chats/[^/]+/messages")
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-                               "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+                               "connect-src 'self'; media-src 'self' blob:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-store",
@@ -163,6 +166,7 @@ class HttpChannel:
         self.media = media  # where uploaded files go (None: uploads are refused)
         self._publish = publish
         self._waiting: dict[int, list[str]] = {}  # InboundMessage.id -> replies of that turn so far
+        self._voices: dict[int, list[dict]] = {}  # InboundMessage.id -> its spoken replies' references
         self._streams: dict[int, Draft] = {}  # InboundMessage.id -> its event stream, if it asked for one
         self._routes: list[web.AbstractRouteDef] = []
         self._assets = load_assets()
@@ -189,6 +193,7 @@ class HttpChannel:
         app.router.add_get("/", self._index)
         app.router.add_get("/console/{name}", self._asset)
         app.router.add_post("/v1/chats/{chat_id}/messages", self._post_message)
+        app.router.add_get("/v1/chats/{chat_id}/voice/{name}", self._voice_file)
         app.router.add_routes(self._routes)
         return app
 
@@ -223,17 +228,40 @@ class HttpChannel:
         """The event stream of the request that `reply_to` came from, if it asked for one."""
         return self._streams.get(reply_to)
 
-    async def run_turn(self, msg: InboundMessage, replies: list[str], draft: Draft | None = None) -> None:
+    async def run_turn(self, msg: InboundMessage, replies: list[str], draft: Draft | None = None,
+                       voices: list[dict] | None = None) -> None:
         """Publish `msg` and wait until its turn is done, its replies put in `replies` (and the reply written
-        to `draft` as it comes, if given): the path every route of this channel takes (BusClosed at shutdown)."""
+        to `draft` as it comes, if given; the spoken replies' references in `voices`): the path every route
+        of this channel takes (BusClosed at shutdown)."""
         self._waiting[msg.id] = replies
         if draft is not None:
             self._streams[msg.id] = draft
+        if voices is not None:
+            self._voices[msg.id] = voices
         try:
             await self._publish(msg)
         finally:
             del self._waiting[msg.id]
             self._streams.pop(msg.id, None)
+            self._voices.pop(msg.id, None)
+
+    def voice_caption(self, text: str) -> bool:
+        """A spoken reply's text always goes in the same answer, beside the link to its audio."""
+        return True
+
+    async def send_voice(self, msg: OutboundVoice) -> None:
+        """Keep the spoken reply in the chat's media/ and link it from the answer of the request that waits."""
+        voices = self._voices.get(msg.reply_to) if msg.reply_to is not None else None
+        replies = self._waiting.get(msg.reply_to) if msg.reply_to is not None else None
+        if voices is None or replies is None:
+            raise DeliveryError("no request is waiting for this spoken reply")
+        voices.append(await voice_files.keep(self.media, msg))
+        if msg.caption is not None:
+            replies.append(msg.caption)
+
+    async def _voice_file(self, request: web.Request) -> web.Response:
+        key = chat_key(self.name, request.match_info["chat_id"])
+        return voice_files.serve(self.media, key, request.match_info["name"])
 
     async def send(self, msg: OutboundMessage) -> None:
         replies = self._waiting.get(msg.reply_to) if msg.reply_to is not None else None
@@ -283,10 +311,15 @@ class HttpChannel:
         return await handler(request)
 
     def _keyed(self, request: web.Request, given: bytes) -> bool:
-        """An API key on an OpenAI route: let in, the key noted for the route (it limits the chats)."""
-        if self.api_keys is None or request.path not in OPENAI_PATHS or not given.startswith(b"Bearer "):
+        """An API key on an OpenAI route: let in, the key noted for the route (it limits the chats); on a spoken
+        reply's file, only in the chats its prefix names (the links its answers gave)."""
+        voice = voice_files.PATH.fullmatch(request.path) if request.method in SAFE_METHODS else None
+        if self.api_keys is None or (request.path not in OPENAI_PATHS and voice is None) \
+                or not given.startswith(b"Bearer "):
             return False
         key = self.api_keys.find(given[7:].decode())
+        if key is not None and voice is not None:
+            return voice[1].startswith(key.prefix)
         if key is not None:
             request[API_KEY] = key
         return key is not None
@@ -334,11 +367,12 @@ class HttpChannel:
         if stream:
             return await self._stream_turn(request, msg)
         replies: list[str] = []
+        voices: list[dict] = []
         try:
-            await self.run_turn(msg, replies)
+            await self.run_turn(msg, replies, voices=voices)
         except BusClosed as exc:
             return error(503, str(exc))
-        return web.json_response({"replies": replies})
+        return web.json_response({"replies": replies, **({"voice": voices} if voices else {})})
 
     async def _upload(self, request: web.Request, key: ChatKey) -> InboundMessage | web.Response:
         """The message a multipart upload stands for; a refused file is the turn's one reply (200), as on the
@@ -363,7 +397,7 @@ class HttpChannel:
         try:
             await events.open()
             try:
-                await self.run_turn(msg, events.replies, events)
+                await self.run_turn(msg, events.replies, events, voices=events.voices)
             except BusClosed as exc:
                 await events.error(str(exc))
             else:

@@ -5,7 +5,8 @@
     event: tool    data: {"status": "searching this chat's history…"}   a tool step runs; the next
                                                                         delta starts the reply afresh
     event: done    data: {"replies": ["...", ...]}             the final replies, exactly as saved
-                                                               (and as the JSON answer has them)
+                                                               (and as the JSON answer has them, with
+                                                               "voice" when a reply was read out)
     event: error   data: {"error": "..."}                      the turn was not taken (shutting down)
 
 `done` is the truth: the streamed text is a preview (Markdown still arriving, a cut note
@@ -32,6 +33,7 @@ class EventStream:
         self.response = web.StreamResponse(headers={**headers, "Content-Type": "text/event-stream",
                                                     "Cache-Control": "no-store", "X-Accel-Buffering": "no"})
         self.replies: list[str] = []
+        self.voices: list[dict] = []  # the spoken replies' references (channels/http/voice.py)
         self._text = ""
 
     async def open(self) -> None:
@@ -59,7 +61,7 @@ class EventStream:
         self.replies.append(text)
 
     async def done(self) -> None:
-        await self._event("done", {"replies": self.replies})
+        await self._event("done", {"replies": self.replies, **({"voice": self.voices} if self.voices else {})})
         await self.response.write_eof()
 
     async def error(self, message: str) -> None:
