@@ -9,6 +9,7 @@
                    -> defer (ephemeral where it fits) -> publish "/memory undo" as if typed
     reply          -> split_message(text, 2000) -> the interaction's followup, or the channel
                       (in guilds the first piece replies to the question); 429s wait in discord.py
+    voice          -> a voice message, then the text (channels/discord_bot/voice.py)
 
 Chat key: the channel id: a DM channel, a guild channel, or a thread (each thread keeps its
 own memory). DMs: every message is a turn. Guild channels: only messages that mention the
@@ -43,10 +44,11 @@ with warnings.catch_warnings():  # discord.py imports audioop (deprecated since 
 from discord import app_commands
 
 from bot.errors import BusClosed, ConfigError, DeliveryError
-from bot.events import ChatKey, InboundMessage, OutboundMessage
+from bot.events import ChatKey, InboundMessage, OutboundMessage, OutboundVoice
 from bot.threads import Spawned
 from channels.discord_bot import media as discord_media
 from channels.discord_bot import refusals
+from channels.discord_bot import voice as discord_voice
 from channels.base import Access, Publish, tell
 from channels.discord_bot.inbound import command_to_inbound, guild_id, to_inbound  # noqa: F401 (API)
 from channels.discord_bot.stream import DiscordDraft
@@ -378,6 +380,19 @@ class DiscordChannel:
         if self.client is None or isinstance(route, _Slash) or self._refusals.quiet(int(key.chat_id)):
             return None
         return DiscordDraft(self.client.get_partial_messageable(int(key.chat_id)), route, MENTIONS, self._refusals)
+
+    def voice_caption(self, text: str) -> bool:
+        return False  # a voice message holds nothing else: the text follows it
+
+    async def send_voice(self, msg: OutboundVoice) -> None:
+        """A reply read out, as a voice message; DeliveryError if Discord refused it (the text then goes alone)."""
+        route = self._routes.get(msg.reply_to) if msg.reply_to is not None else None
+        if self.client is None or isinstance(route, _Slash):
+            raise DeliveryError("no voice message: the Discord channel is not running, or this answers a command")
+        try:
+            await discord_voice.send(self.client, int(msg.key.chat_id), msg.audio, route)
+        except (*SEND_ERRORS, discord.InvalidData) as exc:
+            raise DeliveryError(f"Discord did not take the voice message: {exc}") from exc
 
     async def send(self, msg: OutboundMessage) -> None:
         if self.client is None:
