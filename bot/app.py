@@ -373,6 +373,8 @@ class TuskApp:
             logger.warning("shutdown: turns still running after %.0fs were cancelled", self.settings.shutdown_grace)
         await self.agent.aclose()
         await self.warmup.aclose()
+        if self.voice is not None:
+            await self.voice.aclose()
         await self.llm.aclose()
         self.ledger.close()
         for channel in reversed(self.channels):

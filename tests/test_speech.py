@@ -67,8 +67,8 @@ def test_the_language_of_a_reply_and_of_a_chat():
     assert detect("Das Wetter ist heute schön, und morgen regnet es wieder.") == "de"
     assert detect("ok") is None
     chats, key = ChatLanguages(), ChatKey("telegram", "42")
-    assert chats.of(key, "Bonjour, je voudrais réserver une table pour ce soir.") == "fr"
-    assert chats.of(key, "Oui.") == "fr" and chats.of(ChatKey("telegram", "43"), "Oui.") == "en"
+    assert chats.of(key, detect("Bonjour, je voudrais réserver une table pour ce soir.")) == "fr"
+    assert chats.of(key, detect("Oui.")) == "fr" and chats.of(ChatKey("telegram", "43"), detect("Oui.")) == "en"
 
 
 @pytest.mark.parametrize("fmt", ["mp3", "wav", "flac", "opus", "aac"])

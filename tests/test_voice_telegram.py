@@ -7,6 +7,7 @@ from tests.fakes.fake_llm import Reply
 from tests.fakes.fake_speech import FakeSpeech
 from tests.fakes.fake_telegram import FakeTelegram
 from tests.media_files import audio_bytes
+from tests.test_speech import needs_espeak
 
 ANSWER = "Sure. It is **sunny** today, with a light breeze from the west."
 
@@ -119,3 +120,16 @@ async def test_telegram_refusing_voice_still_gets_the_text_once(start_tusk, tg, 
     await tg.wait_for(lambda: len(tg.sent) == 2)
     assert tg.sent[0]["plain"] == "Sure. It is sunny today, with a light breeze from the west."
     assert tg.voices == [] and [m for m, _ in tg.calls].count("sendVoice") == 1
+
+
+@needs_espeak
+async def test_espeak_ng_answers_a_german_voice_note_with_a_free_voice(start_tusk, tg, fake_llm):
+    """Debian's espeak-ng as TUSK_TTS_COMMAND: a German reply comes back as a voice message, recorded in the
+    ledger as a local engine's call ($0, its characters)."""
+    app = await start_tusk(TUSK_TTS_COMMAND="espeak-ng -v {lang} -w {out} --stdin")
+    fake_llm.script(Reply(text="Morgen wird es sonnig und warm, mit einem leichten Wind aus Westen."))
+    tg.push_message(42, None, voice=audio_bytes(8))
+    await tg.wait_for(lambda: tg.voices, timeout=30)
+    assert tg.voices[0]["ogg"].duration > 2 and tg.voices[0]["caption_plain"].startswith("Morgen wird es sonnig")
+    (row,) = [r for r in app.ledger.report("model") if r.key == "command:espeak-ng"]
+    assert (row.calls, row.characters, row.cost_usd) == (1, 67, 0.0)

@@ -1,8 +1,8 @@
 """The language a reply is written in, so it is spoken in that language (py3langid, a small local model).
 
     detect(text) -> "de" | None     ISO 639-1; None when the text is too short or the model is unsure
-    ChatLanguages                   each chat's last language heard with confidence: a short "Ja." in a German
-                                    chat stays German
+    ChatLanguages.of(key, found)    the language to speak in: `found` (detect's answer), else the chat's last
+                                    one: a short "Ja." in a German chat stays German
 
 The model (about 3 MB, numpy) loads on first use, in a thread: `load()` warms it at start.
 """
@@ -47,9 +47,9 @@ class ChatLanguages:
         self.default, self.size = default, size
         self._seen: OrderedDict[ChatKey, str] = OrderedDict()
 
-    def of(self, key: ChatKey, text: str) -> str:
-        """`text`'s language; when it cannot be told, the chat's last one, else the default."""
-        found = detect(text)
+    def of(self, key: ChatKey, found: str | None) -> str:
+        """`found` (a reply's language, `detect`), kept as the chat's; when None, the chat's last one, else the
+        default. Called on the event loop only (detect runs in a thread; this touches the shared map)."""
         if found is None:
             return self._seen.get(key, self.default)
         self._seen[key] = found

@@ -82,6 +82,11 @@ class VoiceReplies:
         assert self._warm is not None
         await asyncio.shield(self._warm)
 
+    async def aclose(self) -> None:
+        """Wait for the language model's loading, if it is under way (a thread cannot be stopped)."""
+        if self._warm is not None:
+            await asyncio.gather(self._warm, return_exceptions=True)
+
     def mode(self, key: ChatKey) -> Mode:
         """The chat's /voice setting, else the owner's default."""
         own = chat_settings.read(ChatFiles.locate(self.home, key.channel, key.chat_id)).voice
@@ -130,7 +135,7 @@ class VoiceReplies:
         try:
             async with asyncio.timeout(s.timeout):
                 await self.ready()
-                lang = await asyncio.to_thread(self.languages.of, reply.key, reply.text)
+                lang = self.languages.of(reply.key, await asyncio.to_thread(language.detect, reply.text))
                 words = spoken(reply.text, s.max_chars, lang)
                 if not words.text:
                     return None

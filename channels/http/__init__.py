@@ -70,7 +70,8 @@ OPENAI_PATHS = frozenset({"/v1/chat/completions", "/v1/models"})  # channels/htt
 MESSAGES_PATH = re.compile(r"/v1/chats/[^/]+/messages")
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-                               "connect-src 'self'; media-src 'self' blob:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+                               "connect-src 'self'; media-src 'self' blob:; base-uri 'none'; form-action 'none'; "
+                               "frame-ancestors 'none'",  # media: the console's player of spoken replies
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-store",
