@@ -170,8 +170,10 @@ def test_bad_speech_settings_stop_tusk_with_the_fix():
 
 
 @needs_espeak
-async def test_espeak_ng_speaks_through_the_command_path():
-    """Debian's espeak-ng as TUSK_TTS_COMMAND: German text with -v {lang} becomes a WAV that encodes to a voice."""
-    engine = CommandSpeech.parse("espeak-ng -v {lang} -w {out} --stdin", timeout=30)
+@pytest.mark.parametrize("command", ["espeak-ng -v {lang} -w {out} --stdin", "espeak-ng -v {lang} --stdout --stdin"])
+async def test_espeak_ng_speaks_through_the_command_path(command):
+    """Debian's espeak-ng as TUSK_TTS_COMMAND, writing to {out} or to its standard output: German text with
+    -v {lang} becomes a WAV that encodes to a voice message."""
+    engine = CommandSpeech.parse(command, timeout=30)
     audio = encode(await engine.synthesize("Guten Morgen. Heute scheint die Sonne.", "de"))
     assert ogg_opus(audio.data).duration > 1.5

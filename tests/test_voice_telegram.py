@@ -60,7 +60,8 @@ async def test_a_voice_note_is_answered_with_a_voice_message_captioned_with_the_
     assert voice["ogg"].channels == 1 and voice["ogg"].duration == pytest.approx(len(spoken) / 15, abs=0.2)
     assert voice["duration"] == round(voice["ogg"].duration)
     assert voice["caption"] == "Sure. It is <b>sunny</b> today, with a light breeze from the west."
-    assert voice["parse_mode"] == "HTML" and voice["caption_plain"] == voice["caption"].replace("<b>", "").replace("</b>", "")
+    assert voice["parse_mode"] == "HTML"
+    assert voice["caption_plain"] == "Sure. It is sunny today, with a light breeze from the west."
     tg.push_message(42, "/status")  # a sentinel: everything of the voice turn was sent before its answer
     await tg.wait_for(lambda: tg.sent)
     assert [m["plain"].split("\n")[0] for m in tg.sent] == ["Model: openai/fake-model"]
@@ -133,3 +134,13 @@ async def test_espeak_ng_answers_a_german_voice_note_with_a_free_voice(start_tus
     assert tg.voices[0]["ogg"].duration > 2 and tg.voices[0]["caption_plain"].startswith("Morgen wird es sonnig")
     (row,) = [r for r in app.ledger.report("model") if r.key == "command:espeak-ng"]
     assert (row.calls, row.characters, row.cost_usd) == (1, 67, 0.0)
+
+
+async def test_text_as_message_sends_the_voice_then_the_text(start_tusk, tg, tts, fake_llm):
+    """TUSK_VOICE_TEXT=message: even a short reply goes as a voice without caption, then its text after it."""
+    await start_tusk(**speech_env(tts, TUSK_VOICE_TEXT="message"))
+    fake_llm.script(Reply(text=ANSWER))
+    tg.push_message(42, None, voice=audio_bytes(9))
+    await tg.wait_for(lambda: tg.voices and tg.sent, timeout=20)
+    assert "caption" not in tg.voices[0] and tg.voices[0]["at"] < tg.sent[0]["at"]
+    assert tg.sent[0]["plain"] == "Sure. It is sunny today, with a light breeze from the west."

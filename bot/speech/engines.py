@@ -72,7 +72,8 @@ class ProviderSpeech:
         if not isinstance(data, bytes | bytearray) or not data:
             raise SpeechError(f"{self.model} answered with no audio")
         if len(data) > MAX_AUDIO_BYTES:
-            raise SpeechError(f"{self.model} answered with {len(data):,} bytes of audio, over the {MAX_AUDIO_BYTES:,} taken")
+            raise SpeechError(f"{self.model} answered with {len(data):,} bytes of audio, over the "
+                              f"{MAX_AUDIO_BYTES:,} taken")
         return bytes(data)
 
 

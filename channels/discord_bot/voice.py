@@ -42,6 +42,7 @@ async def send(client: discord.Client, channel_id: int, audio: SpokenAudio,
     and RateLimited pass to the caller."""
     if len(audio.data) > MAX_BYTES:
         raise discord.InvalidData(f"the spoken reply is {len(audio.data):,} bytes, over Discord's 10 MB")
+    quoted = reference.to_dict() if reference else discord.utils.MISSING
     with handle_message_parameters(file=VoiceFile(audio), flags=discord.MessageFlags(voice=True),
-                                   message_reference=reference.to_dict() if reference else discord.utils.MISSING) as params:
+                                   message_reference=quoted) as params:
         await client.http.send_message(channel_id, params=params)
