@@ -169,6 +169,13 @@ def test_bad_speech_settings_stop_tusk_with_the_fix():
         SpeechSettings(command=f"{sys.executable} -v {{voice}}").engine()
 
 
+def test_speech_without_the_voice_extra_says_what_to_install(monkeypatch):
+    """Speech set up in an install without PyAV: Tusk stops at start naming the extra to install."""
+    monkeypatch.setitem(sys.modules, "av", None)  # as if the package were absent: importing it fails
+    with pytest.raises(ConfigError, match=r"the voice support is not installed \(av is missing\).*'\.\[voice\]'"):
+        SpeechSettings(command=f"{sys.executable} -c pass").engine()
+
+
 @needs_espeak
 @pytest.mark.parametrize("command", ["espeak-ng -v {lang} -w {out} --stdin", "espeak-ng -v {lang} --stdout --stdin"])
 async def test_espeak_ng_speaks_through_the_command_path(command):

@@ -7,6 +7,7 @@ import contextlib
 import pytest
 
 from bot.app import TuskApp
+from bot.events import ChatKey
 from tests.fakes.discord_payloads import IS_VOICE_MESSAGE, MANAGE_MESSAGES, snowflake
 from tests.fakes.fake_discord import FakeDiscord
 from tests.fakes.fake_llm import Reply
@@ -87,3 +88,12 @@ async def test_a_channel_that_refuses_voice_still_gets_the_text_once(start_tusk,
     await dc.message(dc.dm, dc.alice, "/status")  # a sentinel after the voice turn
     await dc.wait_for(lambda: len(dc.sent) == 2)
     assert dc.sent[0]["content"] == ANSWER and dc.voices == []
+
+
+async def test_only_moderators_change_a_server_channels_voice(start_tusk, dc):
+    """/voice on in a server channel from a member without Manage Messages is refused; the setting stays."""
+    app = await start_tusk()
+    await dc.message(dc.channel, dc.alice, f"{dc.mention} /voice on", guild=dc.guild)
+    await dc.wait_for(lambda: dc.sent)
+    assert dc.sent[0]["content"] == "In a group, only its administrators can change how I answer."
+    assert app.voice.mode(ChatKey("discord", dc.channel)) == "auto"
