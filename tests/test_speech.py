@@ -106,20 +106,23 @@ def engine_script(tmp_path, body: str) -> str:
     return f"{sys.executable} {script}"
 
 
-async def test_a_command_gets_the_text_on_stdin_and_its_placeholders(tmp_path):
+async def test_a_command_gets_the_text_on_stdin_and_its_placeholders(tmp_path, monkeypatch):
     """The text reaches the engine on stdin (never as an argument, never through a shell); {out}, {lang} and
-    {voice} are filled in; the audio is read from {out}."""
+    {voice} are filled in; the audio is read from {out}; none of Tusk's secrets are in its environment."""
+    monkeypatch.setenv("TUSK_API_KEY", "sk-never-for-engines")
+    monkeypatch.setenv("TELEGRAM_BOT_TOKEN", "123:never-for-engines")
     seen = tmp_path / "seen.txt"
     command = engine_script(tmp_path, f"""
-        import sys, wave
+        import os, sys, wave
         text = sys.stdin.read()
-        open({str(seen)!r}, "w").write(repr((sys.argv[1:], text)))
+        open({str(seen)!r}, "w").write(repr((sys.argv[1:], text, sorted(os.environ))))
         with wave.open(sys.argv[3], "wb") as w:
             w.setnchannels(1); w.setsampwidth(2); w.setframerate(8000); w.writeframes(b"\\x00\\x40" * 8000)
         """) + " {lang} {voice} {out}"
     engine = CommandSpeech.parse(command, voice="anna", timeout=10)
     data = await engine.synthesize("Hallo; rm -rf / $(whoami) `id`", "de")
-    args, text = eval(seen.read_text())
+    args, text, env = eval(seen.read_text())
+    assert "TUSK_API_KEY" not in env and "TELEGRAM_BOT_TOKEN" not in env and "PATH" in env
     assert args[:2] == ["de", "anna"] and args[2].endswith("speech.wav") and text == "Hallo; rm -rf / $(whoami) `id`"
     assert data.startswith(b"RIFF") and not os.path.exists(args[2])  # its temporary folder is gone
 

@@ -8,8 +8,9 @@
 A command is split like a shell would split it (shlex) but run without one: the text never becomes an
 argument, so nothing in a reply can reach a shell. In each argument `{out}` becomes a fresh file in a
 private temporary folder, `{lang}` the reply's language (ISO 639-1: `de`), `{voice}` TUSK_TTS_VOICE. It
-runs in its own process group and is killed, group and all, when it overruns the time limit or the turn
-gives up on it. Every failure is a `SpeechError` saying what went wrong (never the key, never the text).
+runs in its own process group, in that temporary folder, with a minimal environment (`PASSED`: the path,
+home, locale and library paths; never Tusk's keys and tokens), and is killed, group and all, when it
+overruns the time limit or the turn gives up on it. Every failure is a `SpeechError` saying what went wrong (never the key, never the text).
 """
 
 from __future__ import annotations
@@ -33,6 +34,13 @@ logger = logging.getLogger(__name__)
 
 MAX_AUDIO_BYTES = 50 * 1024 * 1024  # an engine answering more than this is refused (it is far past any reply)
 STDERR_SHOWN = 300  # characters of a failed command's error output kept for the log and `tusk doctor`
+PASSED = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "LD_LIBRARY_PATH", "XDG_DATA_HOME",
+          "XDG_DATA_DIRS", "XDG_CACHE_HOME", "XDG_RUNTIME_DIR", "ESPEAK_DATA_PATH", "VIRTUAL_ENV")
+
+
+def engine_env() -> dict[str, str]:
+    """What a local engine inherits of Tusk's environment: what programs need to run, none of the secrets."""
+    return {k: v for k, v in os.environ.items() if k in PASSED or k.startswith("LC_")}
 
 
 class Engine(Protocol):
@@ -120,7 +128,7 @@ class CommandSpeech:
             out = Path(folder) / "speech.wav"
             argv = self.arguments(out, language)
             writes_file = any("{out}" in a for a in self.argv)
-            stdout = await self._run(argv, text)
+            stdout = await self._run(argv, text, folder)
             if not writes_file:
                 data = stdout
             else:
@@ -132,13 +140,14 @@ class CommandSpeech:
             raise SpeechError(f"{self.name} produced no audio (or over {MAX_AUDIO_BYTES:,} bytes)")
         return data
 
-    async def _run(self, argv: Sequence[str], text: str) -> bytes:
+    async def _run(self, argv: Sequence[str], text: str, cwd: str) -> bytes:
         """Run the program (no shell, its own process group) with `text` on stdin; its stdout. Killed with its
         group when it overruns `timeout` or the caller stops waiting."""
         try:
             proc = await asyncio.create_subprocess_exec(*argv, stdin=asyncio.subprocess.PIPE,
                                                         stdout=asyncio.subprocess.PIPE,
-                                                        stderr=asyncio.subprocess.PIPE, start_new_session=True)
+                                                        stderr=asyncio.subprocess.PIPE, start_new_session=True,
+                                                        cwd=cwd, env=engine_env())
         except OSError as exc:
             raise SpeechError(f"{self.name} could not be started: {exc.strerror or exc}") from exc
         try:
