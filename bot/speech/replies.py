@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Protocol
 
 from bot.commands import parse as parse_command
-from bot.errors import SpeechError
+from bot.errors import DeliveryError, SpeechError
 from bot.events import ChatKey, InboundMessage, OutboundMessage, OutboundVoice, SpokenAudio
 from bot.speech import language
 from bot.speech.config import Mode, SpeechSettings
@@ -123,7 +123,7 @@ class VoiceReplies:
             await outlet.send_voice(OutboundVoice(reply.key, audio, caption, reply.reply_to))
         except Exception as exc:  # delivery boundary: the platform refused the voice; the text still goes, once
             logger.warning("the voice message was not sent (%s); the reply goes as text", exc,
-                           exc_info=not isinstance(exc, SpeechError))
+                           exc_info=not isinstance(exc, DeliveryError))  # a refusal needs no traceback
             caption = None
         if caption is None:
             await self.send(reply)
@@ -135,7 +135,8 @@ class VoiceReplies:
         try:
             async with asyncio.timeout(s.timeout):
                 await self.ready()
-                lang = self.languages.of(reply.key, await asyncio.to_thread(language.detect, reply.text))
+                plain = spoken(reply.text, s.max_chars).text  # its words, without code and links to mislead
+                lang = self.languages.of(reply.key, await asyncio.to_thread(language.detect, plain))
                 words = spoken(reply.text, s.max_chars, lang)
                 if not words.text:
                     return None
