@@ -157,3 +157,23 @@ async def test_a_spend_limit_keeps_replies_in_text_and_says_so_once(voice_settin
         assert first["replies"][1].startswith("(Replies are not read out for now. This chat has reached its daily "
                                               "spending limit ($0.0001)")
         assert second == {"replies": ["Still text."]} and tts.requests == []
+
+
+@pytest.mark.parametrize("price, cost", [(None, None), ("2", 2 / 1_000_000)])
+async def test_a_speech_model_litellm_does_not_price(voice_settings, fake_llm, tts, price, cost):
+    """A local server's model litellm has no price for: recorded as unknown (never $0), its characters counted as
+    tokens for the token limits; with TUSK_TTS_PRICE, at that price per million characters (source configured)."""
+    env = {"TUSK_TTS_MODEL": "openai/kokoro", "TUSK_TTS_VOICE": "af_bella"}
+    if price is not None:
+        env["TUSK_TTS_PRICE"] = price
+    async with running(voice_settings(**env)) as app:
+        fake_llm.script(Reply(text=ANSWER))
+        await post(app, "fay", voice=audio_bytes(7))
+        assert tts.requests[0]["voice"] == "af_bella" and tts.requests[0]["model"] == "kokoro"
+        characters = len(tts.requests[0]["input"])
+        (row,) = [r for r in app.ledger.report("model") if r.key == "openai/kokoro"]
+        assert (row.characters, row.input_tokens) == (characters, characters // 4)
+        if cost is None:
+            assert row.cost_usd is None and row.unknown_calls == 1
+        else:
+            assert row.cost_usd == pytest.approx(characters * cost)
