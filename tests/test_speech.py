@@ -54,11 +54,13 @@ def test_the_names_are_in_the_replys_language():
 
 
 def test_a_long_reply_is_spoken_to_a_sentence_end():
-    """Past max_chars the words stop at the last sentence end that fits (or the last word, if none does)."""
+    """Past max_chars the words stop at the last sentence end that fits (or the last word, if none does), and
+    say that the rest is in the text, within max_chars, in the reply's language."""
     reply = "First sentence here. Second one is longer than that! Third? " + "word " * 50
-    cut = spoken(reply, 60)
-    assert cut.cut and cut.text == "First sentence here. Second one is longer than that! Third?"
-    assert spoken("word " * 40, 32) .text == "word word word word word word…"
+    cut = spoken(reply, 85)
+    assert cut.cut and cut.text == "First sentence here. Second one is longer than that! Third? The rest is in the text."
+    assert spoken("word " * 40, 57).text == "word word word word word word… The rest is in the text."
+    assert spoken("Ein Satz. " * 40, 60, "de").text.endswith("Ein Satz. Der Rest steht im Text.")
     assert not spoken("Short.", 60).cut
 
 

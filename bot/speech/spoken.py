@@ -10,7 +10,8 @@ is read when it is short, else named; emoji and other pictographs are left out. 
 reply's language where Tusk knows the words (language.py detects it), else in English.
 
 A reply longer than `max_chars` is spoken up to the last sentence end within it (or the last word, if one
-sentence runs past it); the rest is only in the text shown beside the voice, and `cut` says so.
+sentence runs past it), then "The rest is in the text." (in the reply's language) within the same
+`max_chars`; the rest is only in the text shown beside the voice, and `cut` says so.
 """
 
 from __future__ import annotations
@@ -30,16 +31,26 @@ SPACES = re.compile(r"[ \t]+")
 
 # What is named instead of read, per language (ISO 639-1). English is the fallback.
 NAMES: dict[str, dict[str, str]] = {
-    "en": {"code": "(code)", "table": "(a table)", "link": "(a link)", "image": "(an image)"},
-    "de": {"code": "(Code)", "table": "(eine Tabelle)", "link": "(ein Link)", "image": "(ein Bild)"},
-    "fr": {"code": "(du code)", "table": "(un tableau)", "link": "(un lien)", "image": "(une image)"},
-    "es": {"code": "(código)", "table": "(una tabla)", "link": "(un enlace)", "image": "(una imagen)"},
-    "it": {"code": "(codice)", "table": "(una tabella)", "link": "(un link)", "image": "(un'immagine)"},
-    "pt": {"code": "(código)", "table": "(uma tabela)", "link": "(um link)", "image": "(uma imagem)"},
-    "nl": {"code": "(code)", "table": "(een tabel)", "link": "(een link)", "image": "(een afbeelding)"},
-    "pl": {"code": "(kod)", "table": "(tabela)", "link": "(link)", "image": "(obraz)"},
-    "ru": {"code": "(код)", "table": "(таблица)", "link": "(ссылка)", "image": "(изображение)"},
-    "uk": {"code": "(код)", "table": "(таблиця)", "link": "(посилання)", "image": "(зображення)"},
+    "en": {"code": "(code)", "table": "(a table)", "link": "(a link)", "image": "(an image)",
+           "more": "The rest is in the text."},
+    "de": {"code": "(Code)", "table": "(eine Tabelle)", "link": "(ein Link)", "image": "(ein Bild)",
+           "more": "Der Rest steht im Text."},
+    "fr": {"code": "(du code)", "table": "(un tableau)", "link": "(un lien)", "image": "(une image)",
+           "more": "La suite est dans le texte."},
+    "es": {"code": "(código)", "table": "(una tabla)", "link": "(un enlace)", "image": "(una imagen)",
+           "more": "El resto está en el texto."},
+    "it": {"code": "(codice)", "table": "(una tabella)", "link": "(un link)", "image": "(un'immagine)",
+           "more": "Il resto è nel testo."},
+    "pt": {"code": "(código)", "table": "(uma tabela)", "link": "(um link)", "image": "(uma imagem)",
+           "more": "O resto está no texto."},
+    "nl": {"code": "(code)", "table": "(een tabel)", "link": "(een link)", "image": "(een afbeelding)",
+           "more": "De rest staat in de tekst."},
+    "pl": {"code": "(kod)", "table": "(tabela)", "link": "(link)", "image": "(obraz)",
+           "more": "Reszta jest w tekście."},
+    "ru": {"code": "(код)", "table": "(таблица)", "link": "(ссылка)", "image": "(изображение)",
+           "more": "Остальное в тексте."},
+    "uk": {"code": "(код)", "table": "(таблиця)", "link": "(посилання)", "image": "(зображення)",
+           "more": "Решта в тексті."},
 }
 
 _parser = MarkdownIt("commonmark").enable(["table", "strikethrough"])
@@ -59,10 +70,12 @@ def names(language: str | None) -> dict[str, str]:
 
 def spoken(reply: str, max_chars: int, language: str | None = None) -> Spoken:
     """The words of `reply` to read out, at most `max_chars` long, ending at a sentence end where it was cut."""
-    words = readable(reply, names(language))
+    said = names(language)
+    words = readable(reply, said)
     if len(words) <= max_chars:
         return Spoken(words)
-    return Spoken(cut_at_sentence(words, max_chars), cut=True)
+    more = said["more"]
+    return Spoken(f"{cut_at_sentence(words, max(1, max_chars - len(more) - 1))} {more}", cut=True)
 
 
 def readable(markdown: str, said: dict[str, str]) -> str:
