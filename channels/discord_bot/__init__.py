@@ -70,6 +70,7 @@ NO_ARGUMENTS = frozenset({"help", "status", "new"})  # every other command has o
 ARGUMENTS = {  # named and described here if known; its text follows the command ("/memory undo")
     "memory": ("what", "'history 3' for the last 3 history entries, or 'undo'"),
     "forget": ("confirm", "type 'confirm' to erase everything I keep about this chat"),
+    "voice": ("mode", "on, off, auto (a voice note gets voice) or reset"),
 }
 PRIVATE = frozenset({"help", "status", "memory"})  # in guilds only the asker sees these answers
 SEND_ERRORS = (discord.HTTPException, discord.RateLimited, aiohttp.ClientError, OSError)
