@@ -10,6 +10,8 @@
                    bot/stream.py); the final text replaces it once saved; a stream cut after some of it
                    showed ends the turn there (that text with a note is saved and sent); so does /stop
                    (bot/stop.py: the text so far, marked stopped)
+      read out (/voice, TUSK_VOICE_REPLIES: bot/speech/) -> not streamed; once saved, the reply goes as a
+                   voice message with its text beside it, or as the text alone if speech fails
 
 The bus guarantees one turn at a time per chat, so a turn owns its session while it runs.
 """
@@ -20,6 +22,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from bot import commands, logs, metrics, stream
 from bot.context import ContextBuilder
@@ -45,6 +48,9 @@ from memory.consolidate import Consolidator
 from memory.paths import ChatFiles
 from memory.session import Message, Session, SessionStore
 
+if TYPE_CHECKING:
+    from bot.speech.replies import VoiceReplies
+
 logger = logging.getLogger(__name__)
 
 PostTurnHook = Callable[[ChatKey], Awaitable[None]]
@@ -68,7 +74,7 @@ class ChatAgent:
                  consolidator: Consolidator | None = None, learner: Learner | None = None,
                  media: MediaReader | None = None, drafts: Drafts | None = None,
                  streaming: StreamSettings = StreamSettings("off"), models: ModelChoices | None = None,
-                 stops: Stops | None = None) -> None:
+                 stops: Stops | None = None, voice: VoiceReplies | None = None) -> None:
         self.settings = settings
         self.models = models or ModelChoices(settings.model, {})  # a chat's /model pick (bot/llm/choice.py)
         self.fit = PromptFit(context, self.models, consolidator, learner)  # the turn's budget (bot/fitting.py)
@@ -84,6 +90,7 @@ class ChatAgent:
         self.hooks: list[PostTurnHook] = [self.consolidate] if consolidator else []
         self.delivery = Delivery(send, drafts, streaming)  # the reply shown as written, then finished or sent
         self.stops = stops or Stops()  # /stop: the running conversation cut short, what it showed kept
+        self.voice = voice  # replies read out (bot/speech/replies.py)
         self._background = Spawned()  # post-turn hooks
         self._turns = 0  # turns running now, in any chat
         self._idle = asyncio.Event()
@@ -115,7 +122,8 @@ class ChatAgent:
             if self.settings.log_content:
                 logger.info("message from %s: %s", msg.sender_id, msg.text)
             runs_before = self._consolidation_runs(msg.key)
-            live = self.delivery.live(msg)
+            speaking = self.voice is not None and self.voice.wants_voice(msg)
+            live = None if speaking else self.delivery.live(msg)  # a reply read out is not shown as written
             try:
                 answer = await self._answer(msg, live)
             except MessageTooLong as exc:
@@ -127,8 +135,12 @@ class ChatAgent:
             except Exception:  # turn boundary: the user hears of it, the log gets the traceback
                 logger.exception("turn crashed")
                 answer, stats.outcome = own(CRASH_REPLY), "crash"
-            await self.delivery.deliver(OutboundMessage(msg.key, answer.text, reply_to=msg.id,
-                                                        verbatim=answer.verbatim), live)
+            reply = OutboundMessage(msg.key, answer.text, reply_to=msg.id, verbatim=answer.verbatim)
+            if speaking and stats.outcome == "ok" and not answer.verbatim:  # Tusk's own words stay text
+                assert self.voice is not None
+                await self.voice.deliver(reply)
+            else:
+                await self.delivery.deliver(reply, live)
             if self.settings.log_content:
                 logger.info("reply: %s", answer.text)
             figures = stats.fields()  # time to the reply; hooks run after it

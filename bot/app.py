@@ -58,6 +58,8 @@ from bot.usage.erasure import UsageRecords
 from bot.usage.unpriced import ModelsInUse, Unpriced
 from bot.usage.view import status_lines, usage_command
 from bot.commands.base import CommandContext
+from bot.speech.command import voice_command
+from bot.speech.replies import voice_replies
 from channels.base import Access, Channel
 from memory import chat_settings, tokens
 from memory.consolidate import Budget, Consolidator
@@ -168,10 +170,13 @@ class TuskApp:
         self.tools = ToolBox([*BUILTIN_TOOLS, self.memory_tools.search_history, self.memory_tools.remember,
                               self.reminders.set_reminder, self.reminders.list_reminders,
                               self.reminders.cancel_reminder, self.tasks.start_task], extra=self.skills)
+        speech = settings.speech_settings()  # a speech engine that cannot work stops Tusk here, saying why
+        self.voice = voice_replies(speech, self.ledger, self.limits, settings.home, self.bus.voice, self.bus.send)
         usage_records = UsageRecords(self.ledger)
         chat_commands = Commands(settings.timezone, holders=[self.reminders, self.tasks, self.inbox, usage_records],
                                  extra=[*self.reminders.commands(), usage_command(self.ledger, settings.timezone),
-                                        model_command(self.choices), skills_command(self.skills), stop_command()],
+                                        model_command(self.choices), skills_command(self.skills), stop_command(),
+                                        voice_command(speech, lambda key: self.bus.voice(key) is not None)],
                                  status_extra=[self._spend_lines], erasure=MemberErasure(
                                      model_rewrite(self.llm.complete, settings.consolidation_model),
                                      [ReminderMembers(self.reminders), InboxMembers(self.inbox.path),
@@ -187,7 +192,7 @@ class TuskApp:
         self.agent = ChatAgent(settings.agent_settings(), self.store, self.llm, self.tools, context, self.bus.send,
                                chat_commands, consolidator=self.consolidator, learner=self.learner, media=media,
                                drafts=self.bus.draft, streaming=settings.stream_settings(), models=self.choices,
-                               stops=self.stops)
+                               stops=self.stops, voice=self.voice)
         self.consolidator.idle = self.agent.until_idle  # background rounds wait for the replies
         self.consolidator.tools_available = lambda: context.tools_available
         self.skills.tools_available = lambda: context.tools_available  # no tools: no read_skill, so no skills
@@ -244,6 +249,8 @@ class TuskApp:
     async def ready(self) -> None:
         """Return once litellm is loaded and the model's window settled (bot/llm/warmup.py)."""
         await self.warmup.ready()
+        if self.voice is not None:
+            await self.voice.ready()  # the language model of voice replies (bot/speech/language.py)
 
     async def _handle(self, msg: InboundMessage) -> None:
         await self.warmup.ready()  # the first turns after a start wait for litellm ("typing..." meanwhile)
@@ -369,6 +376,8 @@ class TuskApp:
             for msg in replay:
                 self.bus.publish(msg)
         self.warmup.start()  # Tusk is up: now litellm, in the background
+        if self.voice is not None:
+            self.voice.warm()  # and the language model of voice replies
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
@@ -385,6 +394,8 @@ class TuskApp:
             logger.warning("shutdown: turns still running after %.0fs were cancelled", self.settings.shutdown_grace)
         await self.agent.aclose()
         await self.warmup.aclose()
+        if self.voice is not None:
+            await self.voice.aclose()
         await self.llm.aclose()
         self.ledger.close()
         self.seen.close()

@@ -183,6 +183,11 @@ class MessageBus:
         except Exception:  # a channel's delivery failure must not end the turn; the session keeps the reply
             logger.exception("could not deliver a reply to %s", msg.key)
 
+    def voice(self, key: ChatKey) -> Any:
+        """The channel of `key`'s chat if it sends voice messages (`send_voice`: bot/speech/replies.py), else None."""
+        outlet = self._outlets.get(key.channel)
+        return outlet if callable(getattr(outlet, "send_voice", None)) else None
+
     def draft(self, key: ChatKey, reply_to: int) -> Draft | None:
         """The channel's draft for a reply being written (bot/stream.py), if it shows replies that way."""
         make = getattr(self._outlets.get(key.channel), "draft", None)

@@ -21,6 +21,7 @@ from bot.llm import LLMSettings
 from bot.media import MediaSettings
 from bot.media.voice import TranscribeSettings
 from bot.places import SettingsFile, default_home, settings_file
+from bot.speech.config import SpeechSettings
 from bot.stream import StreamSettings
 from bot.tools.mcp.config import McpSettings, ServerConfig
 from bot.tools.mcp.config import load as load_mcp
@@ -129,6 +130,18 @@ class Settings(BaseSettings):
     document_index_chat_max_chars: int = _env("TUSK_DOCUMENT_INDEX_CHAT_MAX_CHARS", 2_000_000, ge=0,
                                               le=1_000_000_000)  # all of one chat's kept documents
 
+    # voice replies (bot/speech/)
+    voice_replies: Literal["auto", "on", "off"] = _env("TUSK_VOICE_REPLIES", "auto")  # the chats' default (/voice)
+    voice_text: Literal["caption", "message"] = _env("TUSK_VOICE_TEXT", "caption")  # the text on the voice, or after
+    tts_model: str | None = _env("TUSK_TTS_MODEL", None)  # litellm speech model: openai/tts-1, openai/kokoro
+    tts_api_base: str | None = _env("TUSK_TTS_API_BASE", None)  # default: TUSK_API_BASE
+    tts_api_key: SecretStr | None = _env("TUSK_TTS_API_KEY", None)  # default: TUSK_API_KEY
+    tts_voice: str = _env("TUSK_TTS_VOICE", "", max_length=200)  # the provider's voice (alloy), {voice} in a command
+    tts_command: str | None = _env("TUSK_TTS_COMMAND", None)  # a local engine: espeak-ng -v {lang} -w {out} --stdin
+    tts_timeout: float = _env("TUSK_TTS_TIMEOUT", 30.0, gt=0, le=600)  # seconds a reply waits for its voice
+    tts_max_chars: int = _env("TUSK_TTS_MAX_CHARS", 1500, ge=50, le=4096)  # read out up to a sentence end
+    tts_price: float | None = _env("TUSK_TTS_PRICE", None, ge=0)  # USD per million characters
+
     http_host: str = _env("TUSK_HTTP_HOST", "127.0.0.1")
     http_port: int = _env("TUSK_HTTP_PORT", 8765, ge=0, le=65535)
     http_token: SecretStr | None = _env("TUSK_HTTP_TOKEN", None)  # unset: $TUSK_HOME/console-token; "off": none
@@ -187,7 +200,8 @@ class Settings(BaseSettings):
                      "transcribe_model", "transcribe_api_base", "transcribe_api_key", "vision", "vision_model",
                      "thinking_budget", "limit_daily_usd", "limit_monthly_usd", "chat_limit_daily_usd",
                      "person_limit_daily_usd", "limit_daily_tokens", "chat_limit_daily_tokens", "brave_api_key",
-                     "tavily_api_key", mode="before")
+                     "tavily_api_key", "tts_model", "tts_api_base", "tts_api_key", "tts_command", "tts_price",
+                     mode="before")
     @classmethod
     def _blank_is_unset(cls, value: object) -> object:
         return None if isinstance(value, str) and not value.strip() else value
@@ -219,6 +233,13 @@ class Settings(BaseSettings):
 
     def document_limits(self) -> DocumentLimits:
         return DocumentLimits(self.document_index_max_chars, self.document_index_chat_max_chars)
+
+    def speech_settings(self) -> SpeechSettings:
+        key = self.tts_api_key or self.api_key
+        return SpeechSettings(model=self.tts_model, api_base=self.tts_api_base or self.api_base,
+                              api_key=key.get_secret_value() if key else None, voice=self.tts_voice.strip(),
+                              command=self.tts_command, timeout=self.tts_timeout, max_chars=self.tts_max_chars,
+                              price_per_mchar=self.tts_price, replies=self.voice_replies, text_as=self.voice_text)
 
     def llm_settings(self) -> LLMSettings:
         if not self.model:
@@ -324,7 +345,7 @@ class Settings(BaseSettings):
 
     def secrets(self) -> list[str]:
         """Values that must never appear in a log line."""
-        values = (self.api_key, self.transcribe_api_key, self.http_token, self.telegram_bot_token, self.telegram_webhook_secret,
+        values = (self.api_key, self.transcribe_api_key, self.tts_api_key, self.http_token, self.telegram_bot_token, self.telegram_webhook_secret,
                   self.discord_bot_token, self.slack_bot_token, self.slack_app_token, self.slack_signing_secret,
                   self.brave_api_key, self.tavily_api_key)
         try:

@@ -15,6 +15,7 @@
     │       ├── ModelNotFound    the server does not serve the model named in TUSK_MODEL
     │       └── NotAModelServer  the address answers with a web page, not a model API (TUSK_API_BASE)
     ├── McpToolError         one MCP tool call failed (server down, timeout, crash, malformed reply)
+    ├── SpeechError          a reply could not be read out (engine down, slow, refused; audio unreadable)
     ├── MediaRefused         a file Tusk will not take (over a size cap, a type it cannot read, corrupt)
     │       └── MediaUnreachable the platform did not hand the file over (network, HTTP error, login page)
     ├── WebError             web_fetch / web_search failed (HTTP error, timeout, unreadable page, search backend)
@@ -164,6 +165,10 @@ class NotAModelServer(LLMRejected):
 class McpToolError(TuskError):
     """A call to an MCP server's tool failed (not running, timed out, crashed, malformed reply). It costs
     that call only: the model sees the message as the tool's error result."""
+
+
+class SpeechError(TuskError):
+    """The speech engine failed: the reply goes out as text alone (bot/speech/replies.py)."""
 
 
 class MediaRefused(TuskError):

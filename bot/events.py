@@ -4,6 +4,7 @@ Channels build `InboundMessage`s from platform updates; the agent answers with
 `OutboundMessage`s that the bus routes to the channel named in their `ChatKey`. Reminders
 and background tasks publish `InboundMessage`s too, carrying their `Injected` context, so
 they take their place in the chat's order like any message.
+A reply read out goes to a channel that takes voice as an `OutboundVoice` (bot/speech/).
 Anything only an adapter needs (a platform message id to reply to) stays in the adapter.
 """
 
@@ -112,3 +113,25 @@ class OutboundMessage:
     text: str
     reply_to: int | None = None
     verbatim: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class SpokenAudio:
+    """A reply read out and encoded (bot/speech/encode.py): OGG/Opus bytes, mono 48 kHz, its length in
+    seconds, and its waveform (up to 256 loudness bytes, 0-255, evenly over it) for players that draw one."""
+
+    data: bytes
+    duration: float
+    waveform: bytes
+    mime: str = "audio/ogg"
+
+
+@dataclass(frozen=True, slots=True)
+class OutboundVoice:
+    """A reply as the platform's voice message. `caption`: the reply's text shown on it (set only where the
+    channel said it fits, `voice_caption`); otherwise the text follows as an `OutboundMessage`."""
+
+    key: ChatKey
+    audio: SpokenAudio
+    caption: str | None = None
+    reply_to: int | None = None

@@ -1,8 +1,9 @@
 """A chat's own settings, in its folder: `settings.json`: its time zone, whether a group's
-messages not addressed to the bot are kept (`listen`, /listen; default off), and the label of
-the model it picked with /model (one of TUSK_MODELS; none: the default model).
+messages not addressed to the bot are kept (`listen`, /listen; default off), the label of
+the model it picked with /model (one of TUSK_MODELS; none: the default model), and whether its
+replies are read out (`voice`, /voice: on, off or auto; none: TUSK_VOICE_REPLIES).
 
-    {"schema": 1, "timezone": "Europe/Berlin", "listen": false, "model": "fast"}
+    {"schema": 1, "timezone": "Europe/Berlin", "listen": false, "model": "fast", "voice": "auto"}
 
 Written atomically and deleted with the rest of the chat by /forget. A missing file means
 the defaults; an unreadable one is logged and read as the defaults, never fatal.
@@ -13,6 +14,7 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass
+from typing import Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from memory.files import read_text, write_atomic
@@ -28,6 +30,7 @@ class ChatSettings:
     timezone: str | None = None  # an IANA name; None: the bot's default (TUSK_TIMEZONE)
     listen: bool = False  # a group's chatter not addressed to the bot is saved (no reply, no LLM call)
     model: str | None = None  # a TUSK_MODELS label picked with /model; None: the default model
+    voice: Literal["on", "off", "auto"] | None = None  # /voice; None: the owner's TUSK_VOICE_REPLIES
 
 
 def zone(name: str) -> ZoneInfo:
@@ -49,7 +52,11 @@ def read(files: ChatFiles) -> ChatSettings:
         if not isinstance(listen, bool):
             raise ValueError(f"listen is {listen!r}, not true or false")
         model = raw.get("model")
-        return ChatSettings(timezone=tz, listen=listen, model=model if isinstance(model, str) and model else None)
+        voice = raw.get("voice")
+        if voice not in (None, "on", "off", "auto"):
+            raise ValueError(f"voice is {voice!r}, not on, off or auto")
+        return ChatSettings(timezone=tz, listen=listen, model=model if isinstance(model, str) and model else None,
+                            voice=voice)
     except FileNotFoundError:
         return ChatSettings()
     except (OSError, ValueError, AttributeError) as exc:  # a hand edit gone wrong: defaults, and say so
@@ -58,7 +65,8 @@ def read(files: ChatFiles) -> ChatSettings:
 
 
 def write(files: ChatFiles, settings: ChatSettings) -> None:
-    record = {"schema": SCHEMA, "timezone": settings.timezone, "listen": settings.listen, "model": settings.model}
+    record = {"schema": SCHEMA, "timezone": settings.timezone, "listen": settings.listen, "model": settings.model,
+              "voice": settings.voice}
     write_atomic(files.settings, json.dumps(record, ensure_ascii=False, indent=1) + "\n")
 
 

@@ -56,7 +56,8 @@ def test_json_by_chat_has_exact_figures_and_null_for_an_unknown_price(home):
     ledger.close()
     assert summed == pytest.approx(0.25193, abs=1e-15)
     assert rows["telegram:-100"] == {"chat": "telegram:-100", "calls": 3, "input_tokens": 4500, "output_tokens": 270,
-                                     "cached_tokens": 100, "cost_usd": summed, "unknown_price_calls": 0}
+                                     "cached_tokens": 100, "cost_usd": summed, "unknown_price_calls": 0,
+                                     "characters": 0}
     assert rows["http:alice"]["cost_usd"] is None and rows["http:alice"]["calls"] == 1
     assert list(rows) == ["telegram:-100", "http:alice"]  # costliest first, unknown last
 

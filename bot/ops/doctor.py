@@ -2,7 +2,7 @@
 
     config  settings file  unknown variables (bot/ops/doctor_env.py)  data dir  HTTP access  HTTP port
     tokenizer  the model (bot/ops/probe.py)  each platform token  each MCP server  the web tools
-    the skills (bot/skills/doctor.py)  allow-lists
+    the skills (bot/skills/doctor.py)  speech (bot/speech/doctor.py: a phrase spoken)  allow-lists
 
 Each check is a `Check` (bot/ops/check.py), the unit `tusk init` shows too.
 
@@ -203,8 +203,10 @@ async def run_checks(settings: Settings, env_file: SettingsFile | None = None,
 
     checks += await web_checks(settings)
     from bot.skills.doctor import skill_checks
+    from bot.speech.doctor import speech_checks
 
     checks += skill_checks(settings)
+    checks += await speech_checks(settings, model)  # a short phrase spoken, where speech is set up
     for variable in settings.open_allow_lists():
         checks.append(Check("allow-list", "warn", f"{variable} is empty: anyone may talk to the bot",
                             f"set {variable} to the user ids allowed to use Tusk"))

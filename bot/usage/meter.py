@@ -118,7 +118,7 @@ class Meter:
             reply = max_tokens or REPLY_BOUND
             cost, _ = price(model, tokens, reply, 0, None, self.prices)
             outcome = self.limits.check(sc.key.channel if sc.key else "", sc.key.chat_id if sc.key else None,
-                                        sc.person, cost, tokens + reply, sc.purpose, _zone(sc.zone))
+                                        sc.person, cost, tokens + reply, sc.purpose, zone_of(sc.zone))
             if isinstance(outcome, Refusal):
                 if self.limits.notice_due(outcome):
                     logger.warning("spend limit reached: %s for %s; calls are refused until %s",
@@ -170,7 +170,8 @@ class Meter:
             admitted.reservation.release()
 
 
-def _zone(name: str) -> Any:
+def zone_of(name: str) -> Any:
+    """The time zone named `name`; UTC for a name that is none."""
     try:
         return ZoneInfo(name)
     except (KeyError, ValueError):

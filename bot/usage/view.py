@@ -45,8 +45,9 @@ def money(cost: float | None, unknown: int = 0) -> str:
 
 
 def _line(label: str, t: Totals | Row) -> str:
+    spoken = f", {t.characters:,} characters read out" if t.characters else ""  # speech (bot/speech/cost.py)
     return (f"{label}: {t.calls} call{'s' if t.calls != 1 else ''}, {t.input_tokens:,} in / {t.output_tokens:,} out "
-            f"tokens, {money(t.cost_usd, t.unknown_calls)}")
+            f"tokens{spoken}, {money(t.cost_usd, t.unknown_calls)}")
 
 
 def chat_usage(ledger: Ledger, ctx: CommandContext, zone: ZoneInfo, per_member: bool) -> str:
@@ -116,7 +117,7 @@ def report_json(rows: Sequence[Row], by: str) -> list[dict[str, Any]]:
         name = f"{row.channel}:{row.key}" if by in ("chat", "person") and row.key is not None else row.key
         out.append({by: name, "calls": row.calls, "input_tokens": row.input_tokens,
                     "output_tokens": row.output_tokens, "cached_tokens": row.cached_tokens,
-                    "cost_usd": row.cost_usd, "unknown_price_calls": row.unknown_calls})
+                    "cost_usd": row.cost_usd, "unknown_price_calls": row.unknown_calls, "characters": row.characters})
     return out
 
 

@@ -119,3 +119,12 @@ export async function stream(path, body, onEvent) {
     return result;
   }
 }
+
+// A file behind the token (a spoken reply's audio): fetched with it, as a Blob for an object URL, since an
+// <audio src> could not send the token.
+export async function blob(path) {
+  const token = localStorage.getItem(TOKEN_KEY);
+  const resp = await fetch(path, { headers: token ? { Authorization: `Bearer ${token}` } : {} });
+  if (!resp.ok) throw new ApiError(resp.status, `${resp.status} ${resp.statusText}`);
+  return resp.blob();
+}

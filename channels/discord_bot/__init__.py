@@ -16,6 +16,7 @@
                       message goes with a nonce Discord enforces, so a retried send never posts twice;
                       Tusk's own words (`OutboundMessage.verbatim`) escaped first (text.py), so Discord's
                       Markdown shows them as written
+    voice          -> a voice message, then the text (channels/discord_bot/voice.py)
 
 Chat key: the channel id: a DM channel, a guild channel, or a thread (each thread keeps its
 own memory). DMs: every message is a turn. Guild channels: only messages that mention the
@@ -51,10 +52,11 @@ from discord import app_commands
 
 from bot.dedupe import MemorySeen, Seen, is_repeat
 from bot.errors import BusClosed, ConfigError, DeliveryError
-from bot.events import ChatKey, InboundMessage, OutboundMessage
+from bot.events import ChatKey, InboundMessage, OutboundMessage, OutboundVoice
 from bot.threads import Spawned
 from channels.discord_bot import media as discord_media
 from channels.discord_bot import refusals
+from channels.discord_bot import voice as discord_voice
 from channels.base import Access, Publish, tell
 from channels.discord_bot.inbound import command_to_inbound, guild_id, to_inbound  # noqa: F401 (API)
 from channels.discord_bot.presses import STOPPED_ALREADY, Presses  # noqa: F401 (STOPPED_ALREADY: API)
@@ -76,6 +78,7 @@ NO_ARGUMENTS = frozenset({"help", "status", "new", "stop"})  # every other comma
 ARGUMENTS = {  # named and described here if known; its text follows the command ("/memory undo")
     "memory": ("what", "'history 3' for the last 3 history entries, or 'undo'"),
     "forget": ("confirm", "type 'confirm' to erase everything I keep about this chat"),
+    "voice": ("mode", "on, off, auto (a voice note gets voice) or reset"),
 }
 PRIVATE = frozenset({"help", "status", "memory", "stop"})  # in guilds only the asker sees these answers
 SEND_ERRORS = (discord.HTTPException, discord.RateLimited, aiohttp.ClientError, OSError)
@@ -396,6 +399,19 @@ class DiscordChannel:
             return None
         return DiscordDraft(self.client.get_partial_messageable(int(key.chat_id)), route, MENTIONS, self._refusals,
                             stop=self._presses.view, buttons=self._presses.buttons, key=key)
+
+    def voice_caption(self, text: str) -> bool:
+        return False  # a voice message holds nothing else: the text follows it
+
+    async def send_voice(self, msg: OutboundVoice) -> None:
+        """A reply read out, as a voice message; DeliveryError if Discord refused it (the text then goes alone)."""
+        route = self._routes.get(msg.reply_to) if msg.reply_to is not None else None
+        if self.client is None or isinstance(route, _Slash):
+            raise DeliveryError("no voice message: the Discord channel is not running, or this answers a command")
+        try:
+            await discord_voice.send(self.client, int(msg.key.chat_id), msg.audio, route)
+        except (*SEND_ERRORS, discord.InvalidData) as exc:
+            raise DeliveryError(f"Discord did not take the voice message: {exc}") from exc
 
     async def send(self, msg: OutboundMessage) -> None:
         if self.client is None:

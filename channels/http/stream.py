@@ -7,7 +7,8 @@
     event: done    data: {"replies": ["...", ...],             the final replies, exactly as saved
                           "formats": ["markdown", ...]}        (and as the JSON answer has them), each
                                                                "markdown" (the model's) or "plain" (Tusk's
-                                                               own words: show them as written)
+                                                               own words: show them as written), with
+                                                               "voice" when a reply was read out
     event: error   data: {"error": "..."}                      the turn was not taken (shutting down)
 
 `done` is the truth: the streamed text is a preview (Markdown still arriving, a cut note
@@ -36,6 +37,7 @@ class EventStream:
                                                     "Cache-Control": "no-store", "X-Accel-Buffering": "no"})
         self.replies: list[str] = []
         self.formats: list[str] = []  # MARKDOWN or PLAIN, one per reply
+        self.voices: list[dict] = []  # the spoken replies' references (channels/http/voice.py)
         self._text = ""
 
     async def open(self) -> None:
@@ -64,7 +66,8 @@ class EventStream:
         self.formats.append(PLAIN if verbatim else MARKDOWN)
 
     async def done(self) -> None:
-        await self._event("done", {"replies": self.replies, "formats": self.formats})
+        await self._event("done", {"replies": self.replies, "formats": self.formats,
+                                   **({"voice": self.voices} if self.voices else {})})
         await self.response.write_eof()
 
     async def error(self, message: str) -> None:

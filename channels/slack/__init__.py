@@ -14,7 +14,8 @@ Mentions of people reach the model as `@name` (channels/slack/people.py); Web AP
 read in channels/slack/api.py. An hourglass reaction marks a message while its turn runs.
 Senders outside SLACK_ALLOW_FROM cost no API or LLM call. `send` finds a reply's place from the inbound message it answers, else from the chat key
 alone (`C123` or `C123-1700000000.000100`), so reminders work with no message to answer.
-Payload mapping: channels/slack/events.py; Markdown to mrkdwn: channels/slack/format.py.
+Payload mapping: channels/slack/events.py; Markdown to mrkdwn: channels/slack/format.py; replies read out
+are uploaded as audio files: channels/slack/voice.py.
 """
 
 from __future__ import annotations
@@ -40,9 +41,10 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import dedupe
 from bot.errors import BusClosed, ConfigError
-from bot.events import ChatKey, InboundMessage, OutboundMessage
+from bot.events import ChatKey, InboundMessage, OutboundMessage, OutboundVoice
 from bot.threads import Spawned
 from channels.slack import media as slack_media
+from channels.slack import voice as slack_voice
 from channels.base import Access, Publish, tell
 from channels.media_in import MediaIntake, Remote
 from channels.slack.api import (GONE, ConnectionRetry, ServerErrorRetry, SlackError, error_code as _error_code, failure,
@@ -359,6 +361,16 @@ class SlackChannel:
         converted, and posted with `mrkdwn: false`); raises SlackError on failure."""
         route = self._routes.get(msg.reply_to) if msg.reply_to is not None else None
         await self._send_pieces(route or route_of(msg.key), msg.text, LIMIT, msg.verbatim)
+
+    def voice_caption(self, text: str) -> bool:
+        return slack_voice.fits_caption(text)
+
+    async def send_voice(self, msg: OutboundVoice) -> None:
+        """A reply read out, uploaded as an audio file where the reply goes (channels/slack/voice.py)."""
+        if self._client is None:
+            raise SlackError("the Slack channel is not running")
+        route = self._routes.get(msg.reply_to) if msg.reply_to is not None else None
+        await slack_voice.send(self._client, route or route_of(msg.key), msg.audio, msg.caption)
 
     async def _send_pieces(self, route: Route, text: str, limit: int, verbatim: bool = False) -> None:
         """`text` in pieces of at most `limit` characters once made Slack text; a piece Slack calls too long is

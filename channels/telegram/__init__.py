@@ -19,6 +19,7 @@
               idempotency key, and a reply must never show twice
            Tusk's own words (`OutboundMessage.verbatim`: a command's answer, a pairing code) go as plain
            text, no parse mode: nothing in them is read as markup, so `<persona>`, `*` and `_` show as written
+    voice  -> sendVoice, the text as its caption where it fits (channels/telegram/voice.py)
 
 Chat key: the chat id; in forum supergroups `<chat id>.<topic id>`, so every topic keeps
 its own memory. DMs: every message is a turn. Groups: only messages that mention the bot,
@@ -51,9 +52,10 @@ from telegram.ext import AIORateLimiter, Application, ContextTypes, TypeHandler
 
 from bot.dedupe import MemorySeen, Seen, is_repeat
 from bot.errors import BusClosed, ConfigError, DeliveryError
-from bot.events import ChatKey, InboundMessage, OutboundMessage
+from bot.events import ChatKey, InboundMessage, OutboundMessage, OutboundVoice
 from bot.threads import Spawned
 from channels.telegram import media as telegram_media
+from channels.telegram import voice as telegram_voice
 from channels.base import Access, Publish, tell
 from channels.media_in import InOrder, MediaIntake, Remote
 from channels.split import split_message, utf16_len
@@ -375,6 +377,17 @@ class TelegramChannel:
         for piece in split_message(msg.text, MessageLimit.MAX_TEXT_LENGTH, measure, verbatim=msg.verbatim):
             await self._send_piece(chat_id, thread, piece, reply_to, msg.verbatim)
             reply_to = None  # only the first piece quotes the question
+
+    def voice_caption(self, text: str) -> bool:
+        return telegram_voice.fits_caption(text)
+
+    async def send_voice(self, msg: OutboundVoice) -> None:
+        """A reply read out, as a voice message (the caption on it if set); DeliveryError if refused."""
+        assert self.app is not None
+        chat_id, thread = target(msg.key)
+        chat_id = self._moved.get(chat_id, chat_id)
+        reply_to = self._replying_to.get(msg.reply_to) if msg.reply_to is not None else None
+        await telegram_voice.send(self.app.bot, chat_id, thread, msg.audio, msg.caption, reply_to)
 
     async def _send_piece(self, chat_id: int, thread: int | None, piece: str, reply_to: int | None,
                           verbatim: bool = False) -> None:

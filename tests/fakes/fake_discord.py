@@ -26,6 +26,9 @@
         dc.lose_answer_next("POST", "/messages", status=502)   # done, but the answer is an error: a retry follows
         await dc.replay(message_payload)                # a MESSAGE_CREATE sent again (a gateway RESUME's replay)
         shown(dc.sent[0]["content"])                    # what a Discord client shows of it (its Markdown rendered)
+        dc.voices                                       # voice messages posted (checked as Discord checks them:
+                                                        # tests/fakes/discord_voice.py): the body, "audio", "ogg", "at"
+        dc.no_voice.add(channel_id)                     # that channel refuses voice messages (50173)
 
 Attachments are served by the fake's CDN (`/attachments/<channel>/<id>/<name>?ex=&is=&hm=`, signed like
 Discord's links: a wrong signature is a 404); it needs no token, as the real CDN.
@@ -60,7 +63,9 @@ from aiohttp import WSMsgType, web
 from tests.fakes.discord_payloads import (  # noqa: F401 (re-exported: tests import them from here)
     CONTENT_FIELDS, EVERYONE, GATEWAY_MESSAGE_CONTENT, GATEWAY_MESSAGE_CONTENT_LIMITED, IS_VOICE_MESSAGE,
     MANAGE_MESSAGES, MESSAGE_CONTENT, Guild, member, now, snowflake, user)
+from tests.fakes.discord_voice import read_form, voice_attachment, voice_refusal
 from tests.fakes.loopback import serve, wait_until
+from tests.fakes.voice_check import ogg_opus
 
 _CDN_KEY = b"fake cdn signing key"
 _ESCAPED = re.compile(r"\\([^\w\s])")  # a backslash before a punctuation mark shows the mark itself
@@ -122,6 +127,8 @@ class FakeDiscord:
         self.message_content_enabled = True  # False: IDENTIFY asking for it is closed with 4014, as Discord does
         self.application_flags: int | None = None  # None: GATEWAY_MESSAGE_CONTENT_LIMITED iff the intent is enabled
         self.files: dict[str, bytes] = {}  # attachment id -> bytes the CDN serves
+        self.voices: list[dict[str, Any]] = []  # voice messages posted: body, "channel_id", "audio", "ogg", "at"
+        self.no_voice: set[str] = set()  # channels where voice messages are refused (50173)
         self.downloads: list[tuple[str, dict[str, str]]] = []  # (filename, request headers) of CDN fetches
         self.root = ""
         self._failures: list[tuple[str, str, web.Response]] = []
@@ -457,9 +464,11 @@ class FakeDiscord:
         return None
 
     async def _create_message(self, request: web.Request) -> web.Response:
-        body, channel = await request.json(), request.match_info["channel"]
+        (body, files), channel = await read_form(request), request.match_info["channel"]
         if (refused := self._invalid(body)) is not None:
             return refused
+        if int(body.get("flags") or 0) & IS_VOICE_MESSAGE:
+            return self._voice_message(channel, body, files)
         nonce = body.get("nonce")
         if nonce is not None and body.get("enforce_nonce"):
             earlier = self._nonces.get((channel, str(nonce)))
@@ -474,6 +483,20 @@ class FakeDiscord:
         self.sent.append({**body, "channel_id": channel, "id": message["id"], "at": time.monotonic()})
         self.created.append(message)
         return self._json({**message, "components": body.get("components") or []})
+
+    def _voice_message(self, channel: str, body: dict[str, Any], files: dict[str, tuple[str, bytes]]) -> web.Response:
+        if channel in self.no_voice:
+            return self._json({"message": "Cannot send voice messages in this channel", "code": 50173}, 403)
+        if (refusal := voice_refusal(body, files)) is not None:
+            return self._json(refusal, 400)
+        ((filename, data),) = files.values()
+        info = ogg_opus(data)
+        message = self._message(channel, body, self.bot)
+        message["attachments"] = [voice_attachment(channel, body["attachments"][0], filename, data, info, snowflake())]
+        self.voices.append({**body, "channel_id": channel, "id": message["id"], "audio": data, "ogg": info,
+                            "at": time.monotonic()})
+        self.created.append(message)
+        return self._json(message)
 
     async def _edit_message(self, request: web.Request) -> web.Response:
         body, channel, message_id = await request.json(), request.match_info["channel"], request.match_info["message"]

@@ -26,6 +26,7 @@
         await slack.send_event(slack.dm("look", subtype="file_share", files=[file]))
         slack.scopes.discard("files:read")            # the app as installed without the scope
         slack.downloads   # (file id, request headers) of private file fetches that got the file
+        slack.uploads     # files shared through files_upload_v2's three steps (tests/fakes/slack_files.py)
 
     Events as real workspaces send them (docs.slack.dev/reference/events/message and its subtypes):
         slack.channel_message("hi", thread_ts=...)   # message.channels: chatter, or the twin of a mention
@@ -68,10 +69,11 @@ from aiohttp import web
 
 from tests.fakes.loopback import serve, wait_until
 from tests.fakes.slack_events import SlackEvents
+from tests.fakes.slack_files import SlackUploads
 
 MAX_TEXT = 40_000
 SCOPES = ("app_mentions:read", "channels:history", "chat:write", "commands", "files:read", "groups:history",
-          "im:history", "reactions:write", "users:read")
+          "im:history", "reactions:write", "users:read", "files:write")
 MAX_STREAM_TEXT = 12_000  # markdown_text per chat.*Stream call
 STREAM_CHUNKS = frozenset({"markdown_text", "task_update", "plan_update"})
 RESPONSE_URL_USES = 5
@@ -113,7 +115,7 @@ class ApiError(Exception):
         self.error, self.status, self.headers, self.body = error, status, headers or {}, body
 
 
-class FakeSlack(SlackEvents):
+class FakeSlack(SlackEvents, SlackUploads):
     def __init__(self, *, bot_token: str = "xoxb-fake-bot-token", app_token: str = "xapp-fake-app-token",
                  signing_secret: str = "fake-signing-secret", team_id: str = "T0FAKE",
                  bot_user_id: str = "U0TUSK", bot_id: str = "B0TUSK") -> None:
@@ -146,6 +148,7 @@ class FakeSlack(SlackEvents):
         self.scopes: set[str] = set(SCOPES)
         self.files: dict[str, tuple[dict[str, Any], bytes]] = {}  # file id -> (file object, bytes)
         self.downloads: list[tuple[str, dict[str, str]]] = []
+        self._uploads_init()  # files_upload_v2's three steps (tests/fakes/slack_files.py)
 
     @property
     def api_url(self) -> str:
@@ -161,6 +164,7 @@ class FakeSlack(SlackEvents):
         app.router.add_get("/files-pri/{team}-{id}/{name}", self._file)
         app.router.add_get("/files-pri/{team}-{id}/download/{name}", self._file)
         app.router.add_get("/signin", self._signin)
+        self._uploads_routes(app)
         self._runner, self.base_url = await serve(app)
         return self
 

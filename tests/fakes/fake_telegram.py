@@ -7,6 +7,8 @@
         tg.sent      # accepted sendMessage/editMessageText params, decoded, plus "method", "message_id", "plain",
                      # and "at" (time.monotonic() when it was taken)
         tg.drafts    # accepted sendMessageDraft params (private chats only, draft_id non-zero), with "plain", "at"
+        tg.voices    # accepted sendVoice params: "audio" (the file's bytes), "ogg" (its OggOpus, tests/fakes/
+                     # voice_check.py), "caption_plain", "message_id", "at" (checked as Telegram checks them)
         tg.calls     # (method, params) for every call, rejected ones included
         tg.fail_next("sendMessage", status=429, retry_after=1)
         tg.lose_answer_next("sendMessage")   # carried out, then the connection drops before the answer
@@ -54,6 +56,7 @@ from typing import Any
 from aiohttp import web
 
 from tests.fakes.loopback import serve, wait_until
+from tests.fakes.voice_check import ogg_opus
 
 MAX_TEXT = 4096
 _STRING_PARAMS = {"text", "caption", "parse_mode", "url", "secret_token", "action", "language_code",
@@ -146,6 +149,8 @@ def _entities(text: str) -> list[dict[str, Any]]:
 NOT_MODIFIED = ("Bad Request: message is not modified: specified new message content and reply markup are exactly "
                 "the same as a current content and reply markup of the message")
 DOWNLOAD_LIMIT = 20 * 1024 * 1024  # getFile refuses larger files ("file is too big")
+VOICE_LIMIT = 50 * 1024 * 1024  # sendVoice takes files up to this
+CAPTION_LIMIT = 1024
 _FOLDERS = {"photo": ("photos", ".jpg"), "sticker": ("stickers", ".webp"), "voice": ("voice", ".oga"),
             "audio": ("music", ".mp3"), "video_note": ("video_notes", ".mp4"), "document": ("documents", "")}
 
@@ -193,6 +198,7 @@ class FakeTelegram:
         self.bot_user = {"id": self.bot_id, "is_bot": True, "first_name": "Tusk", "username": username}
         self.sent: list[dict[str, Any]] = []
         self.drafts: list[dict[str, Any]] = []
+        self.voices: list[dict[str, Any]] = []
         self.calls: list[tuple[str, dict[str, Any]]] = []
         self.commands: list[dict[str, Any]] = []
         self.members: dict[tuple[int, int], str] = {}
@@ -226,7 +232,8 @@ class FakeTelegram:
                    "getChatMember": self._get_chat_member, "getFile": self._get_file,
                    "sendMessageDraft": self._send_message_draft, "deleteMessage": self._delete_message,
                    "editMessageReplyMarkup": self._edit_message_reply_markup,
-                   "answerCallbackQuery": self._answer_callback_query}
+                   "answerCallbackQuery": self._answer_callback_query,
+                   "sendVoice": self._send_voice}
         self._methods = {name.lower(): (name, handler) for name, handler in methods.items()}
 
     async def __aenter__(self) -> FakeTelegram:
@@ -523,6 +530,40 @@ class FakeTelegram:
         self.sent.append({"method": "sendMessage", **params, "message_id": msg["message_id"], "plain": plain,
                           "at": time.monotonic()})
         return {**msg, **({"reply_markup": markup} if markup else {})}
+
+    async def _send_voice(self, params: dict[str, Any]) -> dict[str, Any]:
+        """sendVoice: an uploaded OGG file with one Opus stream (MP3/M4A are taken too by Telegram, not sent by
+        Tusk), at most 50 MB; `duration` in whole seconds, as the audio plays; a caption of at most 1,024."""
+        chat = self._chat(params.get("chat_id"))
+        upload = params.get("voice")
+        if not isinstance(upload, web.FileField):
+            raise ApiError(400, "Bad Request: there is no voice in the request")
+        data = upload.file.read()
+        if len(data) > VOICE_LIMIT:
+            raise ApiError(400, "Bad Request: file is too big")
+        try:
+            info = ogg_opus(data)
+        except ValueError as exc:
+            raise ApiError(400, f"Bad Request: wrong file type of the voice ({exc})") from None
+        duration = params.get("duration")
+        if duration is not None and (not isinstance(duration, int) or abs(duration - info.duration) > 1):
+            raise ApiError(400, f"Bad Request: duration {duration!r} does not match the audio ({info.duration:.2f} s)")
+        plain = None
+        if params.get("caption"):
+            plain = self._check_text({"text": params["caption"], "parse_mode": params.get("parse_mode")})
+            if utf16_len(plain) > CAPTION_LIMIT:
+                raise ApiError(400, "Bad Request: message caption is too long")
+        msg: dict[str, Any] = {"message_id": next(self._message_ids), "date": int(time.time()), "chat": chat,
+                               "from": self.bot_user, "voice": {"file_id": f"voice-{len(self.voices)}",
+                                                                "file_unique_id": f"uv{len(self.voices)}",
+                                                                "duration": round(info.duration),
+                                                                "mime_type": "audio/ogg", "file_size": len(data)}}
+        if plain is not None:
+            msg["caption"] = plain
+        self._messages[(chat["id"], msg["message_id"])] = msg
+        self.voices.append({**params, "voice": upload.filename, "audio": data, "ogg": info, "caption_plain": plain,
+                            "message_id": msg["message_id"], "at": time.monotonic()})
+        return msg
 
     async def _send_message_draft(self, params: dict[str, Any]) -> bool:
         """Bot API 9.3: a partial message streamed to a private chat; `draft_id` non-zero, text 1-4096."""
