@@ -3,9 +3,9 @@
 Telegram, Discord and Slack consider a message delivered once Tusk has fetched it, and a due
 reminder leaves the job store when it fires; a crash before the turn is saved would lose them.
 The bus appends each such message to `$TUSK_HOME/inbox.jsonl` (fsynced) before queueing it, and a
-`done` line once its turn has ended (answered or failed). At start, `take_pending()` returns the
-messages without a `done`, in their order, and keeps only those in the file; the app publishes
-them again as soon as its channels are up. The file is emptied whenever no journaled turn is open
+`done` line once its turn has ended (answered or failed). At start, `take_pending()` (only for the
+one Tusk holding the home, bot/running.py) returns the messages without a `done`, in their order, and
+keeps only those in the file; the app publishes them again as soon as its channels are up. The file is emptied whenever no journaled turn is open
 and it has grown past 1 MiB. A turn cut short by a crash is therefore run again; one that
 finished is never repeated. The HTTP API and the terminal are not journaled: their user sees the
 error and can send again.
@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.commands.base import Owned
+from bot.running import Claim
 from bot.events import Attachment, ChatKey, InboundMessage, Injected
 from memory.files import write_atomic
 from memory.paths import open_private
@@ -152,9 +153,13 @@ class Inbox:
 
         return [Owned(label, delete, quiet=quiet)]
 
-    def take_pending(self) -> list[InboundMessage]:
+    def take_pending(self, held: Claim) -> list[InboundMessage]:
         """The messages whose turn never ended, oldest first, with new ids; the file is replaced (atomically)
-        by just those, so `record` (called again when they are published) does not write them twice."""
+        by just those, so `record` (called again when they are published) does not write them twice.
+        Only the process that holds the home exclusively (`held`, bot/running.py) may take them: a turn
+        another live Tusk has open is that Tusk's, never a crash's leftover."""
+        if not held.covers(self.path.parent):
+            raise PermissionError(f"{self.path}: open turns are taken only by the Tusk holding its home's lock")
         if not self.path.exists():
             return []
         pending = self._pending_records()

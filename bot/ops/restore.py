@@ -17,6 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from bot import running
+from bot.errors import HomeBusy
 from bot.ops import backup
 from memory.paths import open_private, private_dir
 
@@ -33,9 +34,10 @@ def restore(archive: Path, home: Path, version: str, force: bool = False) -> tup
     """Restore `archive` into `home`; (files written, the safety backup made by `force` or None)."""
     backup.verify(archive)
     home = Path(home)
-    lock = running.exclusive(home)
-    if lock is None:
-        raise backup.BackupError(f"a Tusk is running on {home}: stop it first (`systemctl stop tusk`, Ctrl-C)")
+    try:
+        lock = running.claim(home, "tusk restore")
+    except HomeBusy as exc:
+        raise backup.BackupError(f"{exc} (`systemctl stop tusk`, Ctrl-C)") from None
     try:
         saved = None
         if there := _occupied(home):

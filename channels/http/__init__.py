@@ -45,7 +45,8 @@ from bot.access.api_keys import ApiKey, ApiKeys
 from bot.errors import BusClosed, ConfigError, MediaRefused
 from bot.events import ChatKey, InboundMessage, OutboundMessage
 from channels.base import Publish
-from channels.http.binding import bind_error, bind_problem, host_name, is_loopback  # bind_problem: for doctor
+from channels.http.binding import (bind_error, bind_problem, host_name, is_loopback,  # bind_problem: for doctor
+                                   local_url)
 from channels.http.files import MAX_FILES, read_upload
 from channels.http.limits import ConnectionLimit, upload_deadline
 from channels.http.stream import EventStream
@@ -181,6 +182,11 @@ class HttpChannel:
     def url(self) -> str:
         host = self.settings.host
         return f"http://{f'[{host}]' if ':' in host else host}:{self.port}"
+
+    @property
+    def local_url(self) -> str:
+        """Where a client on this machine reaches it (`tusk chat` beside a running Tusk, bot/running.py)."""
+        return local_url(self.settings.host, self.port or 0)
 
     def app(self) -> web.Application:
         app = web.Application(client_max_size=MAX_BODY, middlewares=[self._limit.track, self._errors_as_json,

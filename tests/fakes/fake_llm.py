@@ -96,6 +96,8 @@ class Reply:
     redacted: str | None = None  # Anthropic wire, thinking on: a redacted_thinking block (its data encodes this)
     error_after: int | None = None  # Anthropic wire, streamed: an `error` event (overloaded_error) after this many
     block_reason: str | None = None  # Gemini wire: the prompt is blocked (promptFeedback.blockReason, no candidates)
+    hold: asyncio.Event | None = None  # streamed: after `hold_after` chunks, wait until the test sets it
+    hold_after: int = 0
 
 
 # What servers answer when the prompt is over the model's window, as their docs and code give them.
@@ -628,6 +630,8 @@ class FakeLLM:
                 self.cuts += 1
                 return resp
             await resp.write(f"data: {json.dumps(chunk)}\n\n".encode())
+            if reply.hold is not None and i + 1 == reply.hold_after:  # the test looks at what arrived so far
+                await _first(reply.hold.wait(), self._closing.wait())
             if len(self.first_tokens) < self.streams and any(c.get("delta", {}).get("content")
                                                              for c in chunk["choices"]):
                 self.first_tokens.append(time.monotonic())
@@ -639,6 +643,14 @@ class FakeLLM:
         await resp.write(b"data: [DONE]\n\n")
         await resp.write_eof()
         return resp
+
+
+async def _first(*waits: Any) -> None:
+    """Return when the first of `waits` is done; the others are cancelled."""
+    tasks = [asyncio.ensure_future(w) for w in waits]
+    await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    for task in tasks:
+        task.cancel()
 
 
 TOKEN = re.compile(r"\s*\S+|\s+")
