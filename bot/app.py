@@ -353,7 +353,7 @@ class TuskApp:
             self._running.describe(self.http.local_url)
         self._scheduler = start_scheduler(self.sweeper, self.settings.consolidate_every, self.reminders,
                                           self._backup if self.settings.backup_dir else None)
-        if replay := self.inbox.take_pending(self._running):
+        if replay := self.inbox.take_pending(self._running, self.bus.channels):  # others wait for a Tusk serving them
             logger.warning("running again %d turn(s) a crash or forced stop cut short", len(replay))
             for msg in replay:
                 self.bus.publish(msg)

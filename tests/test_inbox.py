@@ -76,6 +76,22 @@ def test_open_turns_are_taken_only_under_the_homes_lock(tmp_path):
         mine.release()
 
 
+def test_a_tusk_takes_only_the_turns_of_its_channels(tmp_path, held):
+    """A Tusk serving only the terminal (a `tusk chat` alone after a crash) replays the terminal's open turn and
+    leaves the Telegram one in the file, untouched by its own compaction, for the next Tusk that serves Telegram."""
+    path = tmp_path / "inbox.jsonl"
+    crashed = Inbox(path)
+    crashed.record(InboundMessage(ChatKey("telegram", "42"), "for telegram", "7"))
+    crashed.record(InboundMessage(ChatKey("terminal", "local"), "[reminder r1] stretch", "tusk",
+                                  injected=Injected("reminder", "A reminder is due: stretch", "Reminder: stretch")))
+    chat = Inbox(path, compact_at=1)
+    [replayed] = chat.take_pending(held, {"terminal"})
+    assert replayed.text == "[reminder r1] stretch"
+    chat.record(replayed)
+    chat.done(replayed)  # every open turn of this run ended, and the file is over its size: no compaction
+    assert [m.text for m in Inbox(path).take_pending(held, {"telegram", "terminal"})] == ["for telegram"]
+
+
 def test_file_is_emptied_when_idle_and_large(tmp_path):
     """Once no journaled turn is open and the file passed its size limit, it is emptied."""
     inbox = Inbox(tmp_path / "inbox.jsonl", compact_at=200)

@@ -3,7 +3,8 @@
     no Tusk on the home        a Tusk starts for this chat (the terminal channel alone) and holds the home
                                (bot/running.py) until the chat ends; it needs the model (TUSK_MODEL)
     `tusk run` on the home     the chat talks to it through its local HTTP API (channels/terminal/remote.py),
-                               with the console token; no second Tusk, no model needed here
+                               with the console token; no second Tusk, no model needed here (one still
+                               starting is waited for until its API answers)
     anything else holds it     (a `tusk chat` alone, `tusk restore`, ...) refused with one line naming it
 
 Either way it is the chat `terminal:<chat>`, with the same memory and the same screen.
@@ -11,11 +12,14 @@ Either way it is the chat `terminal:<chat>`, with the same memory and the same s
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from bot import logs, running
 from bot.config import Settings
 from bot.errors import HomeBusy
+
+STARTING = 30.0  # seconds to wait for a `tusk run` that holds the home but does not serve its API yet
 
 
 def _terminal_files(settings: Settings, chat: str) -> tuple[Path | None, Path | None]:
@@ -34,9 +38,20 @@ def _terminal_files(settings: Settings, chat: str) -> tuple[Path | None, Path | 
     return files.input_history, log_file
 
 
+async def _settled(home: Path) -> running.Holder | None:
+    """Who holds the home, once a `tusk run` still starting says where its API answers (or has gone)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + STARTING
+    there = running.holder(home)
+    while there is not None and there.command == "tusk run" and not there.url and loop.time() < deadline:
+        await asyncio.sleep(0.1)
+        there = running.holder(home)
+    return there
+
+
 async def chat(settings: Settings, name: str) -> None:
     """Chat in `terminal:<name>` until the person ends it (HomeBusy, RemoteTuskError, ConfigError: one line)."""
-    there = running.holder(settings.home)
+    there = await _settled(settings.home)
     if there is None:
         await _alone(settings, name)
     elif there.engine and there.url:
