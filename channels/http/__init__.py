@@ -10,7 +10,8 @@
     GET  /healthz                       -> 200 {"ok": true} (never needs the token)
     + the routes mounted with `add_routes` (the console's JSON API, bot/ops/console.py; OpenAI's
       /v1/chat/completions and /v1/models, channels/http/openai_api.py, which the owner's API keys may
-      reach too; /metrics, channels/http/metrics_route.py, open to loopback peers with TUSK_METRICS=open)
+      reach too; /metrics, channels/http/metrics_route.py, open to loopback peers with TUSK_METRICS=open;
+      the terminal chats for a `tusk chat` beside this Tusk, channels/http/terminal.py)
 
 API requests need `Authorization: Bearer <token>` (the console page and its assets load
 without it, then take it from the URL fragment or ask for it); `token=None` (TUSK_HTTP_TOKEN=off)
