@@ -83,8 +83,9 @@ class RemoteTusk:
             except (aiohttp.ClientError, OSError) as exc:
                 raise RemoteTuskError(f"the Tusk running on this home does not answer on {self.url} ({exc})") from None
             if events.status != 200:
+                reason = await _reason(events)
                 events.release()
-                raise RemoteTuskError(f"the Tusk running on this home refused this chat: {await _reason(events)}")
+                raise RemoteTuskError(f"the Tusk running on this home ({self.url}) refused this chat: {reason}")
             watching = self._spawn(self._watch(events))
             try:
                 yield self
