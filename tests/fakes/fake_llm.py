@@ -8,7 +8,8 @@
 Replies come from the script (FIFO), then from `responder(body)` if set, else echo the
 last user message as "echo: <text>". Streaming requests get SSE chunks as OpenAI sends them
 (a word per chunk; a tool call's id and name first, its arguments in pieces), paced by
-`token_delay`, dropped mid-way by `cut_after`; the Ollama route streams NDJSON.
+`token_delay`, dropped mid-way by `cut_after`, held after `hold_after` chunks until the test sets
+`hold` (to look at what a client shows of a reply still being written); the Ollama route streams NDJSON.
 
 `attributing_responder` (set it as `responder`) plays a model that keeps a group's memory: a
 consolidation request gets `save_memory` with each "my X is Y" filed under its speaker's
