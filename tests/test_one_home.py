@@ -161,7 +161,8 @@ async def test_a_reminder_due_while_both_run_is_delivered_once(fake_llm, tmp_pat
     await out.until("you> ")
     await out.until("sentinel-call", timeout=60)
     chat.stdin.close()
-    shown = await out.rest() + out.text
+    await out.rest()
+    shown = out.text
     assert await asyncio.wait_for(chat.wait(), 30) == 0
     assert await stopped(run) == 0
     assert len(requests_with(fake_llm, "water-the-plants")) == 1
@@ -197,6 +198,7 @@ async def test_ctrl_c_in_a_chat_beside_run_cancels_the_turn_there(fake_llm, tmp_
 
     def scenario():
         child = started(env)
+        assert f"Through the Tusk running on this home (pid {run.pid}" in child.before
         child.send("slow one\r")
         child.expect("slow one")
         while not fake_llm.requests:
