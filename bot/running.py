@@ -115,14 +115,15 @@ def claim(home: Path, command: str) -> Claim:
     for attempt in range(TRIES):
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            break
+            return Claim(Path(home), fd, command)
         except BlockingIOError:
-            if attempt == TRIES - 1:
-                os.close(fd)
-                there = holder(home) or Holder()
-                raise HomeBusy(there.refusal(), there) from None
-            time.sleep(PAUSE)
-    return Claim(Path(home), fd, command)
+            if attempt < TRIES - 1 or (there := holder(home)) is None:  # None: its holder ended just now
+                time.sleep(PAUSE)
+                continue
+            os.close(fd)
+            raise HomeBusy(there.refusal(), there) from None
+    os.close(fd)
+    raise HomeBusy(Holder().refusal(), Holder())
 
 
 def this_command() -> str:
