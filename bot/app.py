@@ -123,8 +123,10 @@ def _mcp_hub(settings: Settings) -> McpHub | None:
 
 
 class TuskApp:
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, command: str = "tusk run") -> None:
         self.settings = settings
+        self.command = command  # what the home's lock record calls this Tusk (bot/running.py)
+        self.http: HttpChannel | None = None
         llm_settings = settings.llm_settings()  # fails here, before anything starts, if the LLM is not configured
         try:
             tokens.check()  # fail at start, not in a chat, if token counting is impossible (built later)
@@ -289,6 +291,10 @@ class TuskApp:
 
         http.add_routes(OpenAIApi(http, self.choices.default, self.choices.choices, self._said).routes())
         http.api_keys = ApiKeys(s.home)  # `tusk apikey create`: keys for the OpenAI routes, each for a chat prefix
+        from channels.http.terminal import TerminalRelay
+
+        relay = TerminalRelay(self.bus.publish, self.bus.cancel)  # `tusk chat` beside this Tusk talks through it
+        http.add_routes(relay.routes())
         from bot.metrics import Metrics, install
         from channels.http.metrics_route import metrics_routes
 
@@ -297,7 +303,9 @@ class TuskApp:
         http.add_routes(metrics_routes(self.metrics.render))
         if s.metrics == "open":
             http.loopback_open.add("/metrics")
-        return self.add(http)
+        self.http = self.add(http)
+        self.add(relay)  # after the HTTP channel, so stopped before it: its event streams end first
+        return http
 
     def _said(self, key: ChatKey) -> list[tuple[str, str]]:
         """A chat's unconsolidated user and assistant texts (tool steps left out), for the OpenAI endpoint."""
@@ -355,11 +363,11 @@ class TuskApp:
 
     async def __aenter__(self) -> TuskApp:
         private_dir(self.settings.home, follow=True)
-        self._running = running.hold(self.settings.home)  # `tusk restore` refuses while it is held
-        if self.mcp is not None:  # MCP servers start with Tusk, before any turn can want them
-            await self.mcp.start()
+        self._running = running.claim(self.settings.home, self.command)  # one Tusk per home: else HomeBusy
         started: list[Channel] = []
         try:
+            if self.mcp is not None:  # MCP servers start with Tusk, before any turn can want them
+                await self.mcp.start()
             for channel in self.channels:
                 await channel.start()
                 started.append(channel)
@@ -368,10 +376,13 @@ class TuskApp:
                 await channel.stop()
             if self.mcp is not None:
                 await self.mcp.stop()
+            self._running.release()
             raise
+        if self.http is not None:  # where `tusk chat` beside it (and `tusk forget`, `tusk doctor`) find it
+            self._running.describe(self.http.local_url)
         self._scheduler = start_scheduler(self.sweeper, self.settings.consolidate_every, self.reminders,
                                           self._backup if self.settings.backup_dir else None)
-        if replay := self.inbox.take_pending():
+        if replay := self.inbox.take_pending(self._running, self.bus.channels):  # others wait for a Tusk serving them
             logger.warning("running again %d turn(s) a crash or forced stop cut short", len(replay))
             for msg in replay:
                 self.bus.publish(msg)
@@ -406,5 +417,4 @@ class TuskApp:
                 logger.exception("channel %s did not stop cleanly", channel.name)
         if self.mcp is not None:
             await self.mcp.stop()
-        running.release(self._running)
-        self._running = None  # a second __aexit__ must not close a descriptor number reused since
+        self._running.release()  # a second __aexit__ is a no-op: the claim knows it was released

@@ -63,6 +63,11 @@ class MessageBus:
         self._outlets[outlet.name] = outlet
 
     @property
+    def channels(self) -> frozenset[str]:
+        """The channels replies can be delivered to (those registered)."""
+        return frozenset(self._outlets)
+
+    @property
     def active_chats(self) -> int:
         """Chats with a queued or running turn (idle chats hold no state here)."""
         return len(self._workers)

@@ -243,7 +243,8 @@ class Settings(BaseSettings):
 
     def llm_settings(self) -> LLMSettings:
         if not self.model:
-            raise ConfigError(f"TUSK_MODEL is not set: {MODEL_HINT}.")
+            raise ConfigError(f"TUSK_MODEL is not set: run `tusk init` to set Tusk up (it asks for the model and "
+                              f"its key, and checks them), or {MODEL_HINT}.")
         return LLMSettings(
             model=self.model, api_base=self.api_base,
             api_key=self.api_key.get_secret_value() if self.api_key else None,

@@ -3,6 +3,8 @@
     TuskError
     ├── ConfigError          settings missing or invalid; the message says what to set
     ├── BusClosed            a message arrived while shutting down
+    ├── HomeBusy             another Tusk holds this home (bot/running.py); the message names it
+    ├── RemoteTuskError      the Tusk running on this home did not answer as asked (its local API)
     ├── DeliveryError        a platform refused a reply or stayed unreachable after retries
     ├── LLMError             the model call failed after retries
     │   ├── LLMUnavailable   5xx, timeouts, connection errors, rate limits that outlast retries
@@ -39,6 +41,16 @@ class ConfigError(TuskError):
 
 
 class BusClosed(TuskError):
+    pass
+
+
+class HomeBusy(TuskError):
+    def __init__(self, message: str, holder: object = None) -> None:
+        super().__init__(message)
+        self.holder = holder  # bot/running.py's Holder: who has the home
+
+
+class RemoteTuskError(TuskError):
     pass
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from bot import running
+from bot.errors import HomeBusy
 from bot.ops import backup
 from memory.paths import open_private, private_dir
 
@@ -54,9 +55,10 @@ def restore(archive: Path, home: Path, version: str, force: bool = False) -> Res
     manifest = backup.verify(archive)
     with_secrets = any(backup.is_secret(rel) for rel in manifest["files"])
     home = Path(home)
-    lock = running.exclusive(home)
-    if lock is None:
-        raise backup.BackupError(f"a Tusk is running on {home}: stop it first (`systemctl stop tusk`, Ctrl-C)")
+    try:
+        lock = running.claim(home, "tusk restore")
+    except HomeBusy as exc:
+        raise backup.BackupError(f"{exc} (`systemctl stop tusk`, Ctrl-C)") from None
     try:
         saved = None
         if there := _occupied(home):

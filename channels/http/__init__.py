@@ -19,7 +19,8 @@
     GET  /healthz                       -> 200 {"ok": true} (never needs the token)
     + the routes mounted with `add_routes` (the console's JSON API, bot/ops/console.py; OpenAI's
       /v1/chat/completions and /v1/models, channels/http/openai_api.py, which the owner's API keys may
-      reach too; /metrics, channels/http/metrics_route.py, open to loopback peers with TUSK_METRICS=open)
+      reach too; /metrics, channels/http/metrics_route.py, open to loopback peers with TUSK_METRICS=open;
+      the terminal chats for a `tusk chat` beside this Tusk, channels/http/terminal.py)
 
 API requests need `Authorization: Bearer <token>` (the console page and its assets load
 without it, then take it from the URL fragment or ask for it); `token=None` (TUSK_HTTP_TOKEN=off)
@@ -54,7 +55,8 @@ from bot.access.api_keys import ApiKey, ApiKeys
 from bot.errors import BusClosed, ConfigError, DeliveryError, MediaRefused
 from bot.events import ChatKey, InboundMessage, OutboundMessage, OutboundVoice
 from channels.base import Publish
-from channels.http.binding import bind_error, bind_problem, host_name, is_loopback  # bind_problem: for doctor
+from channels.http.binding import (bind_error, bind_problem, host_name, is_loopback,  # bind_problem: for doctor
+                                   local_url)
 from channels.http.files import MAX_FILES, read_upload
 from channels.http.limits import ConnectionLimit, upload_deadline
 from channels.http import voice as voice_files
@@ -199,6 +201,11 @@ class HttpChannel:
     def url(self) -> str:
         host = self.settings.host
         return f"http://{f'[{host}]' if ':' in host else host}:{self.port}"
+
+    @property
+    def local_url(self) -> str:
+        """Where a client on this machine reaches it (`tusk chat` beside a running Tusk, bot/running.py)."""
+        return local_url(self.settings.host, self.port or 0)
 
     def app(self) -> web.Application:
         app = web.Application(client_max_size=MAX_BODY, middlewares=[self._limit.track, self._errors_as_json,

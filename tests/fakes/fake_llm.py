@@ -8,9 +8,11 @@
 Replies come from the script (FIFO), then from `responder(body)` if set, else echo the
 last user message as "echo: <text>". Streaming requests get SSE chunks as OpenAI sends them
 (a word per chunk; a tool call's id and name first, its arguments in pieces), paced by
-`token_delay`, dropped mid-way by `cut_after`; the Ollama route streams NDJSON. A reply's usage,
-where its `Reply` gives none, bills the whole prompt as a provider does (`prompt_tokens`): the messages,
-each image at a fixed figure, and the tool schemas with the preamble a chat template puts around them.
+`token_delay`, dropped mid-way by `cut_after`, held after `hold_after` chunks until the test sets
+`hold` (to look at what a client shows of a reply still being written); the Ollama route streams NDJSON.
+A reply's usage, where its `Reply` gives none, bills the whole prompt as a provider does (`prompt_tokens`):
+the messages, each image at a fixed figure, and the tool schemas with the preamble a chat template puts
+around them.
 
 `attributing_responder` (set it as `responder`) plays a model that keeps a group's memory: a
 consolidation request gets `save_memory` with each "my X is Y" filed under its speaker's
@@ -98,6 +100,8 @@ class Reply:
     redacted: str | None = None  # Anthropic wire, thinking on: a redacted_thinking block (its data encodes this)
     error_after: int | None = None  # Anthropic wire, streamed: an `error` event (overloaded_error) after this many
     block_reason: str | None = None  # Gemini wire: the prompt is blocked (promptFeedback.blockReason, no candidates)
+    hold: asyncio.Event | None = None  # streamed: after `hold_after` chunks, wait until the test sets it
+    hold_after: int = 0
 
 
 # What servers answer when the prompt is over the model's window, as their docs and code give them.
@@ -649,6 +653,8 @@ class FakeLLM:
                 self.cuts += 1
                 return resp
             await resp.write(f"data: {json.dumps(chunk)}\n\n".encode())
+            if reply.hold is not None and i + 1 == reply.hold_after:  # the test looks at what arrived so far
+                await _first(reply.hold.wait(), self._closing.wait())
             if len(self.first_tokens) < self.streams and any(c.get("delta", {}).get("content")
                                                              for c in chunk["choices"]):
                 self.first_tokens.append(time.monotonic())
@@ -660,6 +666,14 @@ class FakeLLM:
         await resp.write(b"data: [DONE]\n\n")
         await resp.write_eof()
         return resp
+
+
+async def _first(*waits: Any) -> None:
+    """Return when the first of `waits` is done; the others are cancelled."""
+    tasks = [asyncio.ensure_future(w) for w in waits]
+    await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    for task in tasks:
+        task.cancel()
 
 
 TOKEN = re.compile(r"\s*\S+|\s+")
