@@ -19,6 +19,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
+from typing import Protocol
 
 from bot import commands, logs, metrics, stream
 from bot.context import ContextBuilder
@@ -46,6 +47,15 @@ from memory.session import Message, Session, SessionStore
 logger = logging.getLogger(__name__)
 
 PostTurnHook = Callable[[ChatKey], Awaitable[None]]
+NO_TOOLS = ToolBox([])  # a turn Tusk starts without tools (a check-in)
+
+
+class RunReports(Protocol):
+    """Where a schedule's run hears how its turn went (bot/schedules/runs.py)."""
+
+    def failed(self, msg: InboundMessage, exc: LLMError) -> str: ...  # what the chat is told ("" for nothing)
+
+    def finished(self, msg: InboundMessage, delivered: bool, outcome: str) -> None: ...
 
 OWNER_CHANNELS = frozenset({"http", "terminal"})  # the owner's own: an LLM failure is told with its cause and fix
 MAX_OVERFLOWS = 3  # times a turn learns a smaller window and tries again before it gives up
@@ -65,7 +75,8 @@ class ChatAgent:
                  context: ContextBuilder, send: Send, chat_commands: commands.Commands | None = None,
                  consolidator: Consolidator | None = None, learner: Learner | None = None,
                  media: MediaReader | None = None, drafts: Drafts | None = None,
-                 streaming: StreamSettings = StreamSettings("off"), models: ModelChoices | None = None) -> None:
+                 streaming: StreamSettings = StreamSettings("off"), models: ModelChoices | None = None,
+                 runs: RunReports | None = None) -> None:
         self.settings = settings
         self.models = models or ModelChoices(settings.model, {})  # a chat's /model pick (bot/llm/choice.py)
         self.fit = PromptFit(context, self.models, consolidator, learner)  # the turn's budget (bot/fitting.py)
@@ -78,6 +89,7 @@ class ChatAgent:
         self.consolidator = consolidator
         self.learner = learner  # applies what the server says: window, tools, cut prompts (bot/llm/learned.py)
         self.media = media  # reads a message's files into its turn (bot/media/)
+        self.runs = runs  # schedules hear how their runs' turns went
         self.hooks: list[PostTurnHook] = [self.consolidate] if consolidator else []
         self.delivery = Delivery(send, drafts, streaming)  # the reply shown as written, then finished or sent
         self._background = Spawned()  # post-turn hooks
@@ -123,7 +135,11 @@ class ChatAgent:
             except Exception:  # turn boundary: the user hears of it, the log gets the traceback
                 logger.exception("turn crashed")
                 text, stats.outcome = CRASH_REPLY, "crash"
-            await self.delivery.deliver(OutboundMessage(msg.key, text, reply_to=msg.id), live)
+            run = msg.injected.run if msg.injected is not None else ""
+            delivered = bool(text or not run) and await self.delivery.deliver(
+                OutboundMessage(msg.key, text, reply_to=msg.id), live)  # a run's repeated failure says nothing
+            if run and self.runs is not None:
+                self.runs.finished(msg, delivered, stats.outcome)
             if self.settings.log_content:
                 logger.info("reply: %s", text)
             figures = stats.fields()  # time to the reply; hooks run after it
@@ -211,14 +227,25 @@ class ChatAgent:
         return reply
 
     async def _answer_injected(self, msg: InboundMessage, session: Session, live: Live | None = None) -> str:
-        """A turn Tusk started itself (a reminder, a task result). If the model cannot be reached, the
-        fallback text goes to the chat instead and is saved as the reply: a reminder is never lost to an outage."""
-        assert msg.injected is not None
+        """A turn Tusk started itself (a reminder, a schedule's run, a task result). If the model cannot be
+        reached, the fallback text goes to the chat instead and is saved as the reply: a reminder is never lost
+        to an outage. A schedule's run asks `runs` what to say instead ("": nothing, and nothing is saved);
+        one sent `as_written` calls no model."""
+        injected = msg.injected
+        assert injected is not None
         try:
-            new, reply = await self._converse(msg, session, live=live)
+            if injected.as_written:
+                new, reply = [user_message(msg), Message(role="assistant", content=injected.fallback)], injected.fallback
+            else:
+                new, reply = await self._converse(msg, session, live=live)
         except LLMError as exc:
-            logger.warning("%s turn answered without the model: %s", msg.injected.source, exc)
-            reply = msg.injected.fallback
+            if injected.run and self.runs is not None:
+                reply = self.runs.failed(msg, exc)
+                if not reply:
+                    return ""
+            else:
+                logger.warning("%s turn answered without the model: %s", injected.source, exc)
+                reply = injected.fallback
             new = [user_message(msg), Message(role="assistant", content=reply)]
         self.store.append(session, new)
         return reply
@@ -228,7 +255,8 @@ class ChatAgent:
         """Run the LLM/tool loop; returns the messages to save and the text for the user. With `attached`,
         `msg.text` is the text this turn's request carries; the session keeps `attached.saved`. A stream
         cut after the user saw part of it ends the turn there: that part, with a note, is the reply."""
-        tools = self.tools.for_chat(msg)  # the built-in tools, plus the MCP servers this chat may use
+        # the built-in tools, plus the MCP servers this chat may use; none for a turn Tusk starts without them
+        tools = self.tools.for_chat(msg) if msg.injected is None or msg.injected.tools else NO_TOOLS
         new = [user_message(msg, attached)]
         prompt, room, sent = await self._prompt(session, msg, new, attached)
 

@@ -37,7 +37,10 @@ from bot.media import MediaReader
 from bot.llm.window import reply_cap
 from bot.access.pairing import PairingStore
 from bot.tools.memory import MemoryTools
-from bot.tools.reminders import Reminders
+from bot.commands.reminders import reminder_commands
+from bot.schedules.checkins import CheckIns
+from bot.schedules.service import Schedules
+from bot.tools.reminders import ReminderTools
 from bot.scheduler import Sweeper, start_scheduler
 from bot.tools.tasks import Tasks
 from bot.tools.box import BUILTIN_TOOLS, ToolBox
@@ -144,21 +147,24 @@ class TuskApp:
                                         notices=settings.memory_notices, bot_name=settings.bot_name,
                                         default_zone=ZoneInfo(settings.timezone),
                                         everyone_in_groups=settings.group_remember == "everyone")
-        self.reminders = Reminders(settings.home, settings.reminder_settings(), self.bus.publish)
+        self.schedules = Schedules(settings.home, settings.schedule_settings(), self.bus.publish)  # bot/schedules/
+        self.checkins = CheckIns(self.schedules)
+        reminders = ReminderTools(self.schedules)
         self.tasks = Tasks(settings.task_settings(self.consolidator.budget.limit), self.llm.complete,
                            ToolBox([self.memory_tools.search_history]), self.bus.publish, settings.bot_name)
         self.mcp = _mcp_hub(settings)
         self.chat_tools = _chat_tools(settings, self.mcp, lambda: self.consolidator.budget.window)
         self.tools = ToolBox([*BUILTIN_TOOLS, self.memory_tools.search_history, self.memory_tools.remember,
-                              self.reminders.set_reminder, self.reminders.list_reminders,
-                              self.reminders.cancel_reminder, self.tasks.start_task], extra=self.chat_tools)
+                              reminders.set_reminder, reminders.list_reminders,
+                              reminders.cancel_reminder, self.tasks.start_task], extra=self.chat_tools)
         usage_records = UsageRecords(self.ledger)
-        chat_commands = Commands(settings.timezone, holders=[self.reminders, self.tasks, self.inbox, usage_records],
-                                 extra=[*self.reminders.commands(), usage_command(self.ledger, settings.timezone),
+        chat_commands = Commands(settings.timezone, holders=[self.schedules, self.tasks, self.inbox, usage_records],
+                                 extra=[*reminder_commands(self.schedules, self.checkins),
+                                        usage_command(self.ledger, settings.timezone),
                                         model_command(self.choices)],
                                  status_extra=[self._spend_lines], erasure=MemberErasure(
                                      model_rewrite(self.llm.complete, settings.consolidation_model),
-                                     [ReminderMembers(self.reminders), InboxMembers(self.inbox.path),
+                                     [ReminderMembers(self.schedules), InboxMembers(self.inbox.path),
                                       SearchMembers(self.memory_tools.index), MediaMembers(), usage_records]),
                                  persona_max_tokens=settings.persona_max_tokens)
         context = ContextBuilder(settings.home, settings.bot_name, self.tools.schemas, settings.timezone,
@@ -169,16 +175,18 @@ class TuskApp:
         self.warmup = ModelWarmup(llm_settings, settings.context_window, self.learner)
         self.agent = ChatAgent(settings.agent_settings(), self.store, self.llm, self.tools, context, self.bus.send,
                                chat_commands, consolidator=self.consolidator, learner=self.learner, media=media,
-                               drafts=self.bus.draft, streaming=settings.stream_settings(), models=self.choices)
+                               drafts=self.bus.draft, streaming=settings.stream_settings(), models=self.choices,
+                               runs=self.schedules.turns)
         self.consolidator.idle = self.agent.until_idle  # background rounds wait for the replies
         self.consolidator.tools_available = lambda: context.tools_available
+        self.consolidator.instructions_for = self.checkins.instructions  # open items, where check-ins are on
         self.channels: list[Channel] = []
         self.access = Access(settings.dm_policy, PairingStore(settings.home, settings.pairing_ttl * 60,
                                                               settings.pairing_max_pending))
         self.flood = FloodGate(settings.flood_limits(), self.bus.publish, self.bus.send, self._known)
         self.sweeper = Sweeper(settings.home, self._consolidate)
         self.moves = ChatMoves(settings.home, self.store, self.bus.in_order, self.consolidator.lock,
-                               [self.reminders, *filter(None, [self.access.pairing])])  # a Telegram group upgraded
+                               [self.schedules, *filter(None, [self.access.pairing])])  # a Telegram group upgraded
         self._scheduler: AsyncIOScheduler | None = None
 
     async def _backup(self) -> None:
@@ -340,9 +348,11 @@ class TuskApp:
             if self.mcp is not None:
                 await self.mcp.stop()
             raise
-        self._scheduler = start_scheduler(self.sweeper, self.settings.consolidate_every, self.reminders,
-                                          self._backup if self.settings.backup_dir else None)
-        if replay := self.inbox.take_pending():
+        self._scheduler = start_scheduler(self.sweeper, self.settings.consolidate_every, self.schedules,
+                                          self._backup if self.settings.backup_dir else None, self.checkins)
+        replay = self.inbox.take_pending()
+        self.schedules.settle(replay)  # runs a crash cut short, and not run again below, are recorded as failed
+        if replay:
             logger.warning("running again %d turn(s) a crash or forced stop cut short", len(replay))
             for msg in replay:
                 self.bus.publish(msg)
@@ -353,6 +363,7 @@ class TuskApp:
         if self._scheduler is not None:
             self._scheduler.shutdown(wait=False)
             self._scheduler = None
+            self.schedules.stop()
         await self.tasks.aclose()  # background tasks do not survive a restart
         for channel in self.channels:  # no new updates; what a platform already handed over is published
             try:

@@ -44,6 +44,7 @@ from typing import Any
 
 from memory import files as memfiles
 from memory import provenance, tombstones
+from memory.paths import ChatFiles
 from memory.session import Message, Session, SessionStore
 from memory.speakers import labels, speakers
 from memory.tokens import count_text
@@ -233,6 +234,8 @@ class Consolidator:
     stats: dict[Path, ChatStats] = field(default_factory=dict)
     tools_available: Callable[[], bool] = lambda: True
     idle: Callable[[], Awaitable[None]] | None = None  # returns once no chat turn is running
+    # what a chat's own settings add to the instructions (its open items, with check-ins on: memory/open_items.py)
+    instructions_for: Callable[[ChatFiles], str] = lambda files: ""
     rounds_ok: int = 0  # rounds since start, in every chat (/metrics)
     rounds_failed: int = 0
     _locks: weakref.WeakValueDictionary[Path, asyncio.Lock] = field(default_factory=weakref.WeakValueDictionary)
@@ -315,7 +318,8 @@ class Consolidator:
             return False
         start, chunk = session.last_consolidated, session.unconsolidated[:cut]
         try:
-            summary = await self._summarise(chunk, old_memory, stats, tombstones.request_note(session.files))
+            summary = await self._summarise(chunk, old_memory, stats, tombstones.request_note(session.files)
+                                            + self.instructions_for(session.files))
         except ConsolidationFailed as exc:
             stats.failures += 1
             self.rounds_failed += 1

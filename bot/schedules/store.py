@@ -1,0 +1,189 @@
+"""Where schedules are kept: the `ScheduleStore` seam, and its file backend, `$TUSK_HOME/reminders.json`.
+
+    load()                   every schedule (the running Tusk holds them in memory from then on)
+    add / update / remove    one schedule
+    claim(schedule, due)     the schedule as it is once its run for `due` started (next `due`, run `fired`),
+                             written only if its stored `due` is still that one: True for the one process
+                             that runs it (a database backend makes this one conditional update)
+    record_run(id, run)      a run's outcome (delivered, failed and why)
+    batch()                  the changes made inside are written together (one file write; one transaction)
+    flush()                  write what `record_run(..., soon=True)` left for later
+
+The file backend rewrites the file whole and atomically (memory/files.py), one schedule a line, on each
+change, or once for a batch: every due schedule of a tick is claimed in one write before any of them is
+published. Outcomes may wait (`soon=True`) for the next `flush`, so thousands of runs ending together do not
+rewrite a large file thousands of times; a crash before it leaves those runs `fired` (and said so at the
+next start). A file that cannot be read is moved aside (`reminders.json.unreadable-<time>`) and Tusk starts
+with none; one written by a newer Tusk likewise (`.newer-<time>`), so this one never overwrites it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import time
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Protocol
+
+from bot.commands.base import Owned
+from bot.events import ChatKey
+from bot.schedules.model import SCHEMA, NewerSchema, Run, Schedule, migrate
+from memory.files import write_atomic
+
+logger = logging.getLogger(__name__)
+
+FILE = "reminders.json"
+
+
+class ScheduleStore(Protocol):
+    def load(self) -> list[Schedule]: ...
+
+    def add(self, schedule: Schedule) -> None: ...
+
+    def update(self, schedule: Schedule) -> None: ...
+
+    def remove(self, schedule_id: str) -> None: ...
+
+    def claim(self, schedule: Schedule, due: datetime) -> bool: ...
+
+    def record_run(self, schedule_id: str, run: Run, soon: bool = False) -> None: ...
+
+    def batch(self) -> contextlib.AbstractContextManager[None]: ...
+
+    def flush(self) -> None: ...
+
+
+def read_records(path: Path) -> tuple[list[dict[str, Any]], bool]:
+    """The file's records at the current schema and whether they were migrated ([] if there is no file);
+    ValueError (NewerSchema among them) or OSError when it cannot be read."""
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return [], False
+    if not isinstance(raw, dict) or not isinstance(raw.get("reminders"), list):
+        raise ValueError('expected {"schema": 2, "reminders": [...]}')
+    return migrate(raw)
+
+
+def render(records: list[dict[str, Any]]) -> str:
+    """reminders.json's text: readable, one schedule a line."""
+    lines = ",\n".join(json.dumps(rec, ensure_ascii=False) for rec in records)
+    return f'{{"schema": {SCHEMA}, "reminders": [\n{lines}\n]}}\n' if records else f'{{"schema": {SCHEMA}, "reminders": []}}\n'
+
+
+class FileStore:
+    """The schedules of one home in reminders.json."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._records: dict[str, Schedule] = {}
+        self._depth = 0  # open batches
+        self._dirty = False
+
+    def load(self) -> list[Schedule]:
+        try:
+            records, migrated = read_records(self.path)
+        except (OSError, ValueError, TypeError, KeyError) as exc:
+            self._aside(exc)
+            return []
+        self._records = {}
+        for rec in records:
+            try:
+                schedule = Schedule.from_record(rec)
+            except (ValueError, KeyError, TypeError) as exc:
+                logger.error("%s: skipping a schedule that cannot be read (%s): %r", self.path, exc, rec)
+                continue
+            if schedule.id in self._records:
+                logger.error("%s: skipping a second schedule with the id %s", self.path, schedule.id)
+                continue
+            self._records[schedule.id] = schedule
+        if migrated:
+            logger.info("%s: migrated to schema %d", self.path, SCHEMA)
+            self._write()
+        return list(self._records.values())
+
+    def _aside(self, exc: Exception) -> None:
+        tag = "newer" if isinstance(exc, NewerSchema) else "unreadable"
+        aside = self.path.with_name(f"{self.path.name}.{tag}-{int(time.time())}")
+        self.path.replace(aside)
+        logger.error("%s cannot be used (%s): moved to %s, starting with no reminders or schedules",
+                     self.path, exc, aside)
+
+    def _write(self) -> None:
+        write_atomic(self.path, render([s.to_record() for s in self._records.values()]), follow_dir=True)
+        self._dirty = False
+
+    def _changed(self, soon: bool = False) -> None:
+        self._dirty = True
+        if not self._depth and not soon:
+            self._write()
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        self._depth += 1
+        try:
+            yield
+        finally:
+            self._depth -= 1
+            if not self._depth and self._dirty:
+                self._write()
+
+    def flush(self) -> None:
+        if self._dirty and not self._depth:
+            self._write()
+
+    def add(self, schedule: Schedule) -> None:
+        self._records[schedule.id] = schedule
+        try:
+            self._changed()
+        except OSError:
+            del self._records[schedule.id]  # not on disk, so not set: the caller reports the error
+            raise
+
+    def update(self, schedule: Schedule) -> None:
+        if schedule.id in self._records:
+            self._records[schedule.id] = schedule
+            self._changed()
+
+    def remove(self, schedule_id: str) -> None:
+        if self._records.pop(schedule_id, None) is not None:
+            self._changed()
+
+    def claim(self, schedule: Schedule, due: datetime) -> bool:
+        stored = self._records.get(schedule.id)
+        if stored is None or stored.due != due:
+            return False
+        self.update(schedule)
+        return True
+
+    def record_run(self, schedule_id: str, run: Run, soon: bool = False) -> None:
+        stored = self._records.get(schedule_id)
+        if stored is not None:
+            self._records[schedule_id] = stored.with_run(run)
+            self._changed(soon)
+
+
+class SavedSchedules:
+    """reminders.json as /forget sees it without a running bot (`tusk forget`): a chat's entries are listed
+    and removed from the file. A running bot that still holds one drops it when it is due (its chat's
+    folder is gone)."""
+
+    def __init__(self, home: Path) -> None:
+        self.path = Path(home) / FILE
+
+    def owned(self, key: ChatKey) -> list[Owned]:
+        def ours(rec: dict[str, Any]) -> bool:
+            return (rec.get("channel"), rec.get("chat_id")) == (key.channel, key.chat_id)
+
+        count = sum(map(ours, read_records(self.path)[0]))
+        if not count:
+            return []
+
+        def delete() -> None:
+            kept = [rec for rec in read_records(self.path)[0] if not ours(rec)]
+            write_atomic(self.path, render(kept), follow_dir=True)
+
+        return [Owned(f"{count} reminder(s) (removed from reminders.json)", delete)]
