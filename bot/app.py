@@ -264,6 +264,9 @@ class TuskApp:
 
             http.add_routes(pairing_routes(self.access.pairing))
         http.add_routes(mcp_routes(self.mcp))
+        from bot.ops.console_schedules import schedule_routes
+
+        http.add_routes(schedule_routes(self.schedules))
         from channels.http.openai_api import OpenAIApi
 
         http.add_routes(OpenAIApi(http, self.choices.default, self.choices.choices, self._said).routes())

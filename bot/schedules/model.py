@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any, Literal
 from zoneinfo import ZoneInfo
 
@@ -39,6 +39,13 @@ RUNS_KEPT = 20
 Kind = Literal["reminder", "text", "instruction", "checkin"]
 Status = Literal["fired", "delivered", "failed", "missed", "skipped"]
 KINDS: tuple[Kind, ...] = ("reminder", "text", "instruction", "checkin")
+
+
+def instant(moment: datetime) -> datetime:
+    """`moment` in UTC: what times are compared as. Two datetimes of one zone compare by their wall time, fold
+    ignored, and one in the repeated hour is never equal to a time of another zone (PEP 495): both wrong for
+    the 02:30 that happens twice."""
+    return moment.astimezone(timezone.utc)
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,11 +111,11 @@ class Schedule:
 
     def with_run(self, run: Run) -> Schedule:
         """This schedule with `run` recorded: it replaces the run for the same time, else it is added."""
-        kept = [r for r in self.runs if not (r.due == run.due and r.status != "missed")]
+        kept = [r for r in self.runs if not (instant(r.due) == instant(run.due) and r.status != "missed")]
         return replace(self, runs=tuple([*kept, run][-RUNS_KEPT:]))
 
     def run_for(self, due: datetime) -> Run | None:
-        return next((r for r in reversed(self.runs) if r.due == due and r.status != "missed"), None)
+        return next((r for r in reversed(self.runs) if instant(r.due) == instant(due) and r.status != "missed"), None)
 
     def to_record(self) -> dict[str, Any]:
         rec: dict[str, Any] = {"id": self.id, "channel": self.key.channel, "chat_id": self.key.chat_id,

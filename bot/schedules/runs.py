@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 from bot.errors import BusClosed, LLMError
 from bot.events import InboundMessage, Injected
-from bot.schedules.model import Run, Schedule
+from bot.schedules.model import Run, Schedule, instant
 from bot.schedules.show import show, span
 
 if TYPE_CHECKING:
@@ -120,7 +120,7 @@ class RunTurns:
         logger.warning("%s run %s failed: %s", msg.injected.source, msg.injected.run, exc)
         if s is None or due is None or s.kind == "checkin":
             return ""  # cancelled meanwhile, or a check-in: nothing to say (recorded; `tusk doctor` shows it)
-        before = [r for r in s.runs if r.due < due and r.status in ("delivered", "failed")]
+        before = [r for r in s.runs if instant(r.due) < instant(due) and r.status in ("delivered", "failed")]
         if before and before[-1].status == "failed":
             return ""  # the chat was told when this run of failures began
         zone = s.zone

@@ -30,7 +30,7 @@ from apscheduler.triggers.date import DateTrigger
 from bot.commands.base import Owned
 from bot.events import ChatKey, InboundMessage
 from bot.schedules import timing
-from bot.schedules.model import Run, Schedule
+from bot.schedules.model import Run, Schedule, instant
 from bot.schedules.runs import Publish, RunTurns
 from bot.schedules.store import FILE, FileStore, ScheduleStore
 from memory import chat_settings
@@ -78,7 +78,7 @@ class Schedules:
         """Load the store; those already due run at the first tick (with a scheduler: as soon as it runs)."""
         self.started_at = self.clock()
         self._all = {s.id: s for s in self.store.load()}
-        self._heap = [(s.due, s.id) for s in self._all.values() if s.due is not None and not s.paused]
+        self._heap = [(instant(s.due), s.id) for s in self._all.values() if s.due is not None and not s.paused]
         heapq.heapify(self._heap)
         self._scheduler = scheduler
         self._running = True
@@ -109,11 +109,11 @@ class Schedules:
 
     def _push(self, s: Schedule) -> None:
         if s.due is not None and not s.paused:
-            heapq.heappush(self._heap, (s.due, s.id))
+            heapq.heappush(self._heap, (instant(s.due), s.id))
 
     def _current(self, entry: tuple[datetime, str]) -> Schedule | None:
         s = self._all.get(entry[1])
-        return s if s is not None and not s.paused and s.due == entry[0] else None
+        return s if s is not None and not s.paused and s.due is not None and instant(s.due) == entry[0] else None
 
     def next_due(self) -> datetime | None:
         """The earliest due time of a schedule that is not paused."""
@@ -130,12 +130,13 @@ class Schedules:
             if self._scheduler.get_job(JOB) is not None:
                 self._scheduler.remove_job(JOB)
             return
-        self._scheduler.add_job(self.tick, DateTrigger(earliest), id=JOB, replace_existing=True,
+        wake = datetime.now(UTC) + max(timedelta(0), earliest - self.clock())  # as far off as by `clock`
+        self._scheduler.add_job(self.tick, DateTrigger(wake), id=JOB, replace_existing=True,
                                 misfire_grace_time=None, coalesce=True, max_instances=1)
 
     async def tick(self, now: datetime | None = None) -> int:
         """Start every run due by `now`; returns how many were published."""
-        now = now or self.clock()
+        now = instant(now or self.clock())
         due = []
         while self._heap and self._heap[0][0] <= now:
             entry = heapq.heappop(self._heap)
@@ -221,7 +222,7 @@ class Schedules:
         """This chat's reminders and schedules (with `checkins`: its check-ins only), soonest first, paused last."""
         far = datetime.max.replace(tzinfo=UTC)
         mine = [s for s in self._all.values() if s.key == key and (s.kind == "checkin") == checkins]
-        return sorted(mine, key=lambda s: (s.paused, s.due or far, s.id))
+        return sorted(mine, key=lambda s: (s.paused, instant(s.due) if s.due else far, s.id))
 
     def mine(self, key: ChatKey, schedule_id: str) -> Schedule:
         found = self._all.get(schedule_id.strip())

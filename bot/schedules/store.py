@@ -30,7 +30,7 @@ from typing import Any, Protocol
 
 from bot.commands.base import Owned
 from bot.events import ChatKey
-from bot.schedules.model import SCHEMA, NewerSchema, Run, Schedule, migrate
+from bot.schedules.model import SCHEMA, NewerSchema, Run, Schedule, instant, migrate
 from memory.files import write_atomic
 
 logger = logging.getLogger(__name__)
@@ -154,7 +154,7 @@ class FileStore:
 
     def claim(self, schedule: Schedule, due: datetime) -> bool:
         stored = self._records.get(schedule.id)
-        if stored is None or stored.due != due:
+        if stored is None or stored.due is None or instant(stored.due) != instant(due):
             return False
         self.update(schedule)
         return True

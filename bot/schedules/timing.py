@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from bot.schedules.model import Schedule
+from bot.schedules.model import Schedule, instant
 
 LATE_AFTER = timedelta(minutes=1)  # a run starting later than this after its time says it is late
 MAX_COUNTED = 100_000  # missed run times counted one by one; beyond, the count says "at least"
@@ -32,19 +32,20 @@ def plan(schedule: Schedule, now: datetime, grace: timedelta) -> Plan:
     """What to do with `schedule`, whose `due` is at or before `now`."""
     due = schedule.due
     assert due is not None
+    now = instant(now)  # compared in UTC: see model.instant
     rule = schedule.rule
     if rule is None:
-        return Plan(due, 0, None, None) if now - due <= grace else Plan(None, 1, due, None)
+        return Plan(due, 0, None, None) if now - instant(due) <= grace else Plan(None, 1, due, None)
     edge = now - grace
     t: datetime | None = due
     skipped = 0
-    while t is not None and t < edge and skipped < MAX_COUNTED:  # too old to catch up
+    while t is not None and instant(t) < edge and skipped < MAX_COUNTED:  # too old to catch up
         skipped += 1
         t = rule.after(t)
-    if t is not None and t < edge:
+    if t is not None and instant(t) < edge:
         t = rule.at_or_after(edge)
     latest = None
-    while t is not None and t <= now:  # within the grace: only the latest runs
+    while t is not None and instant(t) <= now:  # within the grace: only the latest runs
         if latest is not None:
             skipped += 1
         latest, t = t, rule.after(t)
@@ -53,4 +54,4 @@ def plan(schedule: Schedule, now: datetime, grace: timedelta) -> Plan:
 
 def late(run: datetime, now: datetime, started_at: datetime) -> bool:
     """A run whose time came before this Tusk started, or that starts over a minute after its time."""
-    return run < started_at or now - run > LATE_AFTER
+    return instant(run) < instant(started_at) or instant(now) - instant(run) > LATE_AFTER
