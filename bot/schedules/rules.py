@@ -204,7 +204,7 @@ def _checked(rule: Rule) -> Rule:
     third = rule.after(second) if second else None
     if first is None:
         raise RuleError(f"{rule.text!r} never runs")
-    gaps = [b - a for a, b in ((first, second), (second, third)) if a and b]
+    gaps = [b.astimezone(UTC) - a.astimezone(UTC) for a, b in ((first, second), (second, third)) if a and b]
     if any(gap < MIN_PERIOD for gap in gaps):
         raise RuleError(f"{rule.text!r} would run more often than every {MIN_PERIOD.seconds // 60} minutes, the "
                         "most often a schedule may")

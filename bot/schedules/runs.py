@@ -71,7 +71,7 @@ class RunTurns:
             injected = Injected("schedule", "", text, run=self.ref(s, run.due), as_written=True)
             note = f"[schedule {s.id}, {s.rule.text if s.rule else ''}, due {due}{', sent late' if late else ''}] {s.text}"
         elif s.kind == "instruction":
-            lateness = f" It runs late, {span(now - run.due)} after its time: Tusk was not running then." if late else ""
+            lateness = f" It runs late, {span(instant(now) - instant(run.due))} after its time: Tusk was not running then." if late else ""
             who = s.set_by_name or "Someone in this chat"
             text = (f"A schedule set in this chat is due now ({s.rule.text if s.rule else ''}, due {due}).{lateness}\n"
                     f"{who} asked for this to be done at each of its runs: do it now and answer with the result, "
@@ -103,7 +103,7 @@ class RunTurns:
         """A one-time reminder: the model brings it up (its words as they always were)."""
         zone = s.zone
         due = show(run.due, zone)
-        lateness = (f"It comes late, {span(now - run.due)} after its time: Tusk was not running when it "
+        lateness = (f"It comes late, {span(instant(now) - instant(run.due))} after its time: Tusk was not running when it "
                     "was due. Say that it is late.") if run.late else ""
         text = (f"A reminder set in this chat is due now. Bring it up to the user, briefly and in their language.\n"
                 f"Reminder {s.id}, set {show(s.created, zone)}{s.by}, due {due}. Its text, "

@@ -21,7 +21,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from bot.schedules import rules
-from bot.schedules.model import Schedule
+from bot.schedules.model import Schedule, instant
 from bot.schedules.service import Schedules
 from bot.schedules.show import listing, show, span, what
 from bot.tools.box import ToolContext
@@ -68,7 +68,7 @@ class ReminderTools:
             raise ValueError(f"a one-time reminder's text is at most {MAX_TEXT} characters")
         s = book.add(Schedule(book.new_id("r"), ctx.key, "reminder", " ".join(text.split()), zone, due, now,
                               None, False, *self._by(ctx)))
-        return f"Reminder {s.id} set for {show(due, zone)} ({span(due - now)} from now): {s.text}"
+        return f"Reminder {s.id} set for {show(due, zone)} ({span(instant(due) - instant(now))} from now): {s.text}"
 
     def _repeating(self, ctx: ToolContext, repeat: str, text: str, kind: Literal["text", "instruction"]) -> str:
         """A repeating schedule ("every weekday at 8 tell me what's due"), by a rule in the chat's zone."""
@@ -82,7 +82,7 @@ class ReminderTools:
         s = book.add(Schedule(book.new_id("s"), ctx.key, kind, " ".join(text.split()), zone, first, now, rule,
                               False, *self._by(ctx)))
         return (f"Schedule {s.id} set: {rule.text} ({zone.key}), first run {show(first, zone)} "
-                f"({span(first - now)} from now); {what(s)}")
+                f"({span(instant(first) - instant(now))} from now); {what(s)}")
 
     async def list_reminders(self, ctx: ToolContext) -> str:
         """List this chat's reminders and schedules, soonest first."""
