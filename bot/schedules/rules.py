@@ -19,6 +19,7 @@ A rule that would run more often than every `MIN_PERIOD` is refused.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -122,10 +123,36 @@ def _day_list(words: str) -> list[int]:
     return sorted(set(days))
 
 
-def parse(text: str, zone: ZoneInfo, start: datetime) -> Rule:
-    """Read a rule (`text` as a person writes it) in `zone`, counted from `start`; RuleError says how to write it."""
+@functools.lru_cache(maxsize=1024)
+def _cron(zone: ZoneInfo, **fields: str | int) -> CronTrigger:
+    """One CronTrigger per rule and zone, shared (it keeps no state between uses): thousands of schedules
+    with the same rule are read at start without building thousands of triggers."""
+    return CronTrigger(timezone=zone, **fields)
+
+
+EPOCH = datetime(2000, 1, 3, tzinfo=UTC)
+
+
+@functools.lru_cache(maxsize=1024)
+def _read(text: str, zone: ZoneInfo) -> Rule:
+    return _parse(text, zone, EPOCH, check=False)
+
+
+def parse(text: str, zone: ZoneInfo, start: datetime, check: bool = True) -> Rule:
+    """Read a rule (`text` as a person writes it) in `zone`, counted from `start`; RuleError says how to write it.
+    `check=False` for a rule read back from reminders.json (it was checked when it was set). A wall-clock rule
+    does not depend on `start` (except every N days): it is read once per text and zone."""
+    base = _read(text, zone)
+    if base.wall_clock and base.every_days == 1:
+        rule = Rule(base.text, zone, start.astimezone(zone), base.trigger)
+        return _checked(rule) if check else rule
+    return _parse(text, zone, start, check)
+
+
+def _parse(text: str, zone: ZoneInfo, start: datetime, check: bool) -> Rule:
     words = _normal(text)
     start = start.astimezone(zone)
+    checked = _checked if check else (lambda rule: rule)
     if words.startswith("cron "):
         expr = " ".join(words.split()[1:])
         try:
@@ -133,14 +160,14 @@ def parse(text: str, zone: ZoneInfo, start: datetime) -> Rule:
         except ValueError as exc:
             raise RuleError(f"{expr!r} is not a cron expression Tusk reads ({exc}): give five fields, "
                             "minute hour day-of-month month day-of-week, e.g. 'cron 0 8 * * 1-5'") from exc
-        return _checked(Rule(f"cron {expr}", zone, start, trigger))
+        return checked(Rule(f"cron {expr}", zone, start, trigger))
     if match := _UNIT.fullmatch(words):
         n = int(match[1] or 1)
         unit = "minute" if match[2] in ("minute", "min", "m") else "hour"
         if n < 1:
             raise RuleError("every 0 minutes is not a rule: give a number from 1 up")
         trigger = IntervalTrigger(**{f"{unit}s": n}, start_date=start, timezone=zone)
-        return _checked(Rule(f"every {unit}" if n == 1 else f"every {n} {unit}s", zone, start, trigger, wall_clock=False))
+        return checked(Rule(f"every {unit}" if n == 1 else f"every {n} {unit}s", zone, start, trigger, wall_clock=False))
     if match := _DAILY.fullmatch(words):
         n = int(match[1] or 1)
         if not 1 <= n <= 366:
@@ -148,12 +175,12 @@ def parse(text: str, zone: ZoneInfo, start: datetime) -> Rule:
         h, m = _clock(*match.groups()[1:])
         at = f"{h:02d}:{m:02d}"
         return Rule(f"every day at {at}" if n == 1 else f"every {n} days at {at}", zone, start,
-                    CronTrigger(hour=h, minute=m, timezone=zone), every_days=n)
+                    _cron(zone, hour=h, minute=m), every_days=n)
     if match := _WEEKDAYS.fullmatch(words):
         h, m = _clock(*match.groups()[1:])
         weekend = match[1].startswith("weekend")
         return Rule(f"every {'weekend day' if weekend else 'weekday'} at {h:02d}:{m:02d}", zone, start,
-                    CronTrigger(day_of_week="sat,sun" if weekend else "mon-fri", hour=h, minute=m, timezone=zone))
+                    _cron(zone, day_of_week="sat,sun" if weekend else "mon-fri", hour=h, minute=m))
     if match := _MONTHLY.fullmatch(words):
         day = match[1]
         if day != "last" and not 1 <= int(day) <= 31:
@@ -161,27 +188,27 @@ def parse(text: str, zone: ZoneInfo, start: datetime) -> Rule:
         h, m = _clock(*match.groups()[1:])
         shown = "the last day" if day == "last" else f"day {int(day)}"
         return Rule(f"every month on {shown} at {h:02d}:{m:02d}", zone, start,
-                    CronTrigger(day=day if day == "last" else int(day), hour=h, minute=m, timezone=zone))
+                    _cron(zone, day=day if day == "last" else int(day), hour=h, minute=m))
     if match := _NAMED.fullmatch(words):
         days = _day_list(match[1])
         h, m = _clock(*match.groups()[1:])
         names = [DAYS[d] for d in days]
         shown = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
         return Rule(f"every {shown} at {h:02d}:{m:02d}", zone, start,
-                    CronTrigger(day_of_week=",".join(DAYS[d][:3] for d in days), hour=h, minute=m, timezone=zone))
+                    _cron(zone, day_of_week=",".join(DAYS[d][:3] for d in days), hour=h, minute=m))
     if re.fullmatch(r"every .*(day|monday|tuesday|wednesday|thursday|friday|saturday|sunday|month).*", words):
         raise RuleError(f"{text.strip()!r}: say at what time, e.g. 'every weekday at 08:00' (forms: {FORMS})")
     raise RuleError(f"{text.strip()!r} is not a repeat rule Tusk reads: use {FORMS}")
 
 
 def _crontab(expr: str, zone: ZoneInfo) -> CronTrigger:
-    """CronTrigger.from_crontab, with the day of the week as crontab numbers it (0 and 7 Sunday, 1 Monday):
-    APScheduler 3 reads a number there as Monday-based (0 = Monday; agronholm/apscheduler#286), names alike."""
+    """What CronTrigger.from_crontab gives, with the day of the week as crontab numbers it (0 and 7 Sunday, 1
+    Monday): APScheduler 3 reads a number there as Monday-based (0 = Monday; agronholm/apscheduler#286)."""
     fields = expr.split()
     if len(fields) != 5:
         raise ValueError(f"{len(fields)} fields")
     fields[4] = ",".join(_cron_days(part) for part in fields[4].split(","))
-    return CronTrigger.from_crontab(" ".join(fields), timezone=zone)
+    return _cron(zone, **dict(zip(("minute", "hour", "day", "month", "day_of_week"), fields)))
 
 
 def _cron_days(part: str) -> str:

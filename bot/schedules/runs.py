@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -94,7 +93,7 @@ class RunTurns:
         except BusClosed:
             logger.warning("%s %s for %s not run: Tusk is shutting down", s.kind, s.id, s.key)
             if s.kind != "reminder":
-                self.book.record_run(s.id, replace(run, status="failed", why="Tusk was shutting down"))
+                self.book.record_run(s.id, run._replace(status="failed", why="Tusk was shutting down"))
             return False
         logger.info("%s %s started for %s%s", s.kind, s.id, s.key, " (late)" if late else "")
         return True
@@ -141,6 +140,6 @@ class RunTurns:
         elif why is None and not delivered:
             why = NOT_TAKEN
         run = s.run_for(due) or Run(due, self.book.clock(), "fired")
-        self.book.record_run(s.id, replace(run, status="failed" if why else "delivered", why=why or ""))
+        self.book.record_run(s.id, run._replace(status="failed" if why else "delivered", why=why or ""))
         if why and s.kind == "checkin" and self.book.checkins is not None:
             self.book.checkins.failed(s)

@@ -99,7 +99,7 @@ class Schedules:
         for s in list(self._all.values()):
             for run in s.runs:
                 if run.status == "fired" and run.at < self.started_at and self.turns.ref(s, run.due) not in again:
-                    self.record_run(s.id, replace(run, status="failed", why="Tusk stopped before it was delivered"))
+                    self.record_run(s.id, run._replace(status="failed", why="Tusk stopped before it was delivered"))
 
     @property
     def running(self) -> bool:

@@ -20,6 +20,7 @@ with none; one written by a newer Tusk likewise (`.newer-<time>`), so this one n
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import logging
 import time
@@ -56,22 +57,44 @@ class ScheduleStore(Protocol):
     def flush(self) -> None: ...
 
 
+HEAD = f'{{"schema": {SCHEMA}, "reminders": ['
+
+
 def read_records(path: Path) -> tuple[list[dict[str, Any]], bool]:
     """The file's records at the current schema and whether they were migrated ([] if there is no file);
     ValueError (NewerSchema among them) or OSError when it cannot be read."""
+    entries, migrated = _read(path)
+    return [rec for rec, _ in entries], migrated
+
+
+def _read(path: Path) -> tuple[Iterator[tuple[dict[str, Any], str | None]], bool]:
+    """The file's records, each with its line as written when the file is in Tusk's own one-a-line form (kept,
+    so that the first write after loading a large file does not serialise every schedule again), read one at a
+    time (a large file's records are never all held as dicts at once); whether they were migrated."""
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        return [], False
+        return iter(()), False
+    lines = text.split("\n")
+    if lines[0] == HEAD and lines[-2:] == ["]}", ""] and all(line.startswith("{") for line in lines[1:-2]):
+        rows = [line.removesuffix(",") for line in lines[1:-2]]
+        return ((json.loads(row), row) for row in rows), False  # a broken line raises ValueError as it is read
+    raw = json.loads(text)
     if not isinstance(raw, dict) or not isinstance(raw.get("reminders"), list):
         raise ValueError('expected {"schema": 2, "reminders": [...]}')
-    return migrate(raw)
+    records, migrated = migrate(raw)
+    return ((rec, None) for rec in records), migrated
 
 
 def render(records: list[dict[str, Any]]) -> str:
     """reminders.json's text: readable, one schedule a line."""
-    lines = ",\n".join(json.dumps(rec, ensure_ascii=False) for rec in records)
-    return f'{{"schema": {SCHEMA}, "reminders": [\n{lines}\n]}}\n' if records else f'{{"schema": {SCHEMA}, "reminders": []}}\n'
+    return _document([json.dumps(rec, ensure_ascii=False) for rec in records])
+
+
+def _document(lines: list[str]) -> str:
+    if not lines:
+        return f'{{"schema": {SCHEMA}, "reminders": []}}\n'
+    return f'{{"schema": {SCHEMA}, "reminders": [\n' + ",\n".join(lines) + "\n]}\n"
 
 
 class FileStore:
@@ -80,30 +103,42 @@ class FileStore:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self._records: dict[str, Schedule] = {}
+        self._lines: dict[str, str] = {}  # id -> its line as last written: only changed schedules are serialised
         self._depth = 0  # open batches
         self._dirty = False
 
     def load(self) -> list[Schedule]:
+        self._records, self._lines = {}, {}
+        collecting = gc.isenabled()
+        gc.disable()  # 200,000 runs are made here: the collector's passes over them cost more than the work
         try:
-            records, migrated = read_records(self.path)
+            entries, migrated = _read(self.path)
+            for rec, row in entries:
+                self._add_loaded(rec, row)
         except (OSError, ValueError, TypeError, KeyError) as exc:
+            self._records, self._lines = {}, {}
             self._aside(exc)
             return []
-        self._records = {}
-        for rec in records:
-            try:
-                schedule = Schedule.from_record(rec)
-            except (ValueError, KeyError, TypeError) as exc:
-                logger.error("%s: skipping a schedule that cannot be read (%s): %r", self.path, exc, rec)
-                continue
-            if schedule.id in self._records:
-                logger.error("%s: skipping a second schedule with the id %s", self.path, schedule.id)
-                continue
-            self._records[schedule.id] = schedule
+        finally:
+            if collecting:
+                gc.enable()
         if migrated:
             logger.info("%s: migrated to schema %d", self.path, SCHEMA)
             self._write()
         return list(self._records.values())
+
+    def _add_loaded(self, rec: dict[str, Any], row: str | None) -> None:
+        try:
+            schedule = Schedule.from_record(rec)
+        except (ValueError, KeyError, TypeError) as exc:
+            logger.error("%s: skipping a schedule that cannot be read (%s): %r", self.path, exc, rec)
+            return
+        if schedule.id in self._records:
+            logger.error("%s: skipping a second schedule with the id %s", self.path, schedule.id)
+            return
+        self._records[schedule.id] = schedule
+        if row is not None:
+            self._lines[schedule.id] = row
 
     def _aside(self, exc: Exception) -> None:
         tag = "newer" if isinstance(exc, NewerSchema) else "unreadable"
@@ -113,8 +148,16 @@ class FileStore:
                      self.path, exc, aside)
 
     def _write(self) -> None:
-        write_atomic(self.path, render([s.to_record() for s in self._records.values()]), follow_dir=True)
+        lines = self._lines
+        for sid, s in self._records.items():
+            if sid not in lines:
+                lines[sid] = json.dumps(s.to_record(), ensure_ascii=False)
+        write_atomic(self.path, _document([lines[sid] for sid in self._records]), follow_dir=True)
         self._dirty = False
+
+    def _set(self, s: Schedule) -> None:
+        self._records[s.id] = s
+        self._lines.pop(s.id, None)
 
     def _changed(self, soon: bool = False) -> None:
         self._dirty = True
@@ -136,7 +179,7 @@ class FileStore:
             self._write()
 
     def add(self, schedule: Schedule) -> None:
-        self._records[schedule.id] = schedule
+        self._set(schedule)
         try:
             self._changed()
         except OSError:
@@ -145,10 +188,11 @@ class FileStore:
 
     def update(self, schedule: Schedule) -> None:
         if schedule.id in self._records:
-            self._records[schedule.id] = schedule
+            self._set(schedule)
             self._changed()
 
     def remove(self, schedule_id: str) -> None:
+        self._lines.pop(schedule_id, None)
         if self._records.pop(schedule_id, None) is not None:
             self._changed()
 
@@ -162,7 +206,7 @@ class FileStore:
     def record_run(self, schedule_id: str, run: Run, soon: bool = False) -> None:
         stored = self._records.get(schedule_id)
         if stored is not None:
-            self._records[schedule_id] = stored.with_run(run)
+            self._set(stored.with_run(run))
             self._changed(soon)
 
 
