@@ -2,6 +2,7 @@
 run as turns of their chat, through a restart and daylight-saving changes, failures said once, limits,
 pause, resume, cancel, the most a chat may have, and reminders.json's schema."""
 
+import asyncio
 import json
 from datetime import timedelta, timezone
 
@@ -292,3 +293,38 @@ async def test_forget_removes_the_chats_schedules(make_settings, fake_llm):
         assert "1 reminder(s)" in (await say(app, box, "fg", "/forget"))[0]
         assert "deleted 1 reminder(s)" in (await say(app, box, "fg", "/forget confirm"))[0]
         assert stored(app)["reminders"] == [] and app.schedules.next_due() is None
+
+
+async def test_a_run_cut_short_is_run_again_from_the_inbox_or_recorded_as_cut(make_settings, fake_llm):
+    """A run's turn cut short (as a crash or forced stop leaves it): the next start runs it again from the inbox
+    journal and records it delivered; with no journal line left, the run is recorded as failed, not left open."""
+    clock = Clock(berlin(2026, 6, 1, 7, 0))
+    env = {"TUSK_TIMEZONE": "Europe/Berlin"}
+    fake_llm.script(scheduling("brief me", repeat="every day at 09:00", kind="instruction"), Reply(text="ok"),
+                    Reply(text="too late", delay=30))
+    async with clocked(make_settings, clock, **env) as (app, box):
+        await say(app, box, "cut", "brief me daily")
+        s = only(app, "cut")
+        clock.set(berlin(2026, 6, 1, 9, 0))
+        asked = len(fake_llm.requests)
+        assert await app.schedules.tick() == 1
+        while len(fake_llm.requests) == asked:  # the run's model call is under way
+            await asyncio.sleep(0.01)
+        assert app.bus.cancel(ChatKey("http", "cut"))  # cut short, as a crash would
+    assert only(app, "cut").runs[-1].status == "fired"
+    fake_llm.script(Reply(text="Here is your brief."))
+    async with clocked(make_settings, clock, **env) as (app2, box2):
+        assert (await outcome(app2, s.id, berlin(2026, 6, 1, 9, 0))).status == "delivered"
+    assert box2.to("cut") == ["Here is your brief."]
+    clock.set(berlin(2026, 6, 2, 9, 0))
+    fake_llm.script(Reply(text="too late", delay=30))
+    async with clocked(make_settings, clock, **env) as (app3, box3):
+        asked = len(fake_llm.requests)
+        assert await app3.schedules.tick() == 1
+        while len(fake_llm.requests) == asked:
+            await asyncio.sleep(0.01)
+        assert app3.bus.cancel(ChatKey("http", "cut"))
+    (app3.settings.home / "inbox.jsonl").unlink()  # the journal line lost too
+    async with clocked(make_settings, clock, **env) as (app4, box4):
+        run = only(app4, "cut").run_for(berlin(2026, 6, 2, 9, 0))
+    assert (run.status, run.why) == ("failed", "Tusk stopped before it was delivered") and box4.sent == []

@@ -21,18 +21,15 @@ import asyncio
 import logging
 from dataclasses import replace
 from datetime import date, datetime, time, timedelta
-from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
 from bot.events import ChatKey
 from bot.schedules.model import Run, Schedule
+from bot.schedules.service import Schedules
 from memory import chat_settings
 from memory import files as memfiles
 from memory import open_items
 from memory.paths import ChatFiles, chat_id_from_dir
-
-if TYPE_CHECKING:
-    from bot.schedules.service import Schedules
 
 logger = logging.getLogger(__name__)
 

@@ -22,15 +22,12 @@ import asyncio
 import logging
 from collections.abc import Callable
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from bot.errors import BusClosed, LLMError
 from bot.events import InboundMessage, Injected
 from bot.schedules.model import Run, Schedule, instant
 from bot.schedules.show import show, span
-
-if TYPE_CHECKING:
-    from bot.schedules.service import Schedules
 
 logger = logging.getLogger(__name__)
 
@@ -41,8 +38,20 @@ CRASHED = "Tusk failed while running it (the log has the details)"
 NOT_TAKEN = "the platform did not take the message (the log says why)"
 
 
+class Book(Protocol):
+    """What a run's turn needs of the schedules (bot/schedules/service.py)."""
+
+    def get(self, schedule_id: str) -> Schedule | None: ...
+
+    def clock(self) -> datetime: ...
+
+    def record_run(self, schedule_id: str, run: Run) -> None: ...
+
+    def checkin_failed(self, s: Schedule) -> None: ...
+
+
 class RunTurns:
-    def __init__(self, book: Schedules, publish: Publish) -> None:
+    def __init__(self, book: Book, publish: Publish) -> None:
         self.book = book
         self.publish_msg = publish
         self._failures: dict[str, str] = {}  # run ref -> why its model call failed, until the turn ends
@@ -141,5 +150,5 @@ class RunTurns:
             why = NOT_TAKEN
         run = s.run_for(due) or Run(due, self.book.clock(), "fired")
         self.book.record_run(s.id, run._replace(status="failed" if why else "delivered", why=why or ""))
-        if why and s.kind == "checkin" and self.book.checkins is not None:
-            self.book.checkins.failed(s)
+        if why and s.kind == "checkin":
+            self.book.checkin_failed(s)

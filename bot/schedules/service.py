@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 from zoneinfo import ZoneInfo
 
 from apscheduler.schedulers.base import BaseScheduler
@@ -36,14 +36,19 @@ from bot.schedules.store import FILE, FileStore, ScheduleStore
 from memory import chat_settings
 from memory.paths import ChatFiles
 
-if TYPE_CHECKING:
-    from bot.schedules.checkins import CheckIns
-
 logger = logging.getLogger(__name__)
 
 JOB = "schedules"
 FLUSH_AFTER = 1.0  # seconds: run outcomes recorded meanwhile are written together
 UTC = timezone.utc
+
+
+class Holds(Protocol):
+    """Check-ins (bot/schedules/checkins.py): whether one may run now, and what follows a failed one."""
+
+    def hold(self, s: Schedule, now: datetime) -> Schedule | None: ...
+
+    def failed(self, s: Schedule) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,13 +69,14 @@ class Schedules:
         self.store: ScheduleStore = store if store is not None else FileStore(self.home / FILE)
         self.clock = clock or (lambda: datetime.now(UTC))
         self.turns = RunTurns(self, publish)
-        self.checkins: CheckIns | None = None  # set by bot/schedules/checkins.py when it is wired
+        self.checkins: Holds | None = None  # set by bot/schedules/checkins.py when it is wired
         self.started_at = self.clock()
         self._all: dict[str, Schedule] = {}
         self._heap: list[tuple[datetime, str]] = []
         self._scheduler: BaseScheduler | None = None
         self._running = False
         self._flush: asyncio.TimerHandle | None = None
+        self._claimed: set[str] | None = set()  # runs this process started before `settle` (it leaves them alone)
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -95,10 +101,11 @@ class Schedules:
     def settle(self, replayed: list[InboundMessage]) -> None:
         """After a start: runs left `fired` by the previous process whose turn is not being run again from the
         inbox journal are recorded as failed (it stopped before their turn was saved)."""
-        again = {m.injected.run for m in replayed if m.injected is not None and m.injected.run}
+        again = {m.injected.run for m in replayed if m.injected is not None and m.injected.run} | (self._claimed or set())
+        self._claimed = None  # only the start needs them
         for s in list(self._all.values()):
             for run in s.runs:
-                if run.status == "fired" and run.at < self.started_at and self.turns.ref(s, run.due) not in again:
+                if run.status == "fired" and self.turns.ref(s, run.due) not in again:
                     self.record_run(s.id, run._replace(status="failed", why="Tusk stopped before it was delivered"))
 
     @property
@@ -169,6 +176,8 @@ class Schedules:
         run = Run(p.run, now, "fired", late=timing.late(p.run, now, self.started_at)) if p.run else None
         if run is not None:
             updated = updated.with_run(run)
+            if self._claimed is not None:
+                self._claimed.add(self.turns.ref(s, run.due))
         updated = replace(updated, due=p.next)
         if not self._save_claim(updated, s):
             return []
@@ -185,6 +194,10 @@ class Schedules:
             logger.exception("could not record that %s %s started", s.kind, s.id)
         self._all[s.id] = updated
         return True
+
+    def checkin_failed(self, s: Schedule) -> None:
+        if self.checkins is not None:
+            self.checkins.failed(s)
 
     def record_run(self, schedule_id: str, run: Run) -> None:
         """A run's outcome, written within FLUSH_AFTER seconds (with the others ending meanwhile)."""
