@@ -235,7 +235,8 @@ class ChatAgent:
         assert injected is not None
         try:
             if injected.as_written:
-                new, reply = [user_message(msg), Message(role="assistant", content=injected.fallback)], injected.fallback
+                reply = injected.fallback
+                new = [user_message(msg), Message(role="assistant", content=reply)]
             else:
                 new, reply = await self._converse(msg, session, live=live)
         except LLMError as exc:

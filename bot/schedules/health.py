@@ -28,9 +28,9 @@ def check(home: Path) -> tuple[str, str, str] | None:
         except (ValueError, KeyError, TypeError):
             unreadable += 1
     failing = [s for s in schedules if (last := _last(s)) is not None and last.status == "failed"]
-    counts = (f"{sum(s.kind in ('reminder', 'text', 'instruction') for s in schedules)} reminder(s) and schedule(s) "
-              f"({sum(s.paused for s in schedules)} paused), {sum(s.kind == 'checkin' and s.due is not None for s in schedules)} "
-              "check-in(s) to come")
+    coming = sum(s.kind == "checkin" and s.due is not None for s in schedules)
+    counts = (f"{sum(s.kind != 'checkin' for s in schedules)} reminder(s) and schedule(s) "
+              f"({sum(s.paused for s in schedules)} paused), {coming} check-in(s) to come")
     if unreadable:
         return ("warn", f"{counts}; {unreadable} record(s) cannot be read and are skipped",
                 "fix them by hand in reminders.json (its format: docs/data-layout.md)")

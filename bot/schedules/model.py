@@ -105,7 +105,8 @@ class Schedule:
         """` (set by Ann, id 7)`, or '' when no one is recorded."""
         if not self.set_by_id:
             return ""
-        return f" (set by {self.set_by_name}, id {self.set_by_id})" if self.set_by_name else f" (set by id {self.set_by_id})"
+        who = f"{self.set_by_name}, id {self.set_by_id}" if self.set_by_name else f"id {self.set_by_id}"
+        return f" (set by {who})"
 
     @property
     def last_run(self) -> Run | None:
@@ -156,7 +157,9 @@ class Schedule:
         kind = rec.get("kind", "reminder")
         if kind not in KINDS:
             raise ValueError(f"unknown kind {kind!r}")
-        rule = rules.parse(rec["rule"], zone, datetime.fromisoformat(rec["start"]), check=False) if rec.get("rule") else None
+        rule = None
+        if rec.get("rule"):  # checked when it was set
+            rule = rules.parse(rec["rule"], zone, datetime.fromisoformat(rec["start"]), check=False)
         if kind in ("text", "instruction") and rule is None:
             raise ValueError(f"a {kind} schedule without a rule")
         by = rec.get("set_by") if isinstance(rec.get("set_by"), dict) else {}

@@ -73,7 +73,7 @@ class Rule:
             found = found.astimezone(UTC).astimezone(self.zone)  # the instant, with the fold the zone gives it
             if self.wall_clock and _second_pass(found):
                 moment = _later(found)  # the wall time already ran in the first pass of the repeated hour
-            elif self.every_days > 1 and (found.date() - self.start.astimezone(self.zone).date()).days % self.every_days:
+            elif self.every_days > 1 and (found.date() - self.start.date()).days % self.every_days:
                 moment = datetime.combine(found.date() + timedelta(days=1), datetime.min.time(), self.zone)
             else:
                 return found
@@ -167,7 +167,8 @@ def _parse(text: str, zone: ZoneInfo, start: datetime, check: bool) -> Rule:
         if n < 1:
             raise RuleError("every 0 minutes is not a rule: give a number from 1 up")
         trigger = IntervalTrigger(**{f"{unit}s": n}, start_date=start, timezone=zone)
-        return checked(Rule(f"every {unit}" if n == 1 else f"every {n} {unit}s", zone, start, trigger, wall_clock=False))
+        shown = f"every {unit}" if n == 1 else f"every {n} {unit}s"
+        return checked(Rule(shown, zone, start, trigger, wall_clock=False))
     if match := _DAILY.fullmatch(words):
         n = int(match[1] or 1)
         if not 1 <= n <= 366:

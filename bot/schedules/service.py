@@ -101,7 +101,8 @@ class Schedules:
     def settle(self, replayed: list[InboundMessage]) -> None:
         """After a start: runs left `fired` by the previous process whose turn is not being run again from the
         inbox journal are recorded as failed (it stopped before their turn was saved)."""
-        again = {m.injected.run for m in replayed if m.injected is not None and m.injected.run} | (self._claimed or set())
+        again = {m.injected.run for m in replayed if m.injected is not None and m.injected.run}
+        again |= self._claimed or set()
         self._claimed = None  # only the start needs them
         for s in list(self._all.values()):
             for run in s.runs:
