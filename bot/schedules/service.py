@@ -85,7 +85,7 @@ class Schedules:
         self.started_at = self.clock()
         self._all = {s.id: s for s in self.store.load()}
         self._heap = [(instant(s.due), s.id) for s in self._all.values() if s.due is not None and not s.paused]
-        heapq.heapify(self._heap)
+        heapq.heapify(self._heap)  # (due in UTC, id): popped in time order by `tick`
         self._scheduler = scheduler
         self._running = True
         self._arm()
@@ -116,8 +116,13 @@ class Schedules:
     # -- the clock -------------------------------------------------------------------------------
 
     def _push(self, s: Schedule) -> None:
+        """`s`'s due time in the heap; the entries of its earlier due times stay until they come up (then
+        skipped), unless they pile up: the heap is built again from the schedules when it is twice their number."""
         if s.due is not None and not s.paused:
             heapq.heappush(self._heap, (instant(s.due), s.id))
+        if len(self._heap) > 2 * len(self._all) + 64:
+            self._heap = [(instant(x.due), x.id) for x in self._all.values() if x.due is not None and not x.paused]
+            heapq.heapify(self._heap)
 
     def _current(self, entry: tuple[datetime, str]) -> Schedule | None:
         s = self._all.get(entry[1])
