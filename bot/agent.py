@@ -22,7 +22,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from bot import commands, logs, metrics, stream
 from bot.context import ContextBuilder
@@ -54,6 +54,15 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 PostTurnHook = Callable[[ChatKey], Awaitable[None]]
+NO_TOOLS = ToolBox([])  # a turn Tusk starts without tools (a check-in)
+
+
+class RunReports(Protocol):
+    """Where a schedule's run hears how its turn went (bot/schedules/runs.py)."""
+
+    def failed(self, msg: InboundMessage, exc: LLMError) -> str: ...  # what the chat is told ("" for nothing)
+
+    def finished(self, msg: InboundMessage, delivered: bool, outcome: str) -> None: ...
 
 OWNER_CHANNELS = frozenset({"http", "terminal"})  # the owner's own: an LLM failure is told with its cause and fix
 MAX_OVERFLOWS = 3  # times a turn learns a smaller window and tries again before it gives up
@@ -74,7 +83,8 @@ class ChatAgent:
                  consolidator: Consolidator | None = None, learner: Learner | None = None,
                  media: MediaReader | None = None, drafts: Drafts | None = None,
                  streaming: StreamSettings = StreamSettings("off"), models: ModelChoices | None = None,
-                 stops: Stops | None = None, voice: VoiceReplies | None = None) -> None:
+                 stops: Stops | None = None, voice: VoiceReplies | None = None,
+                 runs: RunReports | None = None) -> None:
         self.settings = settings
         self.models = models or ModelChoices(settings.model, {})  # a chat's /model pick (bot/llm/choice.py)
         self.fit = PromptFit(context, self.models, consolidator, learner)  # the turn's budget (bot/fitting.py)
@@ -87,6 +97,7 @@ class ChatAgent:
         self.consolidator = consolidator
         self.learner = learner  # applies what the server says: window, tools, cut prompts (bot/llm/learned.py)
         self.media = media  # reads a message's files into its turn (bot/media/)
+        self.runs = runs  # schedules hear how their runs' turns went
         self.hooks: list[PostTurnHook] = [self.consolidate] if consolidator else []
         self.delivery = Delivery(send, drafts, streaming)  # the reply shown as written, then finished or sent
         self.stops = stops or Stops()  # /stop: the running conversation cut short, what it showed kept
@@ -135,12 +146,17 @@ class ChatAgent:
             except Exception:  # turn boundary: the user hears of it, the log gets the traceback
                 logger.exception("turn crashed")
                 answer, stats.outcome = own(CRASH_REPLY), "crash"
+            run = msg.injected.run if msg.injected is not None else ""
             reply = OutboundMessage(msg.key, answer.text, reply_to=msg.id, verbatim=answer.verbatim)
-            if speaking and stats.outcome == "ok" and not answer.verbatim:  # Tusk's own words stay text
+            if run and not answer.text:  # a run's repeated failure says nothing
+                delivered = False
+            elif speaking and stats.outcome == "ok" and not answer.verbatim:  # Tusk's own words stay text
                 assert self.voice is not None
-                await self.voice.deliver(reply)
+                delivered = await self.voice.deliver(reply)
             else:
-                await self.delivery.deliver(reply, live)
+                delivered = await self.delivery.deliver(reply, live)
+            if run and self.runs is not None:
+                self.runs.finished(msg, delivered, stats.outcome)
             if self.settings.log_content:
                 logger.info("reply: %s", answer.text)
             figures = stats.fields()  # time to the reply; hooks run after it
@@ -229,14 +245,28 @@ class ChatAgent:
         return Answer(reply)
 
     async def _answer_injected(self, msg: InboundMessage, session: Session, live: Live | None = None) -> Answer:
-        """A turn Tusk started itself (a reminder, a task result). If the model cannot be reached, the
-        fallback text goes to the chat instead and is saved as the reply: a reminder is never lost to an outage."""
-        assert msg.injected is not None
+        """A turn Tusk started itself (a reminder, a schedule's run, a task result). If the model cannot be
+        reached, the fallback text goes to the chat instead and is saved as the reply: a reminder is never lost
+        to an outage. A schedule's run asks `runs` what to say instead ("": nothing, and nothing is saved);
+        one sent `as_written` calls no model."""
+        injected = msg.injected
+        assert injected is not None
         try:
-            new, reply = await self._converse(msg, session, live=live)
+            if injected.as_written:
+                reply = injected.fallback
+                new = [user_message(msg), Message(role="assistant", content=reply)]
+            else:
+                new, reply = await self._converse(msg, session, live=live)
         except LLMError as exc:
-            logger.warning("%s turn answered without the model: %s", msg.injected.source, exc)
-            reply = msg.injected.fallback
+            if injected.run and self.runs is not None:
+                said = self.runs.failed(msg, exc)  # the failure said once (Tusk's own words), else nothing
+                if not said:
+                    return Answer("")
+                self.store.append(session, [user_message(msg), Message(role="assistant", content=said)])
+                return own(said)
+            else:
+                logger.warning("%s turn answered without the model: %s", injected.source, exc)
+                reply = injected.fallback
             new = [user_message(msg), Message(role="assistant", content=reply)]
         self.store.append(session, new)
         return Answer(reply)  # the fallback too: a reminder's or a task's text, saved as the reply
@@ -259,7 +289,8 @@ class ChatAgent:
     async def _conversation(self, msg: InboundMessage, session: Session, new: list[Message],
                             attached: Attached | None, live: Live | None) -> tuple[list[Message], str]:
         """The loop itself; `new` (the user message) grows with each tool step as it runs."""
-        tools = self.tools.for_chat(msg)  # the built-in tools, plus the MCP servers this chat may use
+        # the built-in tools, plus the MCP servers this chat may use; none for a turn Tusk starts without them
+        tools = self.tools.for_chat(msg) if msg.injected is None or msg.injected.tools else NO_TOOLS
         prompt, room, sent = await self._prompt(session, msg, new, attached)
 
         async def notify(text: str) -> None:  # Tusk's own words in the chat, through the reply path

@@ -38,7 +38,10 @@ from bot.media import MediaReader
 from bot.llm.window import reply_cap
 from bot.access.pairing import PairingStore
 from bot.tools.memory import MemoryTools
-from bot.tools.reminders import Reminders
+from bot.commands.reminders import reminder_commands
+from bot.schedules.checkins import CheckIns
+from bot.schedules.service import Schedules
+from bot.tools.reminders import ReminderTools
 from bot.scheduler import Sweeper, start_scheduler
 from bot.skills.catalog import Catalog
 from bot.skills.chats import SkillTools
@@ -158,7 +161,9 @@ class TuskApp:
                                         notices=settings.memory_notices, bot_name=settings.bot_name,
                                         default_zone=ZoneInfo(settings.timezone),
                                         everyone_in_groups=settings.group_remember == "everyone")
-        self.reminders = Reminders(settings.home, settings.reminder_settings(), self.bus.publish)
+        self.schedules = Schedules(settings.home, settings.schedule_settings(), self.bus.publish)  # bot/schedules/
+        self.checkins = CheckIns(self.schedules)
+        reminders = ReminderTools(self.schedules)
         self.tasks = Tasks(settings.task_settings(self.consolidator.budget.limit), self.llm.complete,
                            ToolBox([self.memory_tools.search_history]), self.bus.publish, settings.bot_name)
         self.stops.also(self.tasks.stop)
@@ -170,18 +175,19 @@ class TuskApp:
                                  lambda: self.consolidator.budget.window)
         self.skills.catalog.snapshot()  # read once at start: a bad skill is logged now, not at the first turn
         self.tools = ToolBox([*BUILTIN_TOOLS, self.memory_tools.search_history, self.memory_tools.remember,
-                              self.reminders.set_reminder, self.reminders.list_reminders,
-                              self.reminders.cancel_reminder, self.tasks.start_task], extra=self.skills)
+                              reminders.set_reminder, reminders.list_reminders,
+                              reminders.cancel_reminder, self.tasks.start_task], extra=self.skills)
         speech = settings.speech_settings()  # a speech engine that cannot work stops Tusk here, saying why
         self.voice = voice_replies(speech, self.ledger, self.limits, settings.home, self.bus.voice, self.bus.send)
         usage_records = UsageRecords(self.ledger)
-        chat_commands = Commands(settings.timezone, holders=[self.reminders, self.tasks, self.inbox, usage_records],
-                                 extra=[*self.reminders.commands(), usage_command(self.ledger, settings.timezone),
+        chat_commands = Commands(settings.timezone, holders=[self.schedules, self.tasks, self.inbox, usage_records],
+                                 extra=[*reminder_commands(self.schedules, self.checkins),
+                                        usage_command(self.ledger, settings.timezone),
                                         model_command(self.choices), skills_command(self.skills), stop_command(),
                                         voice_command(speech, lambda key: self.bus.voice(key) is not None)],
                                  status_extra=[self._spend_lines], erasure=MemberErasure(
                                      model_rewrite(self.llm.complete, settings.consolidation_model),
-                                     [ReminderMembers(self.reminders), InboxMembers(self.inbox.path),
+                                     [ReminderMembers(self.schedules), InboxMembers(self.inbox.path),
                                       MediaMembers(), DocumentMembers(), SearchMembers(self.memory_tools.index),
                                       usage_records]),
                                  persona_max_tokens=settings.persona_max_tokens)
@@ -194,9 +200,10 @@ class TuskApp:
         self.agent = ChatAgent(settings.agent_settings(), self.store, self.llm, self.tools, context, self.bus.send,
                                chat_commands, consolidator=self.consolidator, learner=self.learner, media=media,
                                drafts=self.bus.draft, streaming=settings.stream_settings(), models=self.choices,
-                               stops=self.stops, voice=self.voice)
+                               stops=self.stops, voice=self.voice, runs=self.schedules.turns)
         self.consolidator.idle = self.agent.until_idle  # background rounds wait for the replies
         self.consolidator.tools_available = lambda: context.tools_available
+        self.consolidator.instructions_for = self.checkins.instructions  # open items, where check-ins are on
         self.skills.tools_available = lambda: context.tools_available  # no tools: no read_skill, so no skills
         self.channels: list[Channel] = []
         self.access = Access(settings.dm_policy, PairingStore(settings.home, settings.pairing_ttl * 60,
@@ -204,7 +211,7 @@ class TuskApp:
         self.flood = FloodGate(settings.flood_limits(), self.bus.publish, self.bus.send, self._known)
         self.sweeper = Sweeper(settings.home, self._consolidate)
         self.moves = ChatMoves(settings.home, self.store, self.bus.in_order, self.consolidator.lock,
-                               [self.reminders, *filter(None, [self.access.pairing])])  # a Telegram group upgraded
+                               [self.schedules, *filter(None, [self.access.pairing])])  # a Telegram group upgraded
         self._scheduler: AsyncIOScheduler | None = None
 
     async def _backup(self) -> None:
@@ -287,6 +294,9 @@ class TuskApp:
             http.add_routes(pairing_routes(self.access.pairing))
         http.add_routes(mcp_routes(self.mcp))
         http.add_routes(skill_routes(self.skills))
+        from bot.ops.console_schedules import schedule_routes
+
+        http.add_routes(schedule_routes(self.schedules))
         from channels.http.openai_api import OpenAIApi
 
         http.add_routes(OpenAIApi(http, self.choices.default, self.choices.choices, self._said).routes())
@@ -380,9 +390,11 @@ class TuskApp:
             raise
         if self.http is not None:  # where `tusk chat` beside it (and `tusk forget`, `tusk doctor`) find it
             self._running.describe(self.http.local_url)
-        self._scheduler = start_scheduler(self.sweeper, self.settings.consolidate_every, self.reminders,
-                                          self._backup if self.settings.backup_dir else None)
-        if replay := self.inbox.take_pending(self._running, self.bus.channels):  # others wait for a Tusk serving them
+        self._scheduler = start_scheduler(self.sweeper, self.settings.consolidate_every, self.schedules,
+                                          self._backup if self.settings.backup_dir else None, self.checkins)
+        replay = self.inbox.take_pending(self._running, self.bus.channels)  # others wait for a Tusk serving them
+        self.schedules.settle(replay)  # runs a crash cut short, and not run again below, are recorded as failed
+        if replay:
             logger.warning("running again %d turn(s) a crash or forced stop cut short", len(replay))
             for msg in replay:
                 self.bus.publish(msg)
@@ -395,6 +407,7 @@ class TuskApp:
         if self._scheduler is not None:
             self._scheduler.shutdown(wait=False)
             self._scheduler = None
+            self.schedules.stop()
         await self.tasks.aclose()  # background tasks do not survive a restart
         for channel in self.channels:  # no new updates; what a platform already handed over is published
             try:

@@ -175,18 +175,22 @@ class MessageBus:
             except OSError:
                 logger.exception("could not mark a journaled message of %s as done", msg.key)
 
-    async def send(self, msg: OutboundMessage) -> None:
-        """Deliver `msg` through the channel that owns its chat; failures are logged, not raised."""
+    async def send(self, msg: OutboundMessage) -> bool:
+        """Deliver `msg` through the channel that owns its chat; failures are logged, not raised: False
+        (a schedule's run records it)."""
         outlet = self._outlets.get(msg.key.channel)
         if outlet is None:
             logger.error("no channel %r to deliver a reply to %s", msg.key.channel, msg.key)
-            return
+            return False
         try:
             await outlet.send(msg)
         except DeliveryError as exc:  # the platform refused it: its message says why and what to do
             logger.error("could not deliver a reply to %s: %s", msg.key, exc, exc_info=exc)
+            return False
         except Exception:  # a channel's delivery failure must not end the turn; the session keeps the reply
             logger.exception("could not deliver a reply to %s", msg.key)
+            return False
+        return True
 
     def voice(self, key: ChatKey) -> Any:
         """The channel of `key`'s chat if it sends voice messages (`send_voice`: bot/speech/replies.py), else None."""

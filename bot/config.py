@@ -25,7 +25,7 @@ from bot.speech.config import SpeechSettings
 from bot.stream import StreamSettings
 from bot.tools.mcp.config import McpSettings, ServerConfig
 from bot.tools.mcp.config import load as load_mcp
-from bot.tools.reminders import ReminderSettings
+from bot.schedules.service import ScheduleSettings
 from bot.tools.tasks import TaskSettings
 from bot.usage.limits import LimitSettings
 from bot.usage.prices import ModelChoice, parse_models
@@ -84,7 +84,8 @@ class Settings(BaseSettings):
     timezone: str = _env("TUSK_TIMEZONE", "UTC")
     memory_notices: bool = _env("TUSK_MEMORY_NOTICES", True)
     reminder_grace: float = _env("TUSK_REMINDER_GRACE", 1440.0, gt=0)  # minutes
-    max_reminders: int = _env("TUSK_MAX_REMINDERS", 50, ge=1, le=10_000)
+    max_reminders: int = _env("TUSK_MAX_REMINDERS", 50, ge=1, le=10_000)  # one-time and repeating together
+    checkins_daily: int = _env("TUSK_CHECKINS_DAILY", 2, ge=1, le=20)  # check-ins one chat gets a day (/checkins)
     task_timeout: float = _env("TUSK_TASK_TIMEOUT", 300.0, gt=0)
     task_max_steps: int = _env("TUSK_TASK_MAX_STEPS", 8, ge=1, le=50)
     max_tasks: int = _env("TUSK_MAX_TASKS", 3, ge=1, le=20)
@@ -276,9 +277,9 @@ class Settings(BaseSettings):
                              tool_result_max_chars=self.tool_result_max_chars,
                              max_message_chars=self.max_message_chars, log_content=self.log_content)
 
-    def reminder_settings(self) -> ReminderSettings:
-        return ReminderSettings(default_timezone=self.timezone, grace_seconds=max(1, round(self.reminder_grace * 60)),
-                                max_per_chat=self.max_reminders)
+    def schedule_settings(self) -> ScheduleSettings:
+        return ScheduleSettings(default_timezone=self.timezone, grace_seconds=max(1, round(self.reminder_grace * 60)),
+                                max_per_chat=self.max_reminders, checkins_daily=self.checkins_daily)
 
     def task_settings(self, budget_tokens: int) -> TaskSettings:
         return TaskSettings(timeout=self.task_timeout, max_steps=self.task_max_steps, max_running=self.max_tasks,

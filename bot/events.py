@@ -40,14 +40,19 @@ class ChatKey:
 
 @dataclass(frozen=True, slots=True)
 class Injected:
-    """Context Tusk itself hands the model for one turn: a reminder that is due, a background
-    task's result. The turn's `InboundMessage.text` is then a short note of the event, saved as
-    the turn's user message (so the saved conversation stays legal); `text` here is shown to
-    the model in that turn only, and `fallback` goes to the chat as is if the model is unreachable."""
+    """Context Tusk itself hands the model for one turn: a reminder that is due, a schedule's run, a
+    check-in, a background task's result. The turn's `InboundMessage.text` is then a short note of the
+    event, saved as the turn's user message (so the saved conversation stays legal); `text` here is shown
+    to the model in that turn only, and `fallback` goes to the chat as is if the model is unreachable.
+    A schedule's run (bot/schedules/) names itself in `run`, and its turn reports its outcome back; with
+    `as_written`, `fallback` is the reply and no model is called; `tools=False` offers the model none."""
 
-    source: Literal["reminder", "task"]
+    source: Literal["reminder", "task", "schedule", "checkin"]
     text: str
     fallback: str
+    run: str = ""  # "<schedule id>@<due time>": the run this turn is (bot/schedules/runs.py)
+    as_written: bool = False  # a schedule of kind text: `fallback` is sent as it is, no model call
+    tools: bool = True
 
 
 MediaKind = Literal["voice", "audio", "image", "document"]
@@ -85,7 +90,7 @@ class ClientTurn:
 @dataclass(frozen=True, slots=True)
 class InboundMessage:
     """A user's message, already gated by the channel (allow-list, mentions), or a turn Tusk
-    starts itself (`injected` set: a reminder, a task result)."""
+    starts itself (`injected` set: a reminder, a schedule's run, a check-in, a task result)."""
 
     key: ChatKey
     text: str

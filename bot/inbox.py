@@ -1,7 +1,8 @@
 """The inbox journal: a message a platform counts as delivered stays on disk until its turn is done.
 
 Telegram, Discord and Slack consider a message delivered once Tusk has fetched it, and a due
-reminder leaves the job store when it fires; a crash before the turn is saved would lose them.
+reminder or schedule's run is claimed in reminders.json when it starts; a crash before the turn is saved
+would lose them.
 The bus appends each such message to `$TUSK_HOME/inbox.jsonl` (fsynced) before queueing it, and a
 `done` line once its turn has ended (answered or failed). At start, `take_pending()` (only for the
 one Tusk holding the home, bot/running.py) returns the messages without a `done`, in their order, and

@@ -1,9 +1,11 @@
 """A chat's own settings, in its folder: `settings.json`: its time zone, whether a group's
 messages not addressed to the bot are kept (`listen`, /listen; default off), the label of
-the model it picked with /model (one of TUSK_MODELS; none: the default model), and whether its
-replies are read out (`voice`, /voice: on, off or auto; none: TUSK_VOICE_REPLIES).
+the model it picked with /model (one of TUSK_MODELS; none: the default model), whether its
+replies are read out (`voice`, /voice: on, off or auto; none: TUSK_VOICE_REPLIES), and whether Tusk
+checks in on its open items (`checkins`, /checkins; default off).
 
-    {"schema": 1, "timezone": "Europe/Berlin", "listen": false, "model": "fast", "voice": "auto"}
+    {"schema": 1, "timezone": "Europe/Berlin", "listen": false, "model": "fast", "voice": "auto",
+     "checkins": false}
 
 Written atomically and deleted with the rest of the chat by /forget. A missing file means
 the defaults; an unreadable one is logged and read as the defaults, never fatal.
@@ -31,6 +33,7 @@ class ChatSettings:
     listen: bool = False  # a group's chatter not addressed to the bot is saved (no reply, no LLM call)
     model: str | None = None  # a TUSK_MODELS label picked with /model; None: the default model
     voice: Literal["on", "off", "auto"] | None = None  # /voice; None: the owner's TUSK_VOICE_REPLIES
+    checkins: bool = False  # Tusk asks about the chat's dated open items the day after (bot/schedules/checkins.py)
 
 
 def zone(name: str) -> ZoneInfo:
@@ -55,8 +58,11 @@ def read(files: ChatFiles) -> ChatSettings:
         voice = raw.get("voice")
         if voice not in (None, "on", "off", "auto"):
             raise ValueError(f"voice is {voice!r}, not on, off or auto")
+        checkins = raw.get("checkins", False)
+        if not isinstance(checkins, bool):
+            raise ValueError(f"checkins is {checkins!r}, not true or false")
         return ChatSettings(timezone=tz, listen=listen, model=model if isinstance(model, str) and model else None,
-                            voice=voice)
+                            voice=voice, checkins=checkins)
     except FileNotFoundError:
         return ChatSettings()
     except (OSError, ValueError, AttributeError) as exc:  # a hand edit gone wrong: defaults, and say so
@@ -66,7 +72,7 @@ def read(files: ChatFiles) -> ChatSettings:
 
 def write(files: ChatFiles, settings: ChatSettings) -> None:
     record = {"schema": SCHEMA, "timezone": settings.timezone, "listen": settings.listen, "model": settings.model,
-              "voice": settings.voice}
+              "voice": settings.voice, "checkins": settings.checkins}
     write_atomic(files.settings, json.dumps(record, ensure_ascii=False, indent=1) + "\n")
 
 

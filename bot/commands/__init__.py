@@ -5,7 +5,8 @@
     /forget me [confirm]  /forget @name|id:<id> [confirm]  (one member of a group: bot/commands/erasure.py)
     /listen [on | off]  (a group's messages not addressed to the bot kept as context; admins)
     /persona [text | reset]  (this chat's persona: bot/commands/persona.py)
-    (+ what the app adds: /reminders from bot/tools/reminders.py, /voice from bot/speech/command.py, ...)
+    (+ what the app adds: /reminders and /checkins from bot/commands/reminders.py, /usage, /model, /skills,
+    /stop, /voice from bot/speech/command.py)
 
 /forget lists and deletes everything the chat owns: its files, and what other components keep
 for it (`Holder`s: its reminders, its running background tasks). What a command gets and gives

@@ -53,11 +53,11 @@ class MemberHolder(Protocol):
 
 
 class ReminderMembers:
-    """The reminders a member set in a chat: those whose record carries their sender id (reminders
-    made before senders were recorded carry none and are left alone)."""
+    """The reminders and schedules a member set in a chat: those whose record carries their sender id
+    (reminders made before senders were recorded carry none and are left alone)."""
 
     def __init__(self, reminders: Any) -> None:
-        self.reminders = reminders
+        self.reminders = reminders  # bot/schedules/service.py Schedules
 
     def owned_by(self, key: ChatKey, files: ChatFiles, member_id: str) -> list[Owned]:
         theirs = [r for r in self.reminders.of(key) if _sender_of(r.to_record()) == member_id]
@@ -66,13 +66,13 @@ class ReminderMembers:
 
         def cancel() -> None:
             for reminder in theirs:
-                self.reminders.store.remove_job(reminder.id)
+                self.reminders.cancel(reminder)
 
         return [Owned(f"{counted(len(theirs), 'reminder')} they set (cancelled)", cancel)]
 
 
 def _sender_of(record: dict[str, Any]) -> str | None:
-    """Who set a reminder: its record's `set_by` id (bot/tools/reminders.py), if it has one."""
+    """Who set a reminder: its record's `set_by` id (bot/schedules/model.py), if it has one."""
     by = record.get("set_by")
     member = by.get("id") if isinstance(by, dict) else None
     return None if member in (None, "") else str(member)

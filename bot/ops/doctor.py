@@ -1,8 +1,9 @@
 """`tusk doctor`: is this installation able to run? Each check gives a verdict and the fix.
 
     config  settings file  unknown variables (bot/ops/doctor_env.py)  data dir  HTTP access  HTTP port
-    tokenizer  the model (bot/ops/probe.py)  each platform token  each MCP server  the web tools
-    the skills (bot/skills/doctor.py)  speech (bot/speech/doctor.py: a phrase spoken)  allow-lists
+    tokenizer  the model (bot/ops/probe.py)  each platform token  each MCP server  backup
+    schedules (bot/schedules/health.py: failed runs)  the web tools  the skills (bot/skills/doctor.py)
+    speech (bot/speech/doctor.py: a phrase spoken)  allow-lists
 
 Each check is a `Check` (bot/ops/check.py), the unit `tusk init` shows too.
 
@@ -199,6 +200,10 @@ async def run_checks(settings: Settings, env_file: SettingsFile | None = None,
 
     if (backup := doctor_check(settings.home, settings.backup_dir)) is not None:
         checks.append(Check("backup", *backup))
+    from bot.schedules.health import check as schedules_check
+
+    if (schedules := schedules_check(settings.home)) is not None:
+        checks.append(Check("schedules", *schedules))
     from bot.tools.web.doctor import web_checks
 
     checks += await web_checks(settings)

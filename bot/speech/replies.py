@@ -101,8 +101,9 @@ class VoiceReplies:
         mode = self.mode(msg.key)
         return mode == "on" or mode == "auto" and any(a.kind == "voice" for a in msg.attachments)
 
-    async def deliver(self, reply: OutboundMessage) -> None:
-        """The final reply as a voice message with its text beside it; the text alone if speech fails."""
+    async def deliver(self, reply: OutboundMessage) -> bool:
+        """The final reply as a voice message with its text beside it; the text alone if speech fails. False
+        when the platform took neither (a schedule's run records it)."""
         outlet = self.outlets(reply.key)
         audio = None
         if outlet is not None:
@@ -110,14 +111,13 @@ class VoiceReplies:
                 try:
                     audio = await self.speak(reply)
                 except usage.SpendLimitReached as exc:
-                    await self.send(reply)
+                    sent = await self.send(reply) is not False
                     await self._paused(reply, exc)
-                    return
+                    return sent
                 except SpeechError as exc:
                     logger.warning("the reply goes as text only: %s", exc)
         if outlet is None or audio is None:
-            await self.send(reply)
-            return
+            return await self.send(reply) is not False
         caption = reply.text if self.settings.text_as == "caption" and outlet.voice_caption(reply.text) else None
         try:
             await outlet.send_voice(OutboundVoice(reply.key, audio, caption, reply.reply_to))
@@ -126,7 +126,8 @@ class VoiceReplies:
                            exc_info=not isinstance(exc, DeliveryError))  # a refusal needs no traceback
             caption = None
         if caption is None:
-            await self.send(reply)
+            return await self.send(reply) is not False
+        return True
 
     async def speak(self, reply: OutboundMessage) -> SpokenAudio | None:
         """The reply read out and encoded within TUSK_TTS_TIMEOUT; None when there are no words to read.
