@@ -28,7 +28,6 @@ def _secret(value: SecretStr | None) -> str | None:
 
 class HttpConfig(BaseModel):
     """The local HTTP API and web console (channels/http/); its token is kept by bot/ops/access.py."""
-
     http_host: str = env("TUSK_HTTP_HOST", "127.0.0.1")
     http_port: int = env("TUSK_HTTP_PORT", 8765, ge=0, le=65535)
     http_token: OrUnset[SecretStr] = env("TUSK_HTTP_TOKEN", None)  # unset: $TUSK_HOME/console-token; "off": none
@@ -44,7 +43,6 @@ class HttpConfig(BaseModel):
 
 class AccessConfig(BaseModel):
     """Who may talk to Tusk (bot/access/pairing.py, channels/base.py) and how fast (bot/access/flood.py)."""
-
     dm_policy: Literal["pairing", "allowlist", "open"] = env("TUSK_DM_POLICY", "pairing")
     pairing_ttl: float = env("TUSK_PAIRING_TTL", 60.0, gt=0)  # minutes a pairing code stays valid
     pairing_max_pending: int = env("TUSK_PAIRING_MAX_PENDING", 20, ge=1, le=1000)
@@ -59,7 +57,6 @@ class AccessConfig(BaseModel):
 
 class TelegramConfig(BaseModel):
     """Telegram (channels/telegram/): on when TELEGRAM_BOT_TOKEN is set; long polling, or a webhook."""
-
     telegram_bot_token: OrUnset[SecretStr] = env("TELEGRAM_BOT_TOKEN", None)
     telegram_api_base: str = env("TELEGRAM_API_BASE", "https://api.telegram.org")
     telegram_allow_from: IdList = env("TELEGRAM_ALLOW_FROM", ())
@@ -81,7 +78,6 @@ class TelegramConfig(BaseModel):
 
 class DiscordConfig(BaseModel):
     """Discord (channels/discord_bot/): on when DISCORD_BOT_TOKEN is set."""
-
     discord_bot_token: OrUnset[SecretStr] = env("DISCORD_BOT_TOKEN", None)
     discord_api_base: OrUnset[str] = env("DISCORD_API_BASE", None)
     discord_gateway_url: OrUnset[str] = env("DISCORD_GATEWAY_URL", None)
@@ -99,7 +95,6 @@ class DiscordConfig(BaseModel):
 
 class SlackConfig(BaseModel):
     """Slack (channels/slack/): on when SLACK_BOT_TOKEN is set, with Socket Mode or HTTP events."""
-
     slack_bot_token: OrUnset[SecretStr] = env("SLACK_BOT_TOKEN", None)
     slack_app_token: OrUnset[SecretStr] = env("SLACK_APP_TOKEN", None)
     slack_signing_secret: OrUnset[SecretStr] = env("SLACK_SIGNING_SECRET", None)

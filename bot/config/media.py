@@ -1,8 +1,5 @@
 """The settings of files and voice: what a chat keeps and how it is read (bot/media/), replies read out (bot/speech/).
-
-Each class is one concern of `bot.config.Settings`; the transcription and speech endpoints and keys default
-to the model's (TUSK_API_BASE, TUSK_API_KEY).
-"""
+Concerns of `bot.config.Settings`; their endpoints and keys default to the model's (TUSK_API_BASE, TUSK_API_KEY)."""
 
 from __future__ import annotations
 
@@ -20,7 +17,6 @@ from memory.media import MB, MediaLimits
 
 class MediaConfig(BaseModel):
     """Voice notes, photos and documents: the files kept (memory/media.py), transcribed, seen, indexed."""
-
     media_max_mb: float = env("TUSK_MEDIA_MAX_MB", 20.0, gt=0, le=2048)  # one file (memory/media.py)
     media_chat_mb: float = env("TUSK_MEDIA_CHAT_MB", 200.0, gt=0)  # all files one chat keeps
     media_chat_files: int = env("TUSK_MEDIA_CHAT_FILES", 200, ge=1)
@@ -52,7 +48,6 @@ class MediaConfig(BaseModel):
 
 class SpeechConfig(BaseModel):
     """Voice replies (bot/speech/): when a reply is read out, by which engine and voice."""
-
     voice_replies: Literal["auto", "on", "off"] = env("TUSK_VOICE_REPLIES", "auto")  # the chats' default (/voice)
     voice_text: Literal["caption", "message"] = env("TUSK_VOICE_TEXT", "caption")  # the text on the voice, or after
     tts_model: OrUnset[str] = env("TUSK_TTS_MODEL", None)  # litellm speech model: openai/tts-1, openai/kokoro

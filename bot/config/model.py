@@ -1,9 +1,5 @@
 """The settings of the model and what it is asked: its calls, the memory it keeps, a turn's tool loop, spend.
-
-Each class is one concern of `bot.config.Settings`, which is made of them; a method builds the settings its
-component takes. A method may read a setting of another concern (the time zone, the model), which every
-Settings has.
-"""
+Concerns of `bot.config.Settings` (a method may read another concern's setting: every Settings has it)."""
 
 from __future__ import annotations
 
@@ -26,7 +22,6 @@ MODEL_HINT = "set it to a litellm model string such as openai/gpt-4o-mini, anthr
 
 class LlmConfig(BaseModel):
     """The model (bot/llm/): which one, where, how its calls are retried; the models a chat may pick."""
-
     model: OrUnset[str] = env("TUSK_MODEL", None)
     api_base: OrUnset[str] = env("TUSK_API_BASE", None)
     api_key: OrUnset[SecretStr] = env("TUSK_API_KEY", None)
@@ -62,7 +57,6 @@ class LlmConfig(BaseModel):
 
 class MemoryConfig(BaseModel):
     """What a chat keeps (memory/): the window it is fitted to, consolidation, /persona, sweeps, backups."""
-
     consolidation_model: OrUnset[str] = env("TUSK_CONSOLIDATION_MODEL", None)
     context_window: OrUnset[int] = env("TUSK_CONTEXT_WINDOW", None, ge=1024)
     memory_max_tokens: OrUnset[int] = env("TUSK_MEMORY_MAX_TOKENS", None, ge=100)
@@ -75,7 +69,6 @@ class MemoryConfig(BaseModel):
 
 class LimitsConfig(BaseModel):
     """Spend limits (bot/usage/limits.py): owner-wide, per chat, per person; days end at TUSK_TIMEZONE's midnight."""
-
     limit_daily_usd: OrUnset[float] = env("TUSK_LIMIT_DAILY_USD", None, ge=0)
     limit_monthly_usd: OrUnset[float] = env("TUSK_LIMIT_MONTHLY_USD", None, ge=0)
     chat_limit_daily_usd: OrUnset[float] = env("TUSK_CHAT_LIMIT_DAILY_USD", None, ge=0)
@@ -92,7 +85,6 @@ class LimitsConfig(BaseModel):
 
 class TurnsConfig(BaseModel):
     """A turn (bot/agent.py): its tool loop, the sizes it takes, its reply streamed (bot/stream.py)."""
-
     max_tool_iterations: int = env("TUSK_MAX_TOOL_ITERATIONS", 20, ge=1, le=100)
     tool_result_max_chars: int = env("TUSK_TOOL_RESULT_MAX_CHARS", 16_000, ge=100)
     max_message_chars: int = env("TUSK_MAX_MESSAGE_CHARS", 32_000, ge=100)

@@ -1,8 +1,5 @@
 """The settings of what the model can do beside answering: reminders, background tasks, MCP, the web, skills.
-
-Each class is one concern of `bot.config.Settings`; a method builds the settings its component takes (with
-TUSK_TOOL_RESULT_MAX_CHARS, TUSK_TIMEZONE or TUSK_HOME where the component needs them).
-"""
+Concerns of `bot.config.Settings`, with TUSK_TOOL_RESULT_MAX_CHARS, TUSK_TIMEZONE, TUSK_HOME where needed."""
 
 from __future__ import annotations
 
@@ -26,7 +23,6 @@ if TYPE_CHECKING:
 
 class SchedulesConfig(BaseModel):
     """Reminders, repeating schedules and check-ins (bot/schedules/)."""
-
     reminder_grace: float = env("TUSK_REMINDER_GRACE", 1440.0, gt=0)  # minutes
     max_reminders: int = env("TUSK_MAX_REMINDERS", 50, ge=1, le=10_000)  # one-time and repeating together
     checkins_daily: int = env("TUSK_CHECKINS_DAILY", 2, ge=1, le=20)  # check-ins one chat gets a day (/checkins)
@@ -38,7 +34,6 @@ class SchedulesConfig(BaseModel):
 
 class TasksConfig(BaseModel):
     """Background tasks (bot/tools/tasks.py)."""
-
     task_timeout: float = env("TUSK_TASK_TIMEOUT", 300.0, gt=0)
     task_max_steps: int = env("TUSK_TASK_MAX_STEPS", 8, ge=1, le=50)
     max_tasks: int = env("TUSK_MAX_TASKS", 3, ge=1, le=20)
@@ -50,7 +45,6 @@ class TasksConfig(BaseModel):
 
 class McpConfig(BaseModel):
     """Tools from MCP servers (bot/tools/mcp/): where mcp.json is, and how its servers are called."""
-
     mcp_config: OrUnset[Path] = env("TUSK_MCP_CONFIG", None)  # default: mcp.json beside the settings file
     mcp_timeout: float = env("TUSK_MCP_TIMEOUT", 60.0, gt=0, le=3600)
     mcp_tool_tokens: int = env("TUSK_MCP_TOOL_TOKENS", 4000, ge=0)
@@ -70,7 +64,6 @@ class McpConfig(BaseModel):
 
 class WebConfig(BaseModel):
     """Reading pages and searching (bot/tools/web/)."""
-
     web_fetch: bool = env("TUSK_WEB_FETCH", True)
     web_search: Literal["off", "searxng", "brave", "tavily", "keyless"] = env("TUSK_WEB_SEARCH", "off")
     searxng_url: str = env("TUSK_SEARXNG_URL", "")
@@ -113,7 +106,6 @@ class WebConfig(BaseModel):
 
 class SkillsConfig(BaseModel):
     """The owner's playbooks (bot/skills/): where they are found and which chats get them."""
-
     skills_dirs: str = env("TUSK_SKILLS_DIRS", "")  # more folders of skill folders
     skills_shared: bool = env("TUSK_SKILLS_SHARED", True)  # ~/.agents/skills too
     skills_max_tokens: int = env("TUSK_SKILLS_MAX_TOKENS", 1000, ge=100, le=100_000)
