@@ -54,6 +54,7 @@ from bot.llm.choice import ModelChoices
 from bot.commands.model import model_command
 from bot.usage.ledger import Ledger
 from bot.usage.limits import Limits
+from bot.version import installed as installed_version
 from bot.usage import meter as usage
 from bot.usage.meter import Meter
 from bot.usage.prices import configured_prices
@@ -219,7 +220,7 @@ class TuskApp:
         from bot.ops import backup
 
         await asyncio.to_thread(backup.scheduled, self.settings.home, self.settings.backup_dir,
-                                self.settings.backup_keep, backup.tusk_version())
+                                self.settings.backup_keep, installed_version())
 
     def _spend_lines(self, ctx: CommandContext) -> Sequence[str]:
         """/status: today's spend against the limits that apply to this chat (bot/usage/view.py)."""
