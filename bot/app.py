@@ -236,11 +236,11 @@ class TuskApp:
         await self.warmup.ready()
 
     async def _handle(self, msg: InboundMessage) -> None:
-        await self.warmup.ready()  # the first turns after a start wait for litellm ("typing..." meanwhile)
+        await self.warmup.settled()  # the first turns after a start wait for the tokenizer and the window
         await self.agent.handle(msg)
 
     async def _consolidate(self, key: ChatKey) -> None:
-        await self.warmup.ready()  # the budget is settled first
+        await self.warmup.settled()  # the budget is settled first
         await self.agent.consolidate(key)
 
     def add(self, channel: C) -> C:

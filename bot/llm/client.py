@@ -12,7 +12,9 @@ OpenAI-compatible servers (the `openai/` route with a base URL) litellm is hande
 whose transport reads a message `content` given as a list of parts as its text: litellm's
 own reply model takes only a string there and would refuse the whole reply.
 
-litellm itself is imported on first use or in the background (bot/llm/loader.py).
+litellm itself is imported on first use or in the background (bot/llm/loader.py). Until it is loaded,
+`openai/` requests go out on the OpenAI wire directly (bot/llm/direct.py), so a fresh Tusk's first replies
+do not wait for the import; everything above (retries, fallbacks, streaming, the meter) is the same on both.
 """
 
 from __future__ import annotations
@@ -26,7 +28,9 @@ from typing import Any
 
 from bot import logs, metrics
 from bot.errors import LLMError, LLMUnavailable, LLMUnreachable, ModelNotFound, NotAModelServer
-from bot.llm.loader import litellm_loaded
+from bot.llm.direct import DirectClient, body_for
+from bot.llm.direct import route as direct_route
+from bot.llm.loader import litellm_loaded, loaded
 from bot.llm.reply import LLMReply, parse
 from bot.llm.server import served_models
 from bot.llm.streams import StreamCut, StreamEmpty, Watcher, collect
@@ -63,6 +67,9 @@ class LLM:
         self.on_no_stream: Callable[[str, str, str], None] | None = None
         self.meter: Any = None  # bot/usage/meter.py's Meter: each request checked against the limits, recorded
         self._client: Any = None
+        # the OpenAI wire directly (bot/llm/direct.py): None while litellm loads, True always, False never
+        self.direct: bool | None = None
+        self._direct: DirectClient | None = None
 
     async def __aenter__(self) -> LLM:
         return self
@@ -74,6 +81,9 @@ class LLM:
         client, self._client = self._client, None
         if client is not None:
             await client.close()
+        direct, self._direct = self._direct, None
+        if direct is not None:
+            await direct.aclose()
 
     async def _explained(self, error: LLMError, model: str) -> LLMError:
         """`error` with the words a chat user can act on, where the cause is plain."""
@@ -190,14 +200,20 @@ class LLM:
 
     async def _once(self, model: str, messages: list[dict[str, Any]], options: dict[str, Any],
                     live: Watcher | None = None) -> LLMReply:
-        lib = await litellm_loaded()
         s = self.settings
+        lib = loaded()
+        # while litellm loads, the OpenAI wire goes out directly (bot/llm/direct.py); the rest waits for it
+        wanted = lib is None if self.direct is None else self.direct
+        base = direct_route(model, s.api_base) if wanted else None
+        if base is None:
+            lib = await litellm_loaded()
         kwargs: dict[str, Any] = {"timeout": s.timeout, "num_retries": 0, "max_retries": 0}
         # Ollama runs a model at its own small context and cuts the front of a longer prompt without a word;
         # its native route takes num_ctx (the OpenAI-compatible one ignores it): the window Tusk budgets for.
         num_ctx = self.window if model.startswith(("ollama/", "ollama_chat/")) else None
+        client = self._client_for(model) if base is None else None
         for key, value in (("api_base", provider_base(model, s.api_base)), ("api_key", s.api_key), *options.items(),
-                           ("client", self._client_for(model)), ("num_ctx", num_ctx)):
+                           ("client", client), ("num_ctx", num_ctx)):
             if value is not None:
                 kwargs[key] = value
         kwargs |= thinking_options(model, s.thinking_budget, kwargs)
@@ -206,7 +222,7 @@ class LLM:
             live.begin()
         admitted = self.meter.admit(model, messages, kwargs.get("max_tokens")) if self.meter is not None else None
         try:
-            reply = await self._sent(lib, model, messages, kwargs, live)
+            reply = await self._sent(lib, base, model, messages, kwargs, live)
         except BaseException as exc:
             if admitted is not None:
                 self.meter.release(admitted)
@@ -218,14 +234,24 @@ class LLM:
                               reply.provider_cost, own_output=len(reply.content or "") // 4)
         return reply
 
-    async def _sent(self, lib: Any, model: str, messages: list[dict[str, Any]], kwargs: dict[str, Any],
-                    live: Watcher | None) -> LLMReply:
+    async def _request(self, lib: Any, base: str | None, model: str, messages: list[dict[str, Any]],
+                       kwargs: dict[str, Any]) -> Any:
+        """The request on the wire: through litellm, or (`base`) directly on the OpenAI wire."""
+        messages = for_model(model, messages)
+        if base is None:
+            return await lib.acompletion(model=model, messages=messages, **kwargs)
+        if self._direct is None:
+            self._direct = DirectClient(self.settings.api_key)
+        return await self._direct.send(base, body_for(model, messages, kwargs), self.settings.timeout)
+
+    async def _sent(self, lib: Any, base: str | None, model: str, messages: list[dict[str, Any]],
+                    kwargs: dict[str, Any], live: Watcher | None) -> LLMReply:
         """The request on the wire and its reply read; every failure in Tusk's own errors."""
         timeout = self.settings.timeout
         started = time.monotonic()
         try:  # litellm's timeout bounds each read; a server that trickles bytes is bounded here, stream and all
             async with asyncio.timeout(timeout):
-                response = await lib.acompletion(model=model, messages=for_model(model, messages), **kwargs)
+                response = await self._request(lib, base, model, messages, kwargs)
                 if live is not None:
                     response = await collect(response, live, model)
         except TimeoutError as exc:

@@ -258,6 +258,7 @@ class FakeLLM:
         self.streams = 0  # streamed replies begun
         self.first_tokens: list[float] = []  # time.monotonic() when each stream's first text chunk was written
         self.last_tokens: list[float] = []  # ... and when each complete stream's last chunk was
+        self.agents: list[str] = []  # the User-Agent of each chat completions request (the client that sent it)
         self.headers: list[dict[str, str]] = []  # Anthropic wire: each /v1/messages request's headers (lower-case)
         self.refusals: list[str] = []  # Anthropic wire: the 400 message of each request refused as invalid
         self.claude_models: set[str] | None = None  # set: any other model gets Anthropic's 404 not_found_error
@@ -481,6 +482,7 @@ class FakeLLM:
 
     async def _complete(self, request: web.Request) -> web.StreamResponse:
         raw = await request.json()
+        self.agents.append(request.headers.get("User-Agent", ""))
         if (refused := self._refused_key(request)) is not None:
             self.requests.append(raw)
             return refused
