@@ -28,7 +28,7 @@ from typing import Any
 
 from bot import logs, metrics
 from bot.errors import LLMError, LLMUnavailable, LLMUnreachable, ModelNotFound, NotAModelServer
-from bot.llm.direct import DirectClient, body_for
+from bot.llm.direct import DirectClient, body_for, counted_usage
 from bot.llm.direct import route as direct_route
 from bot.llm.loader import litellm_loaded, loaded
 from bot.llm.reply import LLMReply, parse
@@ -254,6 +254,8 @@ class LLM:
                 response = await self._request(lib, base, model, messages, kwargs)
                 if live is not None:
                     response = await collect(response, live, model)
+                    if base is not None and response.usage is None:  # what litellm counts itself
+                        response.usage = counted_usage(messages, response.choices[0].message)
         except TimeoutError as exc:
             error: LLMError = LLMUnavailable(f"{model} did not answer within {timeout:g}s (TUSK_LLM_TIMEOUT)")
             raise (StreamCut(str(error)) if live is not None and live.shown else error) from exc

@@ -80,7 +80,8 @@ def _read(body: dict[str, Any], part: str) -> Any:
     `reasoning` as `reasoning_content`, a leading `<think>` block of a whole reply split off as reasoning,
     finish reasons mapped."""
     flatten_content(body)
-    for choice in body.get("choices") or []:
+    body.setdefault("choices", [])
+    for choice in body["choices"]:
         if not isinstance(choice, dict):
             continue
         if choice.get("finish_reason") is not None:
@@ -88,6 +89,10 @@ def _read(body: dict[str, Any], part: str) -> Any:
         message = choice.get(part)
         if not isinstance(message, dict):
             continue
+        if part == "message" and message.get("tool_calls") and choice.get("finish_reason") == "stop":
+            choice["finish_reason"] = "tool_calls"  # as litellm says of a whole reply with calls
+        message.setdefault("content", None)  # what litellm's message objects always have
+        message.setdefault("tool_calls", None)
         if message.get("reasoning_content") is None and isinstance(message.get("reasoning"), str):
             message["reasoning_content"] = message.pop("reasoning")
         text = message.get("content")
@@ -95,6 +100,31 @@ def _read(body: dict[str, Any], part: str) -> Any:
             if match := _THINK_FIRST.match(text):
                 message["reasoning_content"], message["content"] = match.group(1), match.group(2)
     return _ns(body)
+
+
+def counted_usage(messages: list[dict[str, Any]], reply: Any) -> Any:
+    """The usage litellm gives a stream whose server sent none: its own count (cl100k; 3 tokens a message and
+    1 a name, 3 to prime the reply; of the reply, its text and each call as JSON; litellm_core_utils/
+    token_counter.py and streaming_chunk_builder_utils.py), so the ledger reads alike on both paths."""
+    from memory.tokens import count_text
+
+    prompt = 3
+    for message in messages:
+        prompt += 3
+        for key, value in message.items():
+            if isinstance(value, str):
+                prompt += count_text(value) + (key == "name")
+            elif key == "content" and isinstance(value, list):
+                prompt += sum(count_text(p["text"]) for p in value if isinstance(p, dict)
+                              and isinstance(p.get("text"), str))
+            elif key == "tool_calls" and isinstance(value, list):  # their arguments only, as litellm counts
+                prompt += sum(count_text(str(c.get("function", {}).get("arguments", ""))) for c in value
+                              if isinstance(c, dict))
+    completion = (reply.content or "") + "".join(
+        json.dumps({"function": {"arguments": c.function.arguments, "name": c.function.name}, "id": c.id,
+                    "type": "function"}, separators=(",", ":")) for c in reply.tool_calls or ())
+    done = count_text(completion) if completion else 0
+    return SimpleNamespace(prompt_tokens=prompt, completion_tokens=done, total_tokens=prompt + done)
 
 
 class DirectClient:

@@ -17,15 +17,12 @@ type says there, the HTTP status says here.
 
 from __future__ import annotations
 
-import re
-
 from bot.errors import (ContextOverflow, LLMAuthFailed, LLMError, LLMFiltered, LLMRejected, LLMUnavailable,
                         LLMUnreachable, ModelNotFound, NotAModelServer, ToolsUnsupported)
 from bot.llm.direct import WireError
 from bot.llm.loader import litellm
 from bot.llm.wire import model_missing, overflow_window, retry_delay, tools_refused, unreachable_reason, web_page
 
-_CONTENT_POLICY = re.compile(r"content_policy_violation|content_filter", re.I)  # litellm's ContentPolicyViolationError
 TRANSIENT_STATUS = frozenset({408, 409, 425, 429}) | frozenset(range(500, 600))
 
 
@@ -54,7 +51,7 @@ def translate(exc: Exception) -> LLMError:
         return LLMAuthFailed(text, status=status if isinstance(status, int) else None)
     if (reason := unreachable_reason(exc)) is not None:
         return LLMUnreachable(text, reason=reason)
-    if filter_type or status == 400 and _CONTENT_POLICY.search(getattr(exc, "body", "") or ""):
+    if filter_type:
         return LLMFiltered(text)
     if transient_type or status in TRANSIENT_STATUS or not isinstance(status, int):
         return LLMUnavailable(text, retry_after=_retry_after(exc))
