@@ -44,6 +44,7 @@ from bot.skills.chats import SkillTools
 from bot.skills.views import skills_command
 from bot.tools.tasks import Tasks
 from bot.tools.box import BUILTIN_TOOLS, ToolBox
+from bot.llm.slots import Preempted
 from bot.llm.warmup import ModelWarmup
 from bot.llm.choice import ModelChoices
 from bot.commands.model import model_command
@@ -57,7 +58,7 @@ from bot.usage.view import status_lines, usage_command
 from bot.commands.base import CommandContext
 from channels.base import Access, Channel
 from memory import chat_settings, tokens
-from memory.consolidate import Budget, Consolidator
+from memory.consolidate import Budget, Consolidator, Deferred
 from memory.media import MediaStore
 from memory.paths import ChatFiles, private_dir
 from memory.search import HistorySearch
@@ -148,7 +149,7 @@ class TuskApp:
                                         default_zone=ZoneInfo(settings.timezone),
                                         everyone_in_groups=settings.group_remember == "everyone")
         self.reminders = Reminders(settings.home, settings.reminder_settings(), self.bus.publish)
-        self.tasks = Tasks(settings.task_settings(self.consolidator.budget.limit), self.llm.complete,
+        self.tasks = Tasks(settings.task_settings(self.consolidator.budget.limit), self.llm.slots.retrying(self.llm.complete),
                            ToolBox([self.memory_tools.search_history]), self.bus.publish, settings.bot_name)
         self.mcp = _mcp_hub(settings)
         self.chat_tools = _chat_tools(settings, self.mcp, lambda: self.consolidator.budget.window)
@@ -178,7 +179,9 @@ class TuskApp:
         self.agent = ChatAgent(settings.agent_settings(), self.store, self.llm, self.tools, context, self.bus.send,
                                chat_commands, consolidator=self.consolidator, learner=self.learner, media=media,
                                drafts=self.bus.draft, streaming=settings.stream_settings(), models=self.choices)
-        self.consolidator.idle = self.agent.until_idle  # background rounds wait for the replies
+        # replies first: background rounds wait for the turns, and on a one-slot server yield to them (bot/llm/slots.py)
+        self.llm.slots.busy, self.llm.slots.idle = self.agent.busy, self.agent.until_idle
+        self.consolidator.idle = self.llm.slots.quiet
         self.consolidator.tools_available = lambda: context.tools_available
         self.skills.tools_available = lambda: context.tools_available  # no tools: no read_skill, so no skills
         self.channels: list[Channel] = []
@@ -213,6 +216,8 @@ class TuskApp:
             with usage.scope(person=None, purpose=purpose):  # the chat's, as housekeeping: no person
                 reply = await self.llm.complete(messages, tools or None, tool_choice=forced, temperature=0,
                                                 model=self.settings.consolidation_model, max_tokens=max_tokens)
+        except Preempted as exc:  # a reply went first: the round is sent again later (memory/consolidate.py)
+            raise Deferred(str(exc)) from exc
         except ContextOverflow as exc:
             if not self.settings.consolidation_model:  # the chat model's window: learn it for the chats too
                 self.learner.learn_window(exc)

@@ -58,6 +58,7 @@ class Settings(BaseSettings):
     llm_timeout: float = _env("TUSK_LLM_TIMEOUT", 120.0, gt=0)
     llm_retries: int = _env("TUSK_LLM_RETRIES", 3, ge=0, le=10)
     llm_backoff: float = _env("TUSK_LLM_BACKOFF", 1.0, ge=0)
+    model_slots: int | None = _env("TUSK_MODEL_SLOTS", None, ge=1)  # requests the server answers at once
     max_reply_tokens: int | None = _env("TUSK_MAX_REPLY_TOKENS", None, gt=0)
     thinking_budget: int | None = _env("TUSK_THINKING_BUDGET", None, ge=1024)  # Anthropic extended thinking
     consolidation_model: str | None = _env("TUSK_CONSOLIDATION_MODEL", None)
@@ -180,7 +181,7 @@ class Settings(BaseSettings):
                      "telegram_webhook_secret", "discord_bot_token", "discord_api_base", "discord_gateway_url",
                      "discord_guild_id", "slack_bot_token", "slack_app_token", "slack_signing_secret", "mcp_config",
                      "transcribe_model", "transcribe_api_base", "transcribe_api_key", "vision", "vision_model",
-                     "thinking_budget", "limit_daily_usd", "limit_monthly_usd", "chat_limit_daily_usd",
+                     "thinking_budget", "model_slots", "limit_daily_usd", "limit_monthly_usd", "chat_limit_daily_usd",
                      "person_limit_daily_usd", "limit_daily_tokens", "chat_limit_daily_tokens", "brave_api_key",
                      "tavily_api_key", mode="before")
     @classmethod
@@ -220,7 +221,7 @@ class Settings(BaseSettings):
             api_key=self.api_key.get_secret_value() if self.api_key else None,
             fallbacks=self.fallback_models, timeout=self.llm_timeout, retries=self.llm_retries,
             backoff=self.llm_backoff, max_tokens=self.max_reply_tokens,
-            thinking_budget=self.thinking_budget,
+            thinking_budget=self.thinking_budget, slots=self.model_slots,
         )
 
     def model_choices(self) -> dict[str, ModelChoice]:

@@ -33,6 +33,7 @@ from bot.llm.direct import route as direct_route
 from bot.llm.loader import litellm_loaded, loaded
 from bot.llm.reply import LLMReply, parse
 from bot.llm.server import served_models
+from bot.llm.slots import QuietWatcher, Slots, is_housekeeping
 from bot.llm.streams import StreamCut, StreamEmpty, Watcher, collect
 from bot.llm.translate import translate
 from bot.llm.wire import (GEMINI_ROUTES, for_model, model_name, provider_base, public_url, thinking_options,
@@ -53,6 +54,7 @@ class LLMSettings:
     max_backoff: float = 60.0
     max_tokens: int | None = None
     thinking_budget: int | None = None  # Anthropic extended thinking: tokens it may think (bot/llm/wire.py)
+    slots: int | None = None  # TUSK_MODEL_SLOTS: requests the server answers at once (None: learned or unknown)
 
 
 class LLM:
@@ -70,6 +72,7 @@ class LLM:
         # the OpenAI wire directly (bot/llm/direct.py): None while litellm loads, True always, False never
         self.direct: bool | None = None
         self._direct: DirectClient | None = None
+        self.slots = Slots(settings.slots)  # who goes first on a one-slot server (bot/llm/slots.py)
 
     async def __aenter__(self) -> LLM:
         return self
@@ -128,7 +131,17 @@ class LLM:
     ) -> LLMReply:
         """One reply for `messages`; raises LLMUnavailable / LLMRejected when none can be had.
         `max_tokens` bounds the reply (else TUSK_MAX_REPLY_TOKENS, if set). With `live`, the reply is
-        streamed into it (bot/llm/streams.py); a stream cut after `live` showed some of it is `StreamCut`."""
+        streamed into it (bot/llm/streams.py); a stream cut after `live` showed some of it is `StreamCut`.
+        On a one-slot server a person's request goes first and housekeeping yields (bot/llm/slots.py:
+        `Preempted`)."""
+        if self.slots.one and is_housekeeping() and live is None:
+            live = QuietWatcher()  # streamed: a closed connection stops the server's generation
+        return await self.slots.run(lambda: self._complete(messages, tools, tool_choice, model, max_tokens, live,
+                                                           temperature))
+
+    async def _complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
+                        tool_choice: str | dict[str, Any] | None, model: str | None, max_tokens: int | None,
+                        live: Watcher | None, temperature: float | None) -> LLMReply:
         models = (model or self.settings.model, *self.settings.fallbacks)
         options = {"tools": tools or None, "tool_choice": tool_choice if tools else None,
                    "max_tokens": max_tokens or self.settings.max_tokens, "temperature": temperature}

@@ -7,7 +7,8 @@
                          meanwhile the window litellm's model list gives (read from its file, bot/llm/catalog.py:
                          no import) unless configured or learned, and its largest reply; for a model the list
                          does not know (or an Ollama one), the window its server reports (bot/llm/window.py
-                         `ask_server`) -> `settled()`: turns go from here
+                         `ask_server`); how many requests the server answers at once (llama.cpp's /props,
+                         bot/llm/slots.py) -> `settled()`: turns go from here
                          once litellm is loaded: the heap loaded so far frozen out of garbage collection
                          (`freeze_heap`) -> `ready()`
     each turn            awaits `settled()` first: a fresh Tusk's first replies wait for the tokenizer and the
@@ -31,6 +32,7 @@ from bot.llm import catalog
 from bot.llm.client import LLMSettings
 from bot.llm.learned import Learner
 from bot.llm.loader import litellm_loaded, load_litellm, model_max_output, model_window
+from bot.llm.server import served_slots
 from bot.llm.window import Window, ask_server, resolve
 from bot.threads import in_thread
 from memory import tokens
@@ -116,3 +118,8 @@ class ModelWarmup:
         if window.source == "default" or (window.source == "litellm" and s.model.startswith(("ollama/", "ollama_chat/"))):
             if (asked := await ask_server(s.model, s.api_base, s.api_key)) is not None:  # the server knows best
                 self.learner.set_window(asked)
+        slots = self.learner.llm.slots
+        if s.slots is None and s.api_base and (count := await served_slots(s.api_base, s.api_key)) is not None:
+            slots.count = count
+            logger.info("the model's server answers %d request(s) at once%s", count,
+                        ": replies go before housekeeping" if count == 1 else "")
