@@ -54,8 +54,7 @@ MAX_AHEAD = timedelta(days=3660)
 
 Publish = Callable[[InboundMessage], asyncio.Future[None]]  # the bus's publish
 When = Annotated[str, Field(min_length=1, max_length=100, description=(
-    "An ISO time in the chat's time zone, e.g. 2026-12-03T09:00, or a delay from now, e.g. 'in 2 hours', "
-    "'90m', '1d 3h'."))]
+    "An ISO time in the chat's time zone (2026-12-03T09:00) or a delay ('in 2 hours', '90m', '1d 3h')."))]
 Text = Annotated[str, Field(min_length=1, max_length=500, description="What to remind of, e.g. 'call Bob'.")]
 ReminderId = Annotated[str, Field(min_length=1, max_length=20,
                                    description="The id list_reminders shows, e.g. r3fa9c1.")]
@@ -258,9 +257,9 @@ class Reminders:
         return found
 
     async def set_reminder(self, ctx: ToolContext, when: When, text: Text) -> str:
-        """Set a reminder in this chat: at that time Tusk brings it up here (it survives restarts).
+        """Set a reminder: at that time Tusk brings it up in this chat (it survives restarts).
 
-        Times are in the chat's time zone, shown in the context line of each message."""
+        Times are in the chat's time zone, shown in each message's context line."""
         zone = self.zone(ctx.files)
         now = datetime.now(zone)
         due = parse_when(when, zone, now).astimezone(zone)
