@@ -59,6 +59,7 @@ class Settings(BaseSettings):
     llm_retries: int = _env("TUSK_LLM_RETRIES", 3, ge=0, le=10)
     llm_backoff: float = _env("TUSK_LLM_BACKOFF", 1.0, ge=0)
     model_slots: int | None = _env("TUSK_MODEL_SLOTS", None, ge=1)  # requests the server answers at once
+    llm_client: str = _env("TUSK_LLM_CLIENT", "direct", pattern=r"^(direct|litellm)$")  # the OpenAI wire's client
     max_reply_tokens: int | None = _env("TUSK_MAX_REPLY_TOKENS", None, gt=0)
     thinking_budget: int | None = _env("TUSK_THINKING_BUDGET", None, ge=1024)  # Anthropic extended thinking
     consolidation_model: str | None = _env("TUSK_CONSOLIDATION_MODEL", None)
@@ -221,7 +222,7 @@ class Settings(BaseSettings):
             api_key=self.api_key.get_secret_value() if self.api_key else None,
             fallbacks=self.fallback_models, timeout=self.llm_timeout, retries=self.llm_retries,
             backoff=self.llm_backoff, max_tokens=self.max_reply_tokens,
-            thinking_budget=self.thinking_budget, slots=self.model_slots,
+            thinking_budget=self.thinking_budget, slots=self.model_slots, direct=self.llm_client == "direct",
         )
 
     def model_choices(self) -> dict[str, ModelChoice]:

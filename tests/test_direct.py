@@ -10,7 +10,7 @@ import pytest
 
 from bot.errors import (ContextOverflow, LLMAuthFailed, LLMError, LLMFiltered, LLMRejected, LLMUnavailable,
                         LLMUnreachable, ModelNotFound, NotAModelServer, ToolsUnsupported)
-from bot.llm import LLM, LLMSettings
+from bot.llm import LLM, LLMSettings, load_litellm
 from bot.llm.direct import route
 from bot.stream import Live
 from tests.fakes.fake_llm import OVERFLOW_BODIES, FakeLLM, Reply, overflow_body
@@ -38,6 +38,9 @@ REPLIES = {
     "content as parts": Reply(message={"role": "assistant", "content": [
         {"type": "thinking", "thinking": "first"}, {"type": "text", "text": "part one, "},
         {"type": "text", "text": "part two"}]}),
+    "thinking blocks": Reply(message={"role": "assistant", "content": None, "thinking_blocks": [
+        {"type": "thinking", "thinking": "use the clock", "signature": "sig-1"}], "tool_calls": [
+        {"id": "t", "type": "function", "function": {"name": "current_time", "arguments": "{}"}}]}),
     "cut at the limit": Reply(text="a long", finish_reason="length"),
     "eos finish": Reply(text="done", finish_reason="eos"),
     "cached tokens": Reply(text="ok", usage={"prompt_tokens": 90, "completion_tokens": 3, "total_tokens": 93,
@@ -46,6 +49,7 @@ REPLIES = {
 
 
 def llm_for(fake, direct: bool, **settings) -> LLM:
+    load_litellm().result()  # litellm's path needs it loaded (until then every path is the direct one)
     llm = LLM(LLMSettings(model="openai/fake-model", api_base=fake.base_url, api_key="sk-test", retries=0,
                           **settings))
     llm.direct = direct
@@ -159,6 +163,7 @@ async def test_no_connection_is_unreachable_on_both_paths():
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     errors = []
+    load_litellm().result()
     for direct in (False, True):
         llm = LLM(LLMSettings(model="openai/m", api_base=f"http://127.0.0.1:{port}/v1", retries=0))
         llm.direct = direct
@@ -233,6 +238,7 @@ async def test_a_real_llama_cpp_server_reads_alike():
 
     base = server(PLAIN)
     long = [{"role": "user", "content": "word " * 3000}]
+    load_litellm().result()
     for stream in (False, True):
         outcomes = []
         for direct in (False, True):

@@ -56,11 +56,11 @@ def held_litellm(tmp_path):
 async def test_run_answers_while_litellm_loads_then_goes_through_it(fake_llm, tmp_path):
     """With litellm's import held: /healthz answers and a Telegram message is journaled and answered, its
     request sent on the OpenAI wire directly and recorded in the usage ledger; once the import is through,
-    the next turn's request goes through litellm."""
+    with TUSK_LLM_CLIENT=litellm the next turn's request goes through litellm."""
     hold, release = held_litellm(tmp_path)
     async with FakeTelegram() as tg:
         env = env_for(fake_llm, tmp_path, TUSK_HTTP_PORT="0", TELEGRAM_BOT_TOKEN=tg.token,
-                      TELEGRAM_API_BASE=tg.base_url, TELEGRAM_ALLOW_FROM="7", **hold)
+                      TELEGRAM_API_BASE=tg.base_url, TELEGRAM_ALLOW_FROM="7", TUSK_LLM_CLIENT="litellm", **hold)
         proc = await procs.start_tusk("run", env=env, stdout=asyncio.subprocess.PIPE,
                                       stderr=asyncio.subprocess.PIPE)
         line = (await asyncio.wait_for(proc.stdout.readline(), timeout=60)).decode()
@@ -87,7 +87,8 @@ async def test_run_answers_while_litellm_loads_then_goes_through_it(fake_llm, tm
 
 
 async def test_chat_answers_while_litellm_loads(fake_llm, tmp_path):
-    """`tusk chat` shows its prompt and answers its first line with litellm's import held."""
+    """`tusk chat` shows its prompt and answers its first line with litellm's import held (the default client:
+    the OpenAI wire directly, before and after the import)."""
     hold, release = held_litellm(tmp_path)
     proc = await procs.start_tusk("chat", env=env_for(fake_llm, tmp_path, **hold), stdin=asyncio.subprocess.PIPE,
                                   stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL)

@@ -12,9 +12,11 @@ OpenAI-compatible servers (the `openai/` route with a base URL) litellm is hande
 whose transport reads a message `content` given as a list of parts as its text: litellm's
 own reply model takes only a string there and would refuse the whole reply.
 
-litellm itself is imported on first use or in the background (bot/llm/loader.py). Until it is loaded,
-`openai/` requests go out on the OpenAI wire directly (bot/llm/direct.py), so a fresh Tusk's first replies
-do not wait for the import; everything above (retries, fallbacks, streaming, the meter) is the same on both.
+litellm itself is imported on first use or in the background (bot/llm/loader.py). `openai/` requests (the
+OpenAI API and every OpenAI-compatible server) go out on the OpenAI wire directly (bot/llm/direct.py): a
+fresh Tusk's first replies do not wait for litellm's import, and each call costs a fraction of litellm's
+(TUSK_LLM_CLIENT=litellm sends them through litellm once it is loaded, directly only until then). Everything above (retries,
+fallbacks, streaming, the meter, the errors) is the same on both paths (tests/test_direct.py).
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ class LLMSettings:
     max_tokens: int | None = None
     thinking_budget: int | None = None  # Anthropic extended thinking: tokens it may think (bot/llm/wire.py)
     slots: int | None = None  # TUSK_MODEL_SLOTS: requests the server answers at once (None: learned or unknown)
+    direct: bool = True  # TUSK_LLM_CLIENT=direct: the OpenAI wire without litellm (bot/llm/direct.py)
 
 
 class LLM:
@@ -69,8 +72,7 @@ class LLM:
         self.on_no_stream: Callable[[str, str, str], None] | None = None
         self.meter: Any = None  # bot/usage/meter.py's Meter: each request checked against the limits, recorded
         self._client: Any = None
-        # the OpenAI wire directly (bot/llm/direct.py): None while litellm loads, True always, False never
-        self.direct: bool | None = None
+        self.direct = settings.direct  # the OpenAI wire without litellm (bot/llm/direct.py; TUSK_LLM_CLIENT)
         self._direct: DirectClient | None = None
         self.slots = Slots(settings.slots)  # who goes first on a one-slot server (bot/llm/slots.py)
 
@@ -216,8 +218,9 @@ class LLM:
         s = self.settings
         lib = loaded()
         # while litellm loads, the OpenAI wire goes out directly (bot/llm/direct.py); the rest waits for it
-        wanted = lib is None if self.direct is None else self.direct
-        base = direct_route(model, s.api_base) if wanted else None
+        # the OpenAI wire goes out directly (bot/llm/direct.py): while litellm loads (the first replies do not
+        # wait for its import), and after it too unless TUSK_LLM_CLIENT=litellm; other routes wait for litellm
+        base = direct_route(model, s.api_base) if self.direct or lib is None else None
         if base is None:
             lib = await litellm_loaded()
         kwargs: dict[str, Any] = {"timeout": s.timeout, "num_retries": 0, "max_retries": 0}

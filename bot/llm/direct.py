@@ -27,7 +27,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from bot.llm.shapes import as_chunks, flatten_content
-from bot.llm.wire import WEB_PAGE, NotAnApi, model_name
+from bot.llm.wire import WEB_PAGE, NotAnApi, model_name, overflow_window
 
 OPENAI_BASE = "https://api.openai.com/v1"
 _REWRITTEN = re.compile(r"^(?:o\d|gpt-5|codex)", re.IGNORECASE)  # litellm's o-series / gpt-5 request rewrites
@@ -66,10 +66,13 @@ def body_for(model: str, messages: list[dict[str, Any]], kwargs: dict[str, Any])
             **{k: kwargs[k] for k in _BODY_KEYS if kwargs.get(k) is not None}}
 
 
+_AS_DICTS = frozenset({"thinking_blocks", "provider_specific_fields"})  # kept as litellm keeps them: dicts
+
+
 def _ns(value: Any) -> Any:
     """JSON as attribute objects (what litellm's reply objects give `getattr`)."""
     if isinstance(value, dict):
-        return SimpleNamespace(**{str(k): _ns(v) for k, v in value.items()})
+        return SimpleNamespace(**{str(k): v if k in _AS_DICTS else _ns(v) for k, v in value.items()})
     if isinstance(value, list):
         return [_ns(v) for v in value]
     return value
@@ -157,7 +160,10 @@ class DirectClient:
         """The reply (a whole chat completion), or for a streamed body an async iterator of its chunks."""
         import aiohttp
 
-        url = base.rstrip("/") + "/chat/completions"
+        from yarl import URL  # aiohttp's
+
+        parsed = URL(base)  # the path joined before any query; a user and password in it are not sent
+        url = parsed.with_user(None).with_path(parsed.path.rstrip("/") + "/chat/completions")
         limits = aiohttp.ClientTimeout(total=None, sock_connect=timeout, sock_read=timeout)
         try:
             resp = await self._session().post(url, json=body, timeout=limits)
@@ -230,5 +236,16 @@ def _event(payload: str) -> Any:
     if not isinstance(chunk, dict):
         raise WireError(f"unreadable event: {payload[:200]!r}")
     if chunk.get("error"):
-        raise WireError(f"error in the stream: {json.dumps(chunk['error'])[:300]}", body=payload)
+        raise _stream_error(chunk["error"], payload)
     return _read(chunk, "delta")
+
+
+def _stream_error(error: Any, payload: str) -> WireError:
+    """An error event inside a 200 stream, with the status litellm gives it: its `code` where that is an HTTP
+    status (a proxy's 429), 400 where it says the prompt is over the window, else none (a broken stream)."""
+    text = f"error in the stream: {json.dumps(error)[:300]}"
+    code = error.get("code") if isinstance(error, dict) else None
+    if isinstance(code, int) and not isinstance(code, bool) and 400 <= code < 600:
+        return WireError(text, code, payload)
+    window_error = WireError(text, 400, payload)
+    return window_error if overflow_window(window_error) is not None else WireError(text, body=payload)
