@@ -131,45 +131,40 @@ def counted_usage(messages: list[dict[str, Any]], reply: Any) -> Any:
 
 
 class DirectClient:
-    """One per `LLM`: an aiohttp session made on first use (`aclose()` ends it)."""
+    """The requests of one `LLM`. Each has an aiohttp session of its own, closed with it (a stream's when the
+    stream ends): nothing outlives a request, nor the event loop that made it, and nothing needs closing."""
 
     def __init__(self, api_key: str | None) -> None:
         self.api_key = api_key or os.environ.get("OPENAI_API_KEY") or "none"
-        self._http: Any = None
 
     def _session(self) -> Any:
-        import asyncio
-
         import aiohttp  # already loaded by `tusk run`'s HTTP side; a terminal chat pays for it here
 
-        if self._http is None or self._http.closed or self._http._loop is not asyncio.get_running_loop():
-            headers = {"Authorization": f"Bearer {self.api_key}", "User-Agent": "tusk-direct"}
-            if organization := os.environ.get("OPENAI_ORGANIZATION"):
-                headers["OpenAI-Organization"] = organization
-            # no pooled connection outlives its request (as bot/llm/readable.py's transport): closing it is
-            # how a cut-off request stops a local server's generation (bot/llm/slots.py)
-            self._http = aiohttp.ClientSession(headers=headers, connector=aiohttp.TCPConnector(force_close=True))
-        return self._http
+        headers = {"Authorization": f"Bearer {self.api_key}", "User-Agent": "tusk-direct"}
+        if organization := os.environ.get("OPENAI_ORGANIZATION"):
+            headers["OpenAI-Organization"] = organization
+        # no connection kept: closing it is how a cut-off request stops a local server's generation
+        # (bot/llm/slots.py)
+        return aiohttp.ClientSession(headers=headers, connector=aiohttp.TCPConnector(force_close=True))
 
     async def aclose(self) -> None:
-        http, self._http = self._http, None
-        if http is not None and not http.closed:
-            await http.close()
+        """Nothing to release (each request closes its own session)."""
 
     async def send(self, base: str, body: dict[str, Any], timeout: float) -> Any:
         """The reply (a whole chat completion), or for a streamed body an async iterator of its chunks."""
         import aiohttp
-
         from yarl import URL  # aiohttp's
 
         parsed = URL(base)  # the path joined before any query; a user and password in it are not sent
         url = parsed.with_user(None).with_path(parsed.path.rstrip("/") + "/chat/completions")
         limits = aiohttp.ClientTimeout(total=None, sock_connect=timeout, sock_read=timeout)
+        http = self._session()
+        resp = None
         try:
-            resp = await self._session().post(url, json=body, timeout=limits)
-        except aiohttp.ClientError as exc:
-            raise WireError(f"Connection error: {type(exc).__name__}: {exc}") from exc
-        try:
+            try:
+                resp = await http.post(url, json=body, timeout=limits)
+            except aiohttp.ClientError as exc:
+                raise WireError(f"Connection error: {type(exc).__name__}: {exc}") from exc
             kind = resp.headers.get("Content-Type", "").split(";")[0].strip().lower()
             if kind in ("text/html", "application/xhtml+xml") and resp.status in (200, 404):
                 raise WireError(f"HTTP {resp.status}: {WEB_PAGE} ({kind})") from NotAnApi(WEB_PAGE)
@@ -177,14 +172,17 @@ class DirectClient:
                 text = await resp.text(errors="replace")
                 raise WireError(f"HTTP {resp.status}: {text[:500]}", resp.status, text, dict(resp.headers))
             if body.get("stream") and kind == "text/event-stream":
-                owned, resp = resp, None  # the iterator releases it
-                return _events(owned)
+                events = _events(http, resp)  # it closes both
+                http = resp = None
+                return events
             text = await resp.text(errors="replace")
         except aiohttp.ClientError as exc:
             raise WireError(f"{type(exc).__name__}: {exc}") from exc
         finally:
             if resp is not None:
-                resp.release()
+                resp.close()
+            if http is not None:
+                await http.close()
         try:
             whole = json.loads(text)
         except ValueError as exc:
@@ -203,8 +201,9 @@ async def _chunks(chunks: list[dict[str, Any]]) -> AsyncIterator[Any]:
         yield _read(chunk, "delta")
 
 
-async def _events(resp: Any) -> AsyncIterator[Any]:
-    """A Server-Sent Events body's chunks, until `data: [DONE]` or its end; an error event raises."""
+async def _events(http: Any, resp: Any) -> AsyncIterator[Any]:
+    """A Server-Sent Events body's chunks, until `data: [DONE]` or its end; an error event raises. The
+    response and its session are closed when it ends, is closed, or is cut off."""
     import aiohttp
 
     data: list[str] = []
@@ -226,6 +225,7 @@ async def _events(resp: Any) -> AsyncIterator[Any]:
         raise WireError(f"{type(exc).__name__}: {exc}") from exc
     finally:
         resp.close()  # read to its end or not: the connection goes (a cut-off generation stops with it)
+        await http.close()
 
 
 def _event(payload: str) -> Any:
