@@ -4,7 +4,8 @@ One loopback model (tests/fakes/fake_llm.py's server, answering at once) serves 
 in a process of its own, so its CPU time is its own (the model server's is the parent's):
 
 - Tusk: the real TuskApp (litellm loaded, the warm-up done), a message published on its bus for one chat
-  and the reply delivered (session saved, the post-turn hook run);
+  and the reply delivered (session saved, usage recorded, the post-turn hook run); once with its own client
+  on the OpenAI wire (the default) and once through litellm (TUSK_LLM_CLIENT=litellm);
 - nanobot-ai 0.3.5 (installed in a virtualenv of its own: `--nanobot-python`), its SDK's `Nanobot.run` for
   one session, as its gateway calls it per message.
 
@@ -54,11 +55,10 @@ async def tusk_side(base: str, turns: int, warm: int) -> dict[str, list[float]]:
     home = Path(tempfile.mkdtemp(prefix="tusk-peers-"))
     os.environ["HOME"] = str(home)
     app = TuskApp(load_settings(TUSK_HOME=str(home / "data"), TUSK_MODEL="openai/fake-model", TUSK_API_BASE=base,
-                                TUSK_API_KEY="sk-bench", TUSK_LOG_LEVEL="warning"))
+                                TUSK_API_KEY="sk-bench", TUSK_LOG_LEVEL="warning",
+                                TUSK_LLM_CLIENT=os.environ.get("PEERS_CLIENT", "direct")))
     app.bus.register(Sink())
     await app.ready()
-    if os.environ.get("PEERS_DIRECT"):  # the direct client for every request (bot/llm/direct.py), for comparison
-        app.llm.direct = True
     wall, cpu = [], []
     for i in range(warm + turns):
         w, c = time.perf_counter(), time.process_time()
@@ -95,9 +95,10 @@ async def nanobot_side(base: str, turns: int, warm: int) -> dict[str, list[float
     return {"wall": wall, "cpu": cpu}
 
 
-def child(python: str, side: str, base: str, turns: int, warm: int) -> dict[str, list[float]]:
+def child(python: str, side: str, base: str, turns: int, warm: int, client: str = "direct") -> dict[str, list[float]]:
     out = subprocess.run([python, __file__, "--side", side, "--base", base, "--turns", str(turns),
-                          "--warm", str(warm)], capture_output=True, text=True, timeout=1800, cwd=tempfile.gettempdir())
+                          "--warm", str(warm)], capture_output=True, text=True, timeout=1800, cwd=tempfile.gettempdir(),
+                         env={**os.environ, "PEERS_CLIENT": client})
     if out.returncode != 0:
         raise SystemExit(f"the {side} side failed:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -107,14 +108,15 @@ async def main(args: argparse.Namespace) -> None:
     sys.path.insert(0, str(ROOT))
     from tests.fakes.fake_llm import FakeLLM, Reply
 
-    results: dict[str, dict[str, list[float]]] = {"Tusk": {"wall": [], "cpu": [], "model": []},
-                                                  "nanobot": {"wall": [], "cpu": [], "model": []}}
+    sides = (("Tusk", sys.executable, "tusk", "direct"), ("Tusk+litellm", sys.executable, "tusk", "litellm"),
+             ("nanobot", args.nanobot_python, "nanobot", ""))
+    results = {name: {"wall": [], "cpu": [], "model": []} for name, *_ in sides}
     async with FakeLLM() as fake:
         fake.responder = lambda body: Reply(text=REPLY)
         for _ in range(args.batches):
-            for name, python, side in (("Tusk", sys.executable, "tusk"), ("nanobot", args.nanobot_python, "nanobot")):
+            for name, python, side, client in sides:
                 first = len(fake.requests)
-                got = await asyncio.to_thread(child, python, side, fake.base_url, args.turns, args.warm)
+                got = await asyncio.to_thread(child, python, side, fake.base_url, args.turns, args.warm, client)
                 served = [fake.finished[i] - fake.arrivals[i] for i in range(first, len(fake.requests))
                           if i in fake.finished]
                 results[name]["wall"] += got["wall"]
@@ -126,11 +128,12 @@ async def main(args: argparse.Namespace) -> None:
     for name, r in results.items():
         model = statistics.median(r["model"]) if r["model"] else 0.0
         rows[name] = (statistics.median(r["wall"]) - model, statistics.median(r["cpu"]))
-        print(f"  {name:<8} turn {statistics.median(r['wall']) * 1000:7.2f} ms   model server {model * 1000:5.2f} ms   "
+        print(f"  {name:<12} turn {statistics.median(r['wall']) * 1000:7.2f} ms   model server {model * 1000:5.2f} ms   "
               f"framework {rows[name][0] * 1000:7.2f} ms   CPU {rows[name][1] * 1000:7.2f} ms   "
               f"requests per turn {len(r['model']) / max(1, len(r['wall'])):.1f}")
-    print(f"Tusk / nanobot: framework time {rows['Tusk'][0] / rows['nanobot'][0]:.2f}, "
-          f"CPU {rows['Tusk'][1] / rows['nanobot'][1]:.2f}")
+    for name in ("Tusk", "Tusk+litellm"):
+        print(f"{name} / nanobot: framework time {rows[name][0] / rows['nanobot'][0]:.2f}, "
+              f"CPU {rows[name][1] / rows['nanobot'][1]:.2f}")
 
 
 if __name__ == "__main__":
