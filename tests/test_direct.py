@@ -9,11 +9,11 @@ import sqlite3
 import pytest
 
 from bot.errors import (ContextOverflow, LLMAuthFailed, LLMError, LLMFiltered, LLMRejected, LLMUnavailable,
-                        LLMUnreachable, ModelNotFound, NotAModelServer, ToolsUnsupported)
+                        LLMUnreachable, ModelNotFound, ToolsUnsupported)
 from bot.llm import LLM, LLMSettings, load_litellm
 from bot.llm.direct import route
 from bot.stream import Live
-from tests.fakes.fake_llm import OVERFLOW_BODIES, FakeLLM, Reply, overflow_body
+from tests.fakes.fake_llm import OVERFLOW_BODIES, Reply, overflow_body
 
 MESSAGES = [
     {"role": "system", "content": "You are terse."},
@@ -99,27 +99,29 @@ async def test_a_forced_tool_choice_is_sent_alike(fake_llm):
     assert sent_direct[0]["tool_choice"] == forced and sent_direct[0]["temperature"] == 0
 
 
-ERRORS = {
-    **{f"overflow ({vendor})": overflow_body(vendor, 2048, 3000) for vendor in OVERFLOW_BODIES
+ERRORS = {  # name: (what the server sends, the Tusk error it must be)
+    **{f"overflow ({vendor})": (overflow_body(vendor, 2048, 3000), ContextOverflow) for vendor in OVERFLOW_BODIES
        if vendor not in ("anthropic", "gemini")},
-    "bad key": Reply(status=401, raw_body=json.dumps({"error": {"message": "Incorrect API key provided",
-                                                                "type": "invalid_request_error",
-                                                                "code": "invalid_api_key"}})),
-    "rate limited": Reply(status=429, headers={"Retry-After": "7"}),
-    "server error": Reply(status=500),
-    "unknown model": Reply(status=404, raw_body=json.dumps({"error": {
+    "bad key": (Reply(status=401, raw_body=json.dumps({"error": {"message": "Incorrect API key provided",
+                                                                 "type": "invalid_request_error",
+                                                                 "code": "invalid_api_key"}})), LLMAuthFailed),
+    "rate limited": (Reply(status=429, headers={"Retry-After": "7"}), LLMUnavailable),
+    "server error": (Reply(status=500), LLMUnavailable),
+    "unknown model": (Reply(status=404, raw_body=json.dumps({"error": {
         "message": "The model `nope` does not exist or you do not have access to it.",
-        "type": "invalid_request_error", "code": "model_not_found"}})),
-    "tools refused": Reply(status=400, raw_body=json.dumps({"error": {
+        "type": "invalid_request_error", "code": "model_not_found"}})), ModelNotFound),
+    "tools refused": (Reply(status=400, raw_body=json.dumps({"error": {
         "message": "registry.ollama.ai/library/gemma:2b does not support tools", "type": "api_error"}})),
-    "content policy": Reply(status=400, raw_body=json.dumps({"error": {
+        ToolsUnsupported),
+    "content policy": (Reply(status=400, raw_body=json.dumps({"error": {
         "message": "Your request was rejected as a result of our safety system.",
-        "type": "invalid_request_error", "code": "content_policy_violation"}})),
-    "bad request": Reply(status=400, raw_body=json.dumps({"error": {"message": "messages: bad role",
-                                                                    "type": "invalid_request_error"}})),
-    "filtered, no choices": Reply(choices=[]),
-    "filtered, content_filter": Reply(text=None, finish_reason="content_filter"),
-    "error object in a 200": Reply(raw_body=json.dumps({"error": {"message": "upstream failed", "code": 502}})),
+        "type": "invalid_request_error", "code": "content_policy_violation"}})), LLMRejected),
+    "bad request": (Reply(status=400, raw_body=json.dumps({"error": {"message": "messages: bad role",
+                                                                     "type": "invalid_request_error"}})), LLMRejected),
+    "filtered, no choices": (Reply(choices=[]), LLMFiltered),
+    "filtered, content_filter": (Reply(text=None, finish_reason="content_filter"), LLMFiltered),
+    "error object in a 200": (Reply(raw_body=json.dumps({"error": {"message": "upstream failed", "code": 502}})),
+                              LLMUnavailable),
 }
 
 
@@ -127,10 +129,10 @@ ERRORS = {
 @pytest.mark.parametrize("name", list(ERRORS))
 async def test_the_same_error_on_both_paths(fake_llm, name, stream):
     """Each failure a server sends becomes the same Tusk error (kind, retry delay, window named) on both paths."""
-    reply = ERRORS[name]
+    reply, kind = ERRORS[name]
     script = [reply, dataclasses.replace(reply)] if stream else [reply]  # a stream that failed is asked again whole
     through_litellm, direct, _ = await both(fake_llm, script, stream)
-    assert isinstance(through_litellm, LLMError), through_litellm
+    assert isinstance(through_litellm, kind), through_litellm
     assert type(direct) is type(through_litellm)
     for attribute in ("window", "retry_after", "status"):
         assert getattr(direct, attribute, None) == getattr(through_litellm, attribute, None), attribute
