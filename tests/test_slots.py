@@ -118,7 +118,7 @@ async def test_the_slots_llama_cpp_reports_are_learned(make_settings, fake_llm, 
     """llama.cpp's /props `total_slots` is read at the warm-up: one slot puts replies first, several change nothing."""
     fake_llm.props = {"total_slots": total, "default_generation_settings": {"n_ctx": 4096}}
     app = TuskApp(make_settings())
-    await app.warmup.settled()
+    await app.warmup.ready()
     assert app.llm.slots.count == total and app.llm.slots.one is (total == 1)
     await app.warmup.aclose()
 
@@ -127,7 +127,7 @@ async def test_a_configured_slot_count_wins(make_settings, fake_llm):
     """TUSK_MODEL_SLOTS wins over what the server says."""
     fake_llm.props = {"total_slots": 1}
     app = TuskApp(make_settings(TUSK_MODEL_SLOTS=3))
-    await app.warmup.settled()
+    await app.warmup.ready()
     assert app.llm.slots.count == 3
     await app.warmup.aclose()
 

@@ -7,8 +7,8 @@
                          meanwhile the window litellm's model list gives (read from its file, bot/llm/catalog.py:
                          no import) unless configured or learned, and its largest reply; for a model the list
                          does not know (or an Ollama one), the window its server reports (bot/llm/window.py
-                         `ask_server`); how many requests the server answers at once (llama.cpp's /props,
-                         bot/llm/slots.py) -> `settled()`: turns go from here
+                         `ask_server`) -> `settled()`: turns go from here
+                         then how many requests the server answers at once (llama.cpp's /props, bot/llm/slots.py)
                          once litellm is loaded: the heap loaded so far frozen out of garbage collection
                          (`freeze_heap`) -> `ready()`
     each turn            awaits `settled()` first: a fresh Tusk's first replies wait for the tokenizer and the
@@ -59,7 +59,7 @@ class ModelWarmup:
 
     @staticmethod
     def provisional(configured: int | None, learned: int | None) -> Window:
-        """The window to budget for until litellm is loaded: configured, learned, else the default."""
+        """The window to budget for until the warm-up settles it: configured, learned, else the default."""
         return resolve(configured, learned, None)
 
     def start(self) -> None:
@@ -94,6 +94,7 @@ class ModelWarmup:
         finally:
             if not self._settled.done():
                 self._settled.set_result(None)
+        await self._learn_slots()
         try:
             await litellm_loaded()
         except Exception:  # a broken install: each turn reports it; Tusk itself (console, admin) goes on
@@ -102,7 +103,7 @@ class ModelWarmup:
             return
         catalog.models.cache_clear()  # litellm holds the same list now: its parsed copy (~15 MB) goes
         freeze_heap()
-        logger.info("litellm loaded: requests go through it from now on")
+        logger.info("litellm loaded: the providers and features that need it no longer wait")
 
     async def _settle(self) -> None:
         assert self._tokenizer is not None
@@ -118,8 +119,12 @@ class ModelWarmup:
         if window.source == "default" or (window.source == "litellm" and s.model.startswith(("ollama/", "ollama_chat/"))):
             if (asked := await ask_server(s.model, s.api_base, s.api_key)) is not None:  # the server knows best
                 self.learner.set_window(asked)
-        slots = self.learner.llm.slots
+
+    async def _learn_slots(self) -> None:
+        """How many requests the server answers at once, where it says (after `settled`: only housekeeping
+        needs it, and the first turns need not wait for one more question to the server)."""
+        s = self.settings
         if s.slots is None and s.api_base and (count := await served_slots(s.api_base, s.api_key)) is not None:
-            slots.count = count
+            self.learner.llm.slots.count = count
             logger.info("the model's server answers %d request(s) at once%s", count,
                         ": replies go before housekeeping" if count == 1 else "")
