@@ -78,6 +78,23 @@ async def test_a_reply_cuts_off_a_round_which_goes_again_from_the_same_chunk(sma
     assert len(memfiles.history_entries(session.files)) == stats.runs and "fact 19 of" in memfiles.read_memory(session.files)
 
 
+async def test_a_round_the_server_cuts_short_goes_again_streamed(small, fake_llm):
+    """One slot: a round whose stream the server ends early is sent again later, streamed, not at once whole
+    (which no closed connection could stop), and the model is not taken for one that cannot stream."""
+    fake_llm.one_slot = True
+    saving = [("s", "save_memory", {"history_entry": "They talked.", "memory_update": "- likes tea"})]
+    fake_llm.script(Reply(text=None, tool_calls=saving, cut_after=2))
+    fake_llm.responder = lambda body: Reply(text=None, tool_calls=saving)
+    app = small(TUSK_MODEL_SLOTS=1)
+    session = over_budget(app)
+    await app._consolidate(ChatKey("http", "long"))
+    rounds = consolidations(fake_llm)
+    assert all(fake_llm.requests[i].get("stream") for i in rounds) and fake_llm.cuts == 1
+    assert fake_llm.requests[rounds[1]]["messages"] == fake_llm.requests[rounds[0]]["messages"]
+    stats = app.consolidator.stats[session.files.dir]
+    assert stats.failures == 0 and stats.runs == len(rounds) - 1 and app.llm.no_stream == {}
+
+
 async def test_no_round_starts_while_a_turn_is_under_way(small, fake_llm):
     """One slot: a round due while a person's reply is being written is sent only once that reply is all out."""
     fake_llm.one_slot = True

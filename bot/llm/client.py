@@ -35,7 +35,7 @@ from bot.llm.direct import route as direct_route
 from bot.llm.loader import litellm_loaded, loaded
 from bot.llm.reply import LLMReply, parse
 from bot.llm.server import served_models
-from bot.llm.slots import QuietWatcher, Slots, is_housekeeping
+from bot.llm.slots import Preempted, QuietWatcher, Slots, is_housekeeping
 from bot.llm.streams import StreamCut, StreamEmpty, Watcher, collect
 from bot.llm.translate import translate
 from bot.llm.wire import (GEMINI_ROUTES, for_model, model_name, provider_base, public_url, thinking_options,
@@ -187,6 +187,10 @@ class LLM:
                 reply = await self._once(model, messages, options, live)
                 why = "an empty reply" if _empty(reply) else None
             except StreamEmpty as exc:
+                if isinstance(live, QuietWatcher) and (exc.broken or exc.unfinished):
+                    # housekeeping on a one-slot server that the server itself cut short (llama-cpp-python
+                    # ends a stream when another request waits): later, streamed again, not now and whole
+                    raise Preempted(f"the server ended the stream early ({exc})") from exc
                 why, learn = str(exc), learn and not exc.broken
             if why is not None:
                 logger.warning("the stream from %s brought nothing (%s); asking once more without streaming",

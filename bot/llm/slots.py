@@ -13,7 +13,9 @@ behind it. `Slots` puts the person first when the server has one slot:
                                  writes nothing before its answer, so nothing is lost or done twice:
                                  memory/consolidate.py `Deferred`; a background task's step: `retrying`).
                                  It is streamed (someone quiet watches), since llama-cpp-python's server stops
-                                 a generation on a closed connection only while streaming
+                                 a generation on a closed connection only while streaming; a stream the server
+                                 itself ends early (it does so when another client's request waits) is
+                                 `Preempted` too, not asked again whole (bot/llm/client.py)
 
 How many slots: TUSK_MODEL_SLOTS, else what the server says (llama.cpp's /props `total_slots`, asked at
 the warm-up: bot/llm/warmup.py), else unknown. With several slots, or unknown (a cloud API), nothing of this
@@ -32,6 +34,7 @@ from typing import Any, TypeVar
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
+MAX_TRIES = 20  # times a background task's step is held back or cut off before it is sent as a turn's would be
 
 _HOUSEKEEPING: contextvars.ContextVar[bool] = contextvars.ContextVar("tusk_housekeeping", default=False)
 
@@ -144,11 +147,12 @@ class Slots:
         background task's step: it holds no lock a turn could wait for)."""
         async def chore(*args: Any, **kwargs: Any) -> T:
             with housekeeping():
-                while True:
+                for _ in range(MAX_TRIES):
                     try:
                         return await complete(*args, **kwargs)
                     except Preempted:
                         await self.quiet()
+            return await complete(*args, **kwargs)  # held back too often: asked as a turn would be
         return chore
 
 
