@@ -115,7 +115,10 @@ class TerminalChannel:
 
         console = Console(file=self._out, highlight=False)
         console.print(Text(f"{self._bot_name}>", style="bold cyan"))
-        console.print(Text(text) if verbatim else Markdown(text, code_theme="ansi_dark"))
+        if verbatim:  # Tusk's own words: its line breaks only (the terminal folds a long line, rich does not)
+            console.print(Text(text), soft_wrap=True)
+        else:
+            console.print(Markdown(text, code_theme="ansi_dark"))
         console.print()
 
     def note(self, text: str) -> None:
