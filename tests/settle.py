@@ -13,6 +13,8 @@ step queued behind it.
 
 from __future__ import annotations
 
+import asyncio
+
 from bot.events import ChatKey
 
 
@@ -30,3 +32,9 @@ def answered(tg, text: str) -> bool:
     """Tusk's echo of `text` (the fake model's default answer: the prompt's last user message, its runtime-context
     block first) has reached Telegram."""
     return any(m["plain"].startswith("echo: ") and m["plain"].endswith(f"\n\n{text}") for m in tg.sent)
+
+
+def waiting_on(lock: asyncio.Lock) -> bool:
+    """Someone is blocked in `lock.acquire()`: the point past which a test that holds the lock knows the code
+    under test cannot go without it (asyncio's Lock keeps its blocked acquirers in `_waiters`)."""
+    return bool(lock._waiters)
