@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 
 from bot.events import ChatKey
+from tests.fakes.loopback import wait_until
 
 
 async def _nothing() -> None:
@@ -26,6 +27,11 @@ async def drained(app, *keys: ChatKey) -> None:
     """Every turn queued so far in the chats `keys` has ended: a step queued behind them has run."""
     for key in keys:
         await app.bus.in_order(key, _nothing)
+
+
+async def idle(app) -> None:
+    """No chat has a turn queued or running: every turn published so far has ended."""
+    await wait_until(lambda: app.bus.active_chats == 0, what=lambda: f"{app.bus.active_chats} chats still busy")
 
 
 def answered(tg, text: str) -> bool:
