@@ -13,6 +13,7 @@ from bot.inbox import Inbox
 from tests import procs
 from tests.fakes.fake_llm import Reply
 from tests.fakes.fake_telegram import FakeTelegram
+from tests.settle import drained
 from tests.test_cli import env_for
 
 
@@ -171,7 +172,7 @@ async def test_forget_in_a_running_bot_leaves_no_line_of_the_chat_in_the_inbox(m
             tg.push_message(42, "/forget confirm", user_id=7)
             await tg.wait_for(lambda: len(texts(tg, 42)) == 3)
             assert "deleted 3 messages in the inbox journal (inbox.jsonl)" in texts(tg, 42)[2]
-            await asyncio.sleep(0.1)
+            await drained(app, ChatKey("telegram", "42"))  # the /forget turn has ended: its own line settled
             lines = [json.loads(line) for line in (app.settings.home / "inbox.jsonl").read_text().splitlines()]
             ids = {rec["id"] for rec in lines if "id" in rec}
             assert lines and all(rec.get("key", ["telegram", "43"]) == ["telegram", "43"] for rec in lines)
