@@ -28,7 +28,7 @@ from bot import commands, logs, metrics, stream
 from bot.context import ContextBuilder
 from bot.delivery import Delivery, Drafts, Send
 from bot.errors import ContextOverflow, LLMError, LLMUnavailable, MediaRefused, ToolsUnsupported
-from bot.events import ChatKey, InboundMessage, OutboundMessage
+from bot.events import ChatKey, InboundMessage, OutboundMessage, TurnResult
 from bot.llm import LLM, LLMReply
 from bot.llm.choice import ModelChoices
 from bot.fitting import PromptFit
@@ -112,21 +112,22 @@ class ChatAgent:
         while self._turns:
             await self._idle.wait()
 
-    async def handle(self, msg: InboundMessage) -> None:
+    async def handle(self, msg: InboundMessage) -> TurnResult | None:
+        """The turn for `msg`, answered; how it ended (None for group chatter, which is no turn)."""
         self._turns += 1
         self._idle.clear()
         try:
-            await self._handle(msg)
+            return await self._handle(msg)
         finally:
             self._turns -= 1
             if not self._turns:
                 self._idle.set()
 
-    async def _handle(self, msg: InboundMessage) -> None:
+    async def _handle(self, msg: InboundMessage) -> TurnResult | None:
         if not msg.addressed:  # group chatter: saved if the chat listens, never answered
             await self._overheard(msg)
-            return
-        stats = msg.client.stats if msg.client is not None else logs.TurnStats()
+            return None
+        stats = logs.TurnStats()  # the turn's tally while it runs (LLM calls add to it); its result is frozen
         purpose = msg.injected.source if msg.injected is not None else "reply"
         with logs.bound(msg.key, msg.id, stats), usage.scope(msg.key, msg.sender_id or None, purpose,
                                                               self._zone(msg.key)):
@@ -162,6 +163,7 @@ class ChatAgent:
             figures = stats.fields()  # time to the reply; hooks run after it
             metrics.turn_done(msg.key.channel, stats)
             self._spawn(self._finish(msg.key, figures, runs_before), f"hooks {msg.key}")
+            return TurnResult(stats.outcome, stats.tokens_in, stats.tokens_out)
 
     async def _overheard(self, msg: InboundMessage) -> None:
         """A group message not addressed to the bot: with /listen on, saved with its sender (no reply, no LLM

@@ -19,13 +19,13 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from bot.errors import BusClosed, DeliveryError
-from bot.events import ChatKey, InboundMessage, OutboundMessage
+from bot.events import ChatKey, InboundMessage, OutboundMessage, TurnResult
 from bot.stream import Draft
 from bot.threads import Spawned
 
 logger = logging.getLogger(__name__)
 
-Handler = Callable[[InboundMessage], Awaitable[None]]
+Handler = Callable[[InboundMessage], Awaitable[TurnResult | None]]  # a turn, and how it ended
 Job = Callable[[], Awaitable[Any]]  # work that must take its place in a chat's order (the console's Forget)
 AtOnce = Callable[[InboundMessage], str | None]  # the answer to a message that takes no turn (/stop), else None
 
@@ -81,8 +81,9 @@ class MessageBus:
             out[key.channel] = (n + len(queue), max([oldest, *ages]))
         return out
 
-    def publish(self, msg: InboundMessage) -> asyncio.Future[None]:
-        """Queue `msg` behind its chat's earlier messages; the future resolves when its turn is done."""
+    def publish(self, msg: InboundMessage) -> asyncio.Future[TurnResult | None]:
+        """Queue `msg` behind its chat's earlier messages; the future resolves when its turn is done, with its
+        `TurnResult` (None: no turn ran, as for /stop, or it failed)."""
         if self._at_once is not None and (answer := self._at_once(msg)) is not None:
             return self._answer_now(msg, answer)  # also while shutting down: it takes no turn (/stop ends one)
         if not self._accepting:
@@ -94,9 +95,9 @@ class MessageBus:
                 logger.exception("could not journal a message for %s", msg.key)
         return self._enqueue(msg.key, msg)
 
-    def _answer_now(self, msg: InboundMessage, answer: str) -> asyncio.Future[None]:
+    def _answer_now(self, msg: InboundMessage, answer: str) -> asyncio.Future[TurnResult | None]:
         """A message that takes no turn: its answer (if any) sent now; the future resolves once it is out."""
-        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        done: asyncio.Future[TurnResult | None] = asyncio.get_running_loop().create_future()
 
         async def answering() -> None:
             try:
@@ -139,8 +140,9 @@ class MessageBus:
                 if not isinstance(msg, InboundMessage):
                     await self._run_job(msg, done)
                     continue
+                result = None
                 try:
-                    await self._handler(msg)
+                    result = await self._handler(msg)
                 except asyncio.CancelledError:
                     done.cancel()
                     raise
@@ -148,7 +150,7 @@ class MessageBus:
                     logger.exception("turn failed in %s", key)
                 self._settled(msg)
                 if not done.done():
-                    done.set_result(None)
+                    done.set_result(result)
         finally:  # no await between the emptiness check and here: nothing can slip in
             for _, done in queue:
                 done.cancel()

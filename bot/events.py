@@ -15,7 +15,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Literal
 
-from bot.logs import TurnStats
 from memory.paths import CHANNEL_NAME, chat_dir_name
 
 _ids = itertools.count(1)
@@ -77,14 +76,24 @@ class ClientTurn:
     only. `system` goes under the owner's instructions and is never saved; `model` is a litellm model
     string the owner allows (TUSK_MODELS); `max_tokens` bounds the reply within the reply reserve; `temperature` is sent as given;
     `regenerate` answers the session's last user message again, without that exchange in the prompt,
-    and saves nothing. `stats` is the turn's own tally (tokens, outcome), read by the client once it is done."""
+    and saves nothing. How the turn went comes back as its `TurnResult`."""
 
     system: str | None = None
     model: str | None = None
     max_tokens: int | None = None
     temperature: float | None = None  # the client's sampling temperature, sent to the model as given (0-2)
     regenerate: bool = False
-    stats: TurnStats = field(default_factory=TurnStats, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class TurnResult:
+    """How a turn ended: what its publish future resolves with once it is done (bot/bus.py), for whoever
+    waits on it (the HTTP API, the OpenAI endpoint). `outcome`: ok, stopped, spend_limit, llm_unavailable,
+    llm_error, too_long or crash; the tokens its model calls took. The replies went out through the channel."""
+
+    outcome: str = "ok"
+    tokens_in: int = 0
+    tokens_out: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,12 +17,12 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from bot.errors import DeliveryError
-from bot.events import ChatKey, InboundMessage, OutboundMessage
+from bot.events import ChatKey, InboundMessage, OutboundMessage, TurnResult
 from bot.access.pairing import PairingError, PairingStore
 
 logger = logging.getLogger(__name__)
 
-Publish = Callable[[InboundMessage], asyncio.Future[None]]
+Publish = Callable[[InboundMessage], asyncio.Future[TurnResult | None]]  # the bus's (bot/bus.py)
 
 
 async def tell(send: Callable[[OutboundMessage], Awaitable[None]], key: ChatKey, text: str) -> None:

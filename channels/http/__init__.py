@@ -53,7 +53,7 @@ from aiohttp import web
 
 from bot.access.api_keys import ApiKey, ApiKeys
 from bot.errors import BusClosed, ConfigError, DeliveryError, MediaRefused
-from bot.events import ChatKey, InboundMessage, OutboundMessage, OutboundVoice
+from bot.events import ChatKey, InboundMessage, OutboundMessage, OutboundVoice, TurnResult
 from channels.base import Publish
 from channels.http.binding import (bind_error, bind_problem, host_name, is_loopback,  # bind_problem: for doctor
                                    local_url)
@@ -251,10 +251,11 @@ class HttpChannel:
         return self._streams.get(reply_to)
 
     async def run_turn(self, msg: InboundMessage, replies: list[str], draft: Draft | None = None,
-                       formats: list[str] | None = None, voices: list[dict] | None = None) -> None:
+                       formats: list[str] | None = None, voices: list[dict] | None = None) -> TurnResult:
         """Publish `msg` and wait until its turn is done, its replies put in `replies` and their formats in
         `formats` if given (MARKDOWN, PLAIN), the reply written to `draft` as it comes if given, the spoken
-        replies' references in `voices`: the path every route of this channel takes (BusClosed at shutdown)."""
+        replies' references in `voices`: the path every route of this channel takes (BusClosed at shutdown).
+        How it ended: its `TurnResult` (a plain "ok" when no turn ran: /stop is answered at once)."""
         self._waiting[msg.id] = replies
         if formats is not None:
             self._formats[msg.id] = formats
@@ -263,7 +264,7 @@ class HttpChannel:
         if voices is not None:
             self._voices[msg.id] = voices
         try:
-            await self._publish(msg)
+            return await self._publish(msg) or TurnResult()
         finally:
             del self._waiting[msg.id]
             self._formats.pop(msg.id, None)
