@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from bot import commands, logs, metrics, stream
 from bot.context import ContextBuilder
-from bot.delivery import Delivery, Drafts, Send
+from bot.delivery import Delivery, Send
 from bot.errors import ContextOverflow, LLMError, LLMUnavailable, MediaRefused, ToolsUnsupported
 from bot.events import ChatKey, InboundMessage, OutboundMessage, TurnResult
 from bot.llm import LLM, LLMReply
@@ -39,7 +39,7 @@ from bot.media import turn as media_turn
 from bot.replies import (CRASH_REPLY, EMPTY_REPLY, MALFORMED_REPLY, NO_TEXT_REPLY, OUT_OF_ROOM_REPLY,
                          STEP_LIMIT_REPLY, Answer, MessageTooLong, own, shown_text, user_message)
 from bot.stop import Stopped, Stops, stopped_turn
-from bot.stream import Live, StreamSettings
+from bot.stream import Drafts, Live, StreamSettings
 from bot.threads import Spawned
 from bot.tools.box import ToolBox, ToolContext, Toolset
 from bot.usage import meter as usage
@@ -148,7 +148,7 @@ class ChatAgent:
                 logger.exception("turn crashed")
                 answer, stats.outcome = own(CRASH_REPLY), "crash"
             run = msg.injected.run if msg.injected is not None else ""
-            reply = OutboundMessage(msg.key, answer.text, reply_to=msg.id, verbatim=answer.verbatim)
+            reply = OutboundMessage.answer(msg, answer.text, answer.verbatim)
             if run and not answer.text:  # a run's repeated failure says nothing
                 delivered = False
             elif speaking and stats.outcome == "ok" and not answer.verbatim:  # Tusk's own words stay text
@@ -296,7 +296,7 @@ class ChatAgent:
         prompt, room, sent = await self._prompt(session, msg, new, attached)
 
         async def notify(text: str) -> None:  # Tusk's own words in the chat, through the reply path
-            await self.send(OutboundMessage(msg.key, text, reply_to=msg.id, verbatim=True))
+            await self.send(OutboundMessage.answer(msg, text, verbatim=True))
 
         ctx = ToolContext(msg.key, session.files, notify, sender_id=msg.sender_id, sender_name=msg.sender_name,
                           is_group=msg.is_group, sender_is_admin=msg.sender_is_admin, message_text=msg.text)

@@ -16,12 +16,15 @@ import time
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from bot.errors import BusClosed, DeliveryError
 from bot.events import ChatKey, InboundMessage, OutboundMessage, TurnResult
-from bot.stream import Draft
+from bot.stream import Draft, Drafts
 from bot.threads import Spawned
+
+if TYPE_CHECKING:
+    from bot.speech.replies import VoiceOutlet
 
 logger = logging.getLogger(__name__)
 
@@ -31,11 +34,16 @@ AtOnce = Callable[[InboundMessage], str | None]  # the answer to a message that 
 
 
 class Outlet(Protocol):
-    """What the bus needs of a channel to deliver replies."""
+    """What the bus needs of a channel to deliver replies: its `name`, `send`, and the abilities a channel
+    may have, each None where it has not: `draft`, the reply shown while it is written (bot/stream.py), and
+    `voice`, replies as the platform's voice messages (bot/speech/replies.py)."""
 
     name: str
+    draft: Drafts | None
+    voice: VoiceOutlet | None
 
-    async def send(self, msg: OutboundMessage) -> None: ...
+    async def send(self, msg: OutboundMessage) -> None:
+        """Deliver a reply (split, formatted, rate-limited as the platform needs)."""
 
 
 class Journal(Protocol):
@@ -102,7 +110,7 @@ class MessageBus:
         async def answering() -> None:
             try:
                 if answer:
-                    await self.send(OutboundMessage(msg.key, answer, reply_to=msg.id))
+                    await self.send(OutboundMessage.answer(msg, answer))
             finally:
                 if not done.done():
                     done.set_result(None)
@@ -194,15 +202,15 @@ class MessageBus:
             return False
         return True
 
-    def voice(self, key: ChatKey) -> Any:
-        """The channel of `key`'s chat if it sends voice messages (`send_voice`: bot/speech/replies.py), else None."""
+    def voice(self, key: ChatKey) -> VoiceOutlet | None:
+        """How `key`'s channel sends voice messages (bot/speech/replies.py), if it does."""
         outlet = self._outlets.get(key.channel)
-        return outlet if callable(getattr(outlet, "send_voice", None)) else None
+        return outlet.voice if outlet is not None else None
 
-    def draft(self, key: ChatKey, reply_to: int) -> Draft | None:
-        """The channel's draft for a reply being written (bot/stream.py), if it shows replies that way."""
-        make = getattr(self._outlets.get(key.channel), "draft", None)
-        return make(key, reply_to) if make is not None else None
+    def draft(self, msg: InboundMessage) -> Draft | None:
+        """The channel's draft for the reply to `msg` being written (bot/stream.py), if it shows replies that way."""
+        outlet = self._outlets.get(msg.key.channel)
+        return outlet.draft(msg) if outlet is not None and outlet.draft is not None else None
 
     async def close(self, grace: float) -> bool:
         """Stop taking messages, let running turns finish for up to `grace` seconds; True if all did."""

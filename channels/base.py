@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
+from bot.bus import Outlet
 from bot.errors import DeliveryError
 from bot.events import ChatKey, InboundMessage, OutboundMessage, TurnResult
 from bot.access.pairing import PairingError, PairingStore
@@ -127,8 +128,9 @@ class Access:
         return AllowList(entries, variable, channel, self.policy, self.pairing)
 
 
-class Channel(Protocol):
-    name: str
+class Channel(Outlet, Protocol):
+    """A platform (or local) channel: the bus's outlet (`name`, `send`, and its abilities `draft` and
+    `voice`, None where it has not got them: bot/bus.py), and a lifecycle."""
 
     async def start(self) -> None:
         """Connect and begin delivering messages; returns once running."""
@@ -140,5 +142,3 @@ class Channel(Protocol):
     async def stop(self) -> None:
         """Stop taking updates and release connections."""
 
-    async def send(self, msg: OutboundMessage) -> None:
-        """Deliver a reply (split, formatted, rate-limited as the platform needs)."""

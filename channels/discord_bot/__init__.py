@@ -34,6 +34,7 @@ point discord.py elsewhere through the two class attributes it reads them from; 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import logging
 import warnings
@@ -52,7 +53,7 @@ from discord import app_commands
 
 from bot.dedupe import MemorySeen, Seen, is_repeat
 from bot.errors import BusClosed, ConfigError, DeliveryError
-from bot.events import ChatKey, InboundMessage, OutboundMessage, OutboundVoice
+from bot.events import ChatKey, InboundMessage, OutboundMessage, OutboundVoice, ReplyRef, TurnResult
 from bot.threads import Spawned
 from channels.discord_bot import media as discord_media
 from channels.discord_bot import refusals
@@ -122,6 +123,13 @@ def _aim(api_base: str | None, gateway_url: str | None) -> Callable[[], None]:
     return undo
 
 
+def reference(key: ChatKey, ref: ReplyRef | None) -> discord.MessageReference | None:
+    """The message a reply quotes (guild messages: channels/discord_bot/inbound.py); None if it quotes none."""
+    if ref is None or not ref.message:
+        return None
+    return discord.MessageReference(message_id=int(ref.message), channel_id=int(key.chat_id), fail_if_not_exists=False)
+
+
 def _connect_error(connection: asyncio.Task[None]) -> Exception:
     """Why the gateway connection failed or never became ready, with the fix where there is one."""
     exc = connection.exception() if connection.done() and not connection.cancelled() else None
@@ -130,14 +138,6 @@ def _connect_error(connection: asyncio.Task[None]) -> Exception:
                            f"{refusals.PORTAL}, then restart Tusk")
     where = discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY
     return DeliveryError(f"could not connect to the Discord gateway at {where}: {exc or 'timed out'}")
-
-
-@dataclass(frozen=True, slots=True)
-class _Slash:
-    """Where a slash command's answer goes: its interaction's followup."""
-
-    interaction: discord.Interaction
-    ephemeral: bool
 
 
 class DiscordChannel:
@@ -149,7 +149,7 @@ class DiscordChannel:
         self._publish = publish
         self._menu = menu
         self._seen = seen or MemorySeen()  # messages taken already (bot/dedupe.py)
-        self._routes: dict[int, discord.MessageReference | _Slash] = {}  # InboundMessage.id -> reply target
+        self._interactions: dict[str, discord.Interaction] = {}  # a slash command's token -> it, while its turn runs
         self._typing = Spawned()  # the typing indicators of running turns
         self._allow = access.allow_list(settings.allow_from, "DISCORD_ALLOW_FROM", self.name)
         self._accepting = False
@@ -161,6 +161,7 @@ class DiscordChannel:
         self._in_order = InOrder()  # a channel's messages wait for its earlier ones' downloads
         self._refusals = refusals.Refusals()
         self._presses = Presses(self._allow, self._take, lambda: self._accepting)  # the Stop buttons
+        self.voice = self  # replies read out go as voice messages (send_voice)
 
     def _build(self, intents: discord.Intents) -> tuple[discord.Client, app_commands.CommandTree]:
         discord.VoiceClient.warn_nacl = discord.VoiceClient.warn_dave = False  # no voice: no warnings about it
@@ -288,7 +289,7 @@ class DiscordChannel:
         if self._intake is not None:
             await self._intake.aclose()
         await self._close()
-        self._routes.clear()
+        self._interactions.clear()
 
     async def _close(self) -> None:
         self._accepting = False
@@ -325,6 +326,8 @@ class DiscordChannel:
         gid = guild_id(message)  # also for a guild no longer in the cache
         if msg is None or not await self._admit(msg, message.guild or (discord.Object(gid) if gid else None)):
             return
+        if msg.is_group:  # the reply quotes the question
+            msg = dataclasses.replace(msg, ref=ReplyRef(message=str(message.id)))
         files = self._intake.files_for(msg, discord_media.files_of(message, self._intake)) if self._intake else []
         if files or self._in_order.busy(msg.key):
             self._in_order.run(msg.key, lambda: self._take_message(message, msg, files))
@@ -343,9 +346,6 @@ class DiscordChannel:
         if not msg.addressed:  # no typing, no reply: the agent keeps it or drops it
             self._take(msg)
             return
-        reference = message.to_reference(fail_if_not_exists=False) if msg.is_group else None
-        if reference is not None:
-            self._routes[msg.id] = reference
         if (done := self._take(msg)) is None:
             return
         self._typing.start(self._keep_typing(message.channel.id, done), f"typing {msg.key}")
@@ -361,22 +361,25 @@ class DiscordChannel:
         except SEND_ERRORS as exc:
             logger.warning("could not acknowledge /%s in %s: %s", name, msg.key, exc)
             return
-        self._routes[msg.id] = _Slash(interaction, ephemeral)
+        msg = dataclasses.replace(msg, ref=ReplyRef(interaction=interaction.token, ephemeral=ephemeral))
+        self._interactions[interaction.token] = interaction
         if name != "stop":
             self._take(msg)
             return
         self._presses.expect(msg.id)  # a reply stopped is its own answer: the interaction still needs one
         await self._presses.close_slash(msg.id, self._take(msg), interaction, ephemeral)
 
-    def _take(self, msg: InboundMessage) -> asyncio.Future[None] | None:
-        """Publish; the reply target is forgotten once the turn is done."""
+    def _take(self, msg: InboundMessage) -> asyncio.Future[TurnResult | None] | None:
+        """Publish; a slash command's interaction is forgotten once the turn is done."""
+        token = msg.ref.interaction if msg.ref is not None else None
         try:
             done = self._publish(msg)
         except BusClosed:
             logger.warning("a Discord message arrived while shutting down; it was not taken")
-            self._routes.pop(msg.id, None)
+            self._interactions.pop(token or "", None)
             return None
-        done.add_done_callback(lambda _: self._routes.pop(msg.id, None))
+        if token is not None:
+            done.add_done_callback(lambda _: self._interactions.pop(token, None))
         return done
 
     async def _keep_typing(self, channel_id: int, done: asyncio.Future[None]) -> None:
@@ -392,24 +395,23 @@ class DiscordChannel:
                 logger.debug("typing indicator not shown: %s", exc)
             await asyncio.wait([done], timeout=TYPING_EVERY)
 
-    def draft(self, key: ChatKey, reply_to: int) -> DiscordDraft | None:
+    def draft(self, msg: InboundMessage) -> DiscordDraft | None:
         """The reply while it is written (channels/discord_bot/stream.py); slash commands answer at once."""
-        route = self._routes.get(reply_to)
-        if self.client is None or isinstance(route, _Slash) or self._refusals.quiet(int(key.chat_id)):
+        key, ref = msg.key, msg.ref
+        if self.client is None or ref is not None and ref.interaction or self._refusals.quiet(int(key.chat_id)):
             return None
-        return DiscordDraft(self.client.get_partial_messageable(int(key.chat_id)), route, MENTIONS, self._refusals,
-                            stop=self._presses.view, buttons=self._presses.buttons, key=key)
+        return DiscordDraft(self.client.get_partial_messageable(int(key.chat_id)), reference(key, ref), MENTIONS,
+                            self._refusals, stop=self._presses.view, buttons=self._presses.buttons, key=key)
 
     def voice_caption(self, text: str) -> bool:
         return False  # a voice message holds nothing else: the text follows it
 
     async def send_voice(self, msg: OutboundVoice) -> None:
         """A reply read out, as a voice message; DeliveryError if Discord refused it (the text then goes alone)."""
-        route = self._routes.get(msg.reply_to) if msg.reply_to is not None else None
-        if self.client is None or isinstance(route, _Slash):
+        if self.client is None or msg.ref is not None and msg.ref.interaction:
             raise DeliveryError("no voice message: the Discord channel is not running, or this answers a command")
         try:
-            await discord_voice.send(self.client, int(msg.key.chat_id), msg.audio, route)
+            await discord_voice.send(self.client, int(msg.key.chat_id), msg.audio, reference(msg.key, msg.ref))
         except (*SEND_ERRORS, discord.InvalidData) as exc:
             raise DeliveryError(f"Discord did not take the voice message: {exc}") from exc
 
@@ -418,23 +420,26 @@ class DiscordChannel:
             raise DeliveryError("the Discord channel is not running")
         if await self._presses.answered(msg):  # the answer to a Stop button, to the presser only
             return
-        route = self._routes.get(msg.reply_to) if msg.reply_to is not None else None
+        ref = msg.ref
+        slash = self._interactions.get(ref.interaction) if ref is not None and ref.interaction else None
+        quote = reference(msg.key, ref)
         try:
             for i, piece in enumerate(pieces(msg.text, msg.verbatim)):
-                if isinstance(route, _Slash):
-                    await route.interaction.followup.send(piece, ephemeral=route.ephemeral, allowed_mentions=MENTIONS)
+                if slash is not None:
+                    assert ref is not None
+                    await slash.followup.send(piece, ephemeral=ref.ephemeral, allowed_mentions=MENTIONS)
                 else:
                     channel = self.client.get_partial_messageable(int(msg.key.chat_id))
-                    await channel.send(piece, reference=route if i == 0 else None)  # type: ignore[arg-type]
+                    await channel.send(piece, reference=quote if i == 0 else None)  # type: ignore[arg-type]
         except discord.RateLimited as exc:
             raise DeliveryError(f"Discord asks for a {exc.retry_after:.0f} s wait before the bot posts again "
                                 f"(a rate limit past MAX_RATE_WAIT): the reply was not sent") from exc
         except SEND_ERRORS as exc:
-            if not isinstance(route, _Slash) and refusals.is_refusal(exc):
+            if slash is None and refusals.is_refusal(exc):
                 assert isinstance(exc, discord.HTTPException)
                 if (error := self._refusals.refused(exc, int(msg.key.chat_id))) is None:
                     return  # told already (refusals.py): not again for every reply
                 raise error from exc
             raise DeliveryError(f"Discord refused the reply: {exc}") from exc
-        if not isinstance(route, _Slash):
+        if slash is None:
             self._refusals.delivered(int(msg.key.chat_id))

@@ -179,6 +179,7 @@ class HttpChannel:
         settings.check()
         self.settings = settings
         self.media = media  # where uploaded files go (None: uploads are refused)
+        self.voice = self  # spoken replies are kept and linked from the answer (send_voice)
         self._publish = publish
         self._waiting: dict[int, list[str]] = {}  # InboundMessage.id -> replies of that turn so far
         self._formats: dict[int, list[str]] = {}  # InboundMessage.id -> each reply's format, if the route says them
@@ -246,9 +247,9 @@ class HttpChannel:
             await self._server.wait_closed()
             self._server = None
 
-    def draft(self, key: ChatKey, reply_to: int) -> Draft | None:
-        """The event stream of the request that `reply_to` came from, if it asked for one."""
-        return self._streams.get(reply_to)
+    def draft(self, msg: InboundMessage) -> Draft | None:
+        """The event stream of the request that `msg` came from, if it asked for one."""
+        return self._streams.get(msg.id)
 
     async def run_turn(self, msg: InboundMessage, replies: list[str], draft: Draft | None = None,
                        formats: list[str] | None = None, voices: list[dict] | None = None) -> TurnResult:

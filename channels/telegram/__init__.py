@@ -52,7 +52,7 @@ from telegram.ext import AIORateLimiter, Application, ContextTypes, TypeHandler
 
 from bot.dedupe import MemorySeen, Seen, is_repeat
 from bot.errors import BusClosed, ConfigError, DeliveryError
-from bot.events import ChatKey, InboundMessage, OutboundMessage, OutboundVoice
+from bot.events import ChatKey, InboundMessage, OutboundMessage, OutboundVoice, ReplyRef
 from bot.threads import Spawned
 from channels.telegram import media as telegram_media
 from channels.telegram import voice as telegram_voice
@@ -110,6 +110,11 @@ def target(key: ChatKey) -> tuple[int, int | None]:
     return int(chat), int(thread) if thread else None
 
 
+def quoted(ref: ReplyRef | None) -> int | None:
+    """The Telegram message a reply quotes (set for group messages: channels/telegram/inbound.py)."""
+    return int(ref.message) if ref is not None and ref.message else None
+
+
 def maybe_carried_out(exc: NetworkError) -> bool:
     """Whether a request that failed so may have been carried out all the same: its answer was lost (a read
     timeout, a connection broken after sending, a gateway timeout). A connection that never opened, or a
@@ -139,7 +144,6 @@ class TelegramChannel:
         self._menu = menu
         self._commands = frozenset(name for name, _ in menu) | frozenset(ALIASES)
         self._allow = access.allow_list(settings.allow_from, "TELEGRAM_ALLOW_FROM", self.name)
-        self._replying_to: dict[int, int] = {}  # InboundMessage.id -> Telegram message id, while its turn runs
         self._typing = Spawned()  # the typing indicators of running turns
         self._admins: dict[tuple[int, int], tuple[float, bool]] = {}  # (chat, user) -> (valid until, is admin)
         self.app: Application | None = None
@@ -151,6 +155,7 @@ class TelegramChannel:
         self._albums = telegram_media.Albums(self._in_order, self._take, self._album_files,
                                              self._intake.wanted) if self._intake is not None else None
         self._presses = Presses(self._allow, publish, lambda: self.app.bot if self.app else None)  # Stop buttons
+        self.voice = self  # replies read out go as voice messages (send_voice)
 
     def _build(self) -> Application:
         base = self.settings.api_base.rstrip("/")
@@ -286,8 +291,6 @@ class TelegramChannel:
         except BusClosed:
             logger.warning("a Telegram message arrived while shutting down; it was not taken")
             return
-        if msg.is_group:
-            self._replying_to[msg.id] = message.message_id
         self._typing.start(self._keep_typing(msg, done), f"typing {msg.key}")
 
     def _skip(self, update: Update) -> None:
@@ -339,40 +342,35 @@ class TelegramChannel:
         return dataclasses.replace(msg, sender_is_admin=member.status in ADMINS)
 
     async def _keep_typing(self, msg: InboundMessage, done: asyncio.Future[None]) -> None:
-        """Show "typing" until the turn is done (the reply is out), then forget the turn."""
+        """Show "typing" until the turn is done (the reply is out)."""
         assert self.app is not None
         chat_id, thread = target(msg.key)
-        try:
-            while not done.done():
-                try:
-                    await self.app.bot.send_chat_action(chat_id, ChatAction.TYPING, message_thread_id=thread)
-                except TelegramError as exc:
-                    logger.debug("typing indicator not shown: %s", exc)
-                await asyncio.wait([done], timeout=TYPING_EVERY)
-        finally:
-            self._replying_to.pop(msg.id, None)
+        while not done.done():
+            try:
+                await self.app.bot.send_chat_action(chat_id, ChatAction.TYPING, message_thread_id=thread)
+            except TelegramError as exc:
+                logger.debug("typing indicator not shown: %s", exc)
+            await asyncio.wait([done], timeout=TYPING_EVERY)
 
-    def draft(self, key: ChatKey, reply_to: int) -> TelegramDraft | None:
-        """The reply to `reply_to` while it is written (channels/telegram/stream.py): a draft in a private
+    def draft(self, msg: InboundMessage) -> TelegramDraft | None:
+        """The reply to `msg` while it is written (channels/telegram/stream.py): a draft in a private
         chat (user ids are positive, group ids negative), a message edited in place in a group."""
         if self.app is None:
             return None
-        chat_id, thread = target(key)
-        chat_id = self._moved.get(chat_id, chat_id)
+        chat_id, thread = self._target(msg.key)
 
         async def send_final(text: str, verbatim: bool = False) -> None:
-            await self.send(OutboundMessage(key, text, reply_to=reply_to, verbatim=verbatim))
+            await self.send(OutboundMessage.answer(msg, text, verbatim))
 
-        return TelegramDraft(self.app.bot, chat_id, thread, self._replying_to.get(reply_to), chat_id > 0,
-                             send_final, buttons=self._presses.buttons, key=key)
+        return TelegramDraft(self.app.bot, chat_id, thread, quoted(msg.ref), chat_id > 0,
+                             send_final, buttons=self._presses.buttons, key=msg.key)
 
     async def send(self, msg: OutboundMessage) -> None:
         assert self.app is not None
         if await self._presses.answered(msg):  # the answer to a Stop button: a notice to the presser
             return
-        chat_id, thread = target(msg.key)
-        chat_id = self._moved.get(chat_id, chat_id)
-        reply_to = self._replying_to.get(msg.reply_to) if msg.reply_to is not None else None
+        chat_id, thread = self._target(msg.key)
+        reply_to = quoted(msg.ref)
         measure = utf16_len if msg.verbatim else _measure
         for piece in split_message(msg.text, MessageLimit.MAX_TEXT_LENGTH, measure, verbatim=msg.verbatim):
             await self._send_piece(chat_id, thread, piece, reply_to, msg.verbatim)
@@ -384,10 +382,13 @@ class TelegramChannel:
     async def send_voice(self, msg: OutboundVoice) -> None:
         """A reply read out, as a voice message (the caption on it if set); DeliveryError if refused."""
         assert self.app is not None
-        chat_id, thread = target(msg.key)
-        chat_id = self._moved.get(chat_id, chat_id)
-        reply_to = self._replying_to.get(msg.reply_to) if msg.reply_to is not None else None
-        await telegram_voice.send(self.app.bot, chat_id, thread, msg.audio, msg.caption, reply_to)
+        chat_id, thread = self._target(msg.key)
+        await telegram_voice.send(self.app.bot, chat_id, thread, msg.audio, msg.caption, quoted(msg.ref))
+
+    def _target(self, key: ChatKey) -> tuple[int, int | None]:
+        """The chat and topic to send to: the key's, or the supergroup its group became."""
+        chat_id, thread = target(key)
+        return self._moved.get(chat_id, chat_id), thread
 
     async def _send_piece(self, chat_id: int, thread: int | None, piece: str, reply_to: int | None,
                           verbatim: bool = False) -> None:
