@@ -33,6 +33,7 @@ from bot.llm import LLM, LLMReply
 from bot.llm.choice import ModelChoices
 from bot.fitting import PromptFit
 from bot.llm.learned import Learner
+from bot.llm.slots import housekeeping
 from bot.llm.streams import StreamCut
 from bot.media import Attached, MediaReader
 from bot.media import turn as media_turn
@@ -106,6 +107,10 @@ class ChatAgent:
         self._turns = 0  # turns running now, in any chat
         self._idle = asyncio.Event()
         self._idle.set()
+
+    def busy(self) -> bool:
+        """Whether a turn is running now, in any chat (housekeeping requests wait: bot/llm/slots.py)."""
+        return self._turns > 0
 
     async def until_idle(self) -> None:
         """Return once no turn is running (background consolidation waits for it: replies go first)."""
@@ -392,7 +397,7 @@ class ChatAgent:
         """Consolidate this chat if it is over budget (the post-turn hook and the scheduled sweep)."""
         session = self.store.get(key.channel, key.chat_id)
         assert self.consolidator is not None
-        with usage.scope(key, None, "consolidation", self._zone(key)):
+        with usage.scope(key, None, "consolidation", self._zone(key)), housekeeping():  # replies go first
             await self.consolidator.run(session, lambda: self.context.fixed_tokens(session.files), background=True)
 
     def _truncate(self, text: str) -> str:

@@ -49,11 +49,13 @@ from bot.skills.views import skills_command
 from bot.stop import Stops, stop_command
 from bot.tools.tasks import Tasks
 from bot.tools.box import BUILTIN_TOOLS, ToolBox
+from bot.llm.slots import Preempted
 from bot.llm.warmup import ModelWarmup
 from bot.llm.choice import ModelChoices
 from bot.commands.model import model_command
 from bot.usage.ledger import Ledger
 from bot.usage.limits import Limits
+from bot.version import installed as installed_version
 from bot.usage import meter as usage
 from bot.usage.meter import Meter
 from bot.usage.prices import configured_prices
@@ -65,7 +67,7 @@ from bot.speech.command import voice_command
 from bot.speech.replies import voice_replies
 from channels.base import Access, Channel
 from memory import chat_settings, tokens
-from memory.consolidate import Budget, Consolidator
+from memory.consolidate import Budget, Consolidator, Deferred
 from memory.media import MediaStore
 from memory.paths import ChatFiles, private_dir
 from memory.search import HistorySearch
@@ -164,7 +166,8 @@ class TuskApp:
         self.schedules = Schedules(settings.home, settings.schedule_settings(), self.bus.publish)  # bot/schedules/
         self.checkins = CheckIns(self.schedules)
         reminders = ReminderTools(self.schedules)
-        self.tasks = Tasks(settings.task_settings(self.consolidator.budget.limit), self.llm.complete,
+        self.tasks = Tasks(settings.task_settings(self.consolidator.budget.limit),
+                           self.llm.slots.retrying(self.llm.complete),
                            ToolBox([self.memory_tools.search_history]), self.bus.publish, settings.bot_name)
         self.stops.also(self.tasks.stop)
         self.mcp = _mcp_hub(settings)
@@ -201,7 +204,9 @@ class TuskApp:
                                chat_commands, consolidator=self.consolidator, learner=self.learner, media=media,
                                drafts=self.bus.draft, streaming=settings.stream_settings(), models=self.choices,
                                stops=self.stops, voice=self.voice, runs=self.schedules.turns)
-        self.consolidator.idle = self.agent.until_idle  # background rounds wait for the replies
+        # replies first: background rounds wait for the turns, and on a one-slot server yield to them (bot/llm/slots.py)
+        self.llm.slots.busy, self.llm.slots.idle = self.agent.busy, self.agent.until_idle
+        self.consolidator.idle = self.llm.slots.quiet
         self.consolidator.tools_available = lambda: context.tools_available
         self.consolidator.instructions_for = self.checkins.instructions  # open items, where check-ins are on
         self.skills.tools_available = lambda: context.tools_available  # no tools: no read_skill, so no skills
@@ -219,7 +224,7 @@ class TuskApp:
         from bot.ops import backup
 
         await asyncio.to_thread(backup.scheduled, self.settings.home, self.settings.backup_dir,
-                                self.settings.backup_keep, backup.tusk_version())
+                                self.settings.backup_keep, installed_version())
 
     def _spend_lines(self, ctx: CommandContext) -> Sequence[str]:
         """/status: today's spend against the limits that apply to this chat (bot/usage/view.py)."""
@@ -237,6 +242,8 @@ class TuskApp:
             with usage.scope(person=None, purpose=purpose):  # the chat's, as housekeeping: no person
                 reply = await self.llm.complete(messages, tools or None, tool_choice=forced, temperature=0,
                                                 model=self.settings.consolidation_model, max_tokens=max_tokens)
+        except Preempted as exc:  # a reply went first: the round is sent again later (memory/consolidate.py)
+            raise Deferred(str(exc)) from exc
         except ContextOverflow as exc:
             if not self.settings.consolidation_model:  # the chat model's window: learn it for the chats too
                 self.learner.learn_window(exc)
@@ -262,11 +269,11 @@ class TuskApp:
             await self.voice.ready()  # the language model of voice replies (bot/speech/language.py)
 
     async def _handle(self, msg: InboundMessage) -> TurnResult | None:
-        await self.warmup.ready()  # the first turns after a start wait for litellm ("typing..." meanwhile)
+        await self.warmup.settled()  # the first turns after a start wait for the tokenizer and the window
         return await self.agent.handle(msg)
 
     async def _consolidate(self, key: ChatKey) -> None:
-        await self.warmup.ready()  # the budget is settled first
+        await self.warmup.settled()  # the budget is settled first
         await self.agent.consolidate(key)
 
     def add(self, channel: C) -> C:
@@ -278,12 +285,11 @@ class TuskApp:
         from bot.ops.console import Console  # aiohttp's server: imported only by what serves HTTP
         from bot.ops.mcp_status import mcp_routes
         from bot.skills.console import skill_routes
-        from channels.http import HttpChannel, HttpSettings
+        from channels.http import HttpChannel
 
         s = self.settings
         self.http_access = access.http_access(s)  # the console token, made at first start
-        http = HttpChannel(HttpSettings(s.http_host, s.http_port, self.http_access.token, s.http_max_connections,
-                                        s.http_idle_timeout), self.bus.publish, media=self.media)
+        http = HttpChannel(s.http_settings(self.http_access.token), self.bus.publish, media=self.media)
         http.add_routes(Console(s.home, self.store, self.agent.commands, self.consolidator,
                                 self.agent.context.fixed_tokens, s.model or "", self.consolidator.lock,
                                 self.bus.in_order, ledger=self.ledger, limits=self.limits,
@@ -334,42 +340,22 @@ class TuskApp:
         return [self.add(make()) for token, make in wanted if token is not None]
 
     def _telegram(self) -> Channel:
-        s = self.settings
         with _needs("telegram", "TELEGRAM_BOT_TOKEN"):
-            from channels.telegram import TelegramChannel, TelegramSettings
-        assert s.telegram_bot_token is not None
-        return TelegramChannel(TelegramSettings(
-            token=s.telegram_bot_token.get_secret_value(), api_base=s.telegram_api_base,
-            allow_from=frozenset(s.telegram_allow_from), webhook_url=s.telegram_webhook_url,
-            webhook_listen=s.telegram_webhook_listen, webhook_port=s.telegram_webhook_port,
-            webhook_secret=s.telegram_webhook_secret.get_secret_value() if s.telegram_webhook_secret else None,
-        ), self.flood.publish, self.menu(), access=self.access, media=self.media, move=self.moves, seen=self.seen)
+            from channels.telegram import TelegramChannel
+        return TelegramChannel(self.settings.telegram_settings(), self.flood.publish, self.menu(), access=self.access,
+                               media=self.media, move=self.moves, seen=self.seen)
 
     def _discord(self) -> Channel:
-        s = self.settings
         with _needs("discord", "DISCORD_BOT_TOKEN"):
-            from channels.discord_bot import DiscordChannel, DiscordSettings
-        assert s.discord_bot_token is not None
-        return DiscordChannel(DiscordSettings(
-            token=s.discord_bot_token.get_secret_value(), api_base=s.discord_api_base,
-            gateway_url=s.discord_gateway_url, allow_from=frozenset(s.discord_allow_from), guild_id=s.discord_guild_id,
-        ), self.flood.publish, self.menu(), access=self.access, media=self.media, seen=self.seen)
+            from channels.discord_bot import DiscordChannel
+        return DiscordChannel(self.settings.discord_settings(), self.flood.publish, self.menu(), access=self.access,
+                              media=self.media, seen=self.seen)
 
     def _slack(self) -> Channel:
-        s = self.settings
         with _needs("slack", "SLACK_BOT_TOKEN"):
-            from channels.slack import SlackChannel, SlackSettings
-        assert s.slack_bot_token is not None
-        if not (s.slack_app_token or s.slack_signing_secret):
-            raise ConfigError("SLACK_BOT_TOKEN is set but neither SLACK_APP_TOKEN (Socket Mode) nor "
-                              "SLACK_SIGNING_SECRET (HTTP events) is: set one of them.")
-        return SlackChannel(SlackSettings(
-            bot_token=s.slack_bot_token.get_secret_value(),
-            app_token=s.slack_app_token.get_secret_value() if s.slack_app_token else None,
-            signing_secret=s.slack_signing_secret.get_secret_value() if s.slack_signing_secret else None,
-            api_url=s.slack_api_url, allow_from=frozenset(s.slack_allow_from), admins=frozenset(s.slack_admins),
-            thread_sessions=s.slack_thread_sessions, http_host=s.slack_http_host, http_port=s.slack_http_port,
-        ), self.flood.publish, self.menu(), access=self.access, media=self.media, seen=self.seen)
+            from channels.slack import SlackChannel
+        return SlackChannel(self.settings.slack_settings(), self.flood.publish, self.menu(), access=self.access,
+                            media=self.media, seen=self.seen)
 
     async def __aenter__(self) -> TuskApp:
         private_dir(self.settings.home, follow=True)

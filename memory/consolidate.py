@@ -20,13 +20,15 @@ marked `[raw]` and the pointer moves anyway, so a broken model cannot make a cha
 After a failure the chat's next round waits (30 s, doubling to 15 min) and takes half the chunk.
 
 Replies first: a run started in the background (the post-turn hook, the sweep) waits before
-each round until no chat turn is running (`idle`), so on a server that answers one request
-at a time a reply waits behind at most the one round already sent. A turn over budget runs
-one round itself and otherwise leaves its oldest turns out of that request.
+each round until no chat turn is running (`idle`). On a server that answers one request at a time
+the LLM boundary also cuts off a round in flight when a reply's request comes (bot/llm/slots.py):
+`complete` raises `Deferred`, nothing of the round is written (its answer never came), and the run
+waits for `idle` again and sends the same chunk. A turn over budget runs one round itself and
+otherwise leaves its oldest turns out of that request.
 
 This module knows nothing of the bot: the LLM call arrives as `complete`, a function
 from (messages, tools, max_tokens) to the `save_memory` arguments (a dict or JSON text), the
-reply's text when the model answered in text, or None; `tools_available()` says whether to
+reply's text when the model answered in text, or None (or raising `Deferred`); `tools_available()` says whether to
 offer the tool at all, and `idle()` waits until no chat turn is running.
 """
 
@@ -57,6 +59,7 @@ logger = logging.getLogger(__name__)
 
 MAX_ROUNDS = 5
 MAX_FAILURES = 3
+MAX_DEFERRED = 100  # rounds of one run sent again after a reply went first, before the run gives way
 BACKOFF = 30.0  # seconds before a chat's next round after a failure, doubled per failure
 MAX_BACKOFF = 900.0
 ENTRY_TOKENS = 600  # room for the history entry (and the call's JSON) in a round's answer
@@ -95,6 +98,11 @@ class Summary:
 
 class ConsolidationFailed(Exception):
     pass
+
+
+class Deferred(Exception):
+    """`complete` did not answer so that a person's reply could go first (a one-slot model server: bot/llm/slots.py):
+    nothing of the round is written, and the run waits (`idle`) and sends the same chunk again."""
 
 
 class MemoryTooLong(ConsolidationFailed):
@@ -190,17 +198,23 @@ class Consolidator:
         consolidates every whole turn, over budget or not, and ignores a backoff. `background` runs
         wait for `idle()` before each round, so replies go first."""
         stats = self.stats.setdefault(session.files.dir, ChatStats())
-        done = 0
-        for _ in range(rounds):
+        done = deferred = 0
+        while done < rounds:
             if not force and (not self.over_budget(session, fixed_tokens()) and done == 0
                               or time.time() < stats.retry_at):
                 break
             if background and self.idle is not None:
                 await self.idle()
-            async with self.lock(session.files.dir):
-                excess = session.tokens if force else fixed_tokens() + session.tokens - self.budget.target
-                if excess <= 0 or not await self._round(session, excess, stats, whole=force):
-                    break
+            try:
+                async with self.lock(session.files.dir):
+                    excess = session.tokens if force else fixed_tokens() + session.tokens - self.budget.target
+                    if excess <= 0 or not await self._round(session, excess, stats, whole=force):
+                        break
+            except Deferred:
+                deferred += 1
+                if not background or self.idle is None or deferred > MAX_DEFERRED:
+                    break  # the next turn's hook or the sweep starts it again
+                continue
             done += 1
         return done
 
@@ -280,6 +294,8 @@ class Consolidator:
         stats.tokens_sent += sum(count_text(m["content"]) for m in prompt)
         try:
             raw = await self.complete(prompt, ask.tools, ask.answer_tokens)
+        except Deferred:
+            raise  # not a failure: the same chunk goes again once the replies are out
         except Exception as exc:  # the LLM boundary already translated errors; any failure counts alike
             raise ConsolidationFailed(f"LLM call failed: {exc}") from exc
         return parse_summary(raw, ask.old_memory, self.max_memory_tokens)

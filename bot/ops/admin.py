@@ -7,12 +7,14 @@ forget runs the same `/forget` as a chat does, so both report the same.
 
 from __future__ import annotations
 
+import argparse
 import time
 from datetime import datetime, timezone
 from pathlib import Path
 
 from bot.commands import Commands
 from bot.commands.base import CommandContext
+from bot.config import Settings
 from bot.events import ChatKey
 from bot.inbox import Inbox
 from bot.schedules.store import SavedSchedules
@@ -77,3 +79,22 @@ def export_chat(home: Path, key: ChatKey, target: Path | None) -> tuple[Path, li
     files = chat_files(home, key)
     target = target or Path(f"tusk-{key.channel}-{files.dir.name}-{time.strftime('%Y%m%d-%H%M%S')}.tar.gz")
     return target, export(files, target)
+
+
+# -- the commands: `tusk chats`, `tusk memory`, `tusk export`, `tusk forget` (called by bot/ops/cli.py) --------
+
+def chats_command(args: argparse.Namespace, settings: Settings) -> int:  # noqa: ARG001  (the handler signature)
+    print(chats_table(settings.home))
+    return 0
+
+
+def memory_command(args: argparse.Namespace, settings: Settings) -> int:
+    home = settings.home
+    print(show_memory(home, args.chat) if args.what == "show" else show_history(home, args.chat, args.n))
+    return 0
+
+
+def export_command(args: argparse.Namespace, settings: Settings) -> int:
+    target, names = export_chat(settings.home, args.chat, args.output)
+    print(f"Wrote {target} ({len(names)} files)")
+    return 0
