@@ -82,9 +82,17 @@ class Intake:
             await tell(self._send, msg.key, text)
 
     async def take(self, arrival: Arrival) -> None:
-        """The whole way in: the allow-list now, the rest in the chat's order."""
-        if await self.admit(arrival):
+        """The whole way in: the allow-list now, the rest in the chat's order; while the chat's earlier messages
+        are still being taken (files, a lookup) or its files move (a Telegram group's upgrade), the allow-list
+        waits with them, so it sees what they change (an upgraded group's approval)."""
+        if self.order.busy(arrival.msg.key):
+            self.order.run(arrival.msg.key, lambda: self._admit_and_land(arrival))
+        elif await self.admit(arrival):
             self.queue(arrival)
+
+    async def _admit_and_land(self, arrival: Arrival) -> None:
+        if await self.admit(arrival):
+            await self.land(arrival)
 
     async def admit(self, arrival: Arrival) -> bool:
         """The allow-list's verdict; a stranger's pairing code is told here."""

@@ -232,12 +232,10 @@ class TelegramChannel:
             return
         message = update.message
         arrival = self._arrival(message, msg)
-        if not await self._intake.admit(arrival):
-            return
-        if message.media_group_id and self._albums is not None:  # the album's items gathered into one message
+        if not message.media_group_id or self._albums is None:
+            await self._intake.take(arrival)
+        elif await self._intake.admit(arrival):  # an open album gathers its items at once, into one message
             self._albums.add(message, msg)
-        else:
-            self._intake.queue(arrival)
 
     def _arrival(self, message: Message, msg: InboundMessage) -> Arrival:
         """What the intake chain needs to know of `message` besides `msg`."""
