@@ -9,7 +9,7 @@
     INTERACTION    -> a chat command (/memory, /forget, ...: the app's menu as application commands,
                       synced at start) -> command_to_inbound() -> allow-list
                    -> defer (ephemeral where it fits) -> publish "/memory undo" as if typed, answered through
-                      the interaction (its token in the ReplyRef; the interaction itself kept while it runs)
+                      the interaction: its followup webhook, rebuilt from the token in the ReplyRef alone
     STOP PRESSED   -> the Stop button under a draft (channels/discord_bot/stream.py) -> the presser through the
                       allow-list -> "/stop" published for that chat (the bus answers it at once, bot/stop.py)
                       -> the press answered, to the presser only
@@ -115,7 +115,6 @@ class DiscordChannel:
                  access: Access = Access(), media: MediaStore | None = None, seen: Seen | None = None) -> None:
         self.settings = settings
         self._menu = menu
-        self._interactions: dict[str, discord.Interaction] = {}  # a slash command's token -> it, while its turn runs
         allow = access.allow_list(settings.allow_from, "DISCORD_ALLOW_FROM", self.name)
         self._intake = Intake("Discord", allow, publish, self.send, self._keep_typing, media, seen)  # the way in
         self._accepting = False
@@ -250,7 +249,6 @@ class DiscordChannel:
         await self.pause()
         await self._intake.aclose()
         await self._close()
-        self._interactions.clear()
 
     async def _close(self) -> None:
         self._accepting = False
@@ -294,7 +292,6 @@ class DiscordChannel:
             logger.warning("could not acknowledge /%s in %s: %s", name, msg.key, exc)
             return
         msg = dataclasses.replace(msg, ref=ReplyRef(interaction=interaction.token, ephemeral=ephemeral))
-        self._interactions[interaction.token] = interaction
         if name != "stop":
             self._take(msg)
             return
@@ -302,15 +299,15 @@ class DiscordChannel:
         await self._presses.close_slash(msg.id, self._take(msg), interaction, ephemeral)
 
     def _take(self, msg: InboundMessage) -> Done | None:
-        """Publish a command or a press (no typing: it is answered at once); a slash command's interaction is
-        forgotten once its turn is done."""
-        token = msg.ref.interaction if msg.ref is not None else None
-        done = self._intake.publish(msg, typing=False)
-        if token is not None and done is None:
-            self._interactions.pop(token, None)
-        elif token is not None and done is not None:
-            done.add_done_callback(lambda _: self._interactions.pop(token, None))
-        return done
+        """Publish a command or a press (no typing: it is answered at once)."""
+        return self._intake.publish(msg, typing=False)
+
+    def _followup(self, token: str) -> discord.Webhook:
+        """The way back to a slash command from its token alone (what `Interaction.followup` builds: the
+        application's webhook), so any process of this bot can answer it while the token lasts (15 min)."""
+        assert self.client is not None and self.client.application_id is not None
+        payload: Any = {"id": self.client.application_id, "type": 3, "token": token}  # 3: an application webhook
+        return discord.Webhook.from_state(payload, state=self.client._connection)
 
     async def _keep_typing(self, msg: InboundMessage, done: Done) -> None:
         """Show "typing" until the turn is done."""
@@ -352,13 +349,13 @@ class DiscordChannel:
         if await self._presses.answered(msg):  # the answer to a Stop button, to the presser only
             return
         ref = msg.ref
-        slash = self._interactions.get(ref.interaction) if ref is not None and ref.interaction else None
+        slash = self._followup(ref.interaction) if ref is not None and ref.interaction else None
         quote = reference(msg.key, ref)
         try:
             for i, piece in enumerate(pieces(msg.text, msg.verbatim)):
                 if slash is not None:
                     assert ref is not None
-                    await slash.followup.send(piece, ephemeral=ref.ephemeral, allowed_mentions=MENTIONS)
+                    await slash.send(piece, ephemeral=ref.ephemeral, allowed_mentions=MENTIONS)
                 else:
                     channel = self.client.get_partial_messageable(int(msg.key.chat_id))
                     await channel.send(piece, reference=quote if i == 0 else None)  # type: ignore[arg-type]

@@ -25,7 +25,7 @@ import dataclasses
 import functools
 import logging
 import re
-from collections.abc import Iterable
+from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -269,9 +269,13 @@ class SlackChannel:
     async def _on_other_event(self) -> None:
         return None
 
-    async def _follow(self, msg: InboundMessage, done: Done) -> None:
-        """While the turn runs: the thinking marker on the user's message, and the turn known to /stop."""
+    def _follow(self, msg: InboundMessage, done: Done) -> Awaitable[None]:
+        """While the turn runs: the turn known to /stop from the moment it is published (a `/tusk stop` right
+        after finds it), and the thinking marker on the user's message."""
         self._running[msg.id] = msg
+        return self._marked(msg, done)
+
+    async def _marked(self, msg: InboundMessage, done: Done) -> None:
         marker = (route_of(msg.key).channel, msg.ref.message) if msg.ref is not None and msg.ref.message else None
         marked = False
         try:
