@@ -23,7 +23,8 @@ from bot.access.pairing import PairingError, PairingStore
 
 logger = logging.getLogger(__name__)
 
-Publish = Callable[[InboundMessage], asyncio.Future[TurnResult | None]]  # the bus's (bot/bus.py)
+Done = asyncio.Future[TurnResult | None]  # resolved when a published message's turn is done, with how it ended
+Publish = Callable[[InboundMessage], Done]  # the bus's (bot/bus.py)
 
 
 async def tell(send: Callable[[OutboundMessage], Awaitable[None]], key: ChatKey, text: str) -> None:
@@ -129,8 +130,14 @@ class Access:
 
 
 class Channel(Outlet, Protocol):
-    """A platform (or local) channel: the bus's outlet (`name`, `send`, and its abilities `draft` and
-    `voice`, None where it has not got them: bot/bus.py), and a lifecycle."""
+    """A platform (or local) channel: the bus's outlet and a lifecycle. Its abilities are declared, each None
+    where it has not got it (bot/bus.py `Outlet`), never looked up by name:
+
+        draft   the reply shown while it is written (bot/stream.py): Telegram's draft or a message edited in
+                place, Discord's edits, Slack's chat streaming or chat.update, the HTTP API's events
+        voice   replies read out as the platform's voice messages (bot/speech/replies.py)
+
+    A platform channel (`Platform`) has a third, typing, which the intake chain shows (channels/intake.py)."""
 
     async def start(self) -> None:
         """Connect and begin delivering messages; returns once running."""
@@ -142,3 +149,12 @@ class Channel(Outlet, Protocol):
     async def stop(self) -> None:
         """Stop taking updates and release connections."""
 
+
+class Platform(Channel, Protocol):
+    """A chat platform's channel (Telegram, Discord, Slack): what the intake chain (channels/intake.py) uses
+    of it besides `send`."""
+
+    def typing(self, msg: InboundMessage, done: Done) -> Awaitable[None]:
+        """Show in `msg`'s chat that its turn runs (a chat action, Discord's typing, Slack's reaction), until
+        `done`; a failure to show it is logged, never raised (it is cosmetic)."""
+        ...

@@ -21,26 +21,22 @@ are the owner's own and take no part in this (no allow-list, flood limits or pla
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from bot.dedupe import MemorySeen, Seen, is_repeat
 from bot.errors import BusClosed
-from bot.events import InboundMessage, OutboundMessage, TurnResult
+from bot.events import InboundMessage
 from bot.threads import Spawned
-from channels.base import AllowList, Publish, tell
+from channels.base import AllowList, Done, Platform, Publish, tell
 from channels.media_in import InOrder, MediaIntake, Remote
 from memory.media import MediaStore
 
 logger = logging.getLogger(__name__)
 
-Done = asyncio.Future[TurnResult | None]
 Tell = Callable[[InboundMessage, str], Awaitable[None]]  # Tusk's own words about a message, outside any turn
-Typing = Callable[[InboundMessage, Done], Awaitable[None]]  # shown in the message's chat until its turn is done
 Lookup = Callable[[InboundMessage], Awaitable[InboundMessage]]  # the message with what only the platform says
-Send = Callable[[OutboundMessage], Awaitable[None]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,18 +54,18 @@ class Arrival:
 
 
 class Intake:
-    """One platform's way in. `label` names the platform to people ("Telegram"); `send` is the channel's,
-    for the default `tell` (a notice in the chat); `media` None: files are not taken."""
+    """One platform's way in. `label` names the platform to people ("Telegram"); `channel` is the platform
+    channel it feeds (its `send`, for the default `tell`, a notice in the chat; its `typing`); `media` None:
+    files are not taken."""
 
-    def __init__(self, label: str, allow: AllowList, publish: Publish, send: Send, typing: Typing,
+    def __init__(self, label: str, channel: Platform, allow: AllowList, publish: Publish,
                  media: MediaStore | None = None, seen: Seen | None = None, tell: Tell | None = None) -> None:
         self.label = label
         self.allow = allow
         self.media = MediaIntake(media, label) if media is not None else None
         self.order = InOrder()  # a chat's messages published in arrival order, other chats never waiting
         self._publish = publish
-        self._send = send
-        self._typing = typing
+        self._channel = channel
         self._seen = seen or MemorySeen()
         self._tell = tell
         self._shown = Spawned()  # the typing of running turns
@@ -79,7 +75,7 @@ class Intake:
         if self._tell is not None:
             await self._tell(msg, text)
         else:
-            await tell(self._send, msg.key, text)
+            await tell(self._channel.send, msg.key, text)
 
     async def take(self, arrival: Arrival) -> None:
         """The whole way in: the allow-list now, the rest in the chat's order; while the chat's earlier messages
@@ -132,7 +128,7 @@ class Intake:
                 logger.warning("a %s message arrived while shutting down; it was not taken", self.label)
             return None
         if msg.addressed and typing:
-            self._shown.start(self._typing(msg, done), f"typing {msg.key}")
+            self._shown.start(self._channel.typing(msg, done), f"typing {msg.key}")
         return done
 
     async def drain(self) -> None:

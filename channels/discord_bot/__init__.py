@@ -56,13 +56,13 @@ from bot.events import ChatKey, InboundMessage, OutboundMessage, OutboundVoice, 
 from channels.discord_bot import media as discord_media
 from channels.discord_bot import refusals
 from channels.discord_bot import voice as discord_voice
-from channels.base import Access, Publish
+from channels.base import Access, Done, Publish
 from channels.discord_bot.gateway import aim, api_root, connect_error  # noqa: F401 (api_root: API)
 from channels.discord_bot.inbound import command_to_inbound, guild_id, to_inbound  # noqa: F401 (API)
 from channels.discord_bot.presses import STOPPED_ALREADY, Presses  # noqa: F401 (STOPPED_ALREADY: API)
 from channels.discord_bot.stream import DiscordDraft
 from channels.discord_bot.text import pieces
-from channels.intake import Arrival, Done, Intake
+from channels.intake import Arrival, Intake
 from memory.media import MediaStore
 
 logger = logging.getLogger(__name__)
@@ -116,7 +116,7 @@ class DiscordChannel:
         self.settings = settings
         self._menu = menu
         allow = access.allow_list(settings.allow_from, "DISCORD_ALLOW_FROM", self.name)
-        self._intake = Intake("Discord", allow, publish, self.send, self._keep_typing, media, seen)  # the way in
+        self._intake = Intake("Discord", self, allow, publish, media, seen)  # the way in
         self._accepting = False
         self._undo_aim: Callable[[], None] | None = None
         self._connection: asyncio.Task[None] | None = None
@@ -309,7 +309,7 @@ class DiscordChannel:
         payload: Any = {"id": self.client.application_id, "type": 3, "token": token}  # 3: an application webhook
         return discord.Webhook.from_state(payload, state=self.client._connection)
 
-    async def _keep_typing(self, msg: InboundMessage, done: Done) -> None:
+    async def typing(self, msg: InboundMessage, done: Done) -> None:
         """Show "typing" until the turn is done."""
         assert self.client is not None
         channel_id = int(msg.key.chat_id)

@@ -43,8 +43,8 @@ from bot.errors import ConfigError
 from bot.events import ChatKey, InboundMessage, OutboundMessage, OutboundVoice
 from channels.slack import media as slack_media
 from channels.slack import voice as slack_voice
-from channels.base import Access, Publish, tell
-from channels.intake import Arrival, Done, Intake
+from channels.base import Access, Done, Publish, tell
+from channels.intake import Arrival, Intake
 from channels.media_in import Remote
 from channels.slack.api import (GONE, ConnectionRetry, ServerErrorRetry, SlackError, error_code as _error_code, failure,
                                 library_log as _library_log, scope_hint as _scope_hint)
@@ -87,7 +87,7 @@ class SlackChannel:
         self.settings = settings
         self._commands = frozenset(name for name, _ in menu)
         allow = access.allow_list(settings.allow_from, "SLACK_ALLOW_FROM", self.name)
-        self._intake = Intake("Slack", allow, publish, self.send, self._follow, media, seen, self._tell)  # the way in
+        self._intake = Intake("Slack", self, allow, publish, media, seen, self._tell)  # the way in
         self._running: dict[int, InboundMessage] = {}  # InboundMessage.id -> it, while its turn runs (/stop's thread)
         self.team_id: str | None = None  # from auth.test
         self._streaming = True  # False once the workspace refused chat streaming
@@ -269,7 +269,7 @@ class SlackChannel:
     async def _on_other_event(self) -> None:
         return None
 
-    def _follow(self, msg: InboundMessage, done: Done) -> Awaitable[None]:
+    def typing(self, msg: InboundMessage, done: Done) -> Awaitable[None]:
         """While the turn runs: the turn known to /stop from the moment it is published (a `/tusk stop` right
         after finds it), and the thinking marker on the user's message."""
         self._running[msg.id] = msg

@@ -52,10 +52,10 @@ from telegram.ext import AIORateLimiter, Application, ContextTypes, TypeHandler
 
 from bot.dedupe import Seen
 from bot.errors import ConfigError, DeliveryError
-from bot.events import ChatKey, InboundMessage, OutboundMessage, OutboundVoice, ReplyRef, TurnResult
+from bot.events import ChatKey, InboundMessage, OutboundMessage, OutboundVoice, ReplyRef
 from channels.telegram import media as telegram_media
 from channels.telegram import voice as telegram_voice
-from channels.base import Access, Publish
+from channels.base import Access, Done, Publish
 from channels.intake import Arrival, Intake
 from channels.media_in import Remote
 from channels.split import split_message, utf16_len
@@ -142,7 +142,7 @@ class TelegramChannel:
         self._menu = menu
         self._commands = frozenset(name for name, _ in menu) | frozenset(ALIASES)
         allow = access.allow_list(settings.allow_from, "TELEGRAM_ALLOW_FROM", self.name)
-        self._intake = Intake("Telegram", allow, publish, self.send, self._keep_typing, media, seen)  # the way in
+        self._intake = Intake("Telegram", self, allow, publish, media, seen)  # the way in
         self._admins: dict[tuple[int, int], tuple[float, bool]] = {}  # (chat, user) -> (valid until, is admin)
         self.app: Application | None = None
         self._move = move
@@ -306,7 +306,7 @@ class TelegramChannel:
         self._admins[(chat_id, user_id)] = (now + ADMIN_TTL, member.status in ADMINS)
         return dataclasses.replace(msg, sender_is_admin=member.status in ADMINS)
 
-    async def _keep_typing(self, msg: InboundMessage, done: asyncio.Future[TurnResult | None]) -> None:
+    async def typing(self, msg: InboundMessage, done: Done) -> None:
         """Show "typing" until the turn is done (the reply is out)."""
         assert self.app is not None
         chat_id, thread = target(msg.key)
