@@ -4,19 +4,22 @@
              chain needs (its id for never-twice, its group for the allow-list, its files, a lookup)
     Intake.take(arrival)
       -> allow-list / pairing (channels/base.py AllowList): no lookup, no download for a refused sender; a
-         stranger is told their code (`tell`)
+         stranger is told their code (`tell`); while the chat's earlier messages are still being taken it
+         waits in the chat's order with them (an upgraded Telegram group's approval moves first)
       -> in the chat's order (InOrder, channels/media_in.py: a message waits for its chat's earlier ones,
          never for another chat's)
          -> files kept in media/ (MediaIntake, channels/media_in.py; a file not taken is said in the chat)
          -> what only the platform can say (`Arrival.lookup`: Telegram's admin rights, Slack's names)
          -> taken before? (bot/dedupe.py: right before publishing, no await between the two)
          -> publish (the flood gate, bot/access/flood.py, stands in front of the bus)
-         -> while the turn runs, the platform's `typing` (a chat action, Discord's typing, Slack's reaction);
+         -> while the turn runs, the channel's `typing` (channels/base.py Platform: a chat action, Discord's
+            typing, Slack's reaction);
             group chatter not for the bot (`addressed=False`) shows none and gets no reply
 
 Each adapter keeps what is truly its platform's: connecting, reading updates into `InboundMessage`s (with
 their `ReplyRef`), finding and downloading files, showing typing, sending. The HTTP API and the terminal
-are the owner's own and take no part in this (no allow-list, flood limits or platform ids there).
+and the web console are the owner's own and take no part in this (no allow-list, pairing, platform files
+or typing there): they publish to the bus and wait for the turn themselves.
 """
 
 from __future__ import annotations
