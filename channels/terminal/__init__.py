@@ -51,6 +51,7 @@ def interactive(stdin: TextIO | None = None, stdout: TextIO | None = None) -> bo
 
 class TerminalChannel:
     name = "terminal"
+    voice = None  # replies are text only
 
     def __init__(self, chat: str, publish: Publish, stdin: TextIO | None = None, stdout: TextIO | None = None,
                  bot_name: str = "Tusk", cancel: Callable[[ChatKey], bool] | None = None,
@@ -91,7 +92,7 @@ class TerminalChannel:
     async def stop(self) -> None:
         self._lines.put_nowait(None)
 
-    def draft(self, key: ChatKey, reply_to: int) -> WriterDraft:
+    def draft(self, msg: InboundMessage) -> WriterDraft:
         """The reply printed as it is written (channels/terminal/stream.py); at a terminal it is then drawn
         again, rendered, in its place."""
         if not self._rich:
