@@ -106,3 +106,22 @@ def with_helpers(app, http, client):
     app.client = client
     app.token = http.settings.token
     return app
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    """A real PostgreSQL server for this test process (tests/pg_server.py), stopped when the run ends."""
+    from tests.pg_server import PgServer, available
+
+    if not available():
+        pytest.fail("PostgreSQL is not installed (apt-get install postgresql): .ci/run installs it")
+    with PgServer() as server:
+        yield server
+
+
+@pytest.fixture
+def pg_url(pg_server):
+    """A fresh, empty database on the test server, owned by an unprivileged role; its URL."""
+    url = pg_server.new_database()
+    yield url
+    pg_server.drop_database(url.rsplit("/", 1)[1])

@@ -1,0 +1,71 @@
+-- What each chat keeps. Every row of a chat hangs off its `chats` row (ON DELETE CASCADE): a chat's rows
+-- are reached only through its key, and /forget deletes that one row and with it everything of the chat.
+
+CREATE TABLE chats (
+    id             bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    channel        text NOT NULL,
+    chat_id        text NOT NULL,
+    created        double precision NOT NULL,          -- unix seconds (session.jsonl's meta record)
+    pointer        integer NOT NULL DEFAULT 0,         -- messages [0, pointer) are consolidated
+    total          integer NOT NULL DEFAULT 0,         -- messages stored: the next one's seq
+    memory         text NOT NULL DEFAULT '',           -- MEMORY.md
+    memory_version integer NOT NULL DEFAULT 0,         -- bumped by every write of MEMORY.md (compare-and-set)
+    version        bigint NOT NULL DEFAULT 0,          -- bumped by every write to the chat (caches check it)
+    epoch          bigint NOT NULL DEFAULT 0,          -- bumped when a worker takes the chat (fencing)
+    active         double precision,                   -- the last write, for `tusk chats` and the sweep
+    UNIQUE (channel, chat_id)
+);
+
+-- session.jsonl: one row per message; `record` is the line's JSON object (role, content, ts, tokens, sender,
+-- media, and the marks of `tusk import`).
+CREATE TABLE messages (
+    chat    bigint NOT NULL REFERENCES chats (id) ON DELETE CASCADE,
+    seq     integer NOT NULL,
+    record  jsonb NOT NULL,
+    PRIMARY KEY (chat, seq)
+);
+
+-- versions/: the previous MEMORY.md texts (the last 10).
+CREATE TABLE memory_versions (
+    chat   bigint NOT NULL REFERENCES chats (id) ON DELETE CASCADE,
+    n      bigint GENERATED ALWAYS AS IDENTITY,
+    saved  double precision NOT NULL,
+    text   text NOT NULL,
+    PRIMARY KEY (chat, n)
+);
+
+-- HISTORY.md: its dated entries, in order.
+CREATE TABLE history (
+    chat  bigint NOT NULL REFERENCES chats (id) ON DELETE CASCADE,
+    n     integer NOT NULL,
+    at    double precision NOT NULL,
+    text  text NOT NULL,
+    PRIMARY KEY (chat, n)
+);
+
+-- settings.json, PERSONA.md, provenance.json, forgotten.json: small texts read and written whole.
+CREATE TABLE chat_docs (
+    chat  bigint NOT NULL REFERENCES chats (id) ON DELETE CASCADE,
+    name  text NOT NULL,
+    body  text NOT NULL,
+    PRIMARY KEY (chat, name)
+);
+
+-- media/: files that came with messages, their bytes in chunks (streamed in and out, never whole in memory).
+CREATE TABLE media (
+    chat     bigint NOT NULL REFERENCES chats (id) ON DELETE CASCADE,
+    path     text NOT NULL,                            -- "media/<name>", as session records name it
+    size     bigint NOT NULL,
+    created  double precision NOT NULL,
+    complete boolean NOT NULL DEFAULT false,           -- false while its chunks are being written
+    PRIMARY KEY (chat, path)
+);
+
+CREATE TABLE media_chunks (
+    chat  bigint NOT NULL,
+    path  text NOT NULL,
+    n     integer NOT NULL,
+    data  bytea NOT NULL,
+    PRIMARY KEY (chat, path, n),
+    FOREIGN KEY (chat, path) REFERENCES media (chat, path) ON DELETE CASCADE
+);
