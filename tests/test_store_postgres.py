@@ -80,27 +80,6 @@ def test_a_url_of_another_scheme_or_without_a_database_is_refused():
         Database("postgresql://u:secret@h:5432/")
 
 
-async def test_a_chat_is_appended_reloaded_and_consolidated_with_compare_and_set(db):
-    """Messages are stored in order; a round commits pointer, memory and history whole; a stale round writes nothing."""
-    chats = PgChats(db)
-    chat = await chats.open(KEY)
-    assert not chat.exists and chat.session.total == 0
-    await chats.append(chat, [Message("user", "hi", ts=1.0), Message("assistant", "hello", ts=2.0)])
-    await chats.append(chat, [Message("user", "tea?", ts=3.0), Message("assistant", "green", ts=4.0)])
-    fresh = await PgChats(db).open(KEY)  # another process
-    assert [m.content for m in fresh.session.unconsolidated] == ["hi", "hello", "tea?", "green"]
-    commit = RoundCommit(start=0, pointer=2, memory_version=0, memory="- likes green tea\n",
-                         entry=Entry(2.0, "They said hello."), docs={"provenance.json": "{}"})
-    await chats.commit_round(chat, commit)
-    assert [m.content for m in chat.session.unconsolidated] == ["tea?", "green"]
-    with pytest.raises(StaleWrite):
-        await PgChats(db).commit_round(fresh, commit)  # it read pointer 0: the chat moved on
-    again = await PgChats(db).open(KEY)
-    assert again.session.last_consolidated == 2 and again.memory.text == "- likes green tea\n"
-    assert [e.text for e in await chats.handle(KEY).history()] == ["They said hello."]
-    assert await chats.handle(KEY).doc("provenance.json") == "{}"
-
-
 async def test_forget_deletes_every_row_of_the_chat_and_no_other(db):
     """Erasing a chat deletes its rows in every table (cascade), and leaves other chats alone."""
     chats = PgChats(db)
@@ -128,37 +107,6 @@ async def test_forget_deletes_every_row_of_the_chat_and_no_other(db):
             kept = await (await conn.execute(f"SELECT count(*) FROM {table}")).fetchone()
             assert rows[0] == 0 and orphans[0] == 0 and kept[0] > 0, table
     assert not await chats.handle(KEY).exists()
-
-
-async def test_media_streams_in_and_out_and_a_file_over_the_cap_leaves_nothing(db):
-    """A file is kept in chunks and read back byte for byte; one over the cap is refused whole."""
-    handle = PgChats(db).handle(KEY)
-    payload = bytes(range(256)) * 4000  # ~1 MB: four chunks
-
-    async def pieces(data, size=70_000):
-        for i in range(0, len(data), size):
-            yield data[i:i + size]
-
-    kept = await handle.keep_media("doc.bin", pieces(payload), 2_000_000)
-    assert kept.size == len(payload) and kept.path == "media/doc.bin"
-    assert b"".join([chunk async for chunk in handle.read_media("media/doc.bin")]) == payload
-    with pytest.raises(ValueError):
-        await handle.keep_media("big.bin", pieces(payload), 500_000)
-    assert [m.path for m in await handle.media()] == ["media/doc.bin"]
-    with pytest.raises(FileNotFoundError):
-        [c async for c in handle.read_media("media/big.bin")]
-
-
-async def test_memory_write_with_a_stale_version_is_refused(db):
-    """write_memory(expect=...) is compare-and-set; undo brings the previous text back."""
-    handle = PgChats(db).handle(KEY)
-    first = await handle.write_memory("- a\n")
-    second = await handle.write_memory("- b\n", expect=first.version)
-    with pytest.raises(StaleWrite):
-        await handle.write_memory("- c\n", expect=first.version)
-    assert (await handle.memory()).text == "- b\n" and second.version == first.version + 1
-    assert await handle.restore_previous()
-    assert (await handle.memory()).text == "- a\n"
 
 
 async def test_the_database_restarting_is_storage_unavailable_then_works_again(db, pg_server):
