@@ -5,7 +5,9 @@ one request at a time): if nothing answers on the port, the script starts it (th
 llama.cpp, ~8 minutes). Runs `tusk`'s real app in-process (TuskApp, the HTTP channel) with
 TUSK_MODEL=openai/tiny and TUSK_API_BASE only, then a long chat of substantial messages, and prints:
 turns answered, consolidations that wrote MEMORY.md (and raw fallbacks), the window Tusk ended on
-and its source, reply latency p50/p95, the longest generation against the reply reserve.
+and its source, reply latency p50/p95, the longest generation against the reply reserve. The reply
+times are measured here only: tests/test_local_llm_real.py runs the same chat and asserts what holds
+on any machine (every turn answered, the window learned, MEMORY.md written), never how fast.
 
 With `--stream` each turn is asked for as Server-Sent Events (someone watches: the model streams, and
 a prompt over the window fails inside the stream, asked again whole); without it, plainly.
@@ -31,6 +33,8 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 SERVE = ROOT.parent / "shared" / "tools" / "local-llm" / "serve"
+
+
 def reachable(base: str) -> bool:
     try:
         with urllib.request.urlopen(f"{base}/models", timeout=2) as resp:

@@ -39,6 +39,9 @@ from bot.access.pairing import PairingStore
 from bot.tools.memory import MemoryTools
 from bot.tools.reminders import Reminders
 from bot.scheduler import Sweeper, start_scheduler
+from bot.skills.catalog import Catalog
+from bot.skills.chats import SkillTools
+from bot.skills.views import skills_command
 from bot.tools.tasks import Tasks
 from bot.tools.box import BUILTIN_TOOLS, ToolBox
 from bot.llm.warmup import ModelWarmup
@@ -149,20 +152,25 @@ class TuskApp:
                            ToolBox([self.memory_tools.search_history]), self.bus.publish, settings.bot_name)
         self.mcp = _mcp_hub(settings)
         self.chat_tools = _chat_tools(settings, self.mcp, lambda: self.consolidator.budget.window)
+        # the owner's playbooks (bot/skills/): read_skill and the prompt's Skills section, for chats that have skills
+        skill_settings = settings.skill_settings()
+        self.skills = SkillTools(skill_settings, Catalog(skill_settings.roots), self.chat_tools,
+                                 lambda: self.consolidator.budget.window)
+        self.skills.catalog.snapshot()  # read once at start: a bad skill is logged now, not at the first turn
         self.tools = ToolBox([*BUILTIN_TOOLS, self.memory_tools.search_history, self.memory_tools.remember,
                               self.reminders.set_reminder, self.reminders.list_reminders,
-                              self.reminders.cancel_reminder, self.tasks.start_task], extra=self.chat_tools)
+                              self.reminders.cancel_reminder, self.tasks.start_task], extra=self.skills)
         usage_records = UsageRecords(self.ledger)
         chat_commands = Commands(settings.timezone, holders=[self.reminders, self.tasks, self.inbox, usage_records],
                                  extra=[*self.reminders.commands(), usage_command(self.ledger, settings.timezone),
-                                        model_command(self.choices)],
+                                        model_command(self.choices), skills_command(self.skills)],
                                  status_extra=[self._spend_lines], erasure=MemberErasure(
                                      model_rewrite(self.llm.complete, settings.consolidation_model),
                                      [ReminderMembers(self.reminders), InboxMembers(self.inbox.path),
                                       SearchMembers(self.memory_tools.index), MediaMembers(), usage_records]),
                                  persona_max_tokens=settings.persona_max_tokens)
         context = ContextBuilder(settings.home, settings.bot_name, self.tools.schemas, settings.timezone,
-                                 chat_tools=self.chat_tools)
+                                 chat_tools=self.skills)
         self.learner = Learner(book, llm_settings.model, self.consolidator, context, self.llm,
                                settings.max_reply_tokens, settings.memory_max_tokens, known_output)
         media = MediaReader(settings.media_settings(), self.media, llm_settings.model, self.llm.complete, self.llm.meter)
@@ -172,6 +180,7 @@ class TuskApp:
                                drafts=self.bus.draft, streaming=settings.stream_settings(), models=self.choices)
         self.consolidator.idle = self.agent.until_idle  # background rounds wait for the replies
         self.consolidator.tools_available = lambda: context.tools_available
+        self.skills.tools_available = lambda: context.tools_available  # no tools: no read_skill, so no skills
         self.channels: list[Channel] = []
         self.access = Access(settings.dm_policy, PairingStore(settings.home, settings.pairing_ttl * 60,
                                                               settings.pairing_max_pending))
@@ -242,6 +251,7 @@ class TuskApp:
     def add_http(self) -> HttpChannel:
         from bot.ops.console import Console  # aiohttp's server: imported only by what serves HTTP
         from bot.ops.mcp_status import mcp_routes
+        from bot.skills.console import skill_routes
         from channels.http import HttpChannel, HttpSettings
 
         s = self.settings
@@ -256,6 +266,7 @@ class TuskApp:
 
             http.add_routes(pairing_routes(self.access.pairing))
         http.add_routes(mcp_routes(self.mcp))
+        http.add_routes(skill_routes(self.skills))
         from channels.http.openai_api import OpenAIApi
 
         http.add_routes(OpenAIApi(http, self.choices.default, self.choices.choices, self._said).routes())

@@ -32,6 +32,7 @@ from memory.chat_settings import zone
 from memory.media import MB, MediaLimits
 
 if TYPE_CHECKING:
+    from bot.skills.config import SkillSettings
     from bot.tools.web.config import WebSettings
 
 MODEL_HINT = "set it to a litellm model string such as openai/gpt-4o-mini, anthropic/claude-3-5-haiku-latest or ollama/llama3.1"
@@ -105,6 +106,12 @@ class Settings(BaseSettings):
     web_max_tokens: int = _env("TUSK_WEB_MAX_TOKENS", 4000, ge=100, le=100_000)
     web_timeout: float = _env("TUSK_WEB_TIMEOUT", 20.0, gt=0, le=300)
     web_host_interval: float = _env("TUSK_WEB_HOST_INTERVAL", 1.0, ge=0, le=60)
+
+    skills_dirs: str = _env("TUSK_SKILLS_DIRS", "")  # the skills (bot/skills/): more folders of skill folders
+    skills_shared: bool = _env("TUSK_SKILLS_SHARED", True)  # ~/.agents/skills too
+    skills_max_tokens: int = _env("TUSK_SKILLS_MAX_TOKENS", 1000, ge=100, le=100_000)
+    skills_chats: str = _env("TUSK_SKILLS_CHATS", "*")  # chat patterns, `skill=pattern` for one skill
+    skills_groups: bool = _env("TUSK_SKILLS_GROUPS", True)
 
     media_max_mb: float = _env("TUSK_MEDIA_MAX_MB", 20.0, gt=0, le=2048)  # one file (memory/media.py)
     media_chat_mb: float = _env("TUSK_MEDIA_CHAT_MB", 200.0, gt=0)  # all files one chat keeps
@@ -284,6 +291,18 @@ class Settings(BaseSettings):
                            chats=chats, groups=self.web_groups, max_bytes=self.web_max_bytes,
                            max_tokens=self.web_max_tokens, timeout=self.web_timeout,
                            host_interval=self.web_host_interval, user_agent=user_agent())
+
+    def skill_settings(self) -> SkillSettings:
+        from bot.skills.catalog import roots
+        from bot.skills.config import ChatRules, SkillSettings, skill_dirs
+
+        try:
+            chats = ChatRules.parse(self.skills_chats)
+        except ValueError as exc:
+            raise ConfigError(f"TUSK_SKILLS_CHATS: {exc}. Write chat patterns (*, channel:*, channel:chat_id) "
+                              "and skill=pattern or skill=off items, separated by commas: *,oncall=slack:*") from exc
+        return SkillSettings(roots(self.home, self.skills_shared, skill_dirs(self.skills_dirs)),
+                             self.skills_max_tokens, chats, self.skills_groups, self.tool_result_max_chars)
 
     def open_allow_lists(self) -> list[str]:
         """The allow-list variables left empty for platforms that are configured (everyone may talk)."""

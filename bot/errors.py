@@ -17,8 +17,9 @@
     ├── McpToolError         one MCP tool call failed (server down, timeout, crash, malformed reply)
     ├── MediaRefused         a file Tusk will not take (over a size cap, a type it cannot read, corrupt)
     │       └── MediaUnreachable the platform did not hand the file over (network, HTTP error, login page)
-    └── WebError             web_fetch / web_search failed (HTTP error, timeout, unreadable page, search backend)
-            └── WebRefused   the network guard refused a URL (inside address, scheme, port, credentials, robots.txt)
+    ├── WebError             web_fetch / web_search failed (HTTP error, timeout, unreadable page, search backend)
+    │       └── WebRefused   the network guard refused a URL (inside address, scheme, port, credentials, robots.txt)
+    └── SkillRefused         read_skill refused: no such skill here, or a file outside its folder (bot/skills/)
 
 `LLMError.user_message` is the one sentence a chat user sees; details go to the log. `owner_message`
 is what the owner's own channels (the terminal, the console and HTTP API) show instead: the cause
@@ -182,3 +183,7 @@ class WebError(TuskError):
 
 class WebRefused(WebError):
     pass
+
+
+class SkillRefused(TuskError):
+    """read_skill will not give this: a skill the chat does not have, or a path outside the skill's folder."""

@@ -19,6 +19,7 @@ from memory.paths import ChatFiles, open_private, private_dir
 
 KEEP_VERSIONS = 10
 ENTRY_HEADING = re.compile(r"^## \d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC", re.MULTILINE)
+ENTRY_TIME = re.compile(r"(\d{4}-\d{2}-\d{2} \d{2}:\d{2}) UTC")
 
 
 def read_text(path: Path) -> str:
@@ -80,9 +81,23 @@ def restore_previous(files: ChatFiles) -> bool:
     return True
 
 
-def append_history(files: ChatFiles, entry: str, when: float | None = None) -> None:
-    """Add a dated entry to HISTORY.md (fsynced)."""
-    stamp = datetime.fromtimestamp(when or time.time(), timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+def entry_stamp(when: float, until: float | None = None) -> str:
+    """An entry heading's time: `2023-06-01 10:09 UTC`, or the span of the messages it summarises,
+    `2023-06-01 10:09 UTC – 2023-06-03 18:40 UTC` (ENTRY_HEADING matches both)."""
+    first, last = (datetime.fromtimestamp(t, timezone.utc).strftime("%Y-%m-%d %H:%M UTC") for t in (when, until or when))
+    return first if last == first else f"{first} – {last}"
+
+
+def entry_span(heading: str) -> tuple[float, float]:
+    """(first, last) time of an entry heading as `entry_stamp` writes it (both the same for one time)."""
+    times = [datetime.strptime(t, "%Y-%m-%d %H:%M").replace(tzinfo=timezone.utc).timestamp()
+             for t in ENTRY_TIME.findall(heading)[:2]]
+    return times[0], times[-1]
+
+
+def append_history(files: ChatFiles, entry: str, when: float | None = None, until: float | None = None) -> None:
+    """Add an entry to HISTORY.md (fsynced), dated `when` (default now) or, with `until`, that span."""
+    stamp = entry_stamp(when or time.time(), until)
     files.ensure()
     with os.fdopen(open_private(files.history, os.O_WRONLY | os.O_APPEND | os.O_CREAT), "a", encoding="utf-8") as fh:
         fh.write(f"## {stamp}\n\n{entry.strip()}\n\n")

@@ -27,11 +27,10 @@ import re
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from memory.files import read_text, write_atomic
+from memory.files import entry_stamp, read_text, write_atomic
 from memory.paths import ChatFiles
 
 SCHEMA = 1
@@ -170,10 +169,9 @@ def history_candidates(entries: Sequence[str]) -> list[tuple[Source, str]]:
     return out
 
 
-def round_entry(when: float, entry: str) -> Source:
-    """The HISTORY.md entry a round appends (its heading's time, as memory/files.py writes it)."""
-    stamp = datetime.fromtimestamp(when, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    return Source("history", when, text=trim(f"{stamp}: {entry}"))
+def round_entry(when: float, entry: str, until: float | None = None) -> Source:
+    """The HISTORY.md entry a round appends (its heading's time or span, as memory/files.py writes it)."""
+    return Source("history", until or when, text=trim(f"{entry_stamp(when, until)}: {entry}"))
 
 
 def _jaccard(a: str, b: str) -> float:

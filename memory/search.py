@@ -28,6 +28,7 @@ from datetime import datetime, timezone, tzinfo
 from pathlib import Path
 
 from memory import question as questions
+from memory.files import entry_stamp
 from memory.paths import ChatFiles
 from memory.search_index import ChatIndex, delete_index, index_path
 
@@ -60,7 +61,7 @@ class Line:
 @dataclass(frozen=True, slots=True)
 class Hit:
     source: str  # "history" (a HISTORY.md entry), "user" or "assistant" (a consolidated message)
-    at: str  # "2026-11-12 18:40 UTC"
+    at: str  # "2026-11-12 18:40 UTC"; an entry's span "2023-06-01 10:09 UTC – 2023-06-03 18:40 UTC"
     text: str  # the whole entry or message, or an excerpt around the match when it is long
     speaker: str | None = None  # who wrote a user message, when the platform said
     before: Line | None = None  # the message just before (messages only)
@@ -157,9 +158,9 @@ class HistorySearch:
             return [self._hit(index, row) for row in rows]
 
     def _hit(self, index: ChatIndex, row: tuple) -> Hit:
-        doc_id, kind, seq, ts, role, speaker, text = row
+        doc_id, kind, seq, ts, role, speaker, text, ts_end = row
         if kind == "history":
-            return Hit("history", _stamp(ts), text)
+            return Hit("history", entry_stamp(ts, ts_end), text)
         before, after = (Line(r, s, _short(t, NEIGHBOUR_CHARS)) if t is not None else None
                          for r, s, t in index.neighbours(doc_id))
         return Hit(role, _stamp(ts), text, speaker, before, after, seq)

@@ -1,7 +1,8 @@
 """One chat's persisted search index: `search.sqlite` in the chat's folder.
 
     docs   one row per HISTORY.md entry (negative ids, rising) or user/assistant message (ids 1, 2, ...
-           in session order): kind, seq (message number in session.jsonl), ts, role,
+           in session order): kind, seq (message number in session.jsonl), ts (an entry's first
+           time) and ts_end (its last: an entry dates the span of the messages it summarises), role,
            speaker (display name) and key (its lowercased form), body, around (the texts of
            the message before and after it)
     fts    FTS5 over docs(body, around), porter stemming, accents folded (external content)
@@ -25,17 +26,16 @@ import os
 import sqlite3
 import string
 import threading
-from datetime import datetime, timezone
 from pathlib import Path
 
-from memory.files import ENTRY_HEADING
+from memory.files import ENTRY_HEADING, entry_span
 from memory.paths import ChatFiles, open_private
 from memory.question import words
 from memory.session import Message
 
 logger = logging.getLogger(__name__)
 
-SCHEMA = 1
+SCHEMA = 2  # 2: ts_end, the end of an entry's span
 AROUND_CHARS = 400  # each neighbour contributes at most this much text to `around`
 TAIL_MARK = 64
 HISTORY_IDS = -(1 << 40)  # history rows count up from here (FTS5 inserts fast only with rising ids), all < 0
@@ -43,7 +43,8 @@ SPACES = str.maketrans({c: " " for c in string.punctuation + "’‘“”…–
 DDL = """
 CREATE TABLE state (key TEXT PRIMARY KEY, value) WITHOUT ROWID;
 CREATE TABLE docs (id INTEGER PRIMARY KEY, kind TEXT NOT NULL, seq INTEGER NOT NULL, ts REAL NOT NULL,
-                   role TEXT, speaker TEXT, key TEXT, body TEXT NOT NULL, around TEXT NOT NULL DEFAULT '');
+                   role TEXT, speaker TEXT, key TEXT, body TEXT NOT NULL, around TEXT NOT NULL DEFAULT '',
+                   ts_end REAL);
 CREATE INDEX docs_seq ON docs(kind, seq);
 CREATE INDEX docs_ts ON docs(kind, ts);
 CREATE TABLE members (name TEXT PRIMARY KEY) WITHOUT ROWID;
@@ -100,13 +101,6 @@ class Tail:
 
     def state(self, name: str) -> list[tuple[str, object]]:
         return [(f"{name}.ino", self.ino), (f"{name}.offset", self.offset), (f"{name}.mark", self.mark)]
-
-
-def _heading_ts(heading: str) -> float:
-    """The time of a "2026-11-12 18:40 UTC" entry heading (ENTRY_HEADING matched it already)."""
-    h = heading.strip()
-    return datetime(int(h[0:4]), int(h[5:7]), int(h[8:10]), int(h[11:13]), int(h[14:16]),
-                    tzinfo=timezone.utc).timestamp()
 
 
 def _open_private(path: Path) -> sqlite3.Connection:
@@ -242,8 +236,8 @@ class ChatIndex:
         self.db.execute(f"DELETE FROM docs WHERE {where}")
 
     def _insert(self, rows: list[tuple]) -> None:
-        """rows: (id, kind, seq, ts, role, speaker, key, body, around)."""
-        self.db.executemany("INSERT INTO docs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        """rows: (id, kind, seq, ts, role, speaker, key, body, around, ts_end)."""
+        self.db.executemany("INSERT INTO docs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
         self.db.executemany("INSERT INTO fts(rowid, body, around) VALUES (?, ?, ?)",
                             [(r[0], r[7], r[8]) for r in rows])
         self._add_words(r[7] for r in rows)
@@ -263,8 +257,8 @@ class ChatIndex:
         for a, b in zip(starts, [*starts[1:], len(text)]):
             heading, _, body = text[a:b].strip().partition("\n")
             self.history_id += 1
-            rows.append((self.history_id, "history", -1, _heading_ts(heading.removeprefix("## ")), None, None,
-                         None, body.strip(), ""))
+            first, last = entry_span(heading)
+            rows.append((self.history_id, "history", -1, first, None, None, None, body.strip(), "", last))
         self._insert(rows)
 
     def _parse(self, data: bytes) -> list[tuple[int, Message]]:
@@ -309,7 +303,7 @@ class ChatIndex:
             speaker = msg.sender_name if msg.role == "user" else None
             key = " ".join(words(speaker)) if speaker else None
             self.last_id += 1
-            rows.append((self.last_id, "message", seq, msg.ts, msg.role, speaker, key, msg.content, around))
+            rows.append((self.last_id, "message", seq, msg.ts, msg.role, speaker, key, msg.content, around, None))
         self._insert(rows)
         self.db.executemany("INSERT OR IGNORE INTO members VALUES (?)", {(r[5],) for r in rows if r[5]})
 
@@ -335,13 +329,13 @@ class ChatIndex:
         """The ids of the `kind` docs dated within [since, until) as a range (ids follow time)."""
         if since is None or until is None:
             return 1, 0
-        lo, hi = self.db.execute("SELECT min(id), max(id) FROM docs WHERE kind = ? AND ts >= ? AND ts < ?",
-                                 (kind, since, until)).fetchone()
+        lo, hi = self.db.execute("SELECT min(id), max(id) FROM docs WHERE kind = ? AND coalesce(ts_end, ts) >= ? "
+                                 "AND ts < ?", (kind, since, until)).fetchone()
         return (lo, hi) if lo is not None else (1, 0)
 
     def query(self, match: str, names: tuple[str, ...], since: float | None, until: float | None, weights,
               limit: int, long: int, tokens: int) -> list[tuple]:
-        """(id, kind, seq, ts, role, speaker, text) of the best `limit` docs, best first; a body
+        """(id, kind, seq, ts, role, speaker, text, ts_end) of the best `limit` docs, best first; a body
         longer than `long` characters is replaced by an excerpt of about `tokens` words around the match.
 
         Only consolidated messages count: ids up to the newest one before the pointer. The member
@@ -360,12 +354,13 @@ class ChatIndex:
                             key=lambda r: r[1])[:limit]
         ids = [i for i, _ in scored]
         rows = {r[0]: r for r in self.db.execute(
-            f"SELECT id, kind, seq, ts, role, speaker, body FROM docs WHERE id IN ({', '.join('?' * len(ids))})", ids)}
+            f"SELECT id, kind, seq, ts, role, speaker, body, ts_end FROM docs WHERE id IN ({', '.join('?' * len(ids))})",
+            ids)}
         out = []
         for doc_id in ids:
             row = rows[doc_id]
             if len(row[6]) > long:
-                row = (*row[:6], self.db.execute(EXCERPT, (tokens, match, doc_id)).fetchone()[0])
+                row = (*row[:6], self.db.execute(EXCERPT, (tokens, match, doc_id)).fetchone()[0], row[7])
             out.append(row)
         return out
 

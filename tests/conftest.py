@@ -32,10 +32,13 @@ def _no_process_outlives_its_test():
 
 @pytest.fixture(autouse=True)
 def _no_user_dirs(tmp_path, monkeypatch):
-    """In-process code finds no settings file or data dir of the developer's (bot/places.py): the user
-    config and data dirs point into this test's temporary folder."""
+    """In-process code finds no settings file or data dir of the developer's (bot/places.py), nor the skills
+    other agents share (~/.agents/skills, bot/skills/catalog.py): the user config and data dirs and the home
+    point into this test's temporary folder."""
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
+    (tmp_path / "user-home").mkdir()
+    monkeypatch.setenv("HOME", str(tmp_path / "user-home"))
 
 
 @pytest.fixture

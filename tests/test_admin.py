@@ -1,6 +1,7 @@
 """The admin CLI (`tusk chats`, `memory`, `forget`, `export`) and `tusk doctor`."""
 
 import json
+import re
 import tarfile
 
 from bot.ops import doctor
@@ -90,7 +91,7 @@ async def test_doctor_names_what_is_broken(make_settings, fake_llm):
                                                        TELEGRAM_ALLOW_FROM="7"))
     failed = {c.name: c for c in checks if c.verdict == "fail"}
     assert set(failed) == {"LLM", "Telegram"} and doctor.exit_code(checks) == 1
-    assert "@BotFather" in failed["Telegram"].fix and "TUSK_MODEL" in failed["LLM"].fix
+    assert "@BotFather" in failed["Telegram"].fix and "TUSK_API_KEY" in failed["LLM"].fix  # a 401: the key
     checks = await doctor.run_checks(make_settings(TELEGRAM_BOT_TOKEN="1:X", TELEGRAM_API_BASE="http://127.0.0.1:9",
                                                    TUSK_API_BASE="http://127.0.0.1:9/v1"))
     assert next(c for c in checks if c.name == "Telegram").detail.startswith("cannot reach")
@@ -153,3 +154,15 @@ async def test_doctor_output_never_contains_a_configured_secret(fake_llm, tmp_pa
     assert "FAIL  HTTP access" in out and "at least 32" in out  # the rule `tusk run` enforces
     for name, value in secrets.items():
         assert value not in out and value not in err, name
+
+
+async def test_doctor_times_the_models_answer_apart_from_loading_litellm(fake_llm, tmp_path):
+    """`tusk doctor` in a fresh process: the model's answer time is the request's own (at least the model's
+    1.5 s, less than that plus litellm's import), and litellm's import is reported beside it, not inside it."""
+    fake_llm.script(Reply(text=None, tool_calls=[("t1", "current_time", {})], delay=1.5))
+    code, out, err = await tusk_cli("doctor", env=env_for(fake_llm, tmp_path))
+    assert code == 0, out + err
+    timing = re.search(r"OK    LLM: fake-model answered in (\d+\.\d)s \(loading litellm took (\d+\.\d)s\)", out)
+    assert timing is not None, out
+    answered, loading = float(timing[1]), float(timing[2])
+    assert 1.5 <= answered < 1.5 + loading  # the import's seconds are not in the model's figure

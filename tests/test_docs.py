@@ -85,3 +85,16 @@ def test_every_docs_page_is_in_the_nav():
     in_nav = set(pages(yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))["nav"]))
     on_disk = {p.relative_to(DOCS).as_posix() for p in DOCS.rglob("*.md")}
     assert on_disk == in_nav
+
+
+def test_readme_names_every_chat_command_and_links_backup_restore_import(make_settings):
+    """The README's list of what Tusk answers itself names every command a chat has, and its table of pages
+    has a row for backup, restore and import (docs/backup.md)."""
+    from bot.app import TuskApp
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    answered = next(p for p in text.split("\n\n") if "answered by Tusk itself" in p)
+    names = TuskApp(make_settings()).agent.commands.table
+    assert len(names) >= 10 and [name for name in names if f"`/{name}`" not in answered] == []
+    row = next(line for line in text.splitlines() if "(docs/backup.md)" in line)
+    assert all(word in row for word in ("`tusk backup`", "`tusk restore`", "`tusk import`"))

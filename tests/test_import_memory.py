@@ -172,3 +172,84 @@ async def test_without_a_model_the_import_says_what_to_set_and_writes_nothing(tm
     code, out, err = await tusk_cli("import", str(FIXTURES / "telegram_one.json"), "--yes", env=env)
     assert code == 1 and "6 messages for telegram:4242" in out and "TUSK_MODEL is not set" in err
     assert "Traceback" not in err and not (tmp_path / "data" / "chats").exists()
+
+
+DENSE_START = 1685613600  # 2023-06-01 10:00 UTC
+
+
+def dense_export(path, n):
+    """A Telegram export of `n` messages in June 2023, five minutes apart, in lines that tokenize far denser than
+    four characters a token (ids of letters, digits and dashes), like a real chat full of references."""
+    with open(path, "w") as fh:
+        fh.write('{"name": "Ada", "type": "personal_chat", "id": 61, "messages": [')
+        fh.write(",".join(json.dumps({"id": i, "type": "message", "date_unixtime": str(DENSE_START + 300 * i),
+                                      "from": "Ada Lovelace", "from_id": "user61",
+                                      "text": f"r{846 + i % 7}-c61-m{i:06d} the train was late again"})
+                          for i in range(n)))
+        fh.write("]}")
+
+
+def request_tokens(body) -> int:
+    """A request's tokens as a tokenizer counts them: every message, the tool schemas, and the room asked for
+    the reply (max_tokens)."""
+    from memory.tokens import count_message, count_text
+
+    return (sum(count_message(m) for m in body["messages"]) + count_text(json.dumps(body.get("tools") or []))
+            + (body.get("max_tokens") or 0))
+
+
+async def test_dense_lines_resumed_after_a_kill_keep_every_round_within_the_window(fake_llm, tmp_path):
+    """3,000 dense messages at TUSK_CONTEXT_WINDOW=8192, killed mid-fold and run again: every consolidation
+    request, the transcript with its dated speaker lines, MEMORY.md, instructions, tool schema and the reply's
+    room, counts at most 8,192 tokens, and everything ends folded."""
+    export = tmp_path / "dense.json"
+    dense_export(export, 3000)
+    env = env_for(fake_llm, tmp_path, TUSK_CONTEXT_WINDOW="8192")
+    home = tmp_path / "data"
+
+    def slowly(body):
+        reply = attributing_responder(body)
+        reply.delay = 0.2
+        return reply
+
+    fake_llm.responder = slowly
+    proc = await procs.start_tusk("import", str(export), "--yes", env=env)
+    for _ in range(1200):
+        if len(rounds(fake_llm)) >= 2:
+            break
+        await asyncio.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    await proc.wait()
+    fake_llm.responder = attributing_responder
+    code, _, err = await tusk_cli("import", str(export), "--yes", env=env)
+    assert code == 0, err
+    assert records(home, "telegram", "61", "pointer")[-1]["last_consolidated"] == 3000
+    sizes = [request_tokens(b) for b in rounds(fake_llm)]
+    assert len(sizes) > 3 and max(sizes) <= 8192, sizes
+
+
+async def test_imported_2023_messages_are_dated_2023_in_history_and_in_search(fake_llm, tmp_path):
+    """Each HISTORY.md entry folded from an imported June 2023 chat is headed with the span of its own messages'
+    times (not the day of the import), and search_history ("when was ...?") answers with that span."""
+    from datetime import datetime, timezone
+
+    export = tmp_path / "dense.json"
+    dense_export(export, 600)
+    env = env_for(fake_llm, tmp_path, TUSK_CONTEXT_WINDOW="4096")
+    home = tmp_path / "data"
+    code, _, err = await tusk_cli("import", str(export), "--yes", "--to", "terminal:ada", env=env)
+    assert code == 0, err
+    cuts = [0] + [r["last_consolidated"] for r in records(home, "terminal", "ada", "pointer")]
+    assert cuts[-1] == 600 and len(cuts) > 3
+    stamp = lambda i: datetime.fromtimestamp(DENSE_START + 300 * i, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    spans = [f"{stamp(a)} – {stamp(b - 1)}" for a, b in zip(cuts, cuts[1:])]
+    history = (home / "chats/terminal/ada/HISTORY.md").read_text()
+    assert [line[3:] for line in history.splitlines() if line.startswith("## ")] == spans
+
+    second = cuts[1]  # the first message of the second entry, which the entry quotes
+    fake_llm.script(Reply(text=None, tool_calls=[("c1", "search_history", {"query": f"when was m{second:06d}?"})]),
+                    Reply(text="found it"))
+    code, out, err = await tusk_cli("chat", "--chat", "ada", env=env, stdin=f"when was m{second:06d}?\n".encode())
+    assert code == 0 and "found it" in out, err
+    result = next(m["content"] for m in fake_llm.requests[-1]["messages"] if m["role"] == "tool")
+    assert f"[HISTORY.md, {spans[1]}]" in result and f"[messages, {stamp(second)}]" in result, result

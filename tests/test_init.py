@@ -144,7 +144,8 @@ async def test_interactive_init_through_a_terminal(fake_llm, tmp_path):
         child.logfile_read = seen = io.StringIO()
         try:
             steps = [("Model provider", "9"), ("Server URL", fake_llm.base_url), ("Model", "openai/fake-model"),
-                     ("API key", "sk-typed-key-789"), ("OK    LLM", None), ("Connect Telegram", "y"),
+                     ("API key", "sk-typed-key-789"), ("OK    LLM", None),
+                     ("does not say its window", None), ("Context window", "8192"), ("Connect Telegram", "y"),
                      ("Telegram bot token", "999:WRONG"), ("token refused", None), ("Answer again", "y"),
                      ("Telegram bot token", "123:ABC"), ("token accepted", None), ("Connect Discord", "n"),
                      ("Connect Slack", ""), ("Wrote", None), ("Next: tusk run", None)]
@@ -158,6 +159,65 @@ async def test_interactive_init_through_a_terminal(fake_llm, tmp_path):
     text = (tmp_path / ".config/tusk/tusk.env").read_text()
     assert "TUSK_API_KEY=sk-typed-key-789\n" in text and "TELEGRAM_BOT_TOKEN=123:ABC\n" in text
     assert "TUSK_MODEL=openai/fake-model\n" in text and "sk-typed-key-789" not in seen.getvalue()
+    assert "TUSK_CONTEXT_WINDOW=8192\n" in text
+
+
+async def test_answering_again_keeps_the_answers_and_asks_only_what_failed(fake_llm, tmp_path):
+    """A model named without its provider gets a clear sentence (the route to add, no litellm text, no server
+    hint); answering again asks only the model, then only the refused key, everything else kept; a local
+    server's window is asked with the server's own figure offered, and written."""
+    fake_llm.api_keys = {"sk-right-key-123"}
+    fake_llm.models = [{"id": "fake-model", "object": "model", "max_model_len": 12288}]  # as vLLM lists it
+    env = init_env(tmp_path, fake_llm, PROMPT_TOOLKIT_NO_CPR="1", TERM="xterm")
+    child = procs.spawn_pty([sys.executable, "-m", "bot.ops.cli", "init"], env=env, encoding="utf-8", timeout=60,
+                            dimensions=(40, 200))
+    child.logfile_read = seen = io.StringIO()
+    questions = [r"Model provider \(number\)", r"Server URL[^\n]*:", r"Model \(a litellm model string\)[^\n]*:",
+                 r"API key[^\n]*:", r"Context window[^\n]*:", r"Connect Telegram"]
+
+    answered = [-1]
+
+    async def next_question(expected: int, answer: str) -> None:
+        """The next question asked is `expected` (prompt_toolkit redraws the one just answered as it is typed)."""
+        asked = answered[0]
+        while asked == answered[0]:
+            asked = await asyncio.to_thread(child.expect, questions)
+        assert asked == expected, f"asked {questions[asked]!r}, expected {questions[expected]!r}"
+        child.sendline(answer)
+        answered[0] = asked
+
+    try:
+        await next_question(0, "9")
+        await next_question(1, fake_llm.base_url)
+        await next_question(2, "fake-model")
+        await next_question(3, "sk-wrong-key-456")
+        await asyncio.to_thread(child.expect, "FAIL  LLM: fake-model names no provider")
+        await asyncio.to_thread(child.expect, "fix: set TUSK_MODEL to openai/fake-model")
+        await asyncio.to_thread(child.expect, "Answer again")
+        child.sendline("y")
+        await asyncio.to_thread(child.expect, r"Model \(a litellm model string\) \[fake-model\]")  # the answer kept
+        child.sendline("openai/fake-model")
+        answered[0] = 2
+        await asyncio.to_thread(child.expect, "refused the API key")
+        await asyncio.to_thread(child.expect, "Answer again")
+        child.sendline("y")
+        await next_question(3, "sk-right-key-123")  # only the key: provider, URL and model are kept
+        await asyncio.to_thread(child.expect, "OK    LLM")
+        await asyncio.to_thread(child.expect, "a window of 12,288 tokens")
+        await asyncio.to_thread(child.expect, r"Context window \(tokens\) \[12288\]")
+        child.sendline("")
+        for platform in ("Telegram", "Discord", "Slack"):
+            await asyncio.to_thread(child.expect, f"Connect {platform}")
+            child.sendline("n")
+        await asyncio.to_thread(child.expect, "Wrote")
+        await asyncio.to_thread(child.expect, pexpect.EOF)
+    finally:
+        child.close(force=True)
+    out = seen.getvalue()
+    assert "LLM Provider NOT provided" not in out and "is the server running" not in out
+    text = (tmp_path / ".config/tusk/tusk.env").read_text()
+    assert f"TUSK_API_BASE={fake_llm.base_url}\n" in text and "TUSK_MODEL=openai/fake-model\n" in text
+    assert "TUSK_API_KEY=sk-right-key-123\n" in text and "TUSK_CONTEXT_WINDOW=12288\n" in text
 
 
 async def test_an_unwritable_folder_is_one_clear_line(fake_llm, here, tmp_path):
@@ -168,3 +228,16 @@ async def test_an_unwritable_folder_is_one_clear_line(fake_llm, here, tmp_path):
     code, out, err = await here("--yes", "--model", "openai/fake-model", "--no-check", "--file",
                                 str(locked / "sub" / "tusk.env"))
     assert code == 1 and "tusk init: cannot write" in err and "--file PATH" in err and "Wrote" not in out
+
+
+async def test_the_new_files_header_points_to_a_variable_list_that_exists(fake_llm, here):
+    """A settings file `tusk init` starts says where every variable is described, and those files exist."""
+    import re
+
+    code, out, err = await here("--yes", *llm_flags(fake_llm), "--no-check")
+    assert code == 0, out + err
+    header = "".join(line for line in user_settings_path().read_text().splitlines(True) if line.startswith("#"))
+    named = re.findall(r"[\w./-]+\.(?:example|md)\b", header)
+    repo = Path(__file__).parents[1]
+    assert ".env.example" in named and "docs/reference/configuration.md" in named
+    assert all((repo / name).is_file() for name in named) and "README" not in header

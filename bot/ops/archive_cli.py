@@ -68,10 +68,19 @@ def _import(settings, args: argparse.Namespace) -> int:
 
     try:
         asyncio.run(run_import(settings, args.source, args.format, args.to, yes=args.yes,
-                               say=lambda line: print(line, flush=True)))
+                               say=lambda line: print(line, flush=True), ask=_yes_to))
     except ImportStopped:
         return 1  # its reason is printed already
     except KeyboardInterrupt:
         print("Interrupted: what was written is kept; run the same command again to go on", file=sys.stderr)
         return 130
     return 0
+
+
+def _yes_to(question: str) -> bool:
+    """A yes typed at the question; no answer (stdin closed, as from a script) is a no."""
+    try:
+        return input(question).strip().lower() in ("y", "yes")
+    except EOFError:
+        print()
+        return False

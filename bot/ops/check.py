@@ -16,6 +16,7 @@ class Check:
     verdict: str  # "ok", "warn", "fail", or "skip" (not checked, on request)
     detail: str
     fix: str = ""
+    setting: str = ""  # the setting a failure blames, where one is clear (`tusk init` asks only that one again)
 
     def line(self) -> str:
         text = f"{self.verdict.upper():<5} {self.name}: {self.detail}"

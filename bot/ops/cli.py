@@ -94,6 +94,9 @@ def _parser() -> argparse.ArgumentParser:
     from bot.ops import archive_cli
 
     archive_cli.add_arguments(sub, _chat_key)
+    from bot.skills import cli as skills_cli
+
+    skills_cli.add_arguments(sub)
     return parser
 
 
@@ -308,6 +311,14 @@ def main(argv: list[str] | None = None) -> int:
         return archive_cli.run(args, settings, _version())
     if args.command in ("usage", "budget"):
         return _usage(args, settings)
+    if args.command == "skills":
+        from bot.skills import cli as skills_cli
+
+        try:
+            return skills_cli.run(args, settings)
+        except ConfigError as exc:
+            print(f"tusk: {exc}", file=sys.stderr)
+            return 2
     if args.command == "doctor":
         from bot.ops import doctor
 

@@ -1,7 +1,8 @@
 """`tusk doctor`: is this installation able to run? Each check gives a verdict and the fix.
 
     config  settings file  unknown variables (bot/ops/doctor_env.py)  data dir  HTTP access  HTTP port
-    tokenizer  the model (bot/ops/probe.py)  each platform token  each MCP server  allow-lists
+    tokenizer  the model (bot/ops/probe.py)  each platform token  each MCP server  the web tools
+    the skills (bot/skills/doctor.py)  allow-lists
 
 Each check is a `Check` (bot/ops/check.py), the unit `tusk init` shows too.
 
@@ -200,6 +201,9 @@ async def run_checks(settings: Settings, env_file: SettingsFile | None = None,
     from bot.tools.web.doctor import web_checks
 
     checks += await web_checks(settings)
+    from bot.skills.doctor import skill_checks
+
+    checks += skill_checks(settings)
     for variable in settings.open_allow_lists():
         checks.append(Check("allow-list", "warn", f"{variable} is empty: anyone may talk to the bot",
                             f"set {variable} to the user ids allowed to use Tusk"))

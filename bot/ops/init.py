@@ -25,7 +25,8 @@ from bot.ops.check import Check  # the dataclass alone: the checks themselves lo
 from bot.ops.init_choices import BY_KEY, PLATFORMS, SECRET_FLAGS
 from bot.places import SettingsFile, settings_file
 
-HEADER = "# Tusk settings, written by `tusk init` (edit freely; every variable: .env.example or the README).\n"
+HEADER = ("# Tusk settings, written by `tusk init` (edit freely). Every variable is described in .env.example at the\n"
+          "# root of Tusk's repository and on the Configuration page of its docs (docs/reference/configuration.md).\n")
 MODEL_KEYS = ("TUSK_MODEL", "TUSK_API_BASE", "TUSK_API_KEY")
 
 

@@ -1,6 +1,7 @@
 """`tusk doctor`'s look at the model: one tiny request with one tool, then what the server says of itself.
 
-    reachable     how long one short answer took
+    provider      litellm can tell where the model goes (a name without its route, `llama3`, is said so)
+    reachable     how long one short answer took (litellm's import, seconds on a first call, timed apart)
     tools         the model called the offered tool, answered in text, or the server refused tools
     reasoning     a reasoning field came back (DeepSeek, Qwen, OpenRouter ...): Tusk stores and sends it back
     window        the tokens Tusk budgets for and where that figure came from (bot/llm/window.py)
@@ -23,9 +24,10 @@ from ipaddress import ip_address
 from urllib.parse import urlparse
 
 from bot.config import Settings
-from bot.errors import ConfigError, LLMError
+from bot.errors import ConfigError, LLMAuthFailed, LLMError, LLMUnreachable, ModelNotFound, NotAModelServer
 from bot.llm import LLM, LLMSettings, model_window
 from bot.llm.learned import ModelBook
+from bot.llm.loader import litellm, litellm_loaded
 from bot.llm.server import served_models, server_root
 from bot.llm.wire import model_name
 from bot.llm.window import ask_server, resolve
@@ -39,6 +41,7 @@ from memory.tokens import count_text
 PROBE_TOOL = {"type": "function", "function": {
     "name": "current_time", "description": "The current date and time.",
     "parameters": {"type": "object", "properties": {}}}}
+ROUTES = ("openai/", "anthropic/", "gemini/", "openrouter/", "deepseek/", "groq/", "ollama_chat/", "hosted_vllm/")
 TRUNCATION_RATIO = 0.6  # a server that reports under 60% of the tokens sent is cutting the prompt
 
 
@@ -55,25 +58,32 @@ def is_local(api_base: str | None) -> bool:
 async def probe(settings: Settings) -> list[Check]:
     """The doctor's checks of the configured model."""
     s = dataclasses.replace(settings.llm_settings(), max_tokens=64, retries=0, fallbacks=())
-    started = time.monotonic()
+    loading = time.monotonic()
+    await litellm_loaded()  # seconds on a first call: timed apart from the model's answer
+    loaded = time.monotonic() - loading
+    if (unrouted := unrouted_model(s.model, s.api_base)) is not None:
+        return [unrouted]
     async with LLM(s) as llm:
         with _metered(settings, llm):
-            return await _checks(settings, s, llm, started)
+            return await _checks(settings, s, llm, loaded)
 
 
-async def _checks(settings: Settings, s: LLMSettings, llm: LLM, started: float) -> list[Check]:
-    """The probe's requests and what the answers say."""
+async def _checks(settings: Settings, s: LLMSettings, llm: LLM, loaded: float) -> list[Check]:
+    """The probe's requests and what the answers say; `loaded`: the seconds litellm's import took."""
     out: list[Check] = []
+    started = time.monotonic()
     try:
         reply = await llm.complete([{"role": "user", "content": "What time is it? Call the tool."}], [PROBE_TOOL])
     except LLMError as exc:
         if "tools" not in str(exc).lower():
-            return [Check("LLM", "fail", f"{s.model} did not answer: {exc}", _fix(s))]
+            return [_failed(s, exc)]
         out.append(Check("tools", "warn", f"the server refused tools: {exc}",
                          "Tusk answers without tools and keeps memory in a plain-text form"))
+        started = time.monotonic()
         reply = await llm.complete([{"role": "user", "content": "Say OK."}])
     elapsed = time.monotonic() - started
-    out.insert(0, Check("LLM", "ok", f"{reply.model} answered in {elapsed:.1f}s"))
+    loading = f" (loading litellm took {loaded:.1f}s)" if loaded >= 0.05 else ""
+    out.insert(0, Check("LLM", "ok", f"{reply.model} answered in {elapsed:.1f}s{loading}"))
     if not out[1:]:
         out.append(Check("tools", "ok", "the model called the offered tool") if reply.tool_calls else
                    Check("tools", "warn", "the model answered in text instead of calling the offered tool",
@@ -85,8 +95,6 @@ async def _checks(settings: Settings, s: LLMSettings, llm: LLM, started: float) 
     if is_local(s.api_base):
         out += await _local(s, llm)
     return out
-
-
 @contextlib.contextmanager
 def _metered(settings: Settings, llm: LLM) -> Iterator[None]:
     """The probe's requests recorded as purpose "probe", where the data dir already exists."""
@@ -148,7 +156,8 @@ async def _local(s: LLMSettings, llm: LLM) -> list[Check]:
     else:
         known = model_name(s.model) in names
         out.append(Check("local models", "ok" if known else "fail", f"{root} serves: {', '.join(names)}",
-                         "" if known else f"set TUSK_MODEL to one of them (with its route, e.g. openai/{names[0]})"))
+                         "" if known else f"set TUSK_MODEL to one of them (with its route, e.g. openai/{names[0]})",
+                         "" if known else "TUSK_MODEL"))
     text = " ".join(f"word{i}" for i in range(1500))
     sent = count_text(text)
     try:
@@ -166,7 +175,40 @@ async def _local(s: LLMSettings, llm: LLM) -> list[Check]:
     return out
 
 
-def _fix(s: LLMSettings) -> str:
-    if is_local(s.api_base):
-        return f"is the server running at {s.api_base}? Check TUSK_MODEL against the models it serves"
-    return "check TUSK_MODEL, TUSK_API_KEY (or the provider's variable) and TUSK_API_BASE"
+def unrouted_model(model: str, api_base: str | None) -> Check | None:
+    """A failed check when litellm cannot tell which provider `model` goes to (a name without its route,
+    such as `llama3` for `openai/llama3`): said in Tusk's words, with the routes to choose from."""
+    try:
+        litellm().get_llm_provider(model=model, api_base=api_base)
+    except Exception:  # litellm raises BadRequestError ("LLM Provider NOT provided") or ValueError: no route
+        return _no_route(model, api_base)
+    return None
+
+
+def _no_route(model: str, api_base: str | None) -> Check:
+    ollama = urlparse(api_base or "").port == 11434
+    if api_base:
+        fix = (f"set TUSK_MODEL to ollama_chat/{model} (Ollama's own API) or openai/{model}" if ollama else
+               f"set TUSK_MODEL to openai/{model} (an OpenAI-compatible server: llama.cpp, LM Studio, vLLM, "
+               f"a proxy), or ollama_chat/{model} for Ollama")
+    else:
+        fix = f"set TUSK_MODEL to the provider's route and the model, e.g. openai/{model}"
+    return Check("LLM", "fail", f"{model} names no provider: litellm needs one before the model's name, as in "
+                 f"{', '.join(ROUTES)} (every route: https://docs.litellm.ai/docs/providers)", fix, "TUSK_MODEL")
+
+
+def _failed(s: LLMSettings, exc: LLMError) -> Check:
+    """The model did not answer: what was wrong, the fix that fits the error, and the setting it blames."""
+    local = is_local(s.api_base)
+    if isinstance(exc, (LLMUnreachable, NotAModelServer)):
+        where = s.api_base or "the provider's address"
+        fix, setting = (f"is the server running at {where}? Check TUSK_API_BASE" if local else
+                        f"check TUSK_API_BASE ({where}) and this machine's connection"), "TUSK_API_BASE"
+    elif isinstance(exc, LLMAuthFailed):
+        fix, setting = "check TUSK_API_KEY (or the provider's usual key variable)", "TUSK_API_KEY"
+    elif isinstance(exc, ModelNotFound):
+        fix, setting = ("set TUSK_MODEL to a model the server serves" if local else
+                        "check TUSK_MODEL against the provider's model names"), "TUSK_MODEL"
+    else:
+        fix, setting = "check TUSK_MODEL, TUSK_API_KEY (or the provider's variable) and TUSK_API_BASE", ""
+    return Check("LLM", "fail", f"{s.model} did not answer: {exc}", fix, setting)

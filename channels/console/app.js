@@ -2,7 +2,7 @@
 //   #/chat/{chat}                  talk in a local chat
 //   #/memory                       every chat across channels
 //   #/memory/{channel}/{chat}      one chat's memory
-//   #/tools                        the MCP servers and their tools
+//   #/tools                        the MCP servers and their tools, the skills
 //   #/usage                        what the model calls cost, against the spend limits
 
 import { takeTokenFromLink } from "./api.js";

@@ -10,6 +10,7 @@ see the new lines.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -65,12 +66,16 @@ def _memory(home: Path, key: tuple[str, str], texts: dict[str, str]) -> Iterator
             yield f"{name} taken from the archive"
 
 
-async def run_import(settings, source: Path, fmt: str | None, to, yes: bool, say: Callable[[str], None]) -> None:
+async def run_import(settings, source: Path, fmt: str | None, to, yes: bool, say: Callable[[str], None],
+                     ask: Callable[[str], bool] | None = None) -> None:
     """Check the whole source and show what it would add and cost, then (with `yes`) write it and fold it
-    into memory (bot/ops/imports/fold.py); `say` prints a line."""
+    into memory (bot/ops/imports/fold.py); `say` prints a line. A source with skills (a nanobot workspace's
+    skills/) has them brought into $TUSK_HOME/skills (bot/skills/importer.py); `ask` asks before one is
+    replaced (None: never replaced)."""
     from bot.ops.imports.fold import Folder, stopped
-    from bot.ops.imports.writer import Seen
+    from bot.ops.imports.writer import Seen, message
     from memory.consolidate import ConsolidationFailed
+    from memory.round_request import line_costs
 
     if not source.exists():
         raise ImportRefused(f"{source} does not exist")
@@ -78,15 +83,19 @@ async def run_import(settings, source: Path, fmt: str | None, to, yes: bool, say
     fmt = fmt or detect(source)
     module = _module(fmt)
     counts: Counter[tuple[str, str]] = Counter()
-    new: dict[tuple[str, str], list[int]] = {}  # chat -> [new messages, their characters]
+    new: dict[tuple[str, str], list[int]] = {}  # chat -> [new messages, their transcript lines' tokens]
     with Seen(home) as seen:
         for msg in module.read(source):  # pass 1: everything parsed, nothing written
             key = _target(msg, to)
             counts[key] += 1
             tally = new.setdefault(key, [0, 0])
             if not seen(key, msg.source_id):
-                tally[0], tally[1] = tally[0] + 1, tally[1] + len(msg.text)
+                tally[0], tally[1] = tally[0] + 1, tally[1] + line_costs([message(msg)], math.inf)[0]
         done = all(new[key][0] == 0 and seen.folded(key) for key in counts)
+    if hasattr(module, "skills_folder") and (skills := module.skills_folder(source)) is not None:
+        from bot.skills.importer import bring
+
+        bring(skills, home, yes, ask, say)
     if not counts:
         say(f"{source}: no messages to import")
         return

@@ -9,9 +9,9 @@ down to nothing: MEMORY.md and HISTORY.md then hold the whole history, as after 
 session's pointer only once its summary is written (memory/consolidate.py), so an import stopped by
 Ctrl-C, `kill -9` or a spend limit goes on from there when run again.
 
-The estimate is what a user needs to say yes: rounds, input and output tokens (about four characters a
-token, a transcript line's date and name, and per round the instructions, the memory and its rewrite) and
-their price (bot/usage/prices.py: litellm's table, else the owner's TUSK_MODELS price, else unknown).
+The estimate is what a user needs to say yes: rounds, input and output tokens (each message's transcript
+line counted with the tokenizer, its date and speaker included, and per round the instructions, the memory
+and its rewrite, as memory/round_request.py sizes a round) and their price (bot/usage/prices.py: litellm's table, else the owner's TUSK_MODELS price, else unknown).
 """
 
 from __future__ import annotations
@@ -25,12 +25,12 @@ from dataclasses import dataclass
 from bot.config import Settings
 from bot.events import ChatKey
 from bot.usage import meter as usage
-from memory.consolidate import PROMPT_OVERHEAD, ConsolidationFailed
+from memory.consolidate import ConsolidationFailed
+from memory.round_request import line_costs
 from memory.session import Session
 
 FOLD_AT = 4  # chunks of unconsolidated messages a chat may hold while its import is written
-LINE_TOKENS = 8  # a transcript line's date and speaker
-INSTRUCTION_TOKENS = 350  # a round's instructions beyond PROMPT_OVERHEAD's headings
+ENTRY_TOKENS = 300  # a round's history entry, beside the memory it rewrites
 
 
 @dataclass(frozen=True)
@@ -66,29 +66,30 @@ class Folder:
         await self.app.warmup.ready()
 
     def estimate(self, chats: dict[tuple[str, str], tuple[int, int]]) -> Estimate:
-        """For {chat: (new messages, their characters)}, and what the chats hold unconsolidated already (an
-        import stopped before its folding was done)."""
+        """For {chat: (new messages, their transcript lines' tokens)}, and what the chats hold unconsolidated
+        already (an import stopped before its folding was done)."""
         from bot.usage.prices import configured_prices, price
 
         consolidator = self.app.consolidator
         memory = consolidator.max_memory_tokens // 2  # on average, as it fills up
-        cap = max(1, consolidator.chunk_cap("") - memory)
+        window, room = consolidator.budget.window, consolidator.transcript_room("")
+        overhead = window - room - consolidator.answer_tokens  # instructions, headings, tool schema
+        room = max(1, room - memory)
         rounds = input_tokens = 0
-        for key, (messages, chars) in chats.items():
-            waiting = self.app.store.get(*key).tokens
-            tokens = chars // 4 + LINE_TOKENS * messages + waiting
-            messages += bool(waiting)
-            n = max(1, math.ceil(tokens / cap)) if messages else 0
+        for key, (messages, tokens) in chats.items():
+            waiting = self.app.store.get(*key).unconsolidated
+            tokens += sum(line_costs(waiting, math.inf)) if waiting else 0
+            n = max(1, math.ceil(tokens / room)) if messages or waiting else 0
             rounds += n
-            input_tokens += tokens + n * (PROMPT_OVERHEAD + INSTRUCTION_TOKENS + memory)
-        output_tokens = rounds * (memory + 300)
+            input_tokens += tokens + n * (overhead + memory)
+        output_tokens = rounds * (memory + ENTRY_TOKENS)
         cost, _ = price(self.model, input_tokens, output_tokens, 0, None, configured_prices(self.app.models))
         return Estimate(rounds, input_tokens, output_tokens, cost, self.model)
 
     async def fold(self, key: tuple[str, str], session: Session, last: bool = False) -> None:
         """Fold `session` if it holds too much (or, `last`, all of it); raises ConsolidationFailed to stop."""
         consolidator = self.app.consolidator
-        cap = consolidator.chunk_cap("")
+        cap = consolidator.transcript_room("")  # a round's chunk, in the session's own counts at most
         if not last and session.tokens <= FOLD_AT * cap:
             return
         with usage.scope(ChatKey(*key), None, "import", self.settings.timezone):

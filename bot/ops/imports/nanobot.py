@@ -26,7 +26,7 @@ from bot.ops.imports.model import MAX_DEPTH, MAX_TEXT, Imported, ImportRefused
 from bot.ops.imports.nanobot_memory import memory_files
 from bot.ops.imports.nanobot_text import text_of
 
-__all__ = ["detect", "memory_files", "read"]
+__all__ = ["detect", "memory_files", "read", "skills_folder"]
 
 MAX_LINE = 4 * MAX_TEXT  # bytes of one record: a message and its tool calls, escaped
 
@@ -50,6 +50,13 @@ def read(path: Path) -> Iterator[Imported]:
     for file in found.sessions:
         yield from _session(file, found.single)
     memory_files(path)  # read whole in the first pass too: a bad memory file is refused before anything lands
+
+
+def skills_folder(path: Path) -> Path | None:
+    """The workspace's own skills/ folder, if it has one (bot/skills/importer.py brings it into Tusk's home)."""
+    workspace = layout.find(path).workspace
+    folder = workspace / "skills" if workspace is not None else None
+    return folder if folder is not None and folder.is_dir() and not folder.is_symlink() else None
 
 
 def _records(file: Path) -> Iterator[tuple[int, dict]]:

@@ -25,6 +25,13 @@ BATCH = 500
 RECORD = "imports.sqlite"
 
 
+def message(msg) -> Message:
+    """An imported message as its chat's session keeps it."""
+    user = msg.role == "user"
+    return Message(role=msg.role, content=msg.text, ts=msg.ts, sender_id=msg.sender_id if user else None,
+                   sender_name=msg.sender_name if user else None)
+
+
 class _Chat:
     def __init__(self, store: SessionStore, channel: str, chat_id: str) -> None:
         self.store = store
@@ -168,9 +175,7 @@ class Writer:
             chat.flush()
         chat.pending_settled = settled
         chat.pending_ids.add(msg.source_id)
-        chat.pending.append((msg.source_id, Message(role=msg.role, content=msg.text, ts=msg.ts,
-                                                    sender_id=msg.sender_id if msg.role == "user" else None,
-                                                    sender_name=msg.sender_name if msg.role == "user" else None)))
+        chat.pending.append((msg.source_id, message(msg)))
         self.added[key] += 1
         if len(chat.pending) < BATCH:
             return False
