@@ -5,6 +5,8 @@
     check       p50/p95 of `Limits.check` + `release` with every limit set, sums cached (and the first, uncached)
     overshoot   `chats` chats sending at once against a $1 daily limit, estimates $0.05, real costs $0.03-0.05,
                 a provider that answers in `provider_s`: what was spent when the limit stopped them
+    estimate    what counting a request for its reservation costs (bot/usage/estimate.py): a ~60,000-token
+                prompt with 10 tools, first seen and then again with one more message (a tool step)
 
     python bench/usage.py [--calls 10000] [--rows 1000000] [--chats 50] [--provider-s 1.0]
 """
@@ -24,6 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bot.usage.estimate import RequestEstimate  # noqa: E402
 from bot.usage.ledger import Call, Ledger  # noqa: E402
 from bot.usage.limits import Limits, LimitSettings, Refusal  # noqa: E402
 
@@ -132,6 +135,31 @@ def bench_overshoot(home: Path, chats: int, provider_s: float) -> None:
     ledger.close()
 
 
+def bench_estimate() -> None:
+    from memory.tokens import encoding
+
+    encoding()  # built once at start in Tusk
+    sentence = "We talked about the garden, the tomatoes that split after the rain and the trip to Lisbon. "
+    history = [{"role": ("user", "assistant")[i % 2], "content": sentence * 12} for i in range(240)]
+    messages = [{"role": "system", "content": sentence * 200}, *history]
+    tools = [{"type": "function", "function": {"name": f"tool_{i}", "description": sentence,
+                                               "parameters": {"type": "object", "properties": {
+                                                   "query": {"type": "string", "description": sentence}}}}}
+             for i in range(10)]
+    estimate = RequestEstimate()
+    start = time.perf_counter()
+    tokens = estimate.counted(messages, tools)
+    first = time.perf_counter() - start
+    samples = []
+    for i in range(20):
+        step = [*messages, {"role": "tool", "tool_call_id": f"c{i}", "content": f"result {i}"}]
+        start = time.perf_counter()
+        estimate.counted(step, tools)
+        samples.append(time.perf_counter() - start)
+    print(f"estimate of a {tokens:,}-token request with {len(tools)} tools: first {first * 1e3:.1f} ms, "
+          f"again with one more message p50 {statistics.median(samples) * 1e3:.1f} ms")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=10_000)
@@ -146,6 +174,7 @@ def main() -> None:
         bench_check(big, args.calls)
         big.close()
         bench_overshoot(Path(tmp) / "overshoot", args.chats, args.provider_s)
+    bench_estimate()
 
 
 if __name__ == "__main__":

@@ -8,7 +8,10 @@
       LLM failed -> one clear sentence to the user; the session is left as it was
       streamed (TUSK_STREAM=auto, where a draft watches) -> the reply shows as written (bot/delivery.py,
                    bot/stream.py); the final text replaces it once saved; a stream cut after some of it
-                   showed ends the turn there (that text with a note is saved and sent)
+                   showed ends the turn there (that text with a note is saved and sent); so does /stop
+                   (bot/stop.py: the text so far, marked stopped)
+      read out (/voice, TUSK_VOICE_REPLIES: bot/speech/) -> not streamed; once saved, the reply goes as a
+                   voice message with its text beside it, or as the text alone if speech fails
 
 The bus guarantees one turn at a time per chat, so a turn owns its session while it runs.
 """
@@ -19,6 +22,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Protocol
 
 from bot import commands, logs, metrics, stream
 from bot.context import ContextBuilder
@@ -33,7 +37,8 @@ from bot.llm.streams import StreamCut
 from bot.media import Attached, MediaReader
 from bot.media import turn as media_turn
 from bot.replies import (CRASH_REPLY, EMPTY_REPLY, MALFORMED_REPLY, NO_TEXT_REPLY, OUT_OF_ROOM_REPLY,
-                         STEP_LIMIT_REPLY, MessageTooLong, shown_text, user_message)
+                         STEP_LIMIT_REPLY, Answer, MessageTooLong, own, shown_text, user_message)
+from bot.stop import Stopped, Stops, stopped_turn
 from bot.stream import Live, StreamSettings
 from bot.threads import Spawned
 from bot.tools.box import ToolBox, ToolContext, Toolset
@@ -43,9 +48,21 @@ from memory.consolidate import Consolidator
 from memory.paths import ChatFiles
 from memory.session import Message, Session, SessionStore
 
+if TYPE_CHECKING:
+    from bot.speech.replies import VoiceReplies
+
 logger = logging.getLogger(__name__)
 
 PostTurnHook = Callable[[ChatKey], Awaitable[None]]
+NO_TOOLS = ToolBox([])  # a turn Tusk starts without tools (a check-in)
+
+
+class RunReports(Protocol):
+    """Where a schedule's run hears how its turn went (bot/schedules/runs.py)."""
+
+    def failed(self, msg: InboundMessage, exc: LLMError) -> str: ...  # what the chat is told ("" for nothing)
+
+    def finished(self, msg: InboundMessage, delivered: bool, outcome: str) -> None: ...
 
 OWNER_CHANNELS = frozenset({"http", "terminal"})  # the owner's own: an LLM failure is told with its cause and fix
 MAX_OVERFLOWS = 3  # times a turn learns a smaller window and tries again before it gives up
@@ -65,7 +82,9 @@ class ChatAgent:
                  context: ContextBuilder, send: Send, chat_commands: commands.Commands | None = None,
                  consolidator: Consolidator | None = None, learner: Learner | None = None,
                  media: MediaReader | None = None, drafts: Drafts | None = None,
-                 streaming: StreamSettings = StreamSettings("off"), models: ModelChoices | None = None) -> None:
+                 streaming: StreamSettings = StreamSettings("off"), models: ModelChoices | None = None,
+                 stops: Stops | None = None, voice: VoiceReplies | None = None,
+                 runs: RunReports | None = None) -> None:
         self.settings = settings
         self.models = models or ModelChoices(settings.model, {})  # a chat's /model pick (bot/llm/choice.py)
         self.fit = PromptFit(context, self.models, consolidator, learner)  # the turn's budget (bot/fitting.py)
@@ -78,8 +97,11 @@ class ChatAgent:
         self.consolidator = consolidator
         self.learner = learner  # applies what the server says: window, tools, cut prompts (bot/llm/learned.py)
         self.media = media  # reads a message's files into its turn (bot/media/)
+        self.runs = runs  # schedules hear how their runs' turns went
         self.hooks: list[PostTurnHook] = [self.consolidate] if consolidator else []
         self.delivery = Delivery(send, drafts, streaming)  # the reply shown as written, then finished or sent
+        self.stops = stops or Stops()  # /stop: the running conversation cut short, what it showed kept
+        self.voice = voice  # replies read out (bot/speech/replies.py)
         self._background = Spawned()  # post-turn hooks
         self._turns = 0  # turns running now, in any chat
         self._idle = asyncio.Event()
@@ -111,21 +133,32 @@ class ChatAgent:
             if self.settings.log_content:
                 logger.info("message from %s: %s", msg.sender_id, msg.text)
             runs_before = self._consolidation_runs(msg.key)
-            live = self.delivery.live(msg)
+            speaking = self.voice is not None and self.voice.wants_voice(msg)
+            live = None if speaking else self.delivery.live(msg)  # a reply read out is not shown as written
             try:
-                text = await self._answer(msg, live)
+                answer = await self._answer(msg, live)
             except MessageTooLong as exc:
-                text, stats.outcome = str(exc), "too_long"
+                answer, stats.outcome = own(str(exc)), "too_long"
             except LLMError as exc:
                 logger.warning("turn abandoned, session unchanged: %s", exc)
-                text = exc.owner_message if msg.key.channel in OWNER_CHANNELS else exc.user_message
+                answer = own(exc.owner_message if msg.key.channel in OWNER_CHANNELS else exc.user_message)
                 stats.outcome = outcome_of(exc)
             except Exception:  # turn boundary: the user hears of it, the log gets the traceback
                 logger.exception("turn crashed")
-                text, stats.outcome = CRASH_REPLY, "crash"
-            await self.delivery.deliver(OutboundMessage(msg.key, text, reply_to=msg.id), live)
+                answer, stats.outcome = own(CRASH_REPLY), "crash"
+            run = msg.injected.run if msg.injected is not None else ""
+            reply = OutboundMessage(msg.key, answer.text, reply_to=msg.id, verbatim=answer.verbatim)
+            if run and not answer.text:  # a run's repeated failure says nothing
+                delivered = False
+            elif speaking and stats.outcome == "ok" and not answer.verbatim:  # Tusk's own words stay text
+                assert self.voice is not None
+                delivered = await self.voice.deliver(reply)
+            else:
+                delivered = await self.delivery.deliver(reply, live)
+            if run and self.runs is not None:
+                self.runs.finished(msg, delivered, stats.outcome)
             if self.settings.log_content:
-                logger.info("reply: %s", text)
+                logger.info("reply: %s", answer.text)
             figures = stats.fields()  # time to the reply; hooks run after it
             metrics.turn_done(msg.key.channel, stats)
             self._spawn(self._finish(msg.key, figures, runs_before), f"hooks {msg.key}")
@@ -158,7 +191,7 @@ class ChatAgent:
         stats = self.consolidator.stats.get(ChatFiles.locate(self.store.home, key.channel, key.chat_id).dir)
         return stats.runs if stats else 0
 
-    async def _answer(self, msg: InboundMessage, live: Live | None = None) -> str:
+    async def _answer(self, msg: InboundMessage, live: Live | None = None) -> Answer:
         session = self.store.get(msg.key.channel, msg.key.chat_id)
         if msg.injected is not None:
             return await self._answer_injected(msg, session, live)
@@ -171,16 +204,17 @@ class ChatAgent:
                                           model_notes=self.learner.notes() if self.learner else (),
                                           tool_status=tuple(self.tools.status(msg)),
                                           sender_id=msg.sender_id, sender_name=msg.sender_name, is_group=msg.is_group)
-            return await self.commands.run(*command, ctx)
+            return own(await self.commands.run(*command, ctx))
         limit = self.settings.max_message_chars
         if len(msg.text) > limit:
-            return f"That message is {len(msg.text):,} characters long; I can read up to {limit:,}. Send it in parts."
+            return own(f"That message is {len(msg.text):,} characters long; I can read up to {limit:,}. "
+                       "Send it in parts.")
         if not msg.text.strip():
-            return NO_TEXT_REPLY
+            return own(NO_TEXT_REPLY)
         new, reply = await self._kept_if_refused(self._converse(msg, session, live=live), session, msg)
         if not regenerating(msg):
             self.store.append(session, new)
-        return reply
+        return Answer(reply)
 
     async def _kept_if_refused(self, conversing: Awaitable[tuple[list[Message], str]], session: Session,
                                msg: InboundMessage, attached: Attached | None = None) -> tuple[list[Message], str]:
@@ -198,42 +232,69 @@ class ChatAgent:
         files = ChatFiles.locate(self.store.home, key.channel, key.chat_id)
         return chat_settings.chat_zone(files, self.context.default_zone).key
 
-    async def _answer_media(self, msg: InboundMessage, session: Session, live: Live | None = None) -> str:
+    async def _answer_media(self, msg: InboundMessage, session: Session, live: Live | None = None) -> Answer:
         """A message with files: read into this turn (bot/media/turn.py); a file Tusk does not take is answered
         with the reason, and nothing is saved or sent to the model. The caption is never a command."""
         try:
             attached = await media_turn.attach(self.media, msg, self.settings.max_message_chars, self.send)
         except MediaRefused as exc:
-            return str(exc)
+            return own(str(exc))
         new, reply = await self._kept_if_refused(
             self._converse(replace(msg, text=attached.prompt), session, attached, live), session, msg, attached)
         self.store.append(session, new)
-        return reply
+        return Answer(reply)
 
-    async def _answer_injected(self, msg: InboundMessage, session: Session, live: Live | None = None) -> str:
-        """A turn Tusk started itself (a reminder, a task result). If the model cannot be reached, the
-        fallback text goes to the chat instead and is saved as the reply: a reminder is never lost to an outage."""
-        assert msg.injected is not None
+    async def _answer_injected(self, msg: InboundMessage, session: Session, live: Live | None = None) -> Answer:
+        """A turn Tusk started itself (a reminder, a schedule's run, a task result). If the model cannot be
+        reached, the fallback text goes to the chat instead and is saved as the reply: a reminder is never lost
+        to an outage. A schedule's run asks `runs` what to say instead ("": nothing, and nothing is saved);
+        one sent `as_written` calls no model."""
+        injected = msg.injected
+        assert injected is not None
         try:
-            new, reply = await self._converse(msg, session, live=live)
+            if injected.as_written:
+                reply = injected.fallback
+                new = [user_message(msg), Message(role="assistant", content=reply)]
+            else:
+                new, reply = await self._converse(msg, session, live=live)
         except LLMError as exc:
-            logger.warning("%s turn answered without the model: %s", msg.injected.source, exc)
-            reply = msg.injected.fallback
+            if injected.run and self.runs is not None:
+                said = self.runs.failed(msg, exc)  # the failure said once (Tusk's own words), else nothing
+                if not said:
+                    return Answer("")
+                self.store.append(session, [user_message(msg), Message(role="assistant", content=said)])
+                return own(said)
+            else:
+                logger.warning("%s turn answered without the model: %s", injected.source, exc)
+                reply = injected.fallback
             new = [user_message(msg), Message(role="assistant", content=reply)]
         self.store.append(session, new)
-        return reply
+        return Answer(reply)  # the fallback too: a reminder's or a task's text, saved as the reply
 
     async def _converse(self, msg: InboundMessage, session: Session,
                         attached: Attached | None = None, live: Live | None = None) -> tuple[list[Message], str]:
         """Run the LLM/tool loop; returns the messages to save and the text for the user. With `attached`,
         `msg.text` is the text this turn's request carries; the session keeps `attached.saved`. A stream
-        cut after the user saw part of it ends the turn there: that part, with a note, is the reply."""
-        tools = self.tools.for_chat(msg)  # the built-in tools, plus the MCP servers this chat may use
+        cut after the user saw part of it ends the turn there: that part, with a note, is the reply; so does
+        /stop (bot/stop.py), wherever the loop waits."""
         new = [user_message(msg, attached)]
+        try:
+            async with self.stops.stoppable(msg.key):
+                return await self._conversation(msg, session, new, attached, live)
+        except Stopped as stop:
+            if (stats := logs.current_stats()) is not None:
+                stats.outcome = "stopped"  # /metrics: tusk_turns_total{outcome="stopped"}
+            return stopped_turn(new, live.text if live is not None else "", stop.by)
+
+    async def _conversation(self, msg: InboundMessage, session: Session, new: list[Message],
+                            attached: Attached | None, live: Live | None) -> tuple[list[Message], str]:
+        """The loop itself; `new` (the user message) grows with each tool step as it runs."""
+        # the built-in tools, plus the MCP servers this chat may use; none for a turn Tusk starts without them
+        tools = self.tools.for_chat(msg) if msg.injected is None or msg.injected.tools else NO_TOOLS
         prompt, room, sent = await self._prompt(session, msg, new, attached)
 
         async def notify(text: str) -> None:  # Tusk's own words in the chat, through the reply path
-            await self.send(OutboundMessage(msg.key, text, reply_to=msg.id))
+            await self.send(OutboundMessage(msg.key, text, reply_to=msg.id, verbatim=True))
 
         ctx = ToolContext(msg.key, session.files, notify, sender_id=msg.sender_id, sender_name=msg.sender_name,
                           is_group=msg.is_group, sender_is_admin=msg.sender_is_admin, message_text=msg.text)
@@ -272,8 +333,9 @@ class ChatAgent:
                 if text:
                     new.append(Message(role="assistant", content=text))
                 return new, text or (MALFORMED_REPLY if reply.finish_reason == "malformed_call" else EMPTY_REPLY)
-            step = await self._run_step(reply, ctx, tools, live)
-            new.extend(step)
+            before = len(new)
+            await self._run_step(reply, ctx, tools, new, live)
+            step = new[before:]
             room -= sum(m.tokens for m in step)
             if room < 0:  # the next request would be over budget: stop here rather than send it
                 text = OUT_OF_ROOM_REPLY
@@ -310,19 +372,19 @@ class ChatAgent:
         sent = self.context.fixed_tokens(session.files) - self.context.tool_tokens + used
         return prompt, room, sent
 
-    async def _run_step(self, reply: LLMReply, ctx: ToolContext, tools: Toolset,
-                        live: Live | None = None) -> list[Message]:
-        """Run one reply's tool calls; the step as saved (the calls with their reasoning, then the results)."""
-        step = [Message(role="assistant", content=reply.content or None, reasoning=reply.reasoning,
-                        thinking_blocks=reply.thinking_blocks,
-                        tool_calls=tuple(c.to_wire() for c in reply.tool_calls)).counted()]
+    async def _run_step(self, reply: LLMReply, ctx: ToolContext, tools: Toolset, new: list[Message],
+                        live: Live | None = None) -> None:
+        """Run one reply's tool calls, appending the step to `new` as it goes (the calls with their reasoning,
+        then each result): a step /stop cuts short is there up to where it got."""
+        new.append(Message(role="assistant", content=reply.content or None, reasoning=reply.reasoning,
+                           thinking_blocks=reply.thinking_blocks,
+                           tool_calls=tuple(c.to_wire() for c in reply.tool_calls)).counted())
         for call in reply.tool_calls:
             if live is not None:
                 live.status(call.name)
             result = await tools.run(call, ctx)
-            step.append(Message(role="tool", tool_call_id=call.id, name=call.name,
-                                content=self._truncate(result.for_model())).counted())
-        return step
+            new.append(Message(role="tool", tool_call_id=call.id, name=call.name,
+                               content=self._truncate(result.for_model())).counted())
 
     async def consolidate(self, key: ChatKey) -> None:
         """Consolidate this chat if it is over budget (the post-turn hook and the scheduled sweep)."""

@@ -21,10 +21,11 @@ from bot.agent import ChatAgent
 from bot.bus import MessageBus
 from bot.chat_move import ChatMoves
 from bot.commands import Commands
-from bot.commands.erasure import (InboxMembers, MediaMembers, MemberErasure, ReminderMembers, SearchMembers,
-                                  model_rewrite)
+from bot.commands.erasure import (DocumentMembers, InboxMembers, MediaMembers, MemberErasure, ReminderMembers,
+                                  SearchMembers, model_rewrite)
 from bot.config import Settings
 from bot.ops import access
+from bot.dedupe import SeenStore
 from bot.errors import ConfigError, ContextOverflow, ToolsUnsupported
 from bot.context import ContextBuilder
 from bot.events import ChatKey, InboundMessage
@@ -37,11 +38,15 @@ from bot.media import MediaReader
 from bot.llm.window import reply_cap
 from bot.access.pairing import PairingStore
 from bot.tools.memory import MemoryTools
-from bot.tools.reminders import Reminders
+from bot.commands.reminders import reminder_commands
+from bot.schedules.checkins import CheckIns
+from bot.schedules.service import Schedules
+from bot.tools.reminders import ReminderTools
 from bot.scheduler import Sweeper, start_scheduler
 from bot.skills.catalog import Catalog
 from bot.skills.chats import SkillTools
 from bot.skills.views import skills_command
+from bot.stop import Stops, stop_command
 from bot.tools.tasks import Tasks
 from bot.tools.box import BUILTIN_TOOLS, ToolBox
 from bot.llm.warmup import ModelWarmup
@@ -53,8 +58,11 @@ from bot.usage import meter as usage
 from bot.usage.meter import Meter
 from bot.usage.prices import configured_prices
 from bot.usage.erasure import UsageRecords
+from bot.usage.unpriced import ModelsInUse, Unpriced
 from bot.usage.view import status_lines, usage_command
 from bot.commands.base import CommandContext
+from bot.speech.command import voice_command
+from bot.speech.replies import voice_replies
 from channels.base import Access, Channel
 from memory import chat_settings, tokens
 from memory.consolidate import Budget, Consolidator
@@ -102,7 +110,7 @@ def _chat_tools(settings: Settings, mcp: McpHub | None, window: Callable[[], int
     from bot.tools.web.fetch import WebFetch
     from bot.tools.web.search import WebSearch
 
-    fns = [*([WebFetch(web).web_fetch] if web.fetch else []),
+    fns = [*([WebFetch(web, documents=settings.document_limits()).web_fetch] if web.fetch else []),
            *([WebSearch(web).web_search] if web.search != "off" else [])]
     return WebTools(web, fns, mcp, window)
 
@@ -118,8 +126,10 @@ def _mcp_hub(settings: Settings) -> McpHub | None:
 
 
 class TuskApp:
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, command: str = "tusk run") -> None:
         self.settings = settings
+        self.command = command  # what the home's lock record calls this Tusk (bot/running.py)
+        self.http: HttpChannel | None = None
         llm_settings = settings.llm_settings()  # fails here, before anything starts, if the LLM is not configured
         try:
             tokens.check()  # fail at start, not in a chat, if token counting is impossible (built later)
@@ -128,13 +138,17 @@ class TuskApp:
         self.store = SessionStore(settings.home)
         self.media = MediaStore(settings.home, settings.media_limits())  # every channel keeps files here (memory/media.py)
         self.inbox = Inbox(settings.home / "inbox.jsonl")
-        self.bus = MessageBus(self._handle, self.inbox, durable=_durable)
+        self.seen = SeenStore(settings.home)  # platform messages taken already: never answered twice (bot/dedupe.py)
+        self.stops = Stops()  # /stop: answered by the bus as it arrives (bot/stop.py)
+        self.bus = MessageBus(self._handle, self.inbox, durable=_durable, at_once=self.stops.answer)
         self.llm = LLM(llm_settings)
         self.ledger = Ledger(settings.home)  # every model call, its tokens and cost (bot/usage/)
         self.limits = Limits(self.ledger, settings.limit_settings())
         self.models = settings.model_choices()
         self.choices = ModelChoices(llm_settings.model, {c.label: c.model for c in self.models.values()})
         self.llm.meter = Meter(self.ledger, self.limits, configured_prices(self.models))
+        self.unpriced = Unpriced(settings.home, ModelsInUse.of(settings), configured_prices(self.models), self.ledger,
+                                 self.limits)  # USD limits that cannot count a model: said in /status, the console
         book = ModelBook(settings.home)
         # litellm (seconds to import) loads once Tusk is up (bot/llm/warmup.py); until then, no litellm figures
         window = ModelWarmup.provisional(settings.context_window, book.get(llm_settings.model).window)
@@ -147,9 +161,12 @@ class TuskApp:
                                         notices=settings.memory_notices, bot_name=settings.bot_name,
                                         default_zone=ZoneInfo(settings.timezone),
                                         everyone_in_groups=settings.group_remember == "everyone")
-        self.reminders = Reminders(settings.home, settings.reminder_settings(), self.bus.publish)
+        self.schedules = Schedules(settings.home, settings.schedule_settings(), self.bus.publish)  # bot/schedules/
+        self.checkins = CheckIns(self.schedules)
+        reminders = ReminderTools(self.schedules)
         self.tasks = Tasks(settings.task_settings(self.consolidator.budget.limit), self.llm.complete,
                            ToolBox([self.memory_tools.search_history]), self.bus.publish, settings.bot_name)
+        self.stops.also(self.tasks.stop)
         self.mcp = _mcp_hub(settings)
         self.chat_tools = _chat_tools(settings, self.mcp, lambda: self.consolidator.budget.window)
         # the owner's playbooks (bot/skills/): read_skill and the prompt's Skills section, for chats that have skills
@@ -158,16 +175,21 @@ class TuskApp:
                                  lambda: self.consolidator.budget.window)
         self.skills.catalog.snapshot()  # read once at start: a bad skill is logged now, not at the first turn
         self.tools = ToolBox([*BUILTIN_TOOLS, self.memory_tools.search_history, self.memory_tools.remember,
-                              self.reminders.set_reminder, self.reminders.list_reminders,
-                              self.reminders.cancel_reminder, self.tasks.start_task], extra=self.skills)
+                              reminders.set_reminder, reminders.list_reminders,
+                              reminders.cancel_reminder, self.tasks.start_task], extra=self.skills)
+        speech = settings.speech_settings()  # a speech engine that cannot work stops Tusk here, saying why
+        self.voice = voice_replies(speech, self.ledger, self.limits, settings.home, self.bus.voice, self.bus.send)
         usage_records = UsageRecords(self.ledger)
-        chat_commands = Commands(settings.timezone, holders=[self.reminders, self.tasks, self.inbox, usage_records],
-                                 extra=[*self.reminders.commands(), usage_command(self.ledger, settings.timezone),
-                                        model_command(self.choices), skills_command(self.skills)],
+        chat_commands = Commands(settings.timezone, holders=[self.schedules, self.tasks, self.inbox, usage_records],
+                                 extra=[*reminder_commands(self.schedules, self.checkins),
+                                        usage_command(self.ledger, settings.timezone),
+                                        model_command(self.choices), skills_command(self.skills), stop_command(),
+                                        voice_command(speech, lambda key: self.bus.voice(key) is not None)],
                                  status_extra=[self._spend_lines], erasure=MemberErasure(
                                      model_rewrite(self.llm.complete, settings.consolidation_model),
-                                     [ReminderMembers(self.reminders), InboxMembers(self.inbox.path),
-                                      SearchMembers(self.memory_tools.index), MediaMembers(), usage_records]),
+                                     [ReminderMembers(self.schedules), InboxMembers(self.inbox.path),
+                                      MediaMembers(), DocumentMembers(), SearchMembers(self.memory_tools.index),
+                                      usage_records]),
                                  persona_max_tokens=settings.persona_max_tokens)
         context = ContextBuilder(settings.home, settings.bot_name, self.tools.schemas, settings.timezone,
                                  chat_tools=self.skills)
@@ -177,9 +199,11 @@ class TuskApp:
         self.warmup = ModelWarmup(llm_settings, settings.context_window, self.learner)
         self.agent = ChatAgent(settings.agent_settings(), self.store, self.llm, self.tools, context, self.bus.send,
                                chat_commands, consolidator=self.consolidator, learner=self.learner, media=media,
-                               drafts=self.bus.draft, streaming=settings.stream_settings(), models=self.choices)
+                               drafts=self.bus.draft, streaming=settings.stream_settings(), models=self.choices,
+                               stops=self.stops, voice=self.voice, runs=self.schedules.turns)
         self.consolidator.idle = self.agent.until_idle  # background rounds wait for the replies
         self.consolidator.tools_available = lambda: context.tools_available
+        self.consolidator.instructions_for = self.checkins.instructions  # open items, where check-ins are on
         self.skills.tools_available = lambda: context.tools_available  # no tools: no read_skill, so no skills
         self.channels: list[Channel] = []
         self.access = Access(settings.dm_policy, PairingStore(settings.home, settings.pairing_ttl * 60,
@@ -187,7 +211,7 @@ class TuskApp:
         self.flood = FloodGate(settings.flood_limits(), self.bus.publish, self.bus.send, self._known)
         self.sweeper = Sweeper(settings.home, self._consolidate)
         self.moves = ChatMoves(settings.home, self.store, self.bus.in_order, self.consolidator.lock,
-                               [self.reminders, *filter(None, [self.access.pairing])])  # a Telegram group upgraded
+                               [self.schedules, *filter(None, [self.access.pairing])])  # a Telegram group upgraded
         self._scheduler: AsyncIOScheduler | None = None
 
     async def _backup(self) -> None:
@@ -200,7 +224,7 @@ class TuskApp:
     def _spend_lines(self, ctx: CommandContext) -> Sequence[str]:
         """/status: today's spend against the limits that apply to this chat (bot/usage/view.py)."""
         zone = chat_settings.chat_zone(ctx.files, ZoneInfo(self.settings.timezone))
-        return status_lines(self.ledger, self.limits, ctx, zone)
+        return status_lines(self.ledger, self.limits, ctx, zone, self.unpriced)
 
     async def _consolidation_call(self, messages: list[dict], tools: list[dict], max_tokens: int) -> str | None:
         """One consolidation request, forcing save_memory when tools are offered: its arguments, else the
@@ -234,6 +258,8 @@ class TuskApp:
     async def ready(self) -> None:
         """Return once litellm is loaded and the model's window settled (bot/llm/warmup.py)."""
         await self.warmup.ready()
+        if self.voice is not None:
+            await self.voice.ready()  # the language model of voice replies (bot/speech/language.py)
 
     async def _handle(self, msg: InboundMessage) -> None:
         await self.warmup.ready()  # the first turns after a start wait for litellm ("typing..." meanwhile)
@@ -260,17 +286,25 @@ class TuskApp:
                                         s.http_idle_timeout), self.bus.publish, media=self.media)
         http.add_routes(Console(s.home, self.store, self.agent.commands, self.consolidator,
                                 self.agent.context.fixed_tokens, s.model or "", self.consolidator.lock,
-                                self.bus.in_order, ledger=self.ledger, limits=self.limits).routes())
+                                self.bus.in_order, ledger=self.ledger, limits=self.limits,
+                                unpriced=self.unpriced).routes())
         if self.access.pairing is not None:
             from bot.ops.pairing import routes as pairing_routes
 
             http.add_routes(pairing_routes(self.access.pairing))
         http.add_routes(mcp_routes(self.mcp))
         http.add_routes(skill_routes(self.skills))
+        from bot.ops.console_schedules import schedule_routes
+
+        http.add_routes(schedule_routes(self.schedules))
         from channels.http.openai_api import OpenAIApi
 
         http.add_routes(OpenAIApi(http, self.choices.default, self.choices.choices, self._said).routes())
         http.api_keys = ApiKeys(s.home)  # `tusk apikey create`: keys for the OpenAI routes, each for a chat prefix
+        from channels.http.terminal import TerminalRelay
+
+        relay = TerminalRelay(self.bus.publish, self.bus.cancel)  # `tusk chat` beside this Tusk talks through it
+        http.add_routes(relay.routes())
         from bot.metrics import Metrics, install
         from channels.http.metrics_route import metrics_routes
 
@@ -279,7 +313,9 @@ class TuskApp:
         http.add_routes(metrics_routes(self.metrics.render))
         if s.metrics == "open":
             http.loopback_open.add("/metrics")
-        return self.add(http)
+        self.http = self.add(http)
+        self.add(relay)  # after the HTTP channel, so stopped before it: its event streams end first
+        return http
 
     def _said(self, key: ChatKey) -> list[tuple[str, str]]:
         """A chat's unconsolidated user and assistant texts (tool steps left out), for the OpenAI endpoint."""
@@ -307,7 +343,7 @@ class TuskApp:
             allow_from=frozenset(s.telegram_allow_from), webhook_url=s.telegram_webhook_url,
             webhook_listen=s.telegram_webhook_listen, webhook_port=s.telegram_webhook_port,
             webhook_secret=s.telegram_webhook_secret.get_secret_value() if s.telegram_webhook_secret else None,
-        ), self.flood.publish, self.menu(), access=self.access, media=self.media, move=self.moves)
+        ), self.flood.publish, self.menu(), access=self.access, media=self.media, move=self.moves, seen=self.seen)
 
     def _discord(self) -> Channel:
         s = self.settings
@@ -317,7 +353,7 @@ class TuskApp:
         return DiscordChannel(DiscordSettings(
             token=s.discord_bot_token.get_secret_value(), api_base=s.discord_api_base,
             gateway_url=s.discord_gateway_url, allow_from=frozenset(s.discord_allow_from), guild_id=s.discord_guild_id,
-        ), self.flood.publish, self.menu(), access=self.access, media=self.media)
+        ), self.flood.publish, self.menu(), access=self.access, media=self.media, seen=self.seen)
 
     def _slack(self) -> Channel:
         s = self.settings
@@ -333,15 +369,15 @@ class TuskApp:
             signing_secret=s.slack_signing_secret.get_secret_value() if s.slack_signing_secret else None,
             api_url=s.slack_api_url, allow_from=frozenset(s.slack_allow_from), admins=frozenset(s.slack_admins),
             thread_sessions=s.slack_thread_sessions, http_host=s.slack_http_host, http_port=s.slack_http_port,
-        ), self.flood.publish, self.menu(), access=self.access, media=self.media)
+        ), self.flood.publish, self.menu(), access=self.access, media=self.media, seen=self.seen)
 
     async def __aenter__(self) -> TuskApp:
         private_dir(self.settings.home, follow=True)
-        self._running = running.hold(self.settings.home)  # `tusk restore` refuses while it is held
-        if self.mcp is not None:  # MCP servers start with Tusk, before any turn can want them
-            await self.mcp.start()
+        self._running = running.claim(self.settings.home, self.command)  # one Tusk per home: else HomeBusy
         started: list[Channel] = []
         try:
+            if self.mcp is not None:  # MCP servers start with Tusk, before any turn can want them
+                await self.mcp.start()
             for channel in self.channels:
                 await channel.start()
                 started.append(channel)
@@ -350,20 +386,28 @@ class TuskApp:
                 await channel.stop()
             if self.mcp is not None:
                 await self.mcp.stop()
+            self._running.release()
             raise
-        self._scheduler = start_scheduler(self.sweeper, self.settings.consolidate_every, self.reminders,
-                                          self._backup if self.settings.backup_dir else None)
-        if replay := self.inbox.take_pending():
+        if self.http is not None:  # where `tusk chat` beside it (and `tusk forget`, `tusk doctor`) find it
+            self._running.describe(self.http.local_url)
+        self._scheduler = start_scheduler(self.sweeper, self.settings.consolidate_every, self.schedules,
+                                          self._backup if self.settings.backup_dir else None, self.checkins)
+        replay = self.inbox.take_pending(self._running, self.bus.channels)  # others wait for a Tusk serving them
+        self.schedules.settle(replay)  # runs a crash cut short, and not run again below, are recorded as failed
+        if replay:
             logger.warning("running again %d turn(s) a crash or forced stop cut short", len(replay))
             for msg in replay:
                 self.bus.publish(msg)
         self.warmup.start()  # Tusk is up: now litellm, in the background
+        if self.voice is not None:
+            self.voice.warm()  # and the language model of voice replies
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
         if self._scheduler is not None:
             self._scheduler.shutdown(wait=False)
             self._scheduler = None
+            self.schedules.stop()
         await self.tasks.aclose()  # background tasks do not survive a restart
         for channel in self.channels:  # no new updates; what a platform already handed over is published
             try:
@@ -374,8 +418,11 @@ class TuskApp:
             logger.warning("shutdown: turns still running after %.0fs were cancelled", self.settings.shutdown_grace)
         await self.agent.aclose()
         await self.warmup.aclose()
+        if self.voice is not None:
+            await self.voice.aclose()
         await self.llm.aclose()
         self.ledger.close()
+        self.seen.close()
         for channel in reversed(self.channels):
             try:
                 await channel.stop()
@@ -383,5 +430,4 @@ class TuskApp:
                 logger.exception("channel %s did not stop cleanly", channel.name)
         if self.mcp is not None:
             await self.mcp.stop()
-        running.release(self._running)
-        self._running = None  # a second __aexit__ must not close a descriptor number reused since
+        self._running.release()  # a second __aexit__ is a no-op: the claim knows it was released

@@ -5,6 +5,8 @@ chat's messages in arrival order, one turn at a time, and ends (removing the que
 moment the queue is empty, so an idle chat costs nothing. Different chats have different
 workers, so a slow LLM call in one chat never delays another. Messages that must survive a
 crash (`durable`) are kept in a journal (bot/inbox.py) from publish until their turn ends.
+A message `at_once` answers (/stop: bot/stop.py) is answered as it arrives, before the chat's
+queue: it must not wait behind the turn it is about.
 """
 
 from __future__ import annotations
@@ -19,11 +21,13 @@ from typing import Any, Protocol
 from bot.errors import BusClosed, DeliveryError
 from bot.events import ChatKey, InboundMessage, OutboundMessage
 from bot.stream import Draft
+from bot.threads import Spawned
 
 logger = logging.getLogger(__name__)
 
 Handler = Callable[[InboundMessage], Awaitable[None]]
 Job = Callable[[], Awaitable[Any]]  # work that must take its place in a chat's order (the console's Forget)
+AtOnce = Callable[[InboundMessage], str | None]  # the answer to a message that takes no turn (/stop), else None
 
 
 class Outlet(Protocol):
@@ -44,8 +48,10 @@ class Journal(Protocol):
 
 class MessageBus:
     def __init__(self, handler: Handler, journal: Journal | None = None,
-                 durable: Callable[[InboundMessage], bool] = lambda msg: False) -> None:
+                 durable: Callable[[InboundMessage], bool] = lambda msg: False, at_once: AtOnce | None = None) -> None:
         self._handler = handler
+        self._at_once = at_once
+        self._answering = Spawned()  # at-once answers being sent
         self._journal = journal
         self._durable = durable
         self._outlets: dict[str, Outlet] = {}
@@ -55,6 +61,11 @@ class MessageBus:
 
     def register(self, outlet: Outlet) -> None:
         self._outlets[outlet.name] = outlet
+
+    @property
+    def channels(self) -> frozenset[str]:
+        """The channels replies can be delivered to (those registered)."""
+        return frozenset(self._outlets)
 
     @property
     def active_chats(self) -> int:
@@ -72,6 +83,8 @@ class MessageBus:
 
     def publish(self, msg: InboundMessage) -> asyncio.Future[None]:
         """Queue `msg` behind its chat's earlier messages; the future resolves when its turn is done."""
+        if self._at_once is not None and (answer := self._at_once(msg)) is not None:
+            return self._answer_now(msg, answer)  # also while shutting down: it takes no turn (/stop ends one)
         if not self._accepting:
             raise BusClosed("Tusk is shutting down and takes no new messages")
         if self._journal is not None and self._durable(msg):
@@ -80,6 +93,21 @@ class MessageBus:
             except OSError:  # a full disk must not cost the message: it is answered, just not journaled
                 logger.exception("could not journal a message for %s", msg.key)
         return self._enqueue(msg.key, msg)
+
+    def _answer_now(self, msg: InboundMessage, answer: str) -> asyncio.Future[None]:
+        """A message that takes no turn: its answer (if any) sent now; the future resolves once it is out."""
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+        async def answering() -> None:
+            try:
+                if answer:
+                    await self.send(OutboundMessage(msg.key, answer, reply_to=msg.id))
+            finally:
+                if not done.done():
+                    done.set_result(None)
+
+        self._answering.start(answering(), f"answer {msg.key}")
+        return done
 
     def cancel(self, key: ChatKey) -> bool:
         """Cancel `key`'s running turn and those queued behind it (the terminal's Ctrl-C): their futures are
@@ -147,18 +175,27 @@ class MessageBus:
             except OSError:
                 logger.exception("could not mark a journaled message of %s as done", msg.key)
 
-    async def send(self, msg: OutboundMessage) -> None:
-        """Deliver `msg` through the channel that owns its chat; failures are logged, not raised."""
+    async def send(self, msg: OutboundMessage) -> bool:
+        """Deliver `msg` through the channel that owns its chat; failures are logged, not raised: False
+        (a schedule's run records it)."""
         outlet = self._outlets.get(msg.key.channel)
         if outlet is None:
             logger.error("no channel %r to deliver a reply to %s", msg.key.channel, msg.key)
-            return
+            return False
         try:
             await outlet.send(msg)
         except DeliveryError as exc:  # the platform refused it: its message says why and what to do
             logger.error("could not deliver a reply to %s: %s", msg.key, exc, exc_info=exc)
+            return False
         except Exception:  # a channel's delivery failure must not end the turn; the session keeps the reply
             logger.exception("could not deliver a reply to %s", msg.key)
+            return False
+        return True
+
+    def voice(self, key: ChatKey) -> Any:
+        """The channel of `key`'s chat if it sends voice messages (`send_voice`: bot/speech/replies.py), else None."""
+        outlet = self._outlets.get(key.channel)
+        return outlet if callable(getattr(outlet, "send_voice", None)) else None
 
     def draft(self, key: ChatKey, reply_to: int) -> Draft | None:
         """The channel's draft for a reply being written (bot/stream.py), if it shows replies that way."""
@@ -168,6 +205,7 @@ class MessageBus:
     async def close(self, grace: float) -> bool:
         """Stop taking messages, let running turns finish for up to `grace` seconds; True if all did."""
         self._accepting = False
+        await self._answering.wait(grace)
         workers = list(self._workers.values())
         if not workers:
             return True

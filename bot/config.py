@@ -21,14 +21,16 @@ from bot.llm import LLMSettings
 from bot.media import MediaSettings
 from bot.media.voice import TranscribeSettings
 from bot.places import SettingsFile, default_home, settings_file
+from bot.speech.config import SpeechSettings
 from bot.stream import StreamSettings
 from bot.tools.mcp.config import McpSettings, ServerConfig
 from bot.tools.mcp.config import load as load_mcp
-from bot.tools.reminders import ReminderSettings
+from bot.schedules.service import ScheduleSettings
 from bot.tools.tasks import TaskSettings
 from bot.usage.limits import LimitSettings
 from bot.usage.prices import ModelChoice, parse_models
 from memory.chat_settings import zone
+from memory.documents import DocumentLimits
 from memory.media import MB, MediaLimits
 
 if TYPE_CHECKING:
@@ -82,7 +84,8 @@ class Settings(BaseSettings):
     timezone: str = _env("TUSK_TIMEZONE", "UTC")
     memory_notices: bool = _env("TUSK_MEMORY_NOTICES", True)
     reminder_grace: float = _env("TUSK_REMINDER_GRACE", 1440.0, gt=0)  # minutes
-    max_reminders: int = _env("TUSK_MAX_REMINDERS", 50, ge=1, le=10_000)
+    max_reminders: int = _env("TUSK_MAX_REMINDERS", 50, ge=1, le=10_000)  # one-time and repeating together
+    checkins_daily: int = _env("TUSK_CHECKINS_DAILY", 2, ge=1, le=20)  # check-ins one chat gets a day (/checkins)
     task_timeout: float = _env("TUSK_TASK_TIMEOUT", 300.0, gt=0)
     task_max_steps: int = _env("TUSK_TASK_MAX_STEPS", 8, ge=1, le=50)
     max_tasks: int = _env("TUSK_MAX_TASKS", 3, ge=1, le=20)
@@ -123,6 +126,22 @@ class Settings(BaseSettings):
     vision: bool | None = _env("TUSK_VISION", None)  # unset: litellm's capability data for TUSK_MODEL
     vision_model: str | None = _env("TUSK_VISION_MODEL", None)  # describes photos when TUSK_MODEL cannot see
     document_max_chars: int = _env("TUSK_DOCUMENT_MAX_CHARS", 60_000, ge=1000, le=2_000_000)
+    # the text of documents and web pages kept for search_history (memory/documents.py): per document (0: none)
+    document_index_max_chars: int = _env("TUSK_DOCUMENT_INDEX_MAX_CHARS", 200_000, ge=0, le=10_000_000)
+    document_index_chat_max_chars: int = _env("TUSK_DOCUMENT_INDEX_CHAT_MAX_CHARS", 2_000_000, ge=0,
+                                              le=1_000_000_000)  # all of one chat's kept documents
+
+    # voice replies (bot/speech/)
+    voice_replies: Literal["auto", "on", "off"] = _env("TUSK_VOICE_REPLIES", "auto")  # the chats' default (/voice)
+    voice_text: Literal["caption", "message"] = _env("TUSK_VOICE_TEXT", "caption")  # the text on the voice, or after
+    tts_model: str | None = _env("TUSK_TTS_MODEL", None)  # litellm speech model: openai/tts-1, openai/kokoro
+    tts_api_base: str | None = _env("TUSK_TTS_API_BASE", None)  # default: TUSK_API_BASE
+    tts_api_key: SecretStr | None = _env("TUSK_TTS_API_KEY", None)  # default: TUSK_API_KEY
+    tts_voice: str = _env("TUSK_TTS_VOICE", "", max_length=200)  # the provider's voice (alloy), {voice} in a command
+    tts_command: str | None = _env("TUSK_TTS_COMMAND", None)  # a local engine: espeak-ng -v {lang} -w {out} --stdin
+    tts_timeout: float = _env("TUSK_TTS_TIMEOUT", 30.0, gt=0, le=600)  # seconds a reply waits for its voice
+    tts_max_chars: int = _env("TUSK_TTS_MAX_CHARS", 1500, ge=50, le=4096)  # read out up to a sentence end
+    tts_price: float | None = _env("TUSK_TTS_PRICE", None, ge=0)  # USD per million characters
 
     http_host: str = _env("TUSK_HTTP_HOST", "127.0.0.1")
     http_port: int = _env("TUSK_HTTP_PORT", 8765, ge=0, le=65535)
@@ -182,7 +201,8 @@ class Settings(BaseSettings):
                      "transcribe_model", "transcribe_api_base", "transcribe_api_key", "vision", "vision_model",
                      "thinking_budget", "limit_daily_usd", "limit_monthly_usd", "chat_limit_daily_usd",
                      "person_limit_daily_usd", "limit_daily_tokens", "chat_limit_daily_tokens", "brave_api_key",
-                     "tavily_api_key", mode="before")
+                     "tavily_api_key", "tts_model", "tts_api_base", "tts_api_key", "tts_command", "tts_price",
+                     mode="before")
     @classmethod
     def _blank_is_unset(cls, value: object) -> object:
         return None if isinstance(value, str) and not value.strip() else value
@@ -210,11 +230,22 @@ class Settings(BaseSettings):
         return MediaSettings(
             TranscribeSettings(self.transcribe_model, self.transcribe_api_base or self.api_base,
                                key.get_secret_value() if key else None, self.llm_timeout),
-            self.show_transcript, self.vision, self.vision_model, self.document_max_chars)
+            self.show_transcript, self.vision, self.vision_model, self.document_max_chars, self.document_limits())
+
+    def document_limits(self) -> DocumentLimits:
+        return DocumentLimits(self.document_index_max_chars, self.document_index_chat_max_chars)
+
+    def speech_settings(self) -> SpeechSettings:
+        key = self.tts_api_key or self.api_key
+        return SpeechSettings(model=self.tts_model, api_base=self.tts_api_base or self.api_base,
+                              api_key=key.get_secret_value() if key else None, voice=self.tts_voice.strip(),
+                              command=self.tts_command, timeout=self.tts_timeout, max_chars=self.tts_max_chars,
+                              price_per_mchar=self.tts_price, replies=self.voice_replies, text_as=self.voice_text)
 
     def llm_settings(self) -> LLMSettings:
         if not self.model:
-            raise ConfigError(f"TUSK_MODEL is not set: {MODEL_HINT}.")
+            raise ConfigError(f"TUSK_MODEL is not set: run `tusk init` to set Tusk up (it asks for the model and "
+                              f"its key, and checks them), or {MODEL_HINT}.")
         return LLMSettings(
             model=self.model, api_base=self.api_base,
             api_key=self.api_key.get_secret_value() if self.api_key else None,
@@ -246,9 +277,9 @@ class Settings(BaseSettings):
                              tool_result_max_chars=self.tool_result_max_chars,
                              max_message_chars=self.max_message_chars, log_content=self.log_content)
 
-    def reminder_settings(self) -> ReminderSettings:
-        return ReminderSettings(default_timezone=self.timezone, grace_seconds=max(1, round(self.reminder_grace * 60)),
-                                max_per_chat=self.max_reminders)
+    def schedule_settings(self) -> ScheduleSettings:
+        return ScheduleSettings(default_timezone=self.timezone, grace_seconds=max(1, round(self.reminder_grace * 60)),
+                                max_per_chat=self.max_reminders, checkins_daily=self.checkins_daily)
 
     def task_settings(self, budget_tokens: int) -> TaskSettings:
         return TaskSettings(timeout=self.task_timeout, max_steps=self.task_max_steps, max_running=self.max_tasks,
@@ -289,7 +320,8 @@ class Settings(BaseSettings):
                            tavily_api_key=self.tavily_api_key.get_secret_value() if self.tavily_api_key else "",
                            brave_api_base=self.brave_api_base, tavily_api_base=self.tavily_api_base, allow=allow,
                            chats=chats, groups=self.web_groups, max_bytes=self.web_max_bytes,
-                           max_tokens=self.web_max_tokens, timeout=self.web_timeout,
+                           max_tokens=self.web_max_tokens, max_chars=self.tool_result_max_chars,
+                           timeout=self.web_timeout,
                            host_interval=self.web_host_interval, user_agent=user_agent())
 
     def skill_settings(self) -> SkillSettings:
@@ -315,7 +347,7 @@ class Settings(BaseSettings):
 
     def secrets(self) -> list[str]:
         """Values that must never appear in a log line."""
-        values = (self.api_key, self.transcribe_api_key, self.http_token, self.telegram_bot_token, self.telegram_webhook_secret,
+        values = (self.api_key, self.transcribe_api_key, self.tts_api_key, self.http_token, self.telegram_bot_token, self.telegram_webhook_secret,
                   self.discord_bot_token, self.slack_bot_token, self.slack_app_token, self.slack_signing_secret,
                   self.brave_api_key, self.tavily_api_key)
         try:

@@ -5,7 +5,8 @@
                                    an SSE client, the terminal); None: a turn nobody watches is one plain
                                    request
     Delivery.deliver(reply, live)  the final reply replaces the draft that showed it being written, else
-                                   it goes out through the channel's `send` (split, formatted)
+                                   it goes out through the channel's `send` (split, formatted; Tusk's own
+                                   words, `reply.verbatim`, shown as written either way)
 
 A streamed reply the platform refuses at the end is logged, not sent again: the session keeps it.
 """
@@ -21,7 +22,7 @@ from bot.stream import Draft, Live, StreamSettings
 
 logger = logging.getLogger(__name__)
 
-Send = Callable[[OutboundMessage], Awaitable[None]]
+Send = Callable[[OutboundMessage], Awaitable[bool | None]]  # False: not delivered (bot/bus.py)
 Drafts = Callable[[ChatKey, int], Draft | None]  # the channel's draft for a reply to that message (bot/bus.py)
 
 
@@ -38,15 +39,16 @@ class Delivery:
         draft = self.drafts(msg.key, msg.id) if self.streaming.on and self.drafts else None
         return Live(draft, self.streaming.min_chars) if draft is not None else None
 
-    async def deliver(self, reply: OutboundMessage, live: Live | None) -> None:
-        """The final reply: it replaces the draft that showed it being written, else it is sent."""
+    async def deliver(self, reply: OutboundMessage, live: Live | None) -> bool:
+        """The final reply: it replaces the draft that showed it being written, else it is sent. False when
+        the platform did not take it (logged; a schedule's run records it)."""
         try:
-            if live is not None and await live.finish(reply.text):
-                return
+            if live is not None and await live.finish(reply.text, reply.verbatim):
+                return True
         except DeliveryError as exc:  # the platform refused it: its message says why and what to do
             logger.error("could not deliver a streamed reply to %s: %s", reply.key, exc, exc_info=exc)
-            return
+            return False
         except Exception:  # delivery boundary, as in the bus: the session keeps the reply
             logger.exception("could not deliver a streamed reply to %s", reply.key)
-            return
-        await self.send(reply)
+            return False
+        return await self.send(reply) is not False

@@ -3,6 +3,8 @@
     TuskError
     ├── ConfigError          settings missing or invalid; the message says what to set
     ├── BusClosed            a message arrived while shutting down
+    ├── HomeBusy             another Tusk holds this home (bot/running.py); the message names it
+    ├── RemoteTuskError      the Tusk running on this home did not answer as asked (its local API)
     ├── DeliveryError        a platform refused a reply or stayed unreachable after retries
     ├── LLMError             the model call failed after retries
     │   ├── LLMUnavailable   5xx, timeouts, connection errors, rate limits that outlast retries
@@ -15,6 +17,7 @@
     │       ├── ModelNotFound    the server does not serve the model named in TUSK_MODEL
     │       └── NotAModelServer  the address answers with a web page, not a model API (TUSK_API_BASE)
     ├── McpToolError         one MCP tool call failed (server down, timeout, crash, malformed reply)
+    ├── SpeechError          a reply could not be read out (engine down, slow, refused; audio unreadable)
     ├── MediaRefused         a file Tusk will not take (over a size cap, a type it cannot read, corrupt)
     │       └── MediaUnreachable the platform did not hand the file over (network, HTTP error, login page)
     ├── WebError             web_fetch / web_search failed (HTTP error, timeout, unreadable page, search backend)
@@ -38,6 +41,16 @@ class ConfigError(TuskError):
 
 
 class BusClosed(TuskError):
+    pass
+
+
+class HomeBusy(TuskError):
+    def __init__(self, message: str, holder: object = None) -> None:
+        super().__init__(message)
+        self.holder = holder  # bot/running.py's Holder: who has the home
+
+
+class RemoteTuskError(TuskError):
     pass
 
 
@@ -164,6 +177,10 @@ class NotAModelServer(LLMRejected):
 class McpToolError(TuskError):
     """A call to an MCP server's tool failed (not running, timed out, crashed, malformed reply). It costs
     that call only: the model sees the message as the tool's error result."""
+
+
+class SpeechError(TuskError):
+    """The speech engine failed: the reply goes out as text alone (bot/speech/replies.py)."""
 
 
 class MediaRefused(TuskError):

@@ -4,6 +4,7 @@ Channels build `InboundMessage`s from platform updates; the agent answers with
 `OutboundMessage`s that the bus routes to the channel named in their `ChatKey`. Reminders
 and background tasks publish `InboundMessage`s too, carrying their `Injected` context, so
 they take their place in the chat's order like any message.
+A reply read out goes to a channel that takes voice as an `OutboundVoice` (bot/speech/).
 Anything only an adapter needs (a platform message id to reply to) stays in the adapter.
 """
 
@@ -22,14 +23,19 @@ _ids = itertools.count(1)
 
 @dataclass(frozen=True, slots=True)
 class Injected:
-    """Context Tusk itself hands the model for one turn: a reminder that is due, a background
-    task's result. The turn's `InboundMessage.text` is then a short note of the event, saved as
-    the turn's user message (so the saved conversation stays legal); `text` here is shown to
-    the model in that turn only, and `fallback` goes to the chat as is if the model is unreachable."""
+    """Context Tusk itself hands the model for one turn: a reminder that is due, a schedule's run, a
+    check-in, a background task's result. The turn's `InboundMessage.text` is then a short note of the
+    event, saved as the turn's user message (so the saved conversation stays legal); `text` here is shown
+    to the model in that turn only, and `fallback` goes to the chat as is if the model is unreachable.
+    A schedule's run (bot/schedules/) names itself in `run`, and its turn reports its outcome back; with
+    `as_written`, `fallback` is the reply and no model is called; `tools=False` offers the model none."""
 
-    source: Literal["reminder", "task"]
+    source: Literal["reminder", "task", "schedule", "checkin"]
     text: str
     fallback: str
+    run: str = ""  # "<schedule id>@<due time>": the run this turn is (bot/schedules/runs.py)
+    as_written: bool = False  # a schedule of kind text: `fallback` is sent as it is, no model call
+    tools: bool = True
 
 
 MediaKind = Literal["voice", "audio", "image", "document"]
@@ -67,7 +73,7 @@ class ClientTurn:
 @dataclass(frozen=True, slots=True)
 class InboundMessage:
     """A user's message, already gated by the channel (allow-list, mentions), or a turn Tusk
-    starts itself (`injected` set: a reminder, a task result)."""
+    starts itself (`injected` set: a reminder, a schedule's run, a check-in, a task result)."""
 
     key: ChatKey
     text: str
@@ -85,8 +91,35 @@ class InboundMessage:
 
 @dataclass(frozen=True, slots=True)
 class OutboundMessage:
-    """Text for a chat; `reply_to` is the `InboundMessage.id` it answers, if any."""
+    """Text for a chat; `reply_to` is the `InboundMessage.id` it answers, if any.
+
+    `verbatim`: Tusk's own words (a command's answer, a pairing code, a refusal, a limit's sentence), which
+    every channel shows exactly as written: line by line, `3.` still 3, `<persona>` still there. Otherwise
+    the text is the model's Markdown, which each channel renders in its own way."""
 
     key: ChatKey
     text: str
+    reply_to: int | None = None
+    verbatim: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class SpokenAudio:
+    """A reply read out and encoded (bot/speech/encode.py): OGG/Opus bytes, mono 48 kHz, its length in
+    seconds, and its waveform (up to 256 loudness bytes, 0-255, evenly over it) for players that draw one."""
+
+    data: bytes
+    duration: float
+    waveform: bytes
+    mime: str = "audio/ogg"
+
+
+@dataclass(frozen=True, slots=True)
+class OutboundVoice:
+    """A reply as the platform's voice message. `caption`: the reply's text shown on it (set only where the
+    channel said it fits, `voice_caption`); otherwise the text follows as an `OutboundMessage`."""
+
+    key: ChatKey
+    audio: SpokenAudio
+    caption: str | None = None
     reply_to: int | None = None

@@ -1,11 +1,12 @@
 """The inbox journal: a message a platform counts as delivered stays on disk until its turn is done.
 
 Telegram, Discord and Slack consider a message delivered once Tusk has fetched it, and a due
-reminder leaves the job store when it fires; a crash before the turn is saved would lose them.
+reminder or schedule's run is claimed in reminders.json when it starts; a crash before the turn is saved
+would lose them.
 The bus appends each such message to `$TUSK_HOME/inbox.jsonl` (fsynced) before queueing it, and a
-`done` line once its turn has ended (answered or failed). At start, `take_pending()` returns the
-messages without a `done`, in their order, and keeps only those in the file; the app publishes
-them again as soon as its channels are up. The file is emptied whenever no journaled turn is open
+`done` line once its turn has ended (answered or failed). At start, `take_pending()` (only for the
+one Tusk holding the home, bot/running.py) returns the messages without a `done`, in their order, and
+keeps only those in the file; the app publishes them again as soon as its channels are up. The file is emptied whenever no journaled turn is open
 and it has grown past 1 MiB. A turn cut short by a crash is therefore run again; one that
 finished is never repeated. The HTTP API and the terminal are not journaled: their user sees the
 error and can send again.
@@ -21,10 +22,12 @@ import json
 import logging
 import os
 import time
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
-from bot.commands.base import Owned
+from bot.commands.base import Owned, counted
+from bot.running import Claim
 from bot.events import Attachment, ChatKey, InboundMessage, Injected
 from memory.files import write_atomic
 from memory.paths import open_private
@@ -55,6 +58,7 @@ class Inbox:
         self._run = f"{os.getpid():x}.{time.time_ns():x}"  # message ids restart with each run; this does not
         self._open: set[int] = set()  # ids of this run's messages recorded and not done
         self._written: set[int] = set()  # replayed messages take_pending already put in the file
+        self._later: set[str] = set()  # journal ids left for a Tusk that serves their channel (take_pending)
 
     def _jid(self, msg: InboundMessage) -> str:
         return f"{self._run}:{msg.id}"
@@ -81,7 +85,7 @@ class Inbox:
             return
         self._open.discard(msg.id)
         self._append(json.dumps({"done": self._jid(msg)}) + "\n")
-        if not self._open and self.path.stat().st_size > self.compact_at:
+        if not self._open and not self._later and self.path.stat().st_size > self.compact_at:
             os.truncate(self.path, 0)  # every turn has ended: nothing in the file is needed
 
     def _pending_records(self) -> dict[str, dict[str, Any]]:
@@ -137,9 +141,9 @@ class Inbox:
         waiting = set(self._pending_records()) & mine
         waiting -= {jid for jid in waiting if jid.startswith(f"{self._run}:")}  # this run's: being answered now
         if waiting == mine:
-            label = f"{len(mine)} message(s) waiting to be answered after a crash (inbox.jsonl)"
+            label = f"{counted(len(mine), 'message')} waiting to be answered after a crash (inbox.jsonl)"
         else:
-            label = f"{len(mine)} message(s) in the inbox journal (inbox.jsonl)" + (
+            label = f"{counted(len(mine), 'message')} in the inbox journal (inbox.jsonl)" + (
                 f", {len(waiting)} of them waiting to be answered after a crash" if waiting else "")
 
         def delete() -> None:
@@ -149,23 +153,41 @@ class Inbox:
             write_atomic(self.path, "".join(kept), follow_dir=True)
             prefix = f"{self._run}:"  # this run's turns of the chat end without a `done` line naming them
             self._open -= {int(jid[len(prefix):]) for jid in gone if jid.startswith(prefix)}
+            self._later -= gone
 
         return [Owned(label, delete, quiet=quiet)]
 
-    def take_pending(self) -> list[InboundMessage]:
+    def take_pending(self, held: Claim, channels: Collection[str] | None = None) -> list[InboundMessage]:
         """The messages whose turn never ended, oldest first, with new ids; the file is replaced (atomically)
-        by just those, so `record` (called again when they are published) does not write them twice."""
+        by just those, so `record` (called again when they are published) does not write them twice.
+        Only the process that holds the home exclusively (`held`, bot/running.py) may take them: a turn
+        another live Tusk has open is that Tusk's, never a crash's leftover. With `channels`, only the
+        messages of those channels are taken; the others stay in the file, as they were, for a Tusk that
+        serves them (a `tusk chat` alone after a crash leaves the Telegram messages to `tusk run`)."""
+        if not held.covers(self.path.parent):
+            raise PermissionError(f"{self.path}: open turns are taken only by the Tusk holding its home's lock")
         if not self.path.exists():
             return []
         pending = self._pending_records()
         ours = [rec for jid, rec in pending.items() if jid.startswith(f"{self._run}:")]  # already queued in this run
+        old = [rec for jid, rec in pending.items() if not jid.startswith(f"{self._run}:")]
+        later = [rec for rec in old if channels is not None and _channel(rec) not in channels]
         messages = []
-        for rec in (rec for jid, rec in pending.items() if not jid.startswith(f"{self._run}:")):
+        for rec in (rec for rec in old if channels is None or _channel(rec) in channels):
             try:
                 messages.append(_message(rec))
             except (ValueError, TypeError, KeyError) as exc:
                 logger.error("%s: cannot replay a message (%s)", self.path, exc)
-        write_atomic(self.path, "".join(json.dumps(rec, ensure_ascii=False, separators=(",", ":")) + "\n" for rec in ours)
-                     + "".join(map(self._line, messages)), follow_dir=True)
+        kept = "".join(json.dumps(rec, ensure_ascii=False, separators=(",", ":")) + "\n" for rec in ours + later)
+        write_atomic(self.path, kept + "".join(map(self._line, messages)), follow_dir=True)
         self._written = {m.id for m in messages}
+        self._later = {rec["id"] for rec in later}
+        if later:
+            logger.warning("%d message(s) cut short by a crash wait for a Tusk that serves %s (`tusk run`)",
+                           len(later), ", ".join(sorted({str(_channel(rec)) for rec in later})))
         return messages
+
+
+def _channel(rec: dict[str, Any]) -> object:
+    key = rec.get("key")
+    return key[0] if isinstance(key, list) and key else None

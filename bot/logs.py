@@ -32,7 +32,7 @@ class TurnStats:
     tokens_in: int = 0
     tokens_out: int = 0
     llm_ms: float = 0.0
-    outcome: str = "ok"  # how the turn ended: ok, spend_limit, llm_unavailable, llm_error, too_long, crash
+    outcome: str = "ok"  # how the turn ended: ok, stopped, spend_limit, llm_unavailable, llm_error, too_long, crash
     first_text_ms: float | None = None  # when the reply first showed as it was written (streamed turns)
 
     def add_call(self, prompt_tokens: int, completion_tokens: int, ms: float) -> None:

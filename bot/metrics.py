@@ -1,6 +1,6 @@
 """Prometheus metrics: what `GET /metrics` shows (channels/http/metrics_route.py), from the official prometheus_client.
 
-    tusk_turns_total{channel,outcome}                  turns answered: ok, spend_limit, llm_unavailable, ...
+    tusk_turns_total{channel,outcome}                  turns answered: ok, stopped (/stop), spend_limit, ...
     tusk_first_text_seconds{channel}                   time to the first visible text of a reply (histogram;
                                                        a reply not streamed shows all at once: its full time)
     tusk_reply_seconds{channel}                        time to the full reply (histogram)

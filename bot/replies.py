@@ -2,10 +2,13 @@
 
     user_message(msg)   the session's record of what was said (with its sender and kept files)
     shown_text(reply)   the model's text as shown and saved, with a note when it was cut or filtered
+    Answer, own(text)   a turn's reply: the model's Markdown, or Tusk's own words, shown as written
     the fixed replies   a crash, too many tool steps, no room left, nothing readable, an empty or broken reply
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from bot.events import InboundMessage
 from bot.llm import LLMReply
@@ -14,6 +17,20 @@ from memory.session import Message
 
 CRASH_REPLY = "Something went wrong on my side and your message was not processed. Please try again."
 STEP_LIMIT_REPLY = "I stopped after {n} tool steps without finishing. Try asking for something smaller."
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """A turn's reply: the model's text (Markdown), or with `verbatim` Tusk's own words (a command's answer,
+    a refusal, a failure's sentence) that every channel shows as written (bot/events.py `OutboundMessage`)."""
+
+    text: str
+    verbatim: bool = False
+
+
+def own(text: str) -> Answer:
+    """Tusk's own words as a turn's reply."""
+    return Answer(text, verbatim=True)
 
 
 def user_message(msg: InboundMessage, attached: Attached | None = None) -> Message:

@@ -1,12 +1,15 @@
-"""Scheduled work (APScheduler 3.11 `AsyncIOScheduler`): the consolidation sweep and reminders.
+"""Scheduled work (APScheduler 3.11 `AsyncIOScheduler`): the consolidation sweep, reminders and schedules,
+check-ins, the daily backup.
 
 Every `TUSK_CONSOLIDATE_EVERY` minutes, chats whose session file changed since the last
 sweep (all chats, on the first sweep after a start) are checked and consolidated if over
 budget: this catches chats left over budget by a restart or a failed run. The job is
 coalesced and never runs twice at once; it lives in the default (memory) job store.
 
-Reminders are jobs of the same scheduler in their own persistent job store (bot/tools/reminders.py),
-loaded before the scheduler starts, so those that fell due while Tusk was down fire at once.
+Reminders and schedules (bot/schedules/) are loaded before the scheduler starts and woken by one job of
+it, "schedules", always set for the earliest due time, so those that fell due while Tusk was down run
+at once (at most one catch-up each). Check-ins are planned by an hourly job, "checkins" (the first a
+minute after the start).
 """
 
 from __future__ import annotations
@@ -20,12 +23,14 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from bot import logs
 from bot.events import ChatKey
-from bot.tools.reminders import Reminders
+from bot.schedules.checkins import CheckIns
+from bot.schedules.service import Schedules
 from memory.paths import chat_id_from_dir
 
 logger = logging.getLogger(__name__)
 
 FIRST_SWEEP_AFTER = 30  # seconds after start: catches chats a restart left over budget
+FIRST_CHECKINS_AFTER = 60  # seconds after start, then hourly: open items planned as check-ins
 
 Consolidate = Callable[[ChatKey], Awaitable[None]]
 
@@ -61,15 +66,19 @@ class Sweeper:
         return len(keys)
 
 
-def start_scheduler(sweeper: Sweeper, every_minutes: float, reminders: Reminders | None = None,
-                    daily: Callable[[], Awaitable[object]] | None = None) -> AsyncIOScheduler:
+def start_scheduler(sweeper: Sweeper, every_minutes: float, schedules: Schedules | None = None,
+                    daily: Callable[[], Awaitable[object]] | None = None,
+                    checkins: CheckIns | None = None) -> AsyncIOScheduler:
     """`daily`: the scheduled backup (bot/ops/backup.py), first run an hour after the start, then every 24 h."""
     scheduler = AsyncIOScheduler(timezone="UTC")
     if daily is not None:
         scheduler.add_job(daily, "interval", hours=24, id="backup", coalesce=True, max_instances=1,
                           next_run_time=datetime.now(timezone.utc) + timedelta(hours=1))
-    if reminders is not None:
-        reminders.start(scheduler)
+    if schedules is not None:
+        schedules.start(scheduler)
+    if checkins is not None:
+        scheduler.add_job(checkins.sweep, "interval", hours=1, id="checkins", coalesce=True, max_instances=1,
+                          next_run_time=datetime.now(timezone.utc) + timedelta(seconds=FIRST_CHECKINS_AFTER))
     scheduler.add_job(sweeper.sweep, "interval", minutes=every_minutes, id="consolidation-sweep",
                       coalesce=True, max_instances=1,
                       next_run_time=datetime.now(timezone.utc) + timedelta(seconds=FIRST_SWEEP_AFTER))

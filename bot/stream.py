@@ -55,7 +55,8 @@ class StreamSettings:
 class Draft(Protocol):
     """A reply being written, as one channel shows it. `show` and `status` get the whole text so far
     (never a delta) and are called at most once per `interval` seconds, one at a time; `finish` gets
-    the final text and delivers it as the channel's `send` would (formatted, split within limits)."""
+    the final text and delivers it as the channel's `send` would (formatted, split within limits); with
+    `verbatim` it is Tusk's own words (a failure's sentence after a tool step showed), shown as written."""
 
     interval: float
 
@@ -63,7 +64,7 @@ class Draft(Protocol):
 
     async def status(self, text: str) -> None: ...
 
-    async def finish(self, text: str) -> None: ...
+    async def finish(self, text: str, verbatim: bool = False) -> None: ...
 
 
 def visible(raw: str) -> str:
@@ -163,12 +164,13 @@ class Live:
         await asyncio.gather(task, return_exceptions=True)  # an update under way finishes (a message it sends
         # must be the one the final text replaces, not a second one)
 
-    async def finish(self, text: str) -> bool:
-        """End the reply with its final text; False if nothing was shown (the caller sends it as usual)."""
+    async def finish(self, text: str, verbatim: bool = False) -> bool:
+        """End the reply with its final text (`verbatim`: Tusk's own words); False if nothing was shown (the
+        caller sends it as usual)."""
         await self.stop()
         if self.draft is None or not self._delivered:
             return False
         if (wait := self._last + self.draft.interval - time.monotonic()) > 0:  # the final update keeps the pace too
             await asyncio.sleep(wait)
-        await self.draft.finish(text)
+        await self.draft.finish(text, verbatim)
         return True

@@ -29,7 +29,7 @@ async def tell(send: Callable[[OutboundMessage], Awaitable[None]], key: ChatKey,
     """Tusk's own words outside any turn (a pairing code, a file not taken): no session, and a platform
     that refuses them is logged, not raised (the message they concern goes on)."""
     try:
-        await send(OutboundMessage(key, text))
+        await send(OutboundMessage(key, text, verbatim=True))
     except DeliveryError as exc:
         logger.warning("could not send a notice to %s: %s", key, exc)
 

@@ -1,13 +1,16 @@
 """Long replies cut into messages a platform accepts, at boundaries a reader expects.
 
     split_message(text, limit, measure=len) -> ["piece", ...]
+    split_message(text, limit, measure, verbatim=True)   Tusk's own words: no fence is closed or reopened
 
 Pieces are cut from the model's Markdown source: at a blank line if one is in reach, else
 at a line break, else at a space, else anywhere. A piece that ends inside a ``` code
 block gets the fence closed, and the next one reopens it with the same opening line, so
 every piece renders on its own. `measure` is the size the platform counts (Telegram: the
-converted HTML in UTF-16 units; Discord: characters); every piece is at most `limit` by it.
-The whitespace at a cut is dropped; nothing else is lost or reordered.
+converted HTML in UTF-16 units; Discord: characters, escaped); every piece is at most `limit` by it.
+The whitespace at a cut is dropped; nothing else is lost or reordered. A `verbatim` text (Tusk's own,
+shown as written: bot/events.py) is not Markdown: it gets no fences, and only the line break or the
+space it was cut at is dropped, so the next piece's first line keeps its indentation.
 """
 
 from __future__ import annotations
@@ -51,7 +54,7 @@ def _cut(text: str, size: int, lo: int) -> int:
     return size
 
 
-def split_message(text: str, limit: int, measure: Callable[[str], int] = len) -> list[str]:
+def split_message(text: str, limit: int, measure: Callable[[str], int] = len, verbatim: bool = False) -> list[str]:
     """Cut `text` into pieces each within `limit` as `measure` counts; see the module docstring."""
     if limit < 40:
         raise ValueError("limit too small to hold a code fence and some text")
@@ -67,7 +70,7 @@ def split_message(text: str, limit: int, measure: Callable[[str], int] = len) ->
             at = _cut(body, size, lo=len(reopen) + 1)
             head = body[:at].rstrip()
             line_end = body.find("\n", at) % (len(body) + 1)  # a line cut in two counts as the whole line
-            opening, marker = _open_fence(body[:line_end])
+            opening, marker = ("", "") if verbatim else _open_fence(body[:line_end])
             piece = f"{head}\n{marker}" if marker else head
             if measure(piece) <= limit:
                 break
@@ -75,6 +78,9 @@ def split_message(text: str, limit: int, measure: Callable[[str], int] = len) ->
                 raise ValueError("limit too small for this text")
             size = max(len(reopen) + 1, min(size - 1, int(size * limit / max(measure(piece), 1))))
         pieces.append(piece)
-        rest = body[at:].lstrip("\n") if opening else body[at:].lstrip()  # code keeps its indentation
+        if verbatim:  # the separator goes, a next line's indentation stays
+            rest = body[at:].lstrip("\n") if body[at:at + 1] == "\n" else body[at:].lstrip(" ")
+        else:
+            rest = body[at:].lstrip("\n") if opening else body[at:].lstrip()  # code keeps its indentation
         reopen = opening + "\n" if opening and rest else ""
     return pieces

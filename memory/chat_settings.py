@@ -1,8 +1,11 @@
 """A chat's own settings, in its folder: `settings.json`: its time zone, whether a group's
-messages not addressed to the bot are kept (`listen`, /listen; default off), and the label of
-the model it picked with /model (one of TUSK_MODELS; none: the default model).
+messages not addressed to the bot are kept (`listen`, /listen; default off), the label of
+the model it picked with /model (one of TUSK_MODELS; none: the default model), whether its
+replies are read out (`voice`, /voice: on, off or auto; none: TUSK_VOICE_REPLIES), and whether Tusk
+checks in on its open items (`checkins`, /checkins; default off).
 
-    {"schema": 1, "timezone": "Europe/Berlin", "listen": false, "model": "fast"}
+    {"schema": 1, "timezone": "Europe/Berlin", "listen": false, "model": "fast", "voice": "auto",
+     "checkins": false}
 
 Written atomically and deleted with the rest of the chat by /forget. A missing file means
 the defaults; an unreadable one is logged and read as the defaults, never fatal.
@@ -13,6 +16,7 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass
+from typing import Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from memory.files import read_text, write_atomic
@@ -28,6 +32,8 @@ class ChatSettings:
     timezone: str | None = None  # an IANA name; None: the bot's default (TUSK_TIMEZONE)
     listen: bool = False  # a group's chatter not addressed to the bot is saved (no reply, no LLM call)
     model: str | None = None  # a TUSK_MODELS label picked with /model; None: the default model
+    voice: Literal["on", "off", "auto"] | None = None  # /voice; None: the owner's TUSK_VOICE_REPLIES
+    checkins: bool = False  # Tusk asks about the chat's dated open items the day after (bot/schedules/checkins.py)
 
 
 def zone(name: str) -> ZoneInfo:
@@ -49,7 +55,14 @@ def read(files: ChatFiles) -> ChatSettings:
         if not isinstance(listen, bool):
             raise ValueError(f"listen is {listen!r}, not true or false")
         model = raw.get("model")
-        return ChatSettings(timezone=tz, listen=listen, model=model if isinstance(model, str) and model else None)
+        voice = raw.get("voice")
+        if voice not in (None, "on", "off", "auto"):
+            raise ValueError(f"voice is {voice!r}, not on, off or auto")
+        checkins = raw.get("checkins", False)
+        if not isinstance(checkins, bool):
+            raise ValueError(f"checkins is {checkins!r}, not true or false")
+        return ChatSettings(timezone=tz, listen=listen, model=model if isinstance(model, str) and model else None,
+                            voice=voice, checkins=checkins)
     except FileNotFoundError:
         return ChatSettings()
     except (OSError, ValueError, AttributeError) as exc:  # a hand edit gone wrong: defaults, and say so
@@ -58,7 +71,8 @@ def read(files: ChatFiles) -> ChatSettings:
 
 
 def write(files: ChatFiles, settings: ChatSettings) -> None:
-    record = {"schema": SCHEMA, "timezone": settings.timezone, "listen": settings.listen, "model": settings.model}
+    record = {"schema": SCHEMA, "timezone": settings.timezone, "listen": settings.listen, "model": settings.model,
+              "voice": settings.voice, "checkins": settings.checkins}
     write_atomic(files.settings, json.dumps(record, ensure_ascii=False, indent=1) + "\n")
 
 

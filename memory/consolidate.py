@@ -48,6 +48,7 @@ from memory import provenance, tombstones
 from memory.round_request import (  # noqa: F401 (INSTRUCTIONS, SAVE_MEMORY, transcript: also read from here)
     INSTRUCTIONS, SAVE_MEMORY, Round, chunk_cut, pick_cut, transcript,
 )
+from memory.paths import ChatFiles
 from memory.session import Message, Session, SessionStore
 from memory.tokens import count_text
 from memory.wire import parse_lenient
@@ -162,6 +163,8 @@ class Consolidator:
     stats: dict[Path, ChatStats] = field(default_factory=dict)
     tools_available: Callable[[], bool] = lambda: True
     idle: Callable[[], Awaitable[None]] | None = None  # returns once no chat turn is running
+    # what a chat's own settings add to the instructions (its open items, with check-ins on: memory/open_items.py)
+    instructions_for: Callable[[ChatFiles], str] = lambda files: ""
     rounds_ok: int = 0  # rounds since start, in every chat (/metrics)
     rounds_failed: int = 0
     _locks: weakref.WeakValueDictionary[Path, asyncio.Lock] = field(default_factory=weakref.WeakValueDictionary)
@@ -239,7 +242,7 @@ class Consolidator:
         """One round, its request within the window; `whole` (/new) takes every message that fits, `rest`
         the whole rest where it fits or holds no earlier cut (an import's last round)."""
         old_memory = memfiles.read_memory(session.files)
-        ask = self._ask(old_memory, stats, tombstones.request_note(session.files))
+        ask = self._ask(old_memory, stats, tombstones.request_note(session.files) + self.instructions_for(session.files))
         cut = chunk_cut(session.unconsolidated, excess, ask, self.budget.window, stats.failures, rest=whole or rest)
         if not cut:
             return False
@@ -261,10 +264,11 @@ class Consolidator:
         numbered, (first, last) = list(enumerate(chunk, start)), span(chunk)
         older = memfiles.history_entries(session.files)
         memory_update = tombstones.enforce(session.files, old_memory, summary.memory_update, numbered)
-        memfiles.append_history(session.files, summary.history_entry, first, last)
+        entry = tombstones.clean_entry(session.files, summary.history_entry)
+        memfiles.append_history(session.files, entry, first, last)
         memfiles.write_memory(session.files, memory_update)
         provenance.after_round(session.files, old_memory, memory_update, numbered, older,
-                               provenance.round_entry(first, summary.history_entry, last))
+                               provenance.round_entry(first, entry, last))
         self.store.set_pointer(session, start + cut)
         stats.failures, stats.last_error, stats.shrink, stats.runs = 0, "", False, stats.runs + 1
         self.rounds_ok += 1

@@ -140,6 +140,11 @@ class ChatFiles:
         return self.dir / "media"
 
     @property
+    def documents(self) -> Path:
+        """The text read from documents and web pages, kept for search_history (memory/documents.py)."""
+        return self.dir / "documents"
+
+    @property
     def search_index(self) -> Path:
         """search_history's index (a cache of HISTORY.md and session.jsonl: memory/search_index.py)."""
         return self.dir / "search.sqlite"

@@ -1,5 +1,6 @@
-"""Ranked search over one chat's past, built for questions: its HISTORY.md entries and the
-session messages already consolidated (the newer ones are in the prompt anyway).
+"""Ranked search over one chat's past, built for questions: its HISTORY.md entries, the
+session messages already consolidated (the newer ones are in the prompt anyway), and the text
+of the documents and web pages read in it (memory/documents.py), whenever they came.
 
     hits = HistorySearch().search(files, "What are Ana's plans for the summer?", limit=5, zone=zone)
     hits[0].speaker, hits[0].text, hits[0].before, hits[0].after, hits[0].at
@@ -14,7 +15,8 @@ finds the reply that answers it and not only the line that shares its words. On 
   boost their own messages, its dates (in the chat's time zone) boost what was said then;
 - a word that matches nothing is replaced by the closest word the chat has used
   (trigram candidates, then edit similarity), so "educaton" finds "education";
-- HISTORY.md entries (dated summaries, denser) and messages rank in one list.
+- HISTORY.md entries (dated summaries, denser), messages and document passages rank in one
+  list; a document hit carries its name, page and sender.
 
 Searches block (SQLite): callers run them in a thread.
 """
@@ -49,6 +51,7 @@ class Weights:
     history: float = 2.0  # HISTORY.md entries (dated summaries, denser) against messages
     named: float = 3.0  # a message by a member the question names
     dated: float = 3.0  # something said within the question's dates
+    document: float = 1.0  # a passage of a kept document, against a message (not tuned: bench/recall.py has none)
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,13 +63,16 @@ class Line:
 
 @dataclass(frozen=True, slots=True)
 class Hit:
-    source: str  # "history" (a HISTORY.md entry), "user" or "assistant" (a consolidated message)
+    source: str  # "history" (a HISTORY.md entry), "user" or "assistant" (a consolidated message), "document"
     at: str  # "2026-11-12 18:40 UTC"; an entry's span "2023-06-01 10:09 UTC – 2023-06-03 18:40 UTC"
     text: str  # the whole entry or message, or an excerpt around the match when it is long
     speaker: str | None = None  # who wrote a user message, when the platform said
     before: Line | None = None  # the message just before (messages only)
     after: Line | None = None  # the message just after
     seq: int = -1  # the message's number in session.jsonl (-1 for history entries)
+    document: str = ""  # a document hit: the file's name (or the page's title and URL)
+    page: int = 0  # a document hit: its page, when the document has pages
+    web: bool = False  # a document hit: a web page web_fetch read (else a file sent in the chat)
 
 
 def match_expression(terms: str | list[str] | tuple[str, ...]) -> str | None:
@@ -158,9 +164,11 @@ class HistorySearch:
             return [self._hit(index, row) for row in rows]
 
     def _hit(self, index: ChatIndex, row: tuple) -> Hit:
-        doc_id, kind, seq, ts, role, speaker, text, ts_end = row
+        doc_id, kind, seq, ts, role, speaker, text, ts_end, around = row
         if kind == "history":
             return Hit("history", entry_stamp(ts, ts_end), text)
+        if kind == "document":
+            return Hit("document", _stamp(ts), text, speaker, document=around, page=seq, web=role == "web")
         before, after = (Line(r, s, _short(t, NEIGHBOUR_CHARS)) if t is not None else None
                          for r, s, t in index.neighbours(doc_id))
         return Hit(role, _stamp(ts), text, speaker, before, after, seq)

@@ -4,14 +4,19 @@
            in session order): kind, seq (message number in session.jsonl), ts (an entry's first
            time) and ts_end (its last: an entry dates the span of the messages it summarises), role,
            speaker (display name) and key (its lowercased form), body, around (the texts of
-           the message before and after it)
+           the message before and after it); and one per passage of a kept document
+           (memory/documents.py; ids below the history's, rising): seq its page (0: none),
+           role its source ("file", "web"), speaker who sent it, around its name and URL
+    files  the kept documents indexed: file name, its size and mtime then, its rows' ids
     fts    FTS5 over docs(body, around), porter stemming, accents folded (external content)
     words  every word the chat used, with a trigram FTS5 over it (spelling fallback)
     state  where the last read of HISTORY.md and session.jsonl stopped (inode, offset, the
            last bytes read), the message count and the consolidation pointer
 
 It follows both append-only files by reading only what was added since the last refresh; a
-file that shrank, was replaced or changed before that point is read again from the start.
+file that shrank, was replaced or changed before that point is read again from the start. The
+`documents/` folder is compared with `files` at each refresh: a new or changed document is
+indexed, a removed one (/forget me, the chat's cap) leaves the index.
 A new message costs O(1) index work: its own row, plus the previous message's `around`
 updated in place to include it. The file is a cache of the chat's own files: created 0600
 (never through a symlink), deleted by /forget and `tusk forget`, and rebuilt when it is
@@ -23,11 +28,13 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import sqlite3
 import string
 import threading
 from pathlib import Path
 
+from memory import documents
 from memory.files import ENTRY_HEADING, entry_span
 from memory.paths import ChatFiles, open_private
 from memory.question import words
@@ -35,10 +42,13 @@ from memory.session import Message
 
 logger = logging.getLogger(__name__)
 
-SCHEMA = 2  # 2: ts_end, the end of an entry's span
+SCHEMA = 3  # 2: ts_end, the end of an entry's span; 3: kept documents' passages
 AROUND_CHARS = 400  # each neighbour contributes at most this much text to `around`
 TAIL_MARK = 64
 HISTORY_IDS = -(1 << 40)  # history rows count up from here (FTS5 inserts fast only with rising ids), all < 0
+DOCUMENT_IDS = -(1 << 50)  # document passages count up from here, all below the history's
+PASSAGE_CHARS = 1200  # a document is indexed in passages of about this many characters
+PAGE = re.compile(r"^(?:--- page (\d+) ---|\[page (\d+)\])$", re.MULTILINE)  # bot/media/documents.py, web PDFs
 SPACES = str.maketrans({c: " " for c in string.punctuation + "’‘“”…–—"})
 DDL = """
 CREATE TABLE state (key TEXT PRIMARY KEY, value) WITHOUT ROWID;
@@ -48,13 +58,17 @@ CREATE TABLE docs (id INTEGER PRIMARY KEY, kind TEXT NOT NULL, seq INTEGER NOT N
 CREATE INDEX docs_seq ON docs(kind, seq);
 CREATE INDEX docs_ts ON docs(kind, ts);
 CREATE TABLE members (name TEXT PRIMARY KEY) WITHOUT ROWID;
+CREATE TABLE files (name TEXT PRIMARY KEY, stamp TEXT NOT NULL, first INTEGER NOT NULL, last INTEGER NOT NULL)
+    WITHOUT ROWID;
 CREATE VIRTUAL TABLE fts USING fts5(body, around, content='docs', content_rowid='id',
                                     tokenize='porter unicode61 remove_diacritics 2');
 CREATE TABLE words (id INTEGER PRIMARY KEY, word TEXT NOT NULL UNIQUE);
 CREATE VIRTUAL TABLE grams USING fts5(word, content='words', content_rowid='id', tokenize='trigram');
 """
-RANK = """SELECT rowid, bm25(fts, 1.0, :around) * (CASE WHEN rowid < 0 THEN :history ELSE 1.0 END)
-       * (CASE WHEN rowid BETWEEN :m0 AND :m1 OR rowid BETWEEN :h0 AND :h1 THEN :dated ELSE 1.0 END) AS score
+RANK = """SELECT rowid, bm25(fts, 1.0, :around)
+       * (CASE WHEN rowid < :documents_end THEN :document WHEN rowid < 0 THEN :history ELSE 1.0 END)
+       * (CASE WHEN rowid BETWEEN :m0 AND :m1 OR rowid BETWEEN :h0 AND :h1 OR rowid BETWEEN :d0 AND :d1
+               THEN :dated ELSE 1.0 END) AS score
    FROM fts WHERE fts MATCH :match AND rowid <= :last ORDER BY score LIMIT :limit"""
 EXCERPT = "SELECT snippet(fts, 0, '', '', ' … ', ?) FROM fts WHERE fts MATCH ? AND rowid = ?"
 
@@ -138,7 +152,8 @@ class ChatIndex:
         if self.db is not None and ino == self.ino:
             return True
         self.close()  # the file went away (/forget) or was replaced under us
-        if ino is None and not (self.files.session.exists() or self.files.history.exists()):
+        if ino is None and not (self.files.session.exists() or self.files.history.exists()
+                                or self.files.documents.is_dir()):
             return False
         try:
             self._connect()
@@ -177,10 +192,12 @@ class ChatIndex:
         self.pointer = self._get("pointer", 0)  # messages [0, pointer) are consolidated
         self.last_id = self._get("last_id", 0)  # the id of the newest message row
         self.history_id = self._get("history_id", HISTORY_IDS)  # the id of the newest history row
+        self.document_id = self._get("document_id", DOCUMENT_IDS)  # the id of the newest document passage
 
     def _save_state(self) -> None:
         rows = [*self.history.state("history"), *self.session.state("session"), ("messages", self.messages),
-                ("pointer", self.pointer), ("last_id", self.last_id), ("history_id", self.history_id)]
+                ("pointer", self.pointer), ("last_id", self.last_id), ("history_id", self.history_id),
+                ("document_id", self.document_id)]
         self.db.executemany("INSERT OR REPLACE INTO state VALUES (?, ?)", rows)
 
     # -- following the files -------------------------------------------------------------------
@@ -223,12 +240,51 @@ class ChatIndex:
                 self.messages = self.pointer = self.last_id = 0
             if session:
                 self._add_messages(session)
-            if history or session or h_reset or s_reset:
+            changed = self._follow_documents()
+            if history or session or h_reset or s_reset or changed:
                 self._save_state()
             self.db.execute("COMMIT")
         except BaseException:
             self.db.execute("ROLLBACK")
             raise
+
+    def _follow_documents(self) -> bool:
+        """Index the kept documents that are new or changed since the last refresh, and drop those gone."""
+        now = {}
+        for path in documents.kept_paths(self.files):
+            try:
+                info = os.stat(path, follow_symlinks=False)
+            except FileNotFoundError:
+                continue
+            now[path.name] = f"{info.st_mtime_ns}:{info.st_size}"
+        indexed = {name: (stamp, first, last) for name, stamp, first, last
+                   in self.db.execute("SELECT name, stamp, first, last FROM files")}
+        stale = [name for name, (stamp, _, _) in indexed.items() if now.get(name) != stamp]
+        for name in stale:
+            _, first, last = indexed[name]
+            self._delete(f"kind = 'document' AND id BETWEEN {int(first)} AND {int(last)}")
+            self.db.execute("DELETE FROM files WHERE name = ?", (name,))
+        fresh = [doc for name, stamp in now.items() if indexed.get(name, ("",))[0] != stamp
+                 and (doc := documents.read(self.files.documents / name)) is not None]
+        for doc in sorted(fresh, key=lambda d: d.ts):  # ids follow time, as the dated boost needs
+            self._add_document(doc, now[doc.path.name] if doc.path else "")
+        return bool(stale or fresh)
+
+    def _add_document(self, doc: documents.KeptDocument, stamp: str) -> None:
+        assert doc.path is not None
+        speaker = doc.sender_name or doc.sender_id or None  # the id where the platform gave no name (the HTTP API)
+        key = " ".join(words(speaker)) if speaker else None
+        where = " ".join(filter(None, (doc.name, doc.url)))
+        first = self.document_id + 1
+        rows = []
+        for page, passage in passages(doc.text):
+            self.document_id += 1
+            rows.append((self.document_id, "document", page, doc.ts, doc.source, speaker, key, passage, where, None))
+        if not rows:
+            return
+        self._insert(rows)
+        self.db.execute("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?)", (doc.path.name, stamp, first,
+                                                                            self.document_id))
 
     def _delete(self, where: str) -> None:
         self.db.execute(f"INSERT INTO fts(fts, rowid, body, around) SELECT 'delete', id, body, around FROM docs "
@@ -335,7 +391,7 @@ class ChatIndex:
 
     def query(self, match: str, names: tuple[str, ...], since: float | None, until: float | None, weights,
               limit: int, long: int, tokens: int) -> list[tuple]:
-        """(id, kind, seq, ts, role, speaker, text, ts_end) of the best `limit` docs, best first; a body
+        """(id, kind, seq, ts, role, speaker, text, ts_end, around) of the best `limit` docs, best first; a body
         longer than `long` characters is replaced by an excerpt of about `tokens` words around the match.
 
         Only consolidated messages count: ids up to the newest one before the pointer. The member
@@ -343,9 +399,11 @@ class ChatIndex:
         last = self.db.execute("SELECT max(id) FROM docs WHERE kind = 'message' AND seq < ?",
                                (self.pointer,)).fetchone()[0] or 0
         (m0, m1), (h0, h1) = self._span("message", since, until), self._span("history", since, until)
+        d0, d1 = self._span("document", since, until)
         pool = max(50, limit * 5) if names else limit
         params = {"around": weights.around, "history": weights.history, "dated": weights.dated, "m0": m0, "m1": m1,
-                  "h0": h0, "h1": h1, "match": match, "last": last, "limit": pool}
+                  "h0": h0, "h1": h1, "d0": d0, "d1": d1, "document": weights.document, "documents_end": HISTORY_IDS,
+                  "match": match, "last": last, "limit": pool}
         scored = self.db.execute(RANK, params).fetchall()
         if names:
             keys = dict(self.db.execute(f"SELECT id, key FROM docs WHERE id IN ({', '.join('?' * len(scored))})",
@@ -354,13 +412,14 @@ class ChatIndex:
                             key=lambda r: r[1])[:limit]
         ids = [i for i, _ in scored]
         rows = {r[0]: r for r in self.db.execute(
-            f"SELECT id, kind, seq, ts, role, speaker, body, ts_end FROM docs WHERE id IN ({', '.join('?' * len(ids))})",
+            f"SELECT id, kind, seq, ts, role, speaker, body, ts_end, around FROM docs "
+            f"WHERE id IN ({', '.join('?' * len(ids))})",
             ids)}
         out = []
         for doc_id in ids:
             row = rows[doc_id]
             if len(row[6]) > long:
-                row = (*row[:6], self.db.execute(EXCERPT, (tokens, match, doc_id)).fetchone()[0], row[7])
+                row = (*row[:6], self.db.execute(EXCERPT, (tokens, match, doc_id)).fetchone()[0], *row[7:])
             out.append(row)
         return out
 
@@ -369,3 +428,31 @@ class ChatIndex:
         rows = {r[0]: r[1:] for r in self.db.execute(
             "SELECT id, role, speaker, body FROM docs WHERE id IN (?, ?)", (doc_id - 1, doc_id + 1))}
         return [rows.get(doc_id - 1, (None, None, None)), rows.get(doc_id + 1, (None, None, None))]
+
+
+def passages(text: str, size: int = PASSAGE_CHARS) -> list[tuple[int, str]]:
+    """(page, passage) of a document's text: its pages (the markers bot/media/documents.py and web PDFs
+    write), each in passages of about `size` characters cut at paragraph breaks, else at a space."""
+    marks = list(PAGE.finditer(text))
+    pages = [(0, text[:marks[0].start()] if marks else text)]
+    for mark, after in zip(marks, [*marks[1:], None]):
+        pages.append((int(mark[1] or mark[2]), text[mark.end():after.start() if after else len(text)]))
+    out = []
+    for page, body in pages:
+        chunk = ""
+        for para in (p.strip() for p in body.split("\n\n")):
+            while len(para) > size:  # one paragraph longer than a passage: cut at a space
+                at = para.rfind(" ", size // 2, size)
+                at = at if at > 0 else size
+                if chunk:
+                    out.append((page, chunk))
+                    chunk = ""
+                out.append((page, para[:at].strip()))
+                para = para[at:].strip()
+            if chunk and len(chunk) + len(para) + 2 > size:
+                out.append((page, chunk))
+                chunk = ""
+            chunk = f"{chunk}\n\n{para}" if chunk and para else chunk or para
+        if chunk.strip():
+            out.append((page, chunk))
+    return out

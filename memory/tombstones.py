@@ -10,11 +10,19 @@ and records a tombstone for each (`forget`). Each consolidation request names th
 unless a message of the chunk newer than the forgetting says it again: then the tombstone is lifted
 and the fact stays. A tombstoned fact that was already back in MEMORY.md before the round (an undo,
 an owner's edit) lifts its tombstone too.
+
+Models copy what a prompt shows, so the note is no list of memory lines: each fact is quoted after
+its date (`forgotten 2026-12-04 19:54 UTC: "dog: Rex"`), and whatever a round writes back of it is
+recognised (`unnoticed`): the date, the word "forgotten", the quotes, and the older `- fact (forgotten
+DATE)` form are taken off a line before it is matched, so a copied notice is the forgotten fact itself
+and goes with it. A line the note's form still marks is written back without the marks, if it stays
+(its fact said again since); the round's history entry keeps no copied notice either (`clean_entry`).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -24,11 +32,18 @@ from typing import Any
 
 from memory import files as memfiles
 from memory.paths import ChatFiles
-from memory.provenance import Fact, best_matches, facts, message_candidates, words
+from memory.provenance import Fact, best_matches, fact_key, facts, message_candidates, words
 
 SCHEMA = 1
 SAME_FACT = 0.6  # word overlap (Jaccard) at which a fact is the forgotten one reworded
 NOTE_FACTS = 20  # forgotten facts named in a consolidation request, newest first
+STAMP = "%Y-%m-%d %H:%M UTC"
+# What the note puts around a fact, in any form a model may copy it: "(forgotten DATE)", "[forgotten ...]",
+# "forgotten DATE:" (the date ISO, with or without its time and zone)
+_DATE = r"\d{4}-\d{2}-\d{2}(?:[ T]\d{1,2}:\d{2}(?::\d{2})?)?(?:\s*(?:UTC|Z))?"
+NOTICE = re.compile(rf"\(\s*forgotten\b[^()]*\)|\[\s*forgotten\b[^\[\]]*\]|\bforgotten(?:\s+(?:on|at))?\s+{_DATE}\s*[:\-\u2013\u2014]?",
+                    re.IGNORECASE)
+QUOTES = "\"'`\u2018\u2019\u201c\u201d"
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,11 +54,20 @@ class Tombstone:
     at: float
     by: str = ""
 
-    def covers(self, fact: Fact) -> bool:
-        if fact.key == self.key:
+    def covers(self, text: str) -> bool:
+        """Whether a fact's text (without its bullet; a notice's marks taken off) is this forgotten fact."""
+        if fact_key(text) == self.key:
             return True
-        a, b = set(words(self.fact)), set(words(fact.text))
+        a, b = set(words(self.fact)), set(words(text))
         return bool(a | b) and len(a & b) / len(a | b) >= SAME_FACT
+
+
+def unnoticed(text: str) -> str:
+    """A fact's text without what a consolidation request's note about forgotten facts put around it."""
+    if not NOTICE.search(text):
+        return text
+    bare = " ".join(NOTICE.sub(" ", text).split())
+    return bare.strip(" -:\u2013\u2014").strip(QUOTES).strip()
 
 
 def path(files: ChatFiles) -> Path:
@@ -97,10 +121,12 @@ def request_note(files: ChatFiles) -> str:
     stones = sorted(load(files), key=lambda t: -t.at)[:NOTE_FACTS]
     if not stones:
         return ""
-    when = lambda t: datetime.fromtimestamp(t.at, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")  # noqa: E731
-    lines = "\n".join(f"- {t.fact} (forgotten {when(t)})" for t in stones)
+    when = lambda t: datetime.fromtimestamp(t.at, timezone.utc).strftime(STAMP)  # noqa: E731
+    lines = "\n".join(f"forgotten {when(t)}: {json.dumps(t.fact, ensure_ascii=False)}" for t in stones)
     return ("\nThese facts were forgotten at the users' request. Do not re-add them from the excerpt's older "
-            f"messages; only a message dated after the forgetting that states one again may bring it back:\n{lines}")
+            "messages; only a message dated after the forgetting that states one again may bring it back, in "
+            "your own words. This notice is not memory: never copy it, or any line of it, into memory_update or "
+            f"history_entry.\n{lines}")
 
 
 def enforce(files: ChatFiles, old_memory: str, new_memory: str, chunk: Sequence[tuple[int, Any]]) -> str:
@@ -112,19 +138,41 @@ def enforce(files: ChatFiles, old_memory: str, new_memory: str, chunk: Sequence[
     before = {f.key for f in facts(old_memory)}
     lifted: set[int] = set()
     dropped: list[Fact] = []
+    marked: dict[str, str] = {}  # a line the note's form marks -> the fact without the marks (if it stays)
     for fact in facts(new_memory):
-        hit = next((i for i, t in enumerate(stones) if t.covers(fact)), None)
+        text = unnoticed(fact.text)
+        if text != fact.text:
+            marked[fact.line] = fact.line.replace(fact.text, text) if text else ""
+        hit = next((i for i, t in enumerate(stones) if t.covers(text)), None)
         if hit is None:
             continue
         stone = stones[hit]
         newer = message_candidates((pos, m) for pos, m in chunk if m.ts > stone.at)
-        if fact.key in before or best_matches(stone.fact, newer) or best_matches(fact.text, newer):
+        if fact_key(text) in before or best_matches(stone.fact, newer) or best_matches(text, newer):
             lifted.add(hit)
         else:
             dropped.append(fact)
     if lifted:
         save(files, [t for i, t in enumerate(stones) if i not in lifted])
-    return without(new_memory, dropped) if dropped else new_memory
+    kept = without(new_memory, dropped) if dropped else new_memory
+    return _unmarked(kept, marked) if marked else kept
+
+
+def _unmarked(memory: str, marked: dict[str, str]) -> str:
+    """MEMORY.md with each marked line written without the note's marks (dropped where nothing is left)."""
+    lines = [marked.get(line.strip(), line) for line in memory.splitlines()]
+    text = "\n".join(line for line in lines if line.strip()).strip()
+    return text + "\n" if text else ""
+
+
+def clean_entry(files: ChatFiles, entry: str) -> str:
+    """A round's history entry without the lines that copy the note about a forgotten fact."""
+    stones = load(files)
+    if not stones or not NOTICE.search(entry):
+        return entry
+    lines = [line for line in entry.splitlines()
+             if not (NOTICE.search(line) and any(t.covers(unnoticed(line.lstrip(" -*"))) for t in stones))]
+    return "\n".join(lines).strip() or "(this summary named only facts forgotten on request)"
 
 
 def forget_member(files: ChatFiles, member_id: str, names: Sequence[str] = ()) -> int:

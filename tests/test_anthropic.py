@@ -119,7 +119,8 @@ async def test_a_streamed_reply_shows_text_and_rebuilds_tool_calls(claude, fake_
                 elif line.startswith("data: "):
                     events.append((name, json.loads(line[6:]), 0))
     assert all(b.get("stream") is True for b in fake_llm.requests) and fake_llm.refusals == []
-    assert streamed_text(events) == LONG and events[-1][0] == "done" and events[-1][1] == {"replies": [LONG]}
+    assert streamed_text(events) == LONG and events[-1][0] == "done"
+    assert events[-1][1] == {"replies": [LONG], "formats": ["markdown"]}
     (use,) = [b for b in blocks_of(fake_llm.requests[1], "assistant") if b["type"] == "tool_use"]
     assert use["name"] == "search_history" and use["input"] == {"query": "blue tea pots"}
     thinking = blocks_of(fake_llm.requests[1], "assistant")[0]

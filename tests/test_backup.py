@@ -69,6 +69,31 @@ async def test_restore_of_a_stopped_home_is_byte_equal_and_sqlite_readable(fake_
     assert sqlite3.connect(fresh / "usage.sqlite").execute("SELECT x FROM t").fetchall() == [(7,)]
 
 
+async def test_restore_says_which_secrets_the_archive_did_not_hold(fake_llm, tmp_path):
+    """A backup made without --with-secrets restores and says the console token, API keys and settings file were
+    not in it, with what to do about each; one made with them restores them and says nothing of the kind."""
+    home = tmp_path / "data"
+    home.mkdir()
+    (home / "reminders.json").write_text("{}")
+    (home / "console-token").write_text("t" * 43)
+    (home / "api-keys.json").write_text('{"version": 1, "keys": []}')
+    env = env_for(fake_llm, tmp_path)
+    for flags, name in (((), "plain"), (("--with-secrets",), "secret")):
+        archive = tmp_path / f"{name}.tar.gz"
+        assert (await tusk_cli("backup", str(archive), *flags, env=env))[0] == 0
+        code, out, err = await tusk_cli("restore", str(archive), env={**env, "TUSK_HOME": str(tmp_path / name)})
+        assert code == 0, err
+        if name == "plain":
+            assert not (tmp_path / name / "console-token").exists()
+            assert "Not in this archive (a backup leaves secrets out unless made with --with-secrets):" in out
+            assert "- the console token: Tusk makes a new one at its next start" in out
+            assert "- the API keys of the OpenAI-compatible endpoint (api-keys.json): make them again" in out
+            assert "- a settings file kept in the data dir (.env)" in out
+        else:
+            assert (tmp_path / name / "console-token").read_text() == "t" * 43
+            assert "Not in this archive" not in out and out.startswith("Restored 3 files into"), out
+
+
 async def test_verify_catches_a_flipped_byte(fake_llm, tmp_path):
     """`--verify` passes a good archive and names the file whose byte was flipped; restore then writes nothing."""
     home = tmp_path / "data"

@@ -4,15 +4,19 @@ the token, and hostile content shown as text."""
 import json
 import os
 import re
+import time
 from pathlib import Path
 
 import aiohttp
 import pytest
 
 from bot.app import TuskApp
+from bot.usage.ledger import Call
 from tests.fakes.fake_llm import Reply
+from tests.own_words import ANSWERS, PERSONA, WHY, seed
 
 from tests.browser import BrowserThread, playwright_expect
+from tests.conftest import running
 
 expect = playwright_expect()
 
@@ -93,7 +97,8 @@ async def test_a_reply_appears_as_it_is_written(tusk, browser, fake_llm):
 
 
 async def test_memory_command_answers_in_the_page(tusk, browser):
-    """/memory typed in the chat page gets the same answer as in any chat, and MEMORY.md shows once written."""
+    """/memory typed in the chat page gets the same answer as in any chat, and MEMORY.md shows once written, as
+    written (a command's answer is Tusk's own text: its `**` stay)."""
     await tusk.say("bob", "hello")
 
     def scenario(page):
@@ -105,9 +110,33 @@ async def test_memory_command_answers_in_the_page(tusk, browser):
         (chat_dir(tusk, "bob") / "MEMORY.md").write_text("- Bob likes **green tea**\n")
         page.get_by_label("Message").fill("/memory")
         page.get_by_role("button", name="Send").click()
-        expect(page.locator(".msg.bot").last.locator("strong")).to_have_text("green tea")
+        expect(page.locator(".msg.bot").last.locator(".plain")).to_contain_text("- Bob likes **green tea**\n\n")
+        assert page.locator(".msg.bot").last.locator("strong, li").count() == 0
 
     await browser.run(scenario)
+
+
+async def test_tusks_own_words_show_as_written_and_the_models_as_markdown(tusk, browser, fake_llm):
+    """In the chat page `/memory why tea` shows facts 3 and 5 with their source lines and `*strong*`, `/persona`
+    its `<...>` placeholder; the model's reply after them is still rendered from Markdown (bold, a list)."""
+    seed(tusk.store.get("http", "tea").files)
+    fake_llm.script(Reply(text="**Tea** kinds:\n\n3. green\n5. black"))
+
+    def scenario(page):
+        sign_in(page, tusk)
+        page.goto(tusk.url + "/#/chat/tea")
+        for n, text in enumerate((WHY, PERSONA, "which teas?"), 1):
+            page.get_by_label("Message").fill(text)
+            page.get_by_label("Message").press("Enter")
+            expect(page.locator(".msg.bot")).to_have_count(n)
+        model = page.locator(".msg.bot").last
+        expect(model.locator("strong")).to_have_text("Tea")
+        return (page.locator(".msg.own .plain").all_inner_texts(), model.locator("ol").get_attribute("start"),
+                model.locator("ol li").all_inner_texts(), page.locator(".msg.own .who").all_inner_texts())
+
+    own, start, items, who = await browser.run(scenario)
+    assert own == list(ANSWERS) and who == ["Tusk", "Tusk"]
+    assert start == "3" and items == ["green", "black"]  # the model's Markdown list: 3, 4 on screen
 
 
 async def test_memory_forms_from_the_conversation_and_forget_removes_it(tusk, browser, fake_llm):
@@ -137,7 +166,7 @@ async def test_memory_forms_from_the_conversation_and_forget_removes_it(tusk, br
         expect(entries).to_have_count(5)
         expect(entries.nth(2)).to_have_class("pointer")  # between the consolidated turn and the new one
         page.get_by_role("tab", name="Forget…").click()
-        expect(page.locator(".forget-items li")).to_contain_text(["MEMORY.md", "1 history entries (HISTORY.md)",
+        expect(page.locator(".forget-items li")).to_contain_text(["MEMORY.md", "1 history entry (HISTORY.md)",
                                                                   "4 session messages (session.jsonl)"])
         page.get_by_role("button", name="Delete it all").click()
         expect(page.locator(".forget-report")).to_contain_text("deleted 4 session messages (session.jsonl)")
@@ -233,6 +262,36 @@ async def test_token_is_asked_once_and_sent_with_every_call(make_settings, fake_
     assert json.dumps(fake_llm.requests[-1]["messages"]).count("hello") >= 1
 
 
+async def test_the_token_is_kept_where_the_dialog_says_until_sign_out(make_settings, browser):
+    """The dialog says the token stays in this browser's local storage until Sign out, and so it does: another tab
+    of the same browser needs no token; Sign out removes it and the page asks for it again."""
+    app = TuskApp(make_settings(TUSK_HTTP_TOKEN="s3cret-token"))
+    http = app.add_http()
+
+    def scenario(page):
+        page.goto(http.url + "/")
+        dialog = page.locator("#token-dialog")
+        expect(dialog).to_contain_text("kept in this browser's local storage for this address, in every tab")
+        expect(dialog).to_contain_text("until you sign out (Sign out at the top of the page) or clear this site's data")
+        expect(page.get_by_role("button", name="Sign out")).to_be_hidden()
+        dialog.get_by_label("Access token").fill("s3cret-token")
+        dialog.get_by_role("button", name="Continue").click()
+        expect(dialog).to_be_hidden()
+        stored = page.evaluate("localStorage.getItem('tusk-token')")
+        other = page.context.new_page()
+        other.goto(http.url + "/#/memory")
+        expect(other.locator(".memory-list h2")).to_have_text("Every chat's memory")
+        other_asked = other.locator("#token-dialog").is_visible()
+        other.close()
+        page.get_by_role("button", name="Sign out").click()
+        expect(dialog).to_be_visible()
+        return stored, other_asked, page.evaluate("localStorage.getItem('tusk-token')")
+
+    async with app:
+        stored, other_asked, after = await browser.run(scenario, allow_errors=("401",))
+    assert stored == "s3cret-token" and not other_asked and after is None
+
+
 async def test_the_tools_page_lists_mcp_servers_without_their_secrets(make_settings, tmp_path, browser):
     """The Tools page shows each MCP server, its chats, state and tools; an env value never reaches the page."""
     import sys
@@ -262,8 +321,24 @@ async def test_the_tools_page_lists_mcp_servers_without_their_secrets(make_setti
     assert secret not in html
 
 
-async def test_docs_screenshots(tusk, browser, fake_llm, tmp_path):
-    """The chat and memory pages the docs show, after a real conversation; saved to docs/images/ with TUSK_DOCS_SCREENSHOTS=1."""
+def metered_month(app):
+    """A month of priced calls in three chats (and the one conversation's own, of unknown price), for the Usage page."""
+    now = time.time()
+    chats = [("telegram", "-1001843", ("ana", "bo", "chen")), ("discord", "1187", ("dee",)),
+             ("slack", "D0ANA", ("ana",))]
+    for day in range(28, -1, -1):  # today too, for today's standing against the limits
+        for n, (channel, chat, people) in enumerate(chats):
+            calls = (day * 7 + n * 3) % 5 + (3 - n)
+            for i in range(calls):
+                tokens = 900 + (day * 131 + i * 57) % 2400
+                app.ledger.record(Call(now - day * 86_400 - (i + 1) * 60, channel, chat, people[i % len(people)],
+                                       "reply", "openai/gpt-4o-mini", tokens, tokens // 5,
+                                       cost_usd=tokens * 4e-6, cost_source="litellm"))
+
+
+async def test_docs_screenshots(make_settings, browser, fake_llm, tmp_path):
+    """The chat, memory and usage pages the docs show, after a real conversation and a month of metered calls;
+    saved to docs/images/ with TUSK_DOCS_SCREENSHOTS=1."""
     shots = DOCS_IMAGES or tmp_path
     fake_llm.script(
         Reply(text="Nice to meet you, Ana! Norway in June is a fine choice: long days, and the snow is "
@@ -275,20 +350,31 @@ async def test_docs_screenshots(tusk, browser, fake_llm, tmp_path):
                    "A few trails that suit that:\n\n- **Besseggen** (Jotunheimen): a classic day hike, "
                    "Gjendesheim hut at the start\n- **Trolltunga**: long, best from mid-June\n"
                    "- **Romsdalseggen**: ridge views over Åndalsnes\n\nWant me to remind you to book the huts?"))
-    await tusk.say("ana", "Hi! I'm Ana. I'm planning a hiking trip to Norway in June, and I prefer huts to tents.")
-    await tusk.say("ana", "/new")
-    await tusk.say("ana", "What do you remember about my trip? Any trails you'd suggest?")
-
-    def scenario(page):
-        sign_in(page, tusk)
-        page.goto(tusk.url + "/#/chat/ana")
-        expect(page.locator(".msg.bot").last.locator("li")).to_have_count(3)
-        page.wait_for_load_state("networkidle")
-        page.screenshot(path=shots / "console-chat.png")
-        page.goto(tusk.url + "/#/memory/http/ana")
-        expect(page.locator(".memory .md strong")).to_have_text("hiking trip to Norway")
-        page.wait_for_load_state("networkidle")
-        page.screenshot(path=shots / "console-memory.png")
-
-    await browser.run(scenario, viewport={"width": 1100, "height": 680})
+    async with running(make_settings(TUSK_LIMIT_DAILY_USD="0.2", TUSK_LIMIT_MONTHLY_USD="5",
+                                     TUSK_CHAT_LIMIT_DAILY_USD="0.06")) as tusk:
+        await tusk.say("ana", "Hi! I'm Ana. I'm planning a hiking trip to Norway in June, and I prefer huts to tents.")
+        await tusk.say("ana", "/new")
+        await tusk.say("ana", "What do you remember about my trip? Any trails you'd suggest?")
+        metered_month(tusk)
+        await browser.run(lambda page: screenshots(page, tusk, shots), viewport={"width": 1100, "height": 680})
     assert (shots / "console-chat.png").stat().st_size > 10_000 and (shots / "console-memory.png").exists()
+    assert (shots / "console-usage.png").stat().st_size > 10_000
+
+
+def screenshots(page, tusk, shots):
+    """The docs' pictures of the console: the chat, one chat's memory, the Usage page."""
+    sign_in(page, tusk)
+    page.goto(tusk.url + "/#/chat/ana")
+    expect(page.locator(".msg.bot").last.locator("li")).to_have_count(3)
+    page.wait_for_load_state("networkidle")
+    page.screenshot(path=shots / "console-chat.png")
+    page.goto(tusk.url + "/#/memory/http/ana")
+    expect(page.locator(".memory .md strong")).to_have_text("hiking trip to Norway")
+    page.wait_for_load_state("networkidle")
+    page.screenshot(path=shots / "console-memory.png")
+    page.set_viewport_size({"width": 1100, "height": 900})
+    page.goto(tusk.url + "/#/usage")
+    expect(page.locator(".usage-chart canvas")).to_have_count(1)
+    expect(page.locator(".top-chat tbody tr")).to_have_count(4)
+    page.wait_for_load_state("networkidle")
+    page.screenshot(path=shots / "console-usage.png")

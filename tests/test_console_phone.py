@@ -1,7 +1,12 @@
-"""The web console on a phone (375 px wide) and a desktop: every page fits its width (no sideways scrolling),
+"""The web console on a phone (375 px wide) and a desktop: every page fits its width (no sideways scrolling,
+nothing cut off at the side or hidden in a box that scrolls sideways: tables' columns, the Usage figures),
 long code lines scroll inside their block, and the composer stays in view. Screenshots go to tmp_path."""
 
+import time
+
 import pytest
+
+from bot.usage.ledger import Call
 
 from tests.browser import playwright_expect
 from tests.fakes.fake_llm import Reply
@@ -13,10 +18,27 @@ PHONE = {"width": 375, "height": 740}
 DESKTOP = {"width": 1280, "height": 800}
 LONG_CODE = "result = compute(" + ", ".join(f"argument_number_{i}" for i in range(30)) + ")"
 LONG_WORD = "https://example.invalid/" + "a" * 180
+# Elements of the page that reach past the screen's sides, or clip what is in them sideways (a box scrolling
+# sideways hides part of its content until scrolled): none may, but a code block (it scrolls inside itself),
+# a text box (its own text) and the chart's drawing area (drawn to the width it is given).
+CUT = """() => {
+  const width = window.innerWidth, cut = [];
+  for (const el of document.querySelectorAll("main *")) {
+    if (el.closest("pre, textarea, .u-wrap")) continue;
+    const box = el.getBoundingClientRect();
+    if (!box.width || !box.height) continue;
+    const clips = ["auto", "scroll", "hidden", "clip"].includes(getComputedStyle(el).overflowX);
+    if (box.right > width + 1 || box.left < -1 || (clips && el.scrollWidth > el.clientWidth + 1)) {
+      cut.push(`${el.tagName.toLowerCase()}.${el.className}: ${(el.textContent || "").trim().slice(0, 50)}`);
+    }
+  }
+  return cut;
+}"""
 
 
 async def a_lived_in_chat(tusk, fake_llm):
-    """A console chat with a long code line, an unbroken long word, MEMORY.md and HISTORY.md."""
+    """A console chat with a long code line, an unbroken long word, MEMORY.md and HISTORY.md; beside its calls
+    (of unknown price), a priced one in a supergroup with a long id, for the Usage page's figures."""
     fake_llm.script(Reply(text=f"Here it is:\n\n```python\n{LONG_CODE}\n```\n\nand a link: {LONG_WORD}"),
                     Reply(text="Noted. " + "A long sentence that wraps on a narrow screen. " * 12))
     await tusk.say("phone", f"show me the call, and keep {LONG_WORD}")
@@ -24,6 +46,8 @@ async def a_lived_in_chat(tusk, fake_llm):
     files = tusk.store.get("http", "phone").files
     files.memory.write_text(f"# Memory\n\n- The user keeps links like {LONG_WORD}\n- `{LONG_CODE}`\n")
     files.history.write_text(f"# History\n\n## 2026-12-03 10:00\n\nTalked about {LONG_CODE} and {LONG_WORD}.\n")
+    tusk.ledger.record(Call(time.time(), "telegram", "-1001234567890123", "123456789012", "reply",
+                            "openai/gpt-4o-mini", 1_234_567, 89_012, cost_usd=12.3456, cost_source="litellm"))
 
 
 def fits(page, name, shots, width):
@@ -33,6 +57,7 @@ def fits(page, name, shots, width):
     scroll, inner = page.evaluate("[document.scrollingElement.scrollWidth, window.innerWidth]")
     # a phone widens its layout viewport to what overflows, so the screen's own width is the measure too
     assert scroll <= inner <= width, f"{name} at {width}px scrolls sideways: {scroll} (viewport {inner})"
+    assert page.evaluate(CUT) == [], f"{name} at {width}px cuts something off at the side"
 
 
 def every_page(page, tusk, shots, width):
@@ -57,6 +82,9 @@ def every_page(page, tusk, shots, width):
     page.goto(tusk.url + "/#/tools")
     expect(page.locator("main h2").first).to_be_visible()
     fits(page, "tools", shots, width)
+    page.goto(tusk.url + "/#/usage")
+    expect(page.locator(".top-chat")).to_be_visible()
+    fits(page, "usage", shots, width)
 
 
 @pytest.mark.parametrize("viewport", [PHONE, DESKTOP], ids=["phone", "desktop"])

@@ -2,7 +2,6 @@
 MEMORY.md is never half-written."""
 
 import asyncio
-import json
 import random
 import re
 import signal
@@ -15,7 +14,7 @@ from memory import files as memfiles
 from memory.paths import ChatFiles
 from memory.session import iter_messages, load
 from tests import procs
-from tests.fakes.fake_llm import Reply
+from tests.fakes.fake_llm import Reply, prompt_tokens
 from tests.test_cli import api_from, env_for
 
 FILLER = " ".join(f"word{i}" for i in range(60))
@@ -77,7 +76,7 @@ async def test_sigkill_anywhere_loses_nothing_acknowledged(fake_llm, tmp_path):
     assert {int(t.split()[1]) for t in acknowledged} == {0, 1, 2} and rounds["n"] > 0  # every run was killed mid-work
     # the usage ledger survived the kills: each call recorded with the figures the provider reported, at most
     # the one in flight at each kill lost
-    reported = Counter((len(json.dumps(b["messages"])) // 4, len(_answer(b)) // 4 + 1) for b in fake_llm.requests)
+    reported = Counter((prompt_tokens(b), len(_answer(b)) // 4 + 1) for b in fake_llm.requests)
     ledger = Ledger(tmp_path / "data")
     recorded = Counter((r[0], r[1]) for r in ledger._read("SELECT input_tokens, output_tokens FROM calls", []))
     ledger.close()

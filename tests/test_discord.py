@@ -15,8 +15,9 @@ from bot.errors import ConfigError
 from bot.events import ChatKey, OutboundMessage
 from channels.discord_bot import DiscordChannel, api_root, command_to_inbound, discord, to_inbound  # quiet import
 from tests import procs
-from tests.fakes.fake_discord import MANAGE_MESSAGES, FakeDiscord, snowflake
+from tests.fakes.fake_discord import MANAGE_MESSAGES, FakeDiscord, shown, snowflake
 from tests.fakes.fake_llm import Reply, last_user_text
+from tests.own_words import ANSWERS, PERSONA, WHY, seed
 from tests.test_cli import env_for
 
 ME = 1000
@@ -146,6 +147,23 @@ async def test_dm_turn_end_to_end(tusk_dc, dc, fake_llm, tmp_path):
     assert dc.typing[0] == dc.dm
     assert last_user_text(fake_llm.requests[0]).endswith("hello there")
     assert (tmp_path / f"data/chats/discord/{dc.dm}/session.jsonl").exists()
+
+
+async def test_tusks_own_words_are_shown_as_written(tusk_dc, dc, fake_llm):
+    """A command's answer, typed in a DM or asked as a slash command, is escaped for Discord's Markdown: the user
+    sees facts 3 and 5 (not a list renumbered 3, 4) under their lines, `*strong*` and the `<...>` placeholder;
+    the model's reply goes as it was written, for Discord to render."""
+    seed(tusk_dc.store.get("discord", dc.dm).files)
+    fake_llm.script(Reply(text="**Green** tea, *strong*"))
+    await dc.message(dc.dm, dc.alice, WHY)
+    await dc.wait_for(lambda: dc.sent)
+    await dc.command(PERSONA.lstrip("/"), dc.dm, dc.alice)
+    await dc.wait_for(lambda: dc.followups)
+    await dc.message(dc.dm, dc.alice, "which tea?")
+    await dc.wait_for(lambda: len(dc.sent) == 2)
+    assert [shown(m["content"]) for m in (dc.sent[0], dc.followups[0], dc.sent[1])] == [*ANSWERS, "Green tea, strong"]
+    assert dc.sent[0]["content"].startswith("3\\. Ann drinks \\*strong\\*")
+    assert dc.sent[1]["content"] == "**Green** tea, *strong*"
 
 
 async def test_gateway_intents_exclude_privileged_members(tusk_dc, dc):

@@ -5,7 +5,7 @@ import json
 import aiohttp
 import pytest
 
-from tests.fakes.fake_discord import FakeDiscord
+from tests.fakes.fake_discord import FakeDiscord, shown
 
 
 @pytest.fixture
@@ -64,3 +64,36 @@ async def test_gateway_closes_on_a_wrong_token(dc):
         await ws.send_str(json.dumps({"op": 2, "d": {"token": "bad", "intents": 1}}))
         await ws.receive()
         assert ws.close_code == 4004
+
+
+async def test_components_nonces_and_interaction_callbacks_as_discord(dc):
+    """Bad components are refused; a repeated enforced nonce answers the message already made; an edit without
+    components keeps them; an interaction takes one callback, of a type its kind allows."""
+    auth = {"Authorization": "Bot tok"}
+    url = f"{dc.api_base}/channels/5/messages"
+    bad = {"content": "x", "components": [{"type": 1, "components": [{"type": 2, "style": 2, "label": "Stop"}]}]}
+    async with dc.client.post(url, json=bad, headers=auth) as resp:
+        assert resp.status == 400 and (await resp.json())["code"] == 50035
+    button = {"type": 1, "components": [{"type": 2, "style": 2, "label": "Stop", "custom_id": "tusk:stop"}]}
+    body = {"content": "hi", "components": [button], "nonce": "77", "enforce_nonce": True}
+    async with dc.client.post(url, json=body, headers=auth) as one, dc.client.post(url, json=body, headers=auth) as two:
+        first, again = await one.json(), await two.json()
+    assert first["id"] == again["id"] and len(dc.sent) == 1
+    async with dc.client.patch(f"{url}/{first['id']}", json={"content": "edited"}, headers=auth) as resp:
+        assert (await resp.json())["components"] == [button]
+    press = await dc.press(dc.created[0], "tusk:stop", dc.add_user("alice"))
+    callback = f"{dc.api_base}/interactions/{press['id']}/{press['token']}/callback"
+    async with dc.client.post(callback, json={"type": 8}) as resp:
+        assert resp.status == 400
+    async with dc.client.post(callback, json={"type": 6}) as first_answer, \
+            dc.client.post(callback, json={"type": 6}) as second_answer:
+        assert first_answer.status == 200 and (await second_answer.json())["code"] == 40060
+
+
+def test_shown_renders_discords_markdown_as_a_reader_sees_it():
+    """An ordered list counts on from its first number (its indented and blank lines inside it); headings, quotes,
+    bullets and emphasis lose their markers; a backslash shows the mark it escapes and keeps it from formatting."""
+    assert shown("3. a\n  more\n\n5. b\nafter") == "3. a\n  more\n\n4. b\nafter"
+    assert shown("# T\n-# small\n> q\n- x **y** *z* _w_ ~~s~~ ||p|| `c` a_b_c") == \
+        "T\nsmall\nq\n• x y z w s p c a_b_c"
+    assert shown("3\\. a\n5\\. b \\*c\\* \\# d") == "3. a\n5. b *c* # d"

@@ -6,7 +6,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web.async_client import AsyncWebClient
 
-from tests.fakes.fake_slack import RESPONSE_URL_USES, FakeSlack
+from tests.fakes.fake_slack import RESPONSE_URL_USES, FakeSlack, shown
 
 
 @pytest.fixture
@@ -76,3 +76,11 @@ async def test_reactions_are_tracked_like_slack(slack):
         with pytest.raises(SlackApiError, match="no_reaction"):
             await client.reactions_remove(channel="D1", timestamp="1.2", name="eyes")
     assert not slack.reacted
+
+
+def test_shown_reads_slack_text_as_a_client_shows_it():
+    """Control sequences show their label (an unescaped `<word>` loses its brackets), entities are unescaped, and
+    mrkdwn's emphasis and quote markers go unless the post turned mrkdwn off; lists are never renumbered."""
+    text = "3. a *b* _c_ ~d~ `e` &lt;p&gt; <p> <https://x.io|docs> <@U1|ann>\n&gt; q\n5. f"
+    assert shown(text) == "3. a b c d e <p> p docs ann\nq\n5. f"
+    assert shown(text, mrkdwn=False) == "3. a *b* _c_ ~d~ `e` <p> p docs ann\n> q\n5. f"

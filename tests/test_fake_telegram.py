@@ -90,6 +90,15 @@ async def test_html_parse_error(ptb, tg):
     assert tg.sent == [] and tg.calls[-1][0] == "sendMessage"
 
 
+async def test_text_without_a_parse_mode_is_shown_as_sent_and_an_unknown_mode_is_refused(ptb, tg):
+    """No parse mode: `<persona>` and `*x*` are the text itself; a parse mode Telegram has not got is a 400."""
+    await ptb.send_message(42, "3. a <persona> & *x*\n5. b")
+    assert tg.sent[0]["plain"] == "3. a <persona> & *x*\n5. b" and "parse_mode" not in tg.sent[0]
+    with pytest.raises(BadRequest, match="(?i)unsupported parse_mode"):
+        await ptb.send_message(42, "hi", parse_mode="Textile")
+    assert len(tg.sent) == 1
+
+
 @pytest.mark.parametrize("text", ["a < b", "<div>x</div>", "<b><i>x</b></i>", "</b>", "fish & chips",
                                   "&nbsp;", "<span>x</span>", "&#xD800;"])
 def test_parse_html_refuses(text):
@@ -261,3 +270,35 @@ async def test_application_polling_runs_handlers(tg):
     echoed = next(s for s in tg.sent if s["text"].startswith("echo"))
     assert echoed["reply_parameters"]["message_id"] == said["message"]["message_id"]
     assert tg.calls[-1][0] == "getUpdates" and tg.calls[-1][1]["offset"] == said["update_id"] + 1
+
+
+async def test_inline_keyboards_callback_queries_and_draft_stops_as_telegram(ptb, tg):
+    """Keyboards are checked (callback_data 1-64 bytes), an edit without one takes it away, an unchanged markup
+    edit is "not modified", a callback query is answered once, and a draft's stop needs can_stop."""
+    from telegram import InlineKeyboardButton, InlineKeyboardMarkup
+
+    good = InlineKeyboardMarkup([[InlineKeyboardButton("Stop", callback_data="stop")]])
+    with pytest.raises(BadRequest, match="(?i)button_data_invalid"):
+        await ptb.send_message(42, "x", reply_markup=InlineKeyboardMarkup(
+            [[InlineKeyboardButton("Stop", callback_data="s" * 65)]]))
+    sent = await ptb.send_message(42, "draft", reply_markup=good)
+    assert sent.reply_markup == good and tg.markup(42, sent.message_id) == good.to_dict()
+    with pytest.raises(BadRequest, match="(?i)not modified"):
+        await ptb.edit_message_reply_markup(42, sent.message_id, reply_markup=good)
+    tg.press(42, sent.message_id, "stop")
+    await ptb.edit_message_text("more", chat_id=42, message_id=sent.message_id)
+    assert tg.markup(42, sent.message_id) is None
+    with pytest.raises(AssertionError):
+        tg.press(42, sent.message_id, "stop")  # no button any more
+    (update,) = await ptb.get_updates()
+    assert update.callback_query.data == "stop" and update.callback_query.message.message_id == sent.message_id
+    assert await ptb.answer_callback_query(update.callback_query.id, text="Stopped.")
+    with pytest.raises(BadRequest, match="(?i)query is too old"):
+        await ptb.answer_callback_query(update.callback_query.id)
+    await ptb.do_api_request("sendMessageDraft", api_kwargs={"chat_id": 42, "draft_id": 5, "text": "a"})
+    with pytest.raises(AssertionError):
+        tg.stop_draft(42, 5)  # sent without can_stop: the user had no stop button
+    await ptb.do_api_request("sendMessageDraft", api_kwargs={"chat_id": 42, "draft_id": 6, "text": "a",
+                                                             "can_stop": True})
+    update = tg.stop_draft(42, 6)
+    assert update["stopped_message_generation"] == {"chat": tg._chat(42), "draft_id": 6}

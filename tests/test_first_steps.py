@@ -72,7 +72,7 @@ async def test_doctor_creates_no_data_dir(make_settings, tmp_path):
 
 
 async def test_doctor_checks_the_http_port(make_settings, tusk):
-    """A port held by another program fails with the fix; a port a running Tusk answers on is fine."""
+    """A port held by another program fails with the fix; the port this home's running Tusk answers on is fine."""
     with busy_port() as sock:
         port = sock.getsockname()[1]
         checks = {c.name: c for c in await doctor.run_checks(make_settings(TUSK_HTTP_PORT=port))}
@@ -80,4 +80,4 @@ async def test_doctor_checks_the_http_port(make_settings, tusk):
     assert "TUSK_HTTP_PORT" in checks["HTTP port"].fix and doctor.exit_code(list(checks.values())) == 1
     tusk_port = int(tusk.url.rsplit(":", 1)[1])
     checks = {c.name: c for c in await doctor.run_checks(make_settings(TUSK_HTTP_PORT=tusk_port))}
-    assert checks["HTTP port"].verdict == "ok" and "a Tusk is already running" in checks["HTTP port"].detail
+    assert checks["HTTP port"].verdict == "ok" and "this home's Tusk is running" in checks["HTTP port"].detail

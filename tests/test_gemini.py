@@ -121,7 +121,7 @@ async def test_a_streamed_reply_shows_text_and_keeps_the_signature(gemini, fake_
                 elif line.startswith("data: "):
                     events.append((name, json.loads(line[6:]), 0))
     assert fake_llm.streams == 2 and fake_llm.refusals == [] and fake_llm.gemini_placeholders == 0
-    assert streamed_text(events) == LONG and events[-1][1] == {"replies": [LONG]}
+    assert streamed_text(events) == LONG and events[-1][1] == {"replies": [LONG], "formats": ["markdown"]}
     (call,) = calls_of(fake_llm.requests[1])
     assert call["thoughtSignature"] == gemini_wire.sign("search_history", {"query": "blue tea pots"})
 

@@ -31,9 +31,12 @@ async def tusk(make_settings, tg, fake_llm):
 async def say(tg, user_id, text):
     """Post `text` in the group as that member and wait for the bot's answer."""
     before = len(tg.sent)
+    command = text.startswith("/")
     tg.push_message(GROUP, text, chat_type="group", user_id=user_id, username=MEMBERS[user_id])
-    # the final reply is formatted (HTML); a streamed reply's earlier updates are plain text
-    await tg.wait_for(lambda: len(tg.sent) > before and tg.sent[-1].get("parse_mode") == "HTML")
+    # the model's final reply is formatted (HTML; a streamed reply's earlier updates are plain text); a command's
+    # answer is Tusk's own words, sent once, as plain text
+    await tg.wait_for(lambda: len(tg.sent) > before and (command or tg.sent[-1].get("parse_mode") == "HTML"),
+                      timeout=15)  # a group's final edit comes GROUP_INTERVAL (3 s) after the first text
     return tg.sent[-1]["plain"]
 
 
@@ -90,8 +93,8 @@ async def test_facts_land_in_each_members_section(tusk, tg, fake_llm):
     system = fake_llm.requests[-1]["messages"][0]["content"]
     assert "organise memory_update by person" in system
     assert "Alice: my drink is mint-tea-7a1" in fake_llm.requests[-1]["messages"][1]["content"]
-    shown = await say(tg, 7, "/memory@tusk_bot")  # headings arrive bold; the plain text keeps the layout
-    assert shown.startswith("Alice\n\n• drink: mint-tea-7a1\n\nBob\n\n• drink: espresso-8b2")
+    shown = await say(tg, 7, "/memory@tusk_bot")  # a command's answer: MEMORY.md exactly as written
+    assert shown.startswith("## Alice\n\n- drink: mint-tea-7a1\n\n## Bob\n\n- drink: espresso-8b2")
     assert legal(fake_llm)
 
 
@@ -110,10 +113,10 @@ async def test_forget_me_removes_one_member_from_every_file(tusk, tg, fake_llm):
     files = chat_files(tusk)
     assert any("mint-tea-7a1" in t for t in every_file_text(files.versions).values())
     report = await say(tg, 7, "/forget@tusk_bot me confirm")
-    assert "removed their section from MEMORY.md and from 1 earlier version(s)" in report
+    assert "removed their section from MEMORY.md and from 1 earlier version" in report
     assert "rewrote 1 history entry without them (by the model)" in report
     assert "removed 1 history entry only about them" in report and "search index" in report
-    assert "of their message(s) from the journal (inbox.jsonl)" in report
+    assert "of their messages from the journal (inbox.jsonl)" in report
 
     for path, text in [*every_file_text(files.dir).items(), (tusk.inbox.path, tusk.inbox.path.read_text())]:
         for canary in ("mint-tea-7a1", "gecko-7d4", "kayak-7f6", "tandem-7g8"):
@@ -135,7 +138,7 @@ async def test_forget_me_lists_first_and_is_everyones_right(tusk, tg, fake_llm):
     await say(tg, 8, "@tusk_bot my drink is espresso-8b2")
     listing = await say(tg, 7, "/forget@tusk_bot me")
     assert listing.startswith("This would remove what Alice left in this chat:")
-    assert "1 turn(s) of theirs in the conversation (2 messages, with my replies)" in listing
+    assert "1 turn of theirs in the conversation (2 messages, with my replies)" in listing
     assert "/forget me confirm" in listing and "mint-tea-7a1" in chat_files(tusk).session.read_text()
     assert "only its administrators" in await say(tg, 7, "/forget@tusk_bot @bob confirm")
     tg.members[(GROUP, 9)] = "administrator"

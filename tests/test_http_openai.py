@@ -238,3 +238,30 @@ async def test_temperature_and_max_tokens_reach_the_model_for_that_request(tusk,
     first, second = fake_llm.requests[-2:]
     assert first["temperature"] == 0.2 and first["max_tokens"] == 50
     assert "temperature" not in second and second["max_tokens"] != 50
+
+
+async def test_completion_ids_stay_unique_across_a_restart(fake_llm, tmp_path):
+    """`tusk run` twice on one data dir, two completions (one streamed) each: four different ids, in OpenAI's
+    `chatcmpl-` form; a restart does not start them again."""
+    import signal
+
+    from tests import procs
+    from tests.test_cli import api_from, env_for
+
+    ids = []
+    for run in range(2):
+        proc = await procs.start_tusk("run", env=env_for(fake_llm, tmp_path, TUSK_HTTP_PORT="0"),
+                                      stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        url, headers = api_from((await asyncio.wait_for(proc.stdout.readline(), timeout=60)).decode(),
+                                tmp_path / "data")
+        client = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key=headers["Authorization"][7:], max_retries=0,
+                                    timeout=procs.FIRST_TURN)
+        async with client:
+            whole = await client.chat.completions.create(model="openai/fake-model",
+                                                         messages=[{"role": "user", "content": f"run {run}"}])
+            stream = await client.chat.completions.create(model="openai/fake-model", stream=True,
+                                                          messages=[{"role": "user", "content": f"again {run}"}])
+            ids += [whole.id, *{chunk.id async for chunk in stream}]
+        proc.send_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(proc.wait(), timeout=30) == 0
+    assert len(ids) == 4 and len(set(ids)) == 4 and all(i.startswith("chatcmpl-") for i in ids), ids

@@ -4,6 +4,9 @@ import asyncio
 import json
 import signal
 
+import pytest
+
+from bot import running
 from bot.app import TuskApp
 from bot.events import ChatKey, InboundMessage, Injected
 from bot.inbox import Inbox
@@ -13,7 +16,15 @@ from tests.fakes.fake_telegram import FakeTelegram
 from tests.test_cli import env_for
 
 
-def test_pending_are_the_messages_without_done(tmp_path):
+@pytest.fixture
+def held(tmp_path):
+    """The home (tmp_path) held as a running Tusk holds it: what take_pending asks for."""
+    claim = running.claim(tmp_path, "tusk run")
+    yield claim
+    claim.release()
+
+
+def test_pending_are_the_messages_without_done(tmp_path, held):
     """Recorded and not done comes back (fields and injected context intact); done or torn lines do not."""
     inbox = Inbox(tmp_path / "inbox.jsonl")
     a = InboundMessage(ChatKey("telegram", "-5.3"), "first", "7", "Ann", is_group=True, sender_is_admin=True, ts=1.5)
@@ -25,22 +36,60 @@ def test_pending_are_the_messages_without_done(tmp_path):
     inbox.done(b)
     with open(tmp_path / "inbox.jsonl", "a") as fh:
         fh.write('{"id": "torn", "key": ["tel')
-    again = Inbox(tmp_path / "inbox.jsonl").take_pending()
+    again = Inbox(tmp_path / "inbox.jsonl").take_pending(held)
     assert [(m.key, m.text, m.sender_id, m.sender_name, m.is_group, m.sender_is_admin, m.ts, m.injected)
             for m in again] == [(a.key, a.text, "7", "Ann", True, True, 1.5, None),
                                 (c.key, c.text, "tusk", "", False, False, c.ts, c.injected)]
 
 
-def test_replayed_messages_are_journaled_once_and_settle(tmp_path):
+def test_replayed_messages_are_journaled_once_and_settle(tmp_path, held):
     """After a replay the file holds just the pending messages; publishing them again adds no second copy."""
     path = tmp_path / "inbox.jsonl"
     Inbox(path).record(InboundMessage(ChatKey("telegram", "1"), "lost in a crash", "7"))
     inbox = Inbox(path)
-    [msg] = inbox.take_pending()
+    [msg] = inbox.take_pending(held)
     inbox.record(msg)  # what the bus does when the app publishes it again
     assert len(path.read_text().splitlines()) == 1
     inbox.done(msg)
-    assert Inbox(path).take_pending() == []
+    assert Inbox(path).take_pending(held) == []
+
+
+def test_open_turns_are_taken_only_under_the_homes_lock(tmp_path):
+    """take_pending refuses a claim of another home, and a claim already released: only the one Tusk holding
+    this home may take the journal's open turns (another live Tusk's turns are never a crash's leftovers)."""
+    home, elsewhere = tmp_path / "home", tmp_path / "elsewhere"
+    home.mkdir()
+    Inbox(home / "inbox.jsonl").record(InboundMessage(ChatKey("telegram", "1"), "open elsewhere", "7"))
+    other = running.claim(elsewhere, "tusk run")
+    with pytest.raises(PermissionError):
+        Inbox(home / "inbox.jsonl").take_pending(other)
+    other.release()
+    mine = running.claim(home, "tusk run")
+    mine.release()
+    with pytest.raises(PermissionError):
+        Inbox(home / "inbox.jsonl").take_pending(mine)
+    assert "open elsewhere" in (home / "inbox.jsonl").read_text()  # untouched
+    mine = running.claim(home, "tusk run")
+    try:
+        assert [m.text for m in Inbox(home / "inbox.jsonl").take_pending(mine)] == ["open elsewhere"]
+    finally:
+        mine.release()
+
+
+def test_a_tusk_takes_only_the_turns_of_its_channels(tmp_path, held):
+    """A Tusk serving only the terminal (a `tusk chat` alone after a crash) replays the terminal's open turn and
+    leaves the Telegram one in the file, untouched by its own compaction, for the next Tusk that serves Telegram."""
+    path = tmp_path / "inbox.jsonl"
+    crashed = Inbox(path)
+    crashed.record(InboundMessage(ChatKey("telegram", "42"), "for telegram", "7"))
+    crashed.record(InboundMessage(ChatKey("terminal", "local"), "[reminder r1] stretch", "tusk",
+                                  injected=Injected("reminder", "A reminder is due: stretch", "Reminder: stretch")))
+    chat = Inbox(path, compact_at=1)
+    [replayed] = chat.take_pending(held, {"terminal"})
+    assert replayed.text == "[reminder r1] stretch"
+    chat.record(replayed)
+    chat.done(replayed)  # every open turn of this run ended, and the file is over its size: no compaction
+    assert [m.text for m in Inbox(path).take_pending(held, {"telegram", "terminal"})] == ["for telegram"]
 
 
 def test_file_is_emptied_when_idle_and_large(tmp_path):
@@ -96,8 +145,12 @@ async def test_tusk_forget_also_removes_messages_waiting_for_a_replay(tmp_path):
     Inbox(home / "inbox.jsonl").record(InboundMessage(ChatKey("telegram", "42"), "my secret", "7"))
     Inbox(home / "inbox.jsonl").record(InboundMessage(ChatKey("telegram", "43"), "not mine", "8"))
     report = await admin.forget(home, ChatKey("telegram", "42"), confirm=True)
-    assert "deleted 1 message(s) waiting to be answered after a crash (inbox.jsonl)" in report
-    assert [m.text for m in Inbox(home / "inbox.jsonl").take_pending()] == ["not mine"]
+    assert "deleted 1 message waiting to be answered after a crash (inbox.jsonl)" in report
+    held = running.claim(home, "tusk run")
+    try:
+        assert [m.text for m in Inbox(home / "inbox.jsonl").take_pending(held)] == ["not mine"]
+    finally:
+        held.release()
 
 
 async def test_forget_in_a_running_bot_leaves_no_line_of_the_chat_in_the_inbox(make_settings, fake_llm):
@@ -114,10 +167,10 @@ async def test_forget_in_a_running_bot_leaves_no_line_of_the_chat_in_the_inbox(m
             await tg.wait_for(lambda: len(tg.sent) == 2)
             tg.push_message(42, "/forget", user_id=7)
             await tg.wait_for(lambda: len(texts(tg, 42)) == 2)
-            assert "message(s) in the inbox journal (inbox.jsonl)" in texts(tg, 42)[1]
+            assert " messages in the inbox journal (inbox.jsonl)" in texts(tg, 42)[1]
             tg.push_message(42, "/forget confirm", user_id=7)
             await tg.wait_for(lambda: len(texts(tg, 42)) == 3)
-            assert "deleted 3 message(s) in the inbox journal (inbox.jsonl)" in texts(tg, 42)[2]
+            assert "deleted 3 messages in the inbox journal (inbox.jsonl)" in texts(tg, 42)[2]
             await asyncio.sleep(0.1)
             lines = [json.loads(line) for line in (app.settings.home / "inbox.jsonl").read_text().splitlines()]
             ids = {rec["id"] for rec in lines if "id" in rec}

@@ -28,11 +28,11 @@ async def test_forget_me_removes_only_that_members_files(make_settings, fake_llm
         forget = InboundMessage(key, "/forget me", "ann", sender_name="Ann", is_group=True)
         await app.bus.publish(forget)
         listing = [m.text for m in box.sent if m.reply_to == forget.id][0]
-        assert "1 file(s) they sent" in listing and ann.exists()
+        assert "1 file they sent" in listing and ann.exists()
         confirm = InboundMessage(key, "/forget me confirm", "ann", sender_name="Ann", is_group=True)
         await app.bus.publish(confirm)
         report = [m.text for m in box.sent if m.reply_to == confirm.id][0]
-    assert "- removed 1 file(s) they sent" in report
+    assert "- removed 1 file they sent" in report
     assert not ann.exists() and bob.exists()
 
 

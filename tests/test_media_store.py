@@ -7,6 +7,7 @@ import stat
 
 import pytest
 
+from bot import running
 from bot.errors import MediaRefused
 from bot.events import ChatKey, InboundMessage
 from bot.inbox import Inbox
@@ -73,5 +74,9 @@ async def test_attachments_survive_the_journal(tmp_path):
     att = await store.keep(KEY, chunks_of(b"voice"), name="voice.ogg", mime="audio/ogg", kind="voice", duration=4.0)
     inbox = Inbox(tmp_path / "inbox.jsonl")
     inbox.record(InboundMessage(KEY, "", "7", attachments=(att,)))
-    (pending,) = Inbox(tmp_path / "inbox.jsonl").take_pending()
+    held = running.claim(tmp_path, "tusk run")
+    try:
+        (pending,) = Inbox(tmp_path / "inbox.jsonl").take_pending(held)
+    finally:
+        held.release()
     assert pending.attachments == (att,)

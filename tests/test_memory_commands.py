@@ -26,7 +26,7 @@ async def test_new_consolidates_then_memory_shows_it(tusk, fake_llm):
     reply = (await tusk.say("m", "/new"))[0]
     assert "summarised into memory" in reply
     shown = (await tusk.say("m", "/memory"))[0]
-    assert "Bob drinks green tea" in shown and "1 history entries" in shown
+    assert "Bob drinks green tea" in shown and "1 history entry;" in shown
     assert "Talked about tea." in (await tusk.say("m", "/memory history"))[0]
     await tusk.say("m", "what do I drink?")
     last = fake_llm.requests[-1]["messages"]
@@ -51,7 +51,7 @@ async def test_forget_lists_then_deletes_and_reports(tusk, fake_llm):
     await tusk.say("f", "and this")
     files = tusk.store.get("http", "f").files
     listing = (await tusk.say("f", "/forget"))[0]
-    assert "MEMORY.md" in listing and "1 history entries" in listing and "session messages" in listing
+    assert "MEMORY.md" in listing and "1 history entry (HISTORY.md)" in listing and "session messages" in listing
     assert "/forget confirm" in listing and files.session.exists()
     report = (await tusk.say("f", "/forget confirm"))[0]
     assert report.count("- deleted") == 5 and "FAILED" not in report and "provenance.json" in report
@@ -67,3 +67,23 @@ async def test_status_reports_budget(tusk, fake_llm):
     await tusk.say("s", "hi")
     status = (await tusk.say("s", "/status"))[0]
     assert "Prompt: ~" in status and "window 65,536" in status and "Consolidations since start: 0" in status
+
+
+async def test_forget_counts_in_words_and_names_only_what_the_settings_hold(tusk, fake_llm):
+    """/forget's list says "1 history entry", "1 session message", "1 earlier memory version"; a chat whose
+    settings.json sets no time zone names none (never "time zone None"), one that sets it names it."""
+    from memory import chat_settings
+
+    await tusk.say("p", "hello")
+    files = tusk.store.get("http", "p").files
+    memfiles.append_history(files, "Said hello.")
+    memfiles.write_memory(files, "- one\n")
+    memfiles.write_memory(files, "- two\n")
+    chat_settings.write(files, chat_settings.ChatSettings(model="fast"))
+    listing = (await tusk.say("p", "/forget"))[0]
+    assert "- 1 history entry (HISTORY.md)" in listing and "- 1 earlier memory version" in listing
+    assert "- 2 session messages (session.jsonl)" in listing
+    assert "- chat settings (settings.json: model fast)" in listing and "None" not in listing
+    await tusk.say("q", "/timezone Europe/Paris")
+    listing = (await tusk.say("q", "/forget"))[0]
+    assert "- chat settings (settings.json: time zone Europe/Paris)" in listing

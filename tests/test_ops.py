@@ -69,6 +69,6 @@ async def test_sigterm_during_a_slow_turn_finishes_it(fake_llm, tmp_path):
     reply = asyncio.create_task(post(url, "slow", "take your time"))
     await fake_llm.wait_for_requests(1, timeout=procs.FIRST_TURN)
     proc.send_signal(signal.SIGTERM)
-    assert await reply == (200, {"replies": ["worth the wait"]})
+    assert await reply == (200, {"replies": ["worth the wait"], "formats": ["markdown"]})
     assert await asyncio.wait_for(proc.wait(), timeout=30) == 0
     assert "worth the wait" in (tmp_path / "data/chats/http/slow/session.jsonl").read_text()

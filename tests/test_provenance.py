@@ -82,6 +82,59 @@ async def test_a_forgotten_fact_stays_forgotten_until_said_again(tusk, fake_llm)
     assert "green tea again" in (await tusk.say("f", "/memory why drink"))[0]
 
 
+def notice_copying_model(body):
+    """A consolidating model that keeps the current memory and copies every line of the request's notice about
+    forgotten facts into memory_update and history_entry, as models do copy what a prompt shows."""
+    if not any(t["function"]["name"] == "save_memory" for t in body.get("tools") or []):
+        return Reply(text="ok")
+    system, text = body["messages"][0]["content"], last_user_text(body)
+    memory = text.split("## Current MEMORY.md", 1)[-1].split("## Conversation excerpt", 1)[0].strip()
+    notice = system.split("These facts were forgotten", 1)[1].splitlines()[1:] if "These facts were forgotten" in \
+        system else []
+    copied = [line if line.startswith("- ") else f"- {line}" for line in notice if line.strip()]
+    lines = [line for line in memory.splitlines() if line.startswith("- ")] + copied
+    return Reply(text=None, tool_calls=[("s", "save_memory", {"history_entry": "\n".join(["They talked.", *copied]),
+                                                              "memory_update": "\n".join(lines) + "\n"})])
+
+
+async def test_a_model_copying_the_forgotten_notice_brings_nothing_back(tusk, fake_llm):
+    """A consolidation whose model copies the request's notice about forgotten facts into memory_update and
+    history_entry: neither MEMORY.md nor HISTORY.md gets the forgotten fact back, in any form; other facts stay."""
+    fake_llm.responder = keeping_model
+    await tusk.say("n", "my dog is Rex the beagle")
+    await tusk.say("n", "my city is Lisbon")
+    await tusk.say("n", "/new")
+    files = tusk.store.get("http", "n").files
+    assert "dog: Rex the beagle" in memfiles.read_memory(files)
+    await tusk.say("n", "/memory forget dog")
+    assert "Forgotten for good" in (await tusk.say("n", "/memory forget 1"))[0]
+    fake_llm.responder = notice_copying_model
+    await tusk.say("n", "the weather is fine today")
+    await tusk.say("n", "/new")
+    assert memfiles.read_memory(files) == "- city: Lisbon\n"
+    last_entry = memfiles.history_entries(files)[-1]
+    assert "They talked." in last_entry and "Rex" not in last_entry and "forgotten" not in last_entry
+    assert tombstones.load(files)  # still forgotten: nothing said it again
+    request = fake_llm.requests[-1]["messages"][0]["content"]
+    assert "dog: Rex the beagle" in request and "\n- dog: Rex the beagle" not in request  # no memory-shaped line
+
+
+def test_the_older_notice_form_is_recognised_as_the_forgotten_fact(tmp_path):
+    """`- fact (forgotten DATE)`, the notice's older form, and its bracketed or quoted variants are the forgotten
+    fact itself: enforce drops them; a fact that merely mentions forgetting stays as written."""
+    from memory.paths import ChatFiles
+
+    files = ChatFiles(tmp_path / "chat")
+    files.dir.mkdir()
+    memfiles.write_memory(files, "- dog: Rex the beagle\n- Ann forgot her keys (again)\n")
+    tombstones.forget(files, [f for f in tombstones.facts(memfiles.read_memory(files)) if "dog" in f.line])
+    copied = ("- dog: Rex the beagle (forgotten 2026-12-04 19:54 UTC)\n- \"dog: Rex the beagle\" [forgotten 2026-12-04]\n"
+              "- forgotten 2026-12-04 19:54 UTC: \"dog: Rex the beagle\"\n- Ann forgot her keys (again)\n"
+              "- Ann said \"hi\"\n")
+    assert tombstones.enforce(files, memfiles.read_memory(files), copied, []) == (
+        "- Ann forgot her keys (again)\n- Ann said \"hi\"\n")
+
+
 async def test_forget_is_undone_by_memory_undo(tusk, fake_llm):
     """/memory forget writes a new version: /memory undo brings the fact back."""
     files = tusk.store.get("http", "u").files

@@ -21,3 +21,30 @@ async def test_a_clicked_fact_shows_its_message_and_can_be_forgotten(tusk, brows
 
     await browser.run(scenario)
     assert "bees" not in memory.read_text()
+
+
+async def test_facts_read_as_text_with_who_asked_as_a_label(tusk, browser):  # noqa: F811
+    """Facts show without their list marker, Markdown rendered, the `[asked by ...]` note as a label ("asked by
+    root", not "[asked by root, id root]"), numbered as /memory forget numbers them, under their sections."""
+    files = tusk.store.get("http", "notes").files
+    files.ensure()
+    files.memory.write_text("# Memory\n\n## Ann\n\n- Ann likes **green tea** [asked by root, id root]\n"
+                            "- Ann works nights\n\n## Bob\n\n- Bob keeps bees [asked by Bob Smith, id 42]\n"
+                            "- Bob fixes bikes [asked by id 9]\n")
+
+    def scenario(page):
+        sign_in(page, tusk)
+        page.goto(tusk.url + "/#/memory/http/notes")
+        page.get_by_role("tab", name="Facts").click()
+        facts = page.locator(".facts")
+        expect(facts.locator(".fact-text")).to_have_text(["Ann likes green tea", "Ann works nights",
+                                                          "Bob keeps bees", "Bob fixes bikes"])
+        expect(facts.locator(".asker")).to_have_text(["asked by root", "asked by Bob Smith", "asked by id 9"])
+        expect(facts.locator("h4")).to_have_text(["Ann", "Bob"])
+        expect(facts.locator(".fact-text strong")).to_have_text("green tea")
+        numbers = facts.locator("li").evaluate_all("items => items.map((li) => li.value)")
+        return numbers, facts.inner_text()
+
+    numbers, text = await browser.run(scenario)
+    assert numbers == [1, 2, 3, 4]
+    assert "[asked by" not in text and "**" not in text and not any(line.startswith("- ") for line in text.split("\n"))

@@ -123,9 +123,9 @@ async def test_forget_lists_and_cancels_the_chats_reminders_and_settings(make_se
         await say(app, box, "f", "remind me to stretch")
         files = app.store.get("http", "f").files
         listing = (await say(app, box, "f", "/forget"))[0]
-        assert "1 reminder(s)" in listing and "settings.json: time zone Asia/Tokyo" in listing
+        assert "1 reminder or schedule (cancelled" in listing and "settings.json: time zone Asia/Tokyo" in listing
         report = (await say(app, box, "f", "/forget confirm"))[0]
-        assert "deleted 1 reminder(s)" in report and "FAILED" not in report
+        assert "deleted 1 reminder or schedule (cancelled" in report and "FAILED" not in report
         assert stored(app) == [] and not files.dir.exists()
         assert (await say(app, box, "f", "/reminders"))[0] == "No reminders are set in this chat."
 
@@ -178,8 +178,8 @@ async def test_forget_from_the_cli_removes_reminders_and_a_running_bot_drops_the
     async with started(make_settings) as (app, box):
         await say(app, box, "eve", "remind me soon to call Bob")
         key = ChatKey("http", "eve")
-        assert "1 reminder(s)" in await admin.forget(app.settings.home, key, confirm=False)
+        assert "1 reminder or schedule (removed" in await admin.forget(app.settings.home, key, confirm=False)
         report = await admin.forget(app.settings.home, key, confirm=True)
-        assert "deleted 1 reminder(s) (removed from reminders.json)" in report and stored(app) == []
+        assert "deleted 1 reminder or schedule (removed from reminders.json)" in report and stored(app) == []
         await asyncio.sleep(1.2)
     assert reminder_requests(fake_llm) == [] and box.to("eve") == ["ok"]

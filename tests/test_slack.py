@@ -17,6 +17,7 @@ from channels.slack.format import LIMIT, from_slack, split_for_slack, to_mrkdwn
 from tests import procs
 from tests.fakes.fake_llm import Reply
 from tests.fakes.fake_slack import FakeSlack
+from tests.own_words import ANSWERS, PERSONA, WHY, seed
 
 BOT = "U0TUSK"
 
@@ -170,6 +171,24 @@ async def test_dm_turn_over_socket_mode(settings, slack, fake_llm):
     assert user_texts(fake_llm)[-1].endswith("\n\nhello a.io & you")
     assert "direct chat; from ann (id U0ANN)" in user_texts(fake_llm)[-1]
     assert chats(s) == ["D0ANN"]
+
+
+async def test_tusks_own_words_are_shown_as_written(settings, slack, fake_llm):
+    """A command's answer, in a DM and to a slash command (its response_url), is escaped, not converted, and sent
+    with mrkdwn off: the user sees facts 3 and 5 under their lines, `*strong*` and the `<...>` placeholder; the
+    model's reply is still converted to mrkdwn."""
+    fake_llm.script(Reply(text="**Green** tea, *strong*"))
+    async with running(settings()) as (app, _):
+        seed(app.store.get("slack", "D0ANN").files)
+        await slack.wait_connected()
+        await slack.send_event(slack.dm(WHY))
+        await slack.wait_for(lambda: slack.posted)
+        await slack.send_command("/tusk", PERSONA.lstrip("/"))
+        await slack.wait_for(lambda: slack.responses)
+        await slack.send_event(slack.dm("which tea?"))  # the model's reply: converted to mrkdwn as before
+        await slack.wait_for(lambda: len(slack.posted) == 2)
+    assert slack.seen() == [*ANSWERS, "Green tea, strong"] and slack.posted[1]["text"] == "*Green* tea, _strong_"
+    assert slack.responses[0]["text"].endswith("/persona &lt;how I should sound and behave here&gt;.")
 
 
 async def test_mention_is_answered_in_its_thread(settings, slack, fake_llm):

@@ -7,7 +7,7 @@ import pytest
 from bot.app import TuskApp
 from bot.stream import CUT_NOTE
 from channels.discord_bot import stream as discord_stream
-from tests.fakes.fake_discord import FakeDiscord, snowflake
+from tests.fakes.fake_discord import FakeDiscord, shown, snowflake
 from tests.fakes.fake_llm import Reply
 from tests.legality import violations
 
@@ -74,6 +74,16 @@ async def test_a_guild_reply_quotes_the_question_and_shows_tool_status(tusk_dc, 
     await dc.wait_for(lambda: dc.edits and dc.edits[-1]["content"] == WORDS, timeout=10)
     assert dc.sent[0]["content"] == "_checking the time…_" and "message_reference" in dc.sent[0]
     assert final_texts(dc) == [WORDS]
+
+
+async def test_tusks_own_sentence_replaces_a_tool_status_as_written(tusk_dc, dc, fake_llm):
+    """A failure after a tool step: the status message is edited into the sentence, escaped, so Discord shows its
+    backticks instead of a code span."""
+    fake_llm.script(Reply(text=None, tool_calls=[("c1", "current_time", {})]), Reply(status=401, delay=0.6))
+    await dc.message(dc.channel, dc.alice, f"{dc.mention} what time is it?", guild=dc.guild)
+    sentence = "The model provider refused Tusk's API key; the operator can run `tusk doctor`."
+    await dc.wait_for(lambda: dc.edits and shown(dc.edits[-1]["content"]) == sentence, timeout=10)
+    assert [shown(t) for t in final_texts(dc)] == [sentence] and len(dc.sent) == 1
 
 
 async def test_a_long_reply_continues_in_new_messages_within_2000(tusk_dc, dc, fake_llm):

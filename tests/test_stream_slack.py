@@ -9,7 +9,7 @@ from bot.stream import CUT_NOTE
 from channels.slack import stream as slack_stream
 from channels.slack.format import to_mrkdwn
 from tests.fakes.fake_llm import Reply
-from tests.fakes.fake_slack import FakeSlack
+from tests.fakes.fake_slack import FakeSlack, shown
 from tests.legality import violations
 
 WORDS = " ".join(f"word{i}" for i in range(150)) + "."
@@ -103,6 +103,18 @@ async def test_a_tool_step_in_a_thread_restarts_the_stream(tusk_slack, slack, fa
     await slack.send_event(slack.mention("what time, at length"))
     await slack.wait_for(lambda: slack.texts() == [WORDS], timeout=10)
     assert [u["method"] for u in slack.updates] == ["chat.delete"]
+
+
+async def test_tusks_own_sentence_replaces_a_tool_status_as_written(tusk_slack, slack, fake_llm):
+    """A failure after a tool step in a DM: the status message goes and the sentence is posted as `send` posts
+    Tusk's own words (escaped, mrkdwn off), so its backticks show."""
+    await slack.wait_connected()
+    fake_llm.script(Reply(text=None, tool_calls=[("c1", "current_time", {})]), Reply(status=401, delay=0.6))
+    await slack.send_event(slack.dm("what time is it?"))
+    sentence = "The model provider refused Tusk's API key; the operator can run `tusk doctor`."
+    await slack.wait_for(lambda: slack.texts() == [sentence], timeout=10)
+    assert [shown(p["text"]) for p in slack.posted[:1]] == ["checking the time…"]
+    assert [u["method"] for u in slack.updates] == ["chat.delete"] and slack.seen()[-1] == sentence
 
 
 async def test_a_cut_stream_in_a_thread_ends_with_the_note(tusk_slack, slack, fake_llm):

@@ -95,6 +95,16 @@ async def test_a_tool_step_shows_a_status_in_the_group_message(tusk_tg, tg, fake
     assert tg.sent[-1]["plain"] == WORDS and {m.get("message_id") for m in tg.sent[1:]} == {tg.sent[0]["message_id"]}
 
 
+async def test_tusks_own_sentence_replaces_a_tool_status_as_written(tusk_tg, tg, fake_llm):
+    """A failure after a tool step: its sentence takes the group message's place as plain text, backticks kept."""
+    fake_llm.script(Reply(text=None, tool_calls=[("c1", "current_time", {})]), Reply(status=401, delay=0.6))
+    tg.push_message(-100, "@tusk_bot what time is it?", chat_type="supergroup")
+    await tg.wait_for(lambda: any("refused" in m["plain"] for m in tg.sent), timeout=10)
+    assert tg.sent[0]["plain"] == "checking the time…" and [m["method"] for m in tg.sent[1:]] == ["editMessageText"]
+    assert tg.sent[-1]["message_id"] == tg.sent[0]["message_id"] and tg.sent[-1].get("parse_mode") is None
+    assert tg.sent[-1]["plain"] == "The model provider refused Tusk's API key; the operator can run `tusk doctor`."
+
+
 async def test_a_long_group_reply_splits_within_the_limit_and_keeps_fences(tusk_tg, tg, fake_llm):
     """Past 4,096 the reply continues in a new message; every message fits, and each code block is closed."""
     code = "```python\n" + "\n".join(f"print('line {i} of a long program')" for i in range(200)) + "\n```"

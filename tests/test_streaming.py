@@ -48,7 +48,7 @@ async def test_the_first_text_arrives_long_before_the_whole_reply(tusk, fake_llm
     events = await stream_turn(tusk, "s1", "tell me")
     deltas = [e for e in events if e[0] == "delta"]
     done = events[-1]
-    assert done[0] == "done" and done[1] == {"replies": [LONG]}
+    assert done[0] == "done" and done[1] == {"replies": [LONG], "formats": ["markdown"]}
     assert len(deltas) >= 3 and done[2] - deltas[0][2] > 0.3
     assert streamed_text(events) == LONG
     assert saved(tusk, "s1")[-1].content == LONG
@@ -58,7 +58,8 @@ async def test_a_short_reply_comes_as_done_alone(tusk, fake_llm):
     """Under TUSK_STREAM_MIN_CHARS nothing is streamed: one final answer, no flicker."""
     fake_llm.script(Reply(text="Short answer.", token_delay=0.01))
     events = await stream_turn(tusk, "s2", "hi")
-    assert [e[0] for e in events] == ["done"] and events[0][1] == {"replies": ["Short answer."]}
+    assert [e[0] for e in events] == ["done"]
+    assert events[0][1] == {"replies": ["Short answer."], "formats": ["markdown"]}
     assert fake_llm.requests[-1]["stream"] is True
 
 
@@ -77,7 +78,7 @@ async def test_think_blocks_never_stream(tusk, fake_llm):
     fake_llm.script(Reply(text="<think>secret plan " + "x " * 60 + "</think>" + LONG, token_delay=0.002))
     events = await stream_turn(tusk, "s4", "hi")
     assert not any("secret" in json.dumps(e[1]) or "think" in json.dumps(e[1]) for e in events)
-    assert events[-1][1] == {"replies": [LONG]}
+    assert events[-1][1] == {"replies": [LONG], "formats": ["markdown"]}
 
 
 async def test_a_stream_cut_mid_text_keeps_what_came_with_a_note(tusk, fake_llm):

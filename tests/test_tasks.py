@@ -93,8 +93,8 @@ async def test_forget_cancels_the_chats_running_tasks(make_settings, fake_llm):
     async with started(make_settings) as (app, box):
         started_at = time.monotonic()
         await say(app, box, "f", "go")
-        assert "1 running background task(s)" in (await say(app, box, "f", "/forget"))[0]
-        assert "deleted 1 running background task(s)" in (await say(app, box, "f", "/forget confirm"))[0]
+        assert "1 running background task (cancelled)" in (await say(app, box, "f", "/forget"))[0]
+        assert "deleted 1 running background task (cancelled)" in (await say(app, box, "f", "/forget confirm"))[0]
         await asyncio.sleep(max(0.0, started_at + 3.5 - time.monotonic()))  # past when its report would have come
     assert app.tasks.running == {} and not any("late report" in t for t in box.to("f"))
 

@@ -18,6 +18,7 @@ from tests import procs
 from tests.fakes.fake_llm import Reply
 from tests.fakes.fake_telegram import FakeTelegram
 from tests.media_files import audio_bytes, image_bytes
+from tests.own_words import ANSWERS, PERSONA, WHY, seed
 from tests.test_cli import env_for
 
 ME = User(id=123, first_name="Tusk", is_bot=True, username="tusk_bot")
@@ -68,6 +69,19 @@ async def test_dm_turn_end_to_end(tusk_tg, tg, fake_llm):
     saved = tusk_tg.store.get("telegram", "42").unconsolidated
     assert [(m.role, m.content) for m in saved] == [("user", "hi there"), ("assistant", "Hello **Alice**!")]
     assert "telegram direct chat; from Alice (id 7)" in fake_llm.requests[0]["messages"][-1]["content"]
+
+
+async def test_tusks_own_words_are_shown_as_written(tusk_tg, tg, fake_llm):
+    """Command answers go as plain text (no parse mode, nothing read as markup): the user sees facts 3 and 5, not
+    3 and 4, each source line under its fact, `*strong*` with its asterisks and the `<...>` placeholder; the
+    model's reply after them is still formatted."""
+    seed(tusk_tg.store.get("telegram", "42").files)
+    fake_llm.script(Reply(text="**Green** tea, *strong*"))
+    for n, text in enumerate((WHY, PERSONA, "which tea?"), 1):
+        tg.push_message(42, text)
+        await tg.wait_for(lambda: len(tg.sent) == n)
+    assert texts(tg, 42) == [*ANSWERS, "Green tea, strong"] and len(fake_llm.requests) == 1
+    assert [m.get("parse_mode") for m in tg.sent] == [None, None, "HTML"]
 
 
 async def test_commands_menu_registered_at_start(tusk_tg, tg):

@@ -26,10 +26,11 @@ async def test_chat_tools_are_offered_with_schemas_from_their_signatures(tusk, f
     assert offered == {"current_time", "search_history", "remember", "set_reminder", "list_reminders",
                        "cancel_reminder", "start_task", "web_fetch"}  # TUSK_WEB_FETCH is on by default
     remind = schema(tusk, "set_reminder")
-    assert remind["description"].startswith("Set a reminder in this chat")
+    assert remind["description"].startswith("Set a reminder here, once or repeating")
     params = remind["parameters"]
-    assert set(params["properties"]) == {"when", "text"} and set(params["required"]) == {"when", "text"}
-    assert params["properties"]["text"]["maxLength"] == 500 and "description" in params["properties"]["when"]
+    assert set(params["properties"]) == {"text", "when", "repeat", "kind"} and params["required"] == ["text"]
+    assert params["properties"]["text"]["maxLength"] == 1000 and "description" in params["properties"]["when"]
+    assert params["properties"]["kind"]["enum"] == ["text", "instruction"] and "cron" in params["properties"]["repeat"]["description"]
     search = schema(tusk, "search_history")["parameters"]
     assert search["required"] == ["query"] and search["properties"]["limit"] == {
         "type": "integer", "default": 5, "minimum": 1, "maximum": 20,

@@ -56,7 +56,8 @@ def test_json_by_chat_has_exact_figures_and_null_for_an_unknown_price(home):
     ledger.close()
     assert summed == pytest.approx(0.25193, abs=1e-15)
     assert rows["telegram:-100"] == {"chat": "telegram:-100", "calls": 3, "input_tokens": 4500, "output_tokens": 270,
-                                     "cached_tokens": 100, "cost_usd": summed, "unknown_price_calls": 0}
+                                     "cached_tokens": 100, "cost_usd": summed, "unknown_price_calls": 0,
+                                     "characters": 0}
     assert rows["http:alice"]["cost_usd"] is None and rows["http:alice"]["calls"] == 1
     assert list(rows) == ["telegram:-100", "http:alice"]  # costliest first, unknown last
 
@@ -83,7 +84,8 @@ def test_the_table_shows_days_and_todays_spend_against_the_limits(home):
     assert code == 0, err
     today = datetime.fromtimestamp(TODAY, UTC).date().isoformat()
     day = next(line for line in out.splitlines() if line.startswith(today)).split()
-    assert day[1:] == ["3", "4,300", "290", "0.001930+?"]  # the unknown price is flagged, not counted as 0
+    assert day[1:] == ["3", "4,300", "290", "0.001930", "1"]  # the unknown price in its own column, never as 0
+    assert "no price: calls of a model whose price is unknown, not in the cost" in out
     assert "everyone today: $0.0019 of $5.00" in out
     assert "chat telegram:-100 today: $0.0019 of $0.0010 (own limit) - REACHED" in out
     code, out, _ = tusk("usage", "--by", "model", home=home)
@@ -136,3 +138,52 @@ def test_a_damaged_budgets_file_is_named(home):
     code, _, err = tusk("budget", "list", home=home)
     assert code == 1 and "budgets.json is not JSON" in err and "Traceback" not in err
 
+
+
+def test_a_bare_budget_lists_the_limits(home):
+    """`tusk budget` without an action lists the defaults and the chats' own limits, as `budget list` does."""
+    code, out, err = tusk("budget", home=home, TUSK_CHAT_LIMIT_DAILY_USD="1")
+    assert code == 0 and out == tusk("budget", "list", home=home, TUSK_CHAT_LIMIT_DAILY_USD="1")[1], err
+    assert "each chat, daily: $1.00" in out
+
+
+def test_a_usd_limit_on_a_model_without_a_price_is_said_to_count_nothing_where_it_is_set(tmp_path):
+    """`budget set` on a chat whose model has no known price says the limit cannot count its calls and what
+    can (a price in TUSK_MODELS, or `--tokens`); with a TUSK_MODELS price nothing is said. `--tokens` sets the
+    chat's own token limit beside its USD one; neither given is an error."""
+    home = tmp_path / "data"
+    code, out, err = tusk("budget", "set", "terminal:local", "0.01", home=home, TUSK_MODEL="openai/tiny")
+    assert code == 0, err
+    assert out == ("terminal:local may now spend $0.01 a day (a running Tusk applies it at once).\n"
+                   "Note: openai/tiny has no known price, so a dollar limit cannot count its calls: give it a price "
+                   "in TUSK_MODELS (tiny=openai/tiny@IN/OUT, USD per million input/output tokens), or set a token "
+                   "limit (tusk budget set terminal:local --tokens 20000).\n")
+    code, out, err = tusk("budget", "set", "terminal:local", "--tokens", "20,000", home=home, TUSK_MODEL="openai/tiny")
+    assert code == 0 and "may now use 20,000 tokens a day of models without a known price" in out, err
+    assert json.loads((home / "budgets.json").read_text())["chats"] == [
+        {"channel": "terminal", "chat": "local", "daily_usd": 0.01, "daily_tokens": 20000}]
+    code, out, err = tusk("budget", "set", "terminal:local", "0.02", home=home, TUSK_MODEL="openai/tiny",
+                          TUSK_MODELS="local=openai/tiny@0.5/1.5")
+    assert code == 0 and "Note" not in out, out
+    assert "terminal:local  $0.02, 20,000 tokens" in tusk("budget", home=home)[1]
+    code, _, err = tusk("budget", "set", "terminal:local", home=home)
+    assert code == 1 and "give the daily limit in USD" in err and "--tokens" in err
+    code, _, err = tusk("budget", "set", "terminal:local", "--tokens", "-5", home=home)
+    assert code == 2 and "whole number, 0 or more" in err
+
+
+def test_doctor_names_a_usd_limit_that_cannot_count_a_model(fake_llm, home):
+    """`tusk doctor` warns when a USD limit, set in the environment or as a chat's own, applies to a model with
+    no known price, naming the limits and the fix; `--no-model` finds it from the ledger's unpriced calls."""
+    assert tusk("budget", "set", "telegram:-100", "0.5", home=home)[0] == 0
+    env = {"TUSK_MODEL": "local/llama", "TUSK_API_BASE": fake_llm.base_url, "TUSK_API_KEY": "sk-test",
+           "TUSK_LIMIT_DAILY_USD": "5", "TUSK_HTTP_PORT": "0"}
+    code, out, err = tusk("doctor", home=home, **env)
+    line = next((x for x in out.splitlines() if "spend limits" in x), "")
+    assert line.startswith("WARN  spend limits: local/llama has no known price: TUSK_LIMIT_DAILY_USD and "
+                           "telegram:-100's own ($0.5 a day) cannot count its calls"), out
+    assert "give it a price in TUSK_MODELS (llama=local/llama@IN/OUT" in out
+    code, out, err = tusk("doctor", "--no-model", home=home, **env)  # the ledger holds an unpriced call of it
+    assert "WARN  spend limits: local/llama has no known price" in out, out
+    code, out, err = tusk("doctor", "--no-model", home=home, **env, TUSK_LIMIT_DAILY_TOKENS="50000")
+    assert "OK    spend limits: local/llama has no known price" in out and "count against TUSK_LIMIT_DAILY_TOKENS" in out

@@ -132,6 +132,28 @@ def test_person_and_monthly_limits_have_their_own_sentences(ledger):
                                   "at midnight (UTC).")
 
 
+def test_a_refusal_short_of_the_limit_says_this_messages_estimate_would_pass_it(ledger):
+    """At $0.0357 of $0.05 a call estimated at $0.015 is refused with both figures, not as a limit reached;
+    a token limit says the same in tokens, and the owner's monthly one names this month."""
+    limits = Limits(ledger, LimitSettings(chat_daily_usd=0.05, chat_daily_tokens=1000, monthly_usd=3.0), Clock())
+    spend(ledger, 0.0357)
+    refusal = limits.check("telegram", "c1", "p1", 0.015, 100, "reply")
+    assert isinstance(refusal, Refusal) and not refusal.reached
+    assert refusal.sentence() == ("Answering this message would cost about $0.015, more than is left of this chat's "
+                                  "daily spending limit ($0.05): $0.0357 already spent today; it resets at midnight "
+                                  "(UTC).")
+    spend(ledger, None, chat="c2", tokens=(800, 80))
+    refusal = limits.check("telegram", "c2", None, None, 200, "reply")
+    assert refusal.sentence() == ("Answering this message would take about 200 tokens, more than is left of this "
+                                  "chat's daily limit of 1,000 tokens for models without a known price: 880 already "
+                                  "used today; it resets at midnight (UTC).")
+    spend(ledger, 2.96, chat="c3", ts=NOON - 86400)
+    refusal = limits.check("telegram", "c5", None, 0.01, 1, "reply")
+    assert refusal.sentence() == ("Answering this message would cost about $0.01, more than is left of this bot's "
+                                  "monthly spending limit ($3.00): $2.9957 already spent this month; it resets on "
+                                  "1 January at midnight (UTC).")
+
+
 def test_an_unknown_price_counts_tokens_against_the_token_limit(ledger):
     """Unpriced calls of 880 tokens leave a 1,000-token chat limit no room for 200 more; priced calls go on."""
     limits = Limits(ledger, LimitSettings(chat_daily_tokens=1000, chat_daily_usd=1.0), Clock())
@@ -141,6 +163,21 @@ def test_an_unknown_price_counts_tokens_against_the_token_limit(ledger):
     assert "1,000 tokens" in refusal.sentence()
     assert isinstance(limits.check("telegram", "c1", None, None, 100, "reply"), Reservation)
     assert isinstance(limits.check("telegram", "c1", None, 0.01, 5000, "reply"), Reservation)
+
+
+def test_a_chats_own_token_limit_replaces_the_default_for_unpriced_calls(ledger):
+    """budgets.json's daily_tokens for c1 stops its unpriced calls at 500 tokens while c2 keeps the 1,000 default;
+    setting the USD limit later keeps the token one, and both are in the file."""
+    limits = Limits(ledger, LimitSettings(chat_daily_tokens=1000), Clock())
+    limits.set_override(ChatKey("telegram", "c1"), daily_tokens=500)
+    limits.set_override(ChatKey("telegram", "c1"), 0.25)
+    spend(ledger, None, chat="c1", tokens=(400, 40))
+    spend(ledger, None, chat="c2", tokens=(400, 40))
+    refusal = limits.check("telegram", "c1", None, None, 100, "reply")
+    assert isinstance(refusal, Refusal) and (refusal.limit, refusal.limit_value) == ("chat_daily_tokens", 500)
+    assert isinstance(limits.check("telegram", "c2", None, None, 100, "reply"), Reservation)
+    assert json.loads((ledger.home / "budgets.json").read_text())["chats"] == [
+        {"channel": "telegram", "chat": "c1", "daily_usd": 0.25, "daily_tokens": 500}]
 
 
 def test_an_erased_chats_spend_still_counts_toward_its_limit(ledger):

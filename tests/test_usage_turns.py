@@ -2,12 +2,13 @@
 chat while others go on, /usage and /status, and a restart after kill -9."""
 
 import asyncio
-import json
+import re
 
+from bot.events import ChatKey
 from bot.usage.ledger import Ledger
 from memory import files as memfiles
 from tests.conftest import running
-from tests.fakes.fake_llm import Reply
+from tests.fakes.fake_llm import Reply, prompt_tokens
 
 PRICED = "fake=openai/fake-model@1000/2000"  # USD per million tokens: a call of 100 in / 10 out costs $0.12
 
@@ -45,22 +46,25 @@ async def test_every_call_is_recorded_with_the_providers_figures(make_settings, 
 async def test_a_daily_chat_limit_stops_that_chat_only_and_keeps_the_message(make_settings, fake_llm):
     """Past TUSK_CHAT_LIMIT_DAILY_USD the chat gets one sentence naming the limit and its reset; nothing reaches
     the model, the message is saved; another chat goes on."""
-    fake_llm.responder = lambda body: Reply(text="ok", usage=usage(2000, 500))  # $0.003 a call at $1/$2
+    fake_llm.responder = lambda body: Reply(text="ok", usage=usage(1500, 500))  # $0.0025 a call at $1/$2
     settings = make_settings(TUSK_MODELS="fake=openai/fake-model@1/2", TUSK_CHAT_LIMIT_DAILY_USD="0.01")
     async with running(settings) as tusk:
         answers = [(await tusk.say("lim", f"message {i}"))[0] for i in range(5)]
-        assert answers[:3] == ["ok"] * 3  # each call reserves its estimate (prompt + the reply bound)
-        refused = answers[-1]
-        assert "daily spending limit ($0.01)" in refused and "resets at midnight (UTC)" in refused
+        # each call reserves its estimate (the prompt, tool schemas included: ~1,800 tokens, + a reply of 1,024)
+        assert answers[:3] == ["ok"] * 3 and "ok" not in answers[3:]
+        refused = answers[-1]  # $0.0025 short of the limit: this message's estimate is more than that
+        assert re.fullmatch(r"Answering this message would cost about \$0\.00[3-5]\d*, more than is left of this "
+                            r"chat's daily spending limit \(\$0\.01\): \$0\.0075 already spent today; it resets "
+                            r"at midnight \(UTC\)\.", refused), refused
         sent = len(fake_llm.requests)
         assert await tusk.say("other", "hello") == ["ok"]
         assert len(fake_llm.requests) == sent + 1
         saved = [m.content for m in tusk.store.get("http", "lim").unconsolidated if m.role == "user"]
         assert saved[-1] == "message 4"
         spent = sum(r[8] for r in rows(tusk) if r[2] == "lim")
-        assert 0.009 - 1e-9 <= spent <= 0.01 + 1e-9
+        assert abs(spent - 0.0075) < 1e-9
         status = (await tusk.say("lim", "/status"))[0]
-        assert "Spending (this chat today: $0.0090 of $0.01)" in status
+        assert "Spending (this chat today: $0.0075 of $0.01)" in status
 
 
 async def test_usage_command_shows_today_by_purpose(make_settings, fake_llm):
@@ -160,7 +164,7 @@ async def test_a_person_limit_follows_the_person_and_memory_still_consolidates(m
         return Reply(text="ok", usage=usage(2000, 500))
 
     fake_llm.responder = model
-    settings = make_settings(TUSK_MODELS="fake=openai/fake-model@1/2", TUSK_PERSON_LIMIT_DAILY_USD="0.006")
+    settings = make_settings(TUSK_MODELS="fake=openai/fake-model@1/2", TUSK_PERSON_LIMIT_DAILY_USD="0.008")
     async with running(settings) as tusk:
         assert await tusk.say("p1", "hi", user="dave") == ["ok"]
         assert await tusk.say("p2", "I like tea", user="dave") == ["ok"]
@@ -170,3 +174,51 @@ async def test_a_person_limit_follows_the_person_and_memory_still_consolidates(m
         assert await tusk.say("p2", "hello", user="erin") == ["ok"]
         assert "summarised into memory" in (await tusk.say("p2", "/new", user="dave"))[0]
         assert "likes tea" in memfiles.read_memory(tusk.store.get("http", "p2").files)
+
+
+PER_TOKEN = 1e-7  # the provider's price: $0.10 per million prompt tokens, replies free
+
+
+def billing(body):
+    """A provider that bills the whole prompt (tools and all, as tests/fakes/fake_llm.py counts it) and says
+    what it cost, as OpenRouter does; each reply takes a moment, so the chats' calls overlap."""
+    prompt = prompt_tokens(body)
+    return Reply(text="ok", delay=0.3, usage=usage(prompt, 1, cost=prompt * PER_TOKEN))
+
+
+async def test_many_chats_at_once_stay_within_an_owner_wide_limit(make_settings, fake_llm):
+    """30 chats sending at once against an owner-wide limit sized for 11 calls: the calls that run, at the
+    provider's own figures (the tool schemas billed too), never pass the limit; the others are refused."""
+    fake_llm.responder = billing
+    home = make_settings().home
+    models = {"TUSK_MODELS": f"fake=openai/fake-model@{PER_TOKEN * 1e6:g}/0", "TUSK_HOME": home}
+    async with running(make_settings(**models)) as tusk:  # one call, to learn what a call costs
+        assert await tusk.say("first", "hello") == ["ok"]
+    one = sum(r[8] for r in rows(tusk))
+    limit = 12 * one  # the first call and room for 11 more
+    async with running(make_settings(**models, TUSK_LIMIT_DAILY_USD=f"{limit:.9f}")) as tusk:
+        answers = await asyncio.gather(*(tusk.say(f"chat{i}", "hello") for i in range(30)))
+    costs = [r[8] for r in rows(tusk)]
+    assert all(r[9] == "provider" for r in rows(tusk))
+    assert sum(costs) <= float(f"{limit:.9f}") + 1e-12, (len(costs), sum(costs), limit)
+    ran = sum(a == ["ok"] for a in answers)
+    assert ran == len(costs) - 1 and 6 <= ran <= 11, ran  # not stopped far short of the limit either
+    assert all("daily spending limit" in a[0] for a in answers if a != ["ok"])
+
+
+async def test_a_usd_limit_on_a_model_without_a_price_says_it_counts_nothing(make_settings, fake_llm):
+    """A chat's USD limit on a model with no known price: /status shows its calls as not counted and says why,
+    with what the owner can do; once the owner sets a token limit, /status shows that one counting them."""
+    fake_llm.responder = lambda body: Reply(text="ok", usage=usage(400, 20))
+    settings = make_settings(TUSK_CHAT_LIMIT_DAILY_USD="0.01")
+    async with running(settings) as tusk:
+        for i in range(3):
+            assert await tusk.say("free", f"message {i}") == ["ok"]
+        status = (await tusk.say("free", "/status"))[0]
+        assert ("Spending (this chat today: $0.00 of $0.01 + 3 calls of unknown price it cannot count)\n"
+                "openai/fake-model has no known price, so a dollar limit cannot count its calls: the owner can give "
+                "it a price or set a token limit.") in status
+        tusk.limits.set_override(ChatKey("http", "free"), daily_tokens=5000)  # as `tusk budget set` does
+        status = (await tusk.say("free", "/status"))[0]
+        assert "this chat today: 1,260 of 5,000 tokens of models without a known price" in status
+        assert "they count against a daily limit of 5,000 tokens instead." in status

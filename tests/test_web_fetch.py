@@ -8,7 +8,8 @@ from bot.errors import WebError, WebRefused
 from bot.tools.web.config import WebSettings
 from bot.tools.web.fetch import HostPacer, WebFetch
 from bot.tools.web.guard import parse_allow
-from tests.fakes.fake_web import FakeWeb
+from memory.tokens import count_text
+from tests.fakes.fake_web import DENSE, FakeWeb
 
 
 @pytest.fixture
@@ -70,6 +71,17 @@ async def test_a_page_past_the_byte_cap_is_cut(site):
     out = await fetcher(site, max_bytes=20_000, max_tokens=200).web_fetch(site.base + "/big")
     assert "(only the first 20,000 bytes of the page were read)" in out
     assert "[... cut: about" in out and out.endswith("<<end of web page>>") and len(out) < 2_000
+
+
+async def test_a_dense_page_is_cut_inside_its_frame_within_both_caps(site):
+    """At the default caps a page whose 4,000 tokens run far past 16,000 characters is cut inside its frame:
+    the result holds both caps, keeps its end marker and says how much was left out."""
+    out = await fetcher(site, max_tokens=4000, max_chars=16_000).web_fetch(site.base + "/dense")
+    assert len(out) <= 16_000 and out.endswith("\n<<end of web page>>")
+    text, note = out.split("\n\n", 1)[1].rsplit("\n[... cut: about ", 1)
+    assert count_text(text) <= 4000 and len(text) > 15_000  # the character cap cut it, not much short of it
+    left = int(note.split(" more tokens")[0].replace(",", ""))
+    assert left == count_text((DENSE * 400).strip()) - count_text(text)
 
 
 async def test_a_slow_page_times_out(site):

@@ -34,6 +34,18 @@ async def test_a_pasted_link_is_read_and_summarised_from_the_page(make_settings,
     assert "NAVMENU" not in result["content"] and "ADVERT" not in result["content"]
 
 
+async def test_a_dense_page_reaches_the_model_whole_in_its_frame_at_the_default_caps(make_settings, fake_llm, site):
+    """With the default TUSK_WEB_MAX_TOKENS and TUSK_TOOL_RESULT_MAX_CHARS a dense page comes back cut inside
+    its frame: the tool result keeps the end marker and was never cut by the generic tool-result cap."""
+    url = site.base + "/dense"
+    fake_llm.script(Reply(text=None, tool_calls=[("c1", "web_fetch", {"url": url})]), Reply(text="Read."))
+    async with running(make_settings(TUSK_WEB_ALLOW_HOSTS=site.allow, TUSK_WEB_HOST_INTERVAL=0)) as tusk:
+        assert await tusk.say("w", f"read {url}") == ["Read."]
+    result = fake_llm.requests[1]["messages"][-1]["content"]
+    assert result.endswith("[... cut: about " + result.rsplit("[... cut: about ", 1)[1]) and "truncated" not in result
+    assert result.endswith(" more tokens of this page not shown]\n<<end of web page>>") and len(result) <= 16_000
+
+
 async def test_a_link_is_not_fetched_unless_the_model_asks(make_settings, fake_llm, site):
     """A message with a link and a model that answers directly: the site sees no request at all."""
     async with running(make_settings(TUSK_WEB_ALLOW_HOSTS=site.allow)) as tusk:

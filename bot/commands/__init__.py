@@ -5,7 +5,8 @@
     /forget me [confirm]  /forget @name|id:<id> [confirm]  (one member of a group: bot/commands/erasure.py)
     /listen [on | off]  (a group's messages not addressed to the bot kept as context; admins)
     /persona [text | reset]  (this chat's persona: bot/commands/persona.py)
-    (+ what the app adds: /reminders from bot/tools/reminders.py)
+    (+ what the app adds: /reminders and /checkins from bot/commands/reminders.py, /usage, /model, /skills,
+    /stop, /voice from bot/speech/command.py)
 
 /forget lists and deletes everything the chat owns: its files, and what other components keep
 for it (`Holder`s: its reminders, its running background tasks). What a command gets and gives
@@ -23,12 +24,14 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bot.commands.base import ADMINS_ONLY, Command, CommandContext, Holder, Owned, delete_each
+from bot.commands.base import ADMINS_ONLY, Command, CommandContext, Holder, Owned, counted, delete_each
 from bot.commands.memory_why import memory_subcommand
 from bot.commands.persona import persona_command
 from memory import chat_settings, persona, provenance, tombstones
 from memory import files as memfiles
-from memory.media import usage_text
+from memory.documents import kept_paths
+from memory.media import size_text, usage_text
+from memory.media import usage as media_usage
 from memory.search_index import delete_index
 from memory.tokens import count_text
 
@@ -221,7 +224,8 @@ async def _memory(ctx: CommandContext, args: str) -> str:
     entries = memfiles.history_entries(ctx.files)
     last = ctx.consolidator.stats.get(ctx.files.dir) if ctx.consolidator else None
     cap = f" of {ctx.consolidator.max_memory_tokens:,}" if ctx.consolidator else ""
-    head = (f"MEMORY.md: {count_text(memory):,}{cap} tokens; {len(entries)} history entries; "
+    head = (f"MEMORY.md: {count_text(memory):,}{cap} tokens; "
+            f"{counted(len(entries), 'history entry', 'history entries')}; "
             f"last consolidation: {_when(last.last_run) if last else 'not since start'}")
     if ctx.files.media.is_dir():
         head += f"\nFiles: {usage_text(ctx.files.media)}"
@@ -237,19 +241,35 @@ def _delete_path(path: Path) -> None:
         path.unlink()
 
 
+def _settings_held(settings: chat_settings.ChatSettings) -> str:
+    """What a chat's settings.json sets, for /forget: `: time zone Europe/Paris, model fast` ('' for nothing)."""
+    held = [f"time zone {settings.timezone}" if settings.timezone else "",
+            f"model {settings.model}" if settings.model else "", "listens to every message" if settings.listen else ""]
+    return ": " + ", ".join(h for h in held if h) if any(held) else ""
+
+
+def _received(media: Path) -> str:
+    count, size = media_usage(media)
+    return f"{counted(count, 'received file')} ({size_text(size)} in media/)"
+
+
 def _inventory(ctx: CommandContext) -> list[Owned]:
     """The chat's own files that exist, with what each holds."""
     f = ctx.files
     items = [(f.memory, lambda: f"MEMORY.md ({f.memory.stat().st_size:,} bytes)"),
              (f.persona, lambda: "this chat's persona (PERSONA.md)"),
-             (f.history, lambda: f"{len(memfiles.history_entries(f))} history entries (HISTORY.md)"),
-             (f.session, lambda: f"{ctx.session.total} session messages (session.jsonl)"),
-             (f.versions, lambda: f"{len(memfiles.versions(f))} earlier memory versions"),
-             (f.settings, lambda: f"chat settings (settings.json: time zone {chat_settings.read(f).timezone})"),
+             (f.history, lambda: f"{counted(len(memfiles.history_entries(f)), 'history entry', 'history entries')} "
+                                 "(HISTORY.md)"),
+             (f.session, lambda: f"{counted(ctx.session.total, 'session message')} (session.jsonl)"),
+             (f.versions, lambda: counted(len(memfiles.versions(f)), "earlier memory version")),
+             (f.settings, lambda: f"chat settings (settings.json{_settings_held(chat_settings.read(f))})"),
              (f.input_history, lambda: "what was typed at the terminal (input-history)"),
-             (f.media, lambda: f"{usage_text(f.media).replace(' (', ' received files (', 1)}"),
+             (f.media, lambda: _received(f.media)),
+             (f.documents, lambda: f"the text of {counted(len(kept_paths(f)), 'document or web page', 'documents and web pages')} "
+                                   "kept for search (documents/)"),
              (provenance.path(f), lambda: "where each remembered fact came from (provenance.json)"),
-             (tombstones.path(f), lambda: f"{len(tombstones.load(f))} forgotten facts kept out (forgotten.json)")]
+             (tombstones.path(f), lambda: f"{counted(len(tombstones.load(f)), 'forgotten fact')} kept out "
+                                          "(forgotten.json)")]
     owned = [Owned(label(), partial(_delete_path, path)) for path, label in items if path.exists()]
     if f.search_index.exists():
         owned.append(Owned("the search index of the above (search.sqlite)", partial(delete_index, f)))

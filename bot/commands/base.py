@@ -1,6 +1,6 @@
 """What a chat command gets and gives, shared by the dispatcher (bot/commands/__init__.py), the member
 erasure (bot/commands/erasure.py) and the components that add commands or own things a chat keeps
-(bot/tools/reminders.py, bot/tools/tasks.py, bot/inbox.py).
+(bot/schedules/, bot/tools/tasks.py, bot/inbox.py).
 
     CommandContext   the chat a command runs in: its key, files, session, sender, rights
     Command          a name, a one-line summary for /help, and the function that answers
@@ -44,6 +44,11 @@ class Command:
     name: str
     summary: str
     fn: CommandFn
+
+
+def counted(n: int, word: str, words: str | None = None) -> str:
+    """`1 history entry`, `2 history entries`: a count with its noun in the number it takes."""
+    return f"{n:,} {word if n == 1 else words or word + 's'}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,7 @@ member who left): take one person out of a group chat's memory.
         HISTORY.md        each entry that names them, rewritten by the model without them; if the
                           model is unavailable (or its rewrite still names them), the entry is removed
         media/            the files they sent (found from their messages' `media` paths: MediaMembers)
+        documents/        the text of the documents they sent and the pages read for them (DocumentMembers)
         elsewhere         what `MemberHolder`s keep for them (reminders they set, their messages in the
                           inbox journal, the search index)
 
@@ -24,10 +25,10 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from bot.commands.base import ADMINS_ONLY, CommandContext, Owned, delete_each
+from bot.commands.base import ADMINS_ONLY, CommandContext, Owned, counted, delete_each
 from bot.errors import LLMError
 from bot.events import ChatKey
-from memory import erase, provenance, tombstones
+from memory import documents, erase, provenance, tombstones
 from memory.erase import Member
 from memory.files import write_atomic
 from memory.paths import ChatFiles
@@ -52,11 +53,11 @@ class MemberHolder(Protocol):
 
 
 class ReminderMembers:
-    """The reminders a member set in a chat: those whose record carries their sender id (reminders
-    made before senders were recorded carry none and are left alone)."""
+    """The reminders and schedules a member set in a chat: those whose record carries their sender id
+    (reminders made before senders were recorded carry none and are left alone)."""
 
     def __init__(self, reminders: Any) -> None:
-        self.reminders = reminders
+        self.reminders = reminders  # bot/schedules/service.py Schedules
 
     def owned_by(self, key: ChatKey, files: ChatFiles, member_id: str) -> list[Owned]:
         theirs = [r for r in self.reminders.of(key) if _sender_of(r.to_record()) == member_id]
@@ -65,13 +66,13 @@ class ReminderMembers:
 
         def cancel() -> None:
             for reminder in theirs:
-                self.reminders.store.remove_job(reminder.id)
+                self.reminders.cancel(reminder)
 
-        return [Owned(f"{len(theirs)} reminder(s) they set (cancelled)", cancel)]
+        return [Owned(f"{counted(len(theirs), 'reminder')} they set (cancelled)", cancel)]
 
 
 def _sender_of(record: dict[str, Any]) -> str | None:
-    """Who set a reminder: its record's `set_by` id (bot/tools/reminders.py), if it has one."""
+    """Who set a reminder: its record's `set_by` id (bot/schedules/model.py), if it has one."""
     by = record.get("set_by")
     member = by.get("id") if isinstance(by, dict) else None
     return None if member in (None, "") else str(member)
@@ -105,7 +106,8 @@ class InboxMembers:
                     if not self._theirs(key, member_id, line)]
             write_atomic(self.path, "".join(kept))
 
-        return [Owned(f"{count} of their message(s) from the journal (inbox.jsonl)", delete)]
+        return [Owned(f"{count} of their {'message' if count == 1 else 'messages'} from the journal (inbox.jsonl)",
+                      delete)]
 
 
 class MediaMembers:
@@ -121,7 +123,23 @@ class MediaMembers:
                 path.unlink(missing_ok=True)
 
         size = sum(p.stat().st_size for p in theirs)
-        return [Owned(f"{len(theirs)} file(s) they sent ({size:,} bytes in media/)", delete)]
+        return [Owned(f"{counted(len(theirs), 'file')} they sent ({size:,} bytes in media/)", delete)]
+
+
+class DocumentMembers:
+    """The kept text of the documents a member sent, and of the web pages read in their turns (memory/documents.py)."""
+
+    def owned_by(self, key: ChatKey, files: ChatFiles, member_id: str) -> list[Owned]:
+        theirs = [doc.path for doc in documents.of_sender(files, member_id) if doc.path is not None]
+        if not theirs:
+            return []
+
+        def delete() -> None:
+            for path in theirs:
+                path.unlink(missing_ok=True)
+
+        return [Owned(f"the text of {counted(len(theirs), 'document or web page', 'documents and web pages')} "
+                      "of theirs kept for search (documents/)", delete)]
 
 
 class SearchMembers:
@@ -203,9 +221,11 @@ class MemberErasure:
         entries = sum(who.mentioned_in(e) for e in erase.history_parts(ctx.files)[1])
         out = []
         if messages:
-            out.append(f"{turns} turn(s) of theirs in the conversation ({messages} messages, with my replies)")
+            out.append(f"{counted(turns, 'turn')} of theirs in the conversation ({counted(messages, 'message')}, "
+                       "with my replies)")
         if in_memory or versions:
-            out.append("their section of MEMORY.md" + (f" (and in {versions} earlier version(s))" if versions else ""))
+            out.append("their section of MEMORY.md" + (f" (and in {counted(versions, 'earlier version')})"
+                                                         if versions else ""))
         if entries:
             out.append(f"{entries} history entr{'y' if entries == 1 else 'ies'} that mention them")
         if out:  # the rest only counts along with something of theirs
@@ -221,15 +241,16 @@ class MemberErasure:
         ctx.store.forget(ctx.files)  # the cached session is stale now; a running round discards its result
         try:
             if removed := erase.drop_turns(ctx.files, who.id):
-                report.append(f"- removed {removed} message(s) of their turns from session.jsonl")
+                report.append(f"- removed {counted(removed, 'message')} of their turns from session.jsonl")
             current, versions = erase.drop_memory_sections(ctx.files, who)
             if current or versions:
                 report.append("- removed their section from MEMORY.md" if current else "- MEMORY.md had no section")
-                report[-1] += f" and from {versions} earlier version(s)" if versions else ""
+                report[-1] += f" and from {counted(versions, 'earlier version')}" if versions else ""
             links = provenance.forget_member(ctx.files, who.id, who.names)
             links += tombstones.forget_member(ctx.files, who.id, who.names)
             if links:
-                report.append(f"- removed {links} link(s) and forgotten fact(s) of theirs (provenance.json)")
+                report.append(f"- removed {links} {'link or forgotten fact' if links == 1 else 'links and forgotten facts'}"
+                              " of theirs (provenance.json, forgotten.json)")
             report += await self._history(ctx.files, who)
             for stray in ctx.files.dir.glob(".*.tmp"):  # a rewrite cut short by a crash: it may hold their text
                 stray.unlink(missing_ok=True)

@@ -204,7 +204,8 @@ class LLM:
         if live is not None:
             kwargs |= {"stream": True, "stream_options": {"include_usage": True}}
             live.begin()
-        admitted = self.meter.admit(model, messages, kwargs.get("max_tokens")) if self.meter is not None else None
+        admitted = (self.meter.admit(model, messages, kwargs.get("max_tokens"), kwargs.get("tools"))
+                    if self.meter is not None else None)
         try:
             reply = await self._sent(lib, model, messages, kwargs, live)
         except BaseException as exc:

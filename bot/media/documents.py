@@ -11,6 +11,9 @@
 Reading stops as soon as the text passes `max_chars` (TUSK_DOCUMENT_MAX_CHARS): a 20 MB PDF costs
 the pages up to that point, and the reply names the limit. The block the model gets says what the
 text is and that it is data, never instructions; a closing marker inside the file is defused.
+
+The text read is also kept for search (`keep_for_search`, memory/documents.py): with its name, date
+and sender, so `search_history` finds it weeks later, when the session holds only an excerpt.
 """
 
 from __future__ import annotations
@@ -23,6 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bot.errors import MediaRefused
+from bot.events import InboundMessage
+from memory.documents import DocumentLimits, KeptDocument, keep
+from memory.paths import ChatFiles
 
 logger = logging.getLogger(__name__)
 
@@ -132,3 +138,14 @@ def excerpt(text: str) -> str:
     """A bounded excerpt for the session, on one line."""
     flat = " ".join(text.split())
     return flat if len(flat) <= EXCERPT_CHARS else flat[:EXCERPT_CHARS].rstrip() + "…"
+
+
+def keep_for_search(files: ChatFiles, msg: InboundMessage, name: str, doc: DocumentText,
+                    limits: DocumentLimits) -> None:
+    """The document's text kept in the chat's documents/ for search_history (blocking); a failure to keep it is
+    logged and costs the turn nothing."""
+    try:
+        keep(files, KeptDocument(name, "file", doc.text, msg.ts, msg.sender_id, msg.sender_name, what=doc.what),
+             limits)
+    except OSError:
+        logger.exception("could not keep the text of a document for search")

@@ -25,7 +25,9 @@ from bot.events import Attachment, InboundMessage
 from bot.media import documents, images
 from bot.media.voice import TranscribeSettings, Transcriber, clock
 from bot.usage import meter as usage
+from memory.documents import DocumentLimits
 from memory.media import MediaStore, size_text
+from memory.paths import ChatFiles
 from memory.tokens import IMAGE_TOKENS
 
 logger = logging.getLogger(__name__)
@@ -47,6 +49,7 @@ class MediaSettings:
     vision: bool | None = None  # None: litellm's capability data for the chat model says
     vision_model: str | None = None
     document_max_chars: int = 60_000
+    document_index: DocumentLimits = DocumentLimits()  # what of a document's text stays searchable
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +147,8 @@ class MediaReader:
             return await self._image(path, att, msg.text.strip())
         doc = await asyncio.to_thread(documents.read_document, path, att.name, att.mime,
                                       self.settings.document_max_chars)
+        files = ChatFiles.locate(self.store.home, msg.key.channel, msg.key.chat_id)
+        await asyncio.to_thread(documents.keep_for_search, files, msg, att.name, doc, self.settings.document_index)
         head = f"file {shown(att.name)}, {size_text(att.size)}, {doc.what}, {len(doc.text):,} characters"
         saved = f'[{head}; it begins: "{documents.excerpt(doc.text)}"]'
         return _Piece(saved, f"[{head}; its text follows]\n{documents.block(shown(att.name), doc.what, doc.text)}")

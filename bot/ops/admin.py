@@ -15,7 +15,7 @@ from bot.commands import Commands
 from bot.commands.base import CommandContext
 from bot.events import ChatKey
 from bot.inbox import Inbox
-from bot.tools.reminders import SavedReminders
+from bot.schedules.store import SavedSchedules
 from memory import files as memfiles
 from memory.chats import export, list_chats
 from memory.paths import ChatFiles
@@ -70,7 +70,7 @@ async def forget(home: Path, key: ChatKey, confirm: bool) -> str:
     store = SessionStore(home)
     session = store.get(key.channel, key.chat_id)
     ctx = CommandContext(key, session.files, session, store, model="")
-    return await Commands(holders=[SavedReminders(home), Inbox(home / "inbox.jsonl")]).run("forget", "confirm" if confirm else "", ctx)
+    return await Commands(holders=[SavedSchedules(home), Inbox(home / "inbox.jsonl")]).run("forget", "confirm" if confirm else "", ctx)
 
 
 def export_chat(home: Path, key: ChatKey, target: Path | None) -> tuple[Path, list[str]]:

@@ -48,10 +48,12 @@ def run(args: argparse.Namespace, settings, version: str) -> int:
             print(f"Wrote {target} ({len(entries)} files, {sum(e.size for e in entries):,} bytes"
                   f"{'' if args.with_secrets else '; secrets left out: --with-secrets keeps them'})")
         elif args.command == "restore":
-            count, saved = restore.restore(args.file, settings.home, version, force=args.force)
-            if saved:
-                print(f"What was in {settings.home} is saved in {saved}")
-            print(f"Restored {count} files into {settings.home}")
+            done = restore.restore(args.file, settings.home, version, force=args.force)
+            if done.saved:
+                print(f"What was in {settings.home} is saved in {done.saved}")
+            print(f"Restored {done.files} files into {settings.home}")
+            if done.left_out:
+                print(done.left_out)
         else:
             return _import(settings, args)
     except (backup.BackupError, ImportRefused, ConfigError, OSError, ValueError) as exc:

@@ -72,12 +72,14 @@ def _parser() -> argparse.ArgumentParser:
                         help="7d, 30d (default), today, or a date such as 2026-11-01 (TUSK_TIMEZONE's midnight)")
     report.add_argument("--json", action="store_true", help="a JSON array for scripts (cost_usd unrounded, "
                         "null where the price is unknown)")
-    budget = sub.add_parser("budget", help="a chat's own daily spend limit: list, set or clear")
-    budget_sub = budget.add_subparsers(dest="action", metavar="ACTION", required=True)
+    budget = sub.add_parser("budget", help="a chat's own daily spend limit: list (the default), set or clear")
+    budget_sub = budget.add_subparsers(dest="action", metavar="ACTION")
     budget_sub.add_parser("list", help="the default limits and every chat's own")
-    budget_set = budget_sub.add_parser("set", help="give CHANNEL:ID a daily limit of USD (0 stops it)")
+    budget_set = budget_sub.add_parser("set", help="give CHANNEL:ID a daily limit of USD (0 stops it), or of tokens")
     budget_set.add_argument("chat", type=_chat_key, help="CHANNEL:ID as `tusk chats` lists it")
-    budget_set.add_argument("usd", type=usage.usd_arg, help="US dollars a day, e.g. 2.50")
+    budget_set.add_argument("usd", nargs="?", type=usage.usd_arg, help="US dollars a day, e.g. 2.50")
+    budget_set.add_argument("--tokens", type=usage.tokens_arg, metavar="N",
+                            help="tokens a day of the calls whose price is unknown (which no USD limit counts)")
     budget_sub.add_parser("clear", help="back to the default (TUSK_CHAT_LIMIT_DAILY_USD)").add_argument(
         "chat", type=_chat_key, help="CHANNEL:ID")
     pairing = sub.add_parser("pairing", help="let strangers talk to Tusk: list, approve or revoke pairing codes")
@@ -140,7 +142,7 @@ def _usage(args: argparse.Namespace, settings: Settings) -> int:
     from bot.ops import usage
 
     try:
-        print(usage.run(args, settings.home, settings.limit_settings()))
+        print(usage.run(args, settings))
     except (LookupError, ValueError, OSError) as exc:  # no such override; a damaged budgets.json or ledger
         print(f"tusk: {exc}", file=sys.stderr)
         return 1
@@ -170,13 +172,27 @@ def _admin(args: argparse.Namespace, settings: Settings) -> int:
             target, names = admin.export_chat(home, args.chat, args.output)
             print(f"Wrote {target} ({len(names)} files)")
         else:
-            print(asyncio.run(admin.forget(home, args.chat, confirm=False)))
+            return _forget(args, settings)
+    except (LookupError, ValueError) as exc:  # no such chat; a symlinked chat folder (UnsafePathError)
+        print(f"tusk: {exc.args[0]}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _forget(args: argparse.Namespace, settings: Settings) -> int:
+    """`tusk forget`: the running Tusk's own /forget when one serves the home, else the files' (bot/ops/beside.py)."""
+    from bot.errors import HomeBusy, RemoteTuskError
+    from bot.ops.beside import forgetting
+
+    try:
+        with forgetting(settings) as forget:
+            print(asyncio.run(forget(args.chat, False)))
             if not args.yes and not _confirmed("Delete it all? [y/N] "):
                 print("Nothing deleted.")
                 return 1
-            print(asyncio.run(admin.forget(home, args.chat, confirm=True)))
-    except (LookupError, ValueError) as exc:  # no such chat; a symlinked chat folder (UnsafePathError)
-        print(f"tusk: {exc.args[0]}", file=sys.stderr)
+            print(asyncio.run(forget(args.chat, True)))
+    except (HomeBusy, RemoteTuskError) as exc:
+        print(f"tusk: {exc}", file=sys.stderr)
         return 1
     return 0
 
@@ -192,6 +208,11 @@ def _confirmed(question: str) -> bool:
 
 
 async def _run(settings: Settings) -> None:
+    from bot import running
+    from bot.errors import HomeBusy
+
+    if (there := running.holder(settings.home)) is not None:  # refused before anything is built or written
+        raise HomeBusy(there.refusal(), there)
     from bot.app import TuskApp
 
     app = TuskApp(settings)
@@ -248,34 +269,6 @@ def _console_url(settings: Settings) -> int:
     return 0
 
 
-def _terminal_files(settings: Settings, chat: str) -> tuple[Path | None, Path | None]:
-    """For a person at a terminal: the chat's input history file, and the log file the log lines now go to
-    (the screen is the conversation). Down a pipe: neither, the log stays on stderr."""
-    from channels import terminal
-    from memory.paths import ChatFiles, private_dir
-
-    if not terminal.interactive():
-        return None, None
-    private_dir(settings.home, follow=True)
-    log_file = settings.home / "tusk-chat.log"
-    logs.to_file(log_file)
-    files = ChatFiles.locate(settings.home, "terminal", chat)
-    files.ensure()
-    return files.input_history, log_file
-
-
-async def _chat(settings: Settings, chat: str) -> None:
-    from bot.app import TuskApp
-    from channels.terminal import TerminalChannel
-
-    history, log_file = _terminal_files(settings, chat)
-    app = TuskApp(settings)
-    terminal = app.add(TerminalChannel(chat, app.bus.publish, bot_name=settings.bot_name, cancel=app.bus.cancel,
-                                       history=history, log_file=log_file))
-    async with app:
-        await terminal.run()
-
-
 def main(argv: list[str] | None = None) -> int:
     os.umask(0o077)  # whatever Tusk (or a library) creates is owner-only, whatever umask it was started with
     args = _parser().parse_args(argv)
@@ -329,15 +322,22 @@ def main(argv: list[str] | None = None) -> int:
         except (ConfigError, OSError, ValueError) as exc:
             print(f"tusk: {exc}", file=sys.stderr)
             return 2
+    from bot.errors import HomeBusy, RemoteTuskError
+
     try:
-        settings.llm_settings()  # fail fast, before the slow imports, on a missing model
         if args.command == "run":
+            settings.llm_settings()  # fail fast, before the slow imports, on a missing model
             asyncio.run(_run(settings))
         else:
-            asyncio.run(_chat(settings, args.chat))
+            from bot.ops import terminal_chat
+
+            asyncio.run(terminal_chat.chat(settings, args.chat))
     except ConfigError as exc:
         print(f"tusk: {exc}", file=sys.stderr)
         return 2
+    except (HomeBusy, RemoteTuskError) as exc:  # one line naming the Tusk that has the home
+        print(f"tusk: {exc}", file=sys.stderr)
+        return 1
     except TuskError as exc:  # e.g. a platform unreachable at start: one line, and systemd retries
         print(f"tusk: {exc} (`tusk doctor` checks every part)", file=sys.stderr)
         return 1

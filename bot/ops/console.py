@@ -15,9 +15,12 @@ channel by bot/app.py, so it gets the channel's token check and JSON errors.
     GET  /api/chats/{channel}/{chat_id}/session?before=&limit=   messages and the consolidation pointer
     GET  /api/chats/{channel}/{chat_id}/forget             what /forget would delete
     POST /api/chats/{channel}/{chat_id}/forget             {"confirm": true}: /forget confirm
-    GET  /api/usage?days=30                                daily cost stacked by chat, top chats and people,
-                                                           today's spend against each limit (bot/ops/usage.py)
-    GET|PUT|DELETE /api/budgets/{channel}/{chat_id}        a chat's own daily limit; PUT {"daily_usd": 1.5}
+    GET  /api/usage?days=30                                daily cost and tokens by chat, top chats and people,
+                                                           today's spend against each limit, the models a USD
+                                                           limit cannot count (bot/ops/usage.py)
+    GET|PUT|DELETE /api/budgets/{channel}/{chat_id}        a chat's own daily limits; PUT {"daily_usd": 1.5} and/or
+                                                           {"daily_tokens": 20000}; `warning` when a USD limit
+                                                           cannot count the chat's model
 
 Chats are named by channel and chat id in the URL and validated as `ChatKey`s, whose folders
 never leave their channel's; a chat Tusk keeps nothing for is a 404, and nothing here creates
@@ -49,6 +52,7 @@ from bot.ops import usage as usage_view
 from bot.events import ChatKey
 from bot.usage.ledger import Ledger
 from bot.usage.limits import Limits
+from bot.usage.unpriced import Unpriced
 from channels.http import chat_key, problems
 from memory import files as memfiles
 from memory import provenance, tombstones
@@ -91,7 +95,14 @@ class ForgetFactBody(pydantic.BaseModel):
 
 class BudgetBody(pydantic.BaseModel):
     model_config = pydantic.ConfigDict(extra="forbid", strict=True)
-    daily_usd: float = pydantic.Field(ge=0, allow_inf_nan=False)  # 0 stops the chat
+    daily_usd: float | None = pydantic.Field(None, ge=0, allow_inf_nan=False)  # 0 stops the chat
+    daily_tokens: int | None = pydantic.Field(None, ge=0)  # calls of unknown price (no USD limit counts them)
+
+    @pydantic.model_validator(mode="after")
+    def _one(self) -> BudgetBody:
+        if self.daily_usd is None and self.daily_tokens is None:
+            raise ValueError("give daily_usd, daily_tokens or both")
+        return self
 
 
 def etag(text: str) -> str:
@@ -155,7 +166,7 @@ class Console:
                  consolidator: Consolidator | None, fixed_tokens: Callable[[ChatFiles], int], model: str,
                  lock_for: Callable[[Path], asyncio.Lock] | None = None,
                  in_order: Callable[[ChatKey, Callable[[], Awaitable[str]]], Awaitable[str]] | None = None,
-                 ledger: Ledger | None = None, limits: Limits | None = None) -> None:
+                 ledger: Ledger | None = None, limits: Limits | None = None, unpriced: Unpriced | None = None) -> None:
         self.home = Path(home)
         self.store = store
         self.commands = chat_commands
@@ -166,6 +177,7 @@ class Console:
         self.lock_for = lock_for or (lambda d: self._locks.setdefault(d, asyncio.Lock()))
         self.in_order = in_order  # the bus's: a forget waits for the chat's running turn instead of racing it
         self.ledger, self.limits = ledger, limits  # the Usage page (without them, no usage routes)
+        self.unpriced = unpriced  # what a USD limit cannot count (bot/usage/unpriced.py)
 
     def routes(self) -> list[web.RouteDef]:
         return [web.get("/api/chats", self.chats), web.get(CHAT, self.chat),
@@ -319,22 +331,27 @@ class Console:
 
     async def usage(self, request: web.Request) -> web.Response:
         days = _int_param(request, "days", 30, 1, 366)
-        return web.json_response(await asyncio.to_thread(usage_view.usage_page, self.ledger, self.limits, days))
+        return web.json_response(await asyncio.to_thread(usage_view.usage_page, self.ledger, self.limits, days,
+                                                         None, self.unpriced))
 
     def _budget_chat(self, request: web.Request) -> ChatKey:
         """Any chat may get a limit before it first speaks: only the key is checked (400 when bad)."""
         return chat_key(request.match_info["channel"], request.match_info["chat_id"])
 
+    async def _budget_of(self, key: ChatKey) -> web.Response:
+        return web.json_response(await asyncio.to_thread(usage_view.chat_budget, self.limits, key, self.unpriced))
+
     async def budget(self, request: web.Request) -> web.Response:
-        return web.json_response(usage_view.chat_budget(self.limits, self._budget_chat(request)))
+        return await self._budget_of(self._budget_chat(request))
 
     async def set_budget(self, request: web.Request) -> web.Response:
         key = self._budget_chat(request)
-        body = await _body(request, BudgetBody, '{"daily_usd": 1.5} (US dollars a day, 0 or more)')
-        await asyncio.to_thread(self.limits.set_override, key, body.daily_usd)  # budgets.json, atomically
-        return web.json_response(usage_view.chat_budget(self.limits, key))
+        body = await _body(request, BudgetBody, '{"daily_usd": 1.5} (US dollars a day, 0 or more) and/or '
+                           '{"daily_tokens": 20000} (tokens a day of models without a known price)')
+        await asyncio.to_thread(self.limits.set_override, key, body.daily_usd, body.daily_tokens)  # atomically
+        return await self._budget_of(key)
 
     async def clear_budget(self, request: web.Request) -> web.Response:
         key = self._budget_chat(request)
         await asyncio.to_thread(self.limits.clear_override, key)
-        return web.json_response(usage_view.chat_budget(self.limits, key))
+        return await self._budget_of(key)

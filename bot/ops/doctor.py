@@ -1,8 +1,9 @@
 """`tusk doctor`: is this installation able to run? Each check gives a verdict and the fix.
 
     config  settings file  unknown variables (bot/ops/doctor_env.py)  data dir  HTTP access  HTTP port
-    tokenizer  the model (bot/ops/probe.py)  each platform token  each MCP server  the web tools
-    the skills (bot/skills/doctor.py)  allow-lists
+    tokenizer  the model (bot/ops/probe.py)  each platform token  each MCP server  backup
+    schedules (bot/schedules/health.py: failed runs)  the web tools  the skills (bot/skills/doctor.py)
+    speech (bot/speech/doctor.py: a phrase spoken)  allow-lists
 
 Each check is a `Check` (bot/ops/check.py), the unit `tusk init` shows too.
 
@@ -193,21 +194,47 @@ async def run_checks(settings: Settings, env_file: SettingsFile | None = None,
     if not any(token for _, token, _ in platforms):
         checks.append(Check("platforms", "warn", "no platform token is set: only the local HTTP API and "
                             "`tusk chat` will run", "set TELEGRAM_BOT_TOKEN, DISCORD_BOT_TOKEN or SLACK_BOT_TOKEN"))
+    checks += _spend_limits(settings, exact=model and bool(settings.model))
     checks += await _mcp(settings)
     from bot.ops.backup import doctor_check
 
     if (backup := doctor_check(settings.home, settings.backup_dir)) is not None:
         checks.append(Check("backup", *backup))
+    from bot.schedules.health import check as schedules_check
+
+    if (schedules := schedules_check(settings.home)) is not None:
+        checks.append(Check("schedules", *schedules))
     from bot.tools.web.doctor import web_checks
 
     checks += await web_checks(settings)
     from bot.skills.doctor import skill_checks
+    from bot.speech.doctor import speech_checks
 
     checks += skill_checks(settings)
+    checks += await speech_checks(settings, model)  # a short phrase spoken, where speech is set up
     for variable in settings.open_allow_lists():
         checks.append(Check("allow-list", "warn", f"{variable} is empty: anyone may talk to the bot",
                             f"set {variable} to the user ids allowed to use Tusk"))
     return checks
+
+
+def _spend_limits(settings: Settings, exact: bool) -> list[Check]:
+    """A USD limit (in the environment or a chat's own in budgets.json) that cannot count a model Tusk calls:
+    its price is unknown (bot/usage/unpriced.py). `exact`: litellm's price table may be read (the model
+    check imported litellm already); else what TUSK_MODELS and the ledger say."""
+    from bot.usage.ledger import Ledger
+    from bot.usage.limits import Limits
+    from bot.usage.unpriced import Unpriced
+
+    ledger = Ledger(settings.home)  # opened only if usage.sqlite is there: the doctor creates nothing
+    try:
+        found = Unpriced.of(settings, ledger, Limits(ledger, settings.limit_settings()), table=exact).overall()
+    except ValueError as exc:  # a damaged budgets.json
+        return [Check("spend limits", "fail", str(exc), "fix budgets.json or remove it (`tusk budget` writes it)")]
+    finally:
+        ledger.close()
+    return [Check("spend limits", "ok", u["note"]) if u["token_limit"] else
+            Check("spend limits", "warn", u["problem"], u["fix"]) for u in found]
 
 
 async def _mcp(settings: Settings) -> list[Check]:

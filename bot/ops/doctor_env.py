@@ -1,6 +1,7 @@
 """The doctor's checks of where settings come from and where Tusk will listen and write.
 
     settings file (which one was read)  unknown variables (typos, with the closest known name)  HTTP port
+    (free, this home's running Tusk, or a Tusk of another home: bot/running.py's lock record tells them apart)
 
 None of them creates anything: the data dir check in bot/ops/doctor.py only reports where the
 folder will be made at first start.
@@ -14,6 +15,7 @@ import os
 import socket
 from collections.abc import Mapping
 from pathlib import Path
+from urllib.parse import urlparse
 
 import aiohttp
 from dotenv import dotenv_values
@@ -21,6 +23,7 @@ from dotenv import dotenv_values
 from bot.config import Settings
 from bot.places import SettingsFile
 from bot.ops.check import Check
+from channels.http.binding import local_url
 
 PREFIXES = ("TUSK_", "TELEGRAM_", "DISCORD_", "SLACK_")
 EXTRA_KNOWN = frozenset({"TUSK_ENV_FILE"})  # read before the settings, so not a Settings field
@@ -57,26 +60,36 @@ def unknown_variables(environ: Mapping[str, str], env_file: Path) -> list[Check]
 
 
 async def http_port(settings: Settings) -> Check:
-    """Whether `tusk run` can listen on TUSK_HTTP_HOST:TUSK_HTTP_PORT (a Tusk already there is fine)."""
+    """Whether `tusk run` can listen on TUSK_HTTP_HOST:TUSK_HTTP_PORT: free, or held by this home's own Tusk (its
+    lock record says where it serves, bot/running.py); a Tusk of another home there is a conflict."""
+    from bot import running
+
     host, port = settings.http_host, settings.http_port
+    there = running.holder(settings.home)
+    ours = there.url if there is not None and there.engine else None  # where this home's Tusk serves
+    pid = there.pid if there is not None else None
+    running_here = f"; this home's Tusk (pid {pid}) is running on {ours}" if ours else ""
     if port == 0:
-        return Check("HTTP port", "ok", "TUSK_HTTP_PORT=0: a free port is chosen at each start")
+        return Check("HTTP port", "ok", f"TUSK_HTTP_PORT=0: a free port is chosen at each start{running_here}")
     try:
         socket.create_server((host or "", port)).close()  # SO_REUSEADDR, as `tusk run` binds
     except OSError as exc:
         if exc.errno != errno.EADDRINUSE:
             return Check("HTTP port", "fail", f"cannot listen on {host}:{port} ({exc.strerror})",
                          "set TUSK_HTTP_HOST to an address of this machine and TUSK_HTTP_PORT to 1024 or more")
+        if ours and urlparse(ours).port == port:
+            return Check("HTTP port", "ok", f"this home's Tusk is running on {host}:{port} (pid {pid})")
         if await _tusk_answers(host, port):
-            return Check("HTTP port", "ok", f"a Tusk is already running on {host}:{port} (it answers /healthz)")
-        return Check("HTTP port", "fail", f"{host}:{port} is in use by another program",
+            return Check("HTTP port", "fail", f"{host}:{port} is taken by a Tusk of another home (it answers "
+                         f"/healthz, but this home's lock does not name it){running_here}",
+                         "stop that Tusk, or give each home a TUSK_HTTP_PORT of its own")
+        return Check("HTTP port", "fail", f"{host}:{port} is in use by another program{running_here}",
                      "stop that program, or set TUSK_HTTP_PORT to a free port")
-    return Check("HTTP port", "ok", f"{host}:{port} is free")
+    return Check("HTTP port", "ok", f"{host}:{port} is free{running_here}")
 
 
 async def _tusk_answers(host: str, port: int) -> bool:
-    target = "127.0.0.1" if host in ("", "0.0.0.0") else "::1" if host == "::" else host
-    url = f"http://{'[' + target + ']' if ':' in target else target}:{port}/healthz"
+    url = f"{local_url(host, port)}/healthz"
     try:
         async with aiohttp.ClientSession(timeout=HEALTH_TIMEOUT) as client, client.get(url) as resp:
             body = await resp.json(content_type=None)

@@ -8,7 +8,8 @@
     local server  (a base URL on this machine) its models, and whether it cuts long prompts: a prompt of
                   known size against the `usage.prompt_tokens` it reports
     price         what a call costs (litellm's table, or the owner's TUSK_MODELS price); an unknown price
-                  counts tokens against the token limits instead of dollars
+                  counts tokens against the token limits instead of dollars (bot/ops/doctor.py's spend
+                  limits check says which dollar limits cannot count it)
 
 Each probe request is recorded in the usage ledger as purpose "probe" when the data dir exists (the
 doctor never creates it).
@@ -123,15 +124,7 @@ def _price(settings: Settings, model: str) -> Check:
         return Check("price", "ok", f"{model}: litellm's price table knows it")
     if model in configured:
         return Check("price", "ok", f"{model}: priced by TUSK_MODELS")
-    limits = settings.limit_settings()
-    limited = any(v is not None for v in (limits.daily_usd, limits.monthly_usd, limits.chat_daily_usd,
-                                          limits.person_daily_usd))
-    tokens = limits.daily_tokens is not None or limits.chat_daily_tokens is not None
-    if limited:
-        return Check("price", "warn", f"{model} has no known price: the dollar limits cannot count it; its calls "
-                     "count against TUSK_LIMIT_DAILY_TOKENS / TUSK_CHAT_LIMIT_DAILY_TOKENS instead"
-                     + ("" if tokens else " (none is set)"),
-                     f"give it a price in TUSK_MODELS (label={model}@IN/OUT, USD per million tokens) or set a token limit")
+    # what that means for the dollar limits (the environment's and budgets.json's): the "spend limits" check
     return Check("price", "ok", f"{model} has no known price: its cost is recorded as unknown (never $0)")
 
 

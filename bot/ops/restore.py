@@ -6,6 +6,9 @@ Order of work, so a bad archive writes nothing:
 3. the home must be empty — or, with `force`, what is there is first backed up beside it and moved away;
 4. the files are extracted by hand (never `tar.extractall`): each member's path checked again, folders
    0700 and files 0600, nothing opened through a symlink, each written under a temporary name first.
+
+An archive made without `--with-secrets` holds no console token, no API keys and no settings file:
+`Restored.left_out` says so, and what to do about each.
 """
 
 from __future__ import annotations
@@ -15,8 +18,10 @@ import shutil
 import tarfile
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import NamedTuple
 
 from bot import running
+from bot.errors import HomeBusy
 from bot.ops import backup
 from memory.paths import open_private, private_dir
 
@@ -29,13 +34,31 @@ def _occupied(home: Path) -> list[str]:
     return sorted(p.name for p in home.iterdir() if p.name not in IGNORED)
 
 
-def restore(archive: Path, home: Path, version: str, force: bool = False) -> tuple[int, Path | None]:
-    """Restore `archive` into `home`; (files written, the safety backup made by `force` or None)."""
-    backup.verify(archive)
+SECRETS_LEFT_OUT = ("Not in this archive (a backup leaves secrets out unless made with --with-secrets):\n"
+                    "- the console token: Tusk makes a new one at its next start (`tusk console-url` prints the new "
+                    "link; the old one no longer opens the console or the API)\n"
+                    "- the API keys of the OpenAI-compatible endpoint (api-keys.json): make them again with "
+                    "`tusk apikey create PREFIX` and give the clients the new keys\n"
+                    "- a settings file kept in the data dir (.env): set the model's and the platforms' keys again "
+                    "(`tusk init`), unless they live elsewhere")
+
+
+class Restored(NamedTuple):
+    files: int
+    saved: Path | None  # what was in the home before (`force`), backed up beside it
+    left_out: str | None  # what a backup without secrets did not bring back, and what to do (None: it had them)
+
+
+def restore(archive: Path, home: Path, version: str, force: bool = False) -> Restored:
+    """Restore `archive` into `home`: the files written, the safety backup made by `force` (or None), and
+    what the archive did not hold (the secrets of a backup made without them)."""
+    manifest = backup.verify(archive)
+    with_secrets = any(backup.is_secret(rel) for rel in manifest["files"])
     home = Path(home)
-    lock = running.exclusive(home)
-    if lock is None:
-        raise backup.BackupError(f"a Tusk is running on {home}: stop it first (`systemctl stop tusk`, Ctrl-C)")
+    try:
+        lock = running.claim(home, "tusk restore")
+    except HomeBusy as exc:
+        raise backup.BackupError(f"{exc} (`systemctl stop tusk`, Ctrl-C)") from None
     try:
         saved = None
         if there := _occupied(home):
@@ -50,7 +73,7 @@ def restore(archive: Path, home: Path, version: str, force: bool = False) -> tup
             for name in there:
                 os.replace(home / name, aside / name)
             shutil.rmtree(aside)
-        return _extract(archive, home), saved
+        return Restored(_extract(archive, home), saved, None if with_secrets else SECRETS_LEFT_OUT)
     finally:
         running.release(lock)
 

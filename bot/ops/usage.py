@@ -1,9 +1,9 @@
 """The owner's view of spend: `tusk usage`, `tusk budget`, and the figures of the console's Usage page.
 
     tusk usage [--by day|chat|person|model|purpose] [--since 30d|7d|today|2026-11-01] [--json]
-    tusk budget list | set CHANNEL:ID USD | clear CHANNEL:ID
-    usage_page(...)       GET /api/usage: daily cost stacked by chat, the top chats and people, today's
-                          spend against each limit
+    tusk budget [list] | set CHANNEL:ID [USD] [--tokens N] | clear CHANNEL:ID
+    usage_page(...)       GET /api/usage: daily cost, calls and tokens stacked by chat, the top chats and
+                          people, today's spend against each limit, and the models a USD limit cannot count
 
 Everything is read from the data dir through `Ledger` and `Limits`, so it works beside a running Tusk;
 overrides go through `Limits.set_override`/`clear_override` (budgets.json, 0600, written atomically),
@@ -29,6 +29,7 @@ from zoneinfo import ZoneInfo
 from bot.events import ChatKey
 from bot.usage.ledger import FILE, Ledger, LedgerTooNew, Row
 from bot.usage.limits import Limits, LimitSettings
+from bot.usage.unpriced import Unpriced
 from bot.usage.view import day_start, money, month_start, report_json, report_table
 
 BY = ("day", "chat", "person", "model", "purpose")
@@ -63,6 +64,18 @@ def usd_arg(value: str) -> float:
     return amount
 
 
+def tokens_arg(value: str) -> int:
+    """`tusk budget set --tokens`: a whole number of tokens, 0 or more (`20,000` and `20_000` too)."""
+    try:
+        tokens = int(value.replace(",", "").replace("_", ""))
+    except ValueError:
+        tokens = -1
+    if tokens < 0:
+        raise argparse.ArgumentTypeError(f"{value!r}: give the daily token limit as a whole number, 0 or more, "
+                                         "such as 20000")
+    return tokens
+
+
 def since_ts(since: int | date, zone: ZoneInfo, now: float | None = None) -> float:
     """Midnight `since` days ago (as /usage counts "7 days"), or of the date given, in `zone`."""
     if isinstance(since, int):
@@ -86,12 +99,13 @@ def _name(row: Row) -> str:
 class Standing:
     """One limit that applies today: what it covers, its figure and what was spent against it."""
 
-    limit: str  # owner_daily | owner_monthly | owner_daily_tokens | chat_daily | person_daily
+    limit: str  # owner_daily | owner_monthly | owner_daily_tokens | chat_daily | chat_daily_tokens | person_daily
     who: str  # "everyone" or CHANNEL:ID
     limit_value: float
     spent: float
     unit: str = "usd"  # or "tokens" (calls of unknown price)
     override: bool = False  # a chat's own limit from budgets.json
+    unpriced_calls: int = 0  # a USD limit: calls in its scope (today or this month) of unknown price, not counted
 
     @property
     def reached(self) -> bool:
@@ -99,15 +113,20 @@ class Standing:
 
     def row(self) -> dict[str, Any]:
         return {"limit": self.limit, "who": self.who, "limit_value": self.limit_value, "spent": self.spent,
-                "unit": self.unit, "override": self.override, "reached": self.reached}
+                "unit": self.unit, "override": self.override, "reached": self.reached,
+                "unpriced_calls": self.unpriced_calls}
 
     def text(self) -> str:
         label = {"owner_daily": "everyone today", "owner_monthly": "everyone this month",
                  "owner_daily_tokens": "everyone today, unknown-price tokens", "chat_daily": f"chat {self.who} today",
+                 "chat_daily_tokens": f"chat {self.who} today, unknown-price tokens",
                  "person_daily": f"person {self.who} today"}[self.limit]
         figures = (f"{self.spent:,.0f} of {self.limit_value:,.0f} tokens" if self.unit == "tokens"
                    else f"{money(self.spent)} of {money(self.limit_value)}")
-        return f"{label}: {figures}" + (" (own limit)" if self.override else "") + (" - REACHED" if self.reached else "")
+        n = self.unpriced_calls
+        uncounted = f" (+ {n} call{'s' if n != 1 else ''} of unknown price it cannot count)" if n else ""
+        return (f"{label}: {figures}{uncounted}" + (" (own limit)" if self.override else "")
+                + (" - REACHED" if self.reached else ""))
 
 
 def standings(ledger: Ledger | None, limits: Limits, now: float | None = None) -> list[Standing]:
@@ -115,24 +134,31 @@ def standings(ledger: Ledger | None, limits: Limits, now: float | None = None) -
     limit, each person's that spent today (erased calls count toward the owner's only here)."""
     s, zone = limits.settings, limits.settings.zone
     today = day_start(zone, 0, now)
-    spent = ledger.spent if ledger is not None else None
     out = []
     for name, limit, since in (("owner_daily", s.daily_usd, today), ("owner_monthly", s.monthly_usd, month_start(zone))):
         if limit is not None:
-            out.append(Standing(name, "everyone", limit, spent(since).usd if spent else 0.0))
+            total = ledger.totals(since) if ledger is not None else None
+            out.append(Standing(name, "everyone", limit, (total.cost_usd or 0.0) if total else 0.0,
+                                unpriced_calls=total.unknown_calls if total else 0))
     if s.daily_tokens is not None:
         out.append(Standing("owner_daily_tokens", "everyone", s.daily_tokens,
-                            spent(today).unpriced_tokens if spent else 0, "tokens"))
-    overrides = limits.overrides()
-    chats = {ChatKey(r.channel, r.key): r.cost_usd or 0.0 for r in ledger.report("chat", today)
-             if r.key is not None} if ledger else {}
-    for key in sorted(chats.keys() | overrides.keys(), key=lambda k: (k.channel, k.chat_id)):
-        limit = overrides.get(key, s.chat_daily_usd)
-        if limit is not None:
-            out.append(Standing("chat_daily", f"{key.channel}:{key.chat_id}", limit, chats.get(key, 0.0),
-                                override=key in overrides))
+                            ledger.spent(today).unpriced_tokens if ledger is not None else 0, "tokens"))
+    budgets = limits.budgets()
+    chats = {ChatKey(r.channel, r.key): r for r in ledger.report("chat", today) if r.key is not None} if ledger else {}
+    for key in sorted(chats.keys() | budgets.keys(), key=lambda k: (k.channel, k.chat_id)):
+        usd, tokens = limits.chat_limits(key)
+        row, own, who = chats.get(key), budgets.get(key), f"{key.channel}:{key.chat_id}"
+        if usd is not None:
+            out.append(Standing("chat_daily", who, usd, (row.cost_usd or 0.0) if row else 0.0,
+                                override=own is not None and own.daily_usd is not None,
+                                unpriced_calls=row.unknown_calls if row else 0))
+        if tokens is not None:
+            spent = ledger.spent(today, key.channel, chat=key.chat_id).unpriced_tokens if row else 0
+            out.append(Standing("chat_daily_tokens", who, tokens, spent, "tokens",
+                                override=own is not None and own.daily_tokens is not None))
     if s.person_daily_usd is not None and ledger is not None:
-        out += [Standing("person_daily", _name(r), s.person_daily_usd, r.cost_usd or 0.0)
+        out += [Standing("person_daily", _name(r), s.person_daily_usd, r.cost_usd or 0.0,
+                         unpriced_calls=r.unknown_calls)
                 for r in ledger.report("person", today) if r.key is not None]
     return out
 
@@ -140,21 +166,24 @@ def standings(ledger: Ledger | None, limits: Limits, now: float | None = None) -
 # -- tusk usage ----------------------------------------------------------------------------------------
 
 
-def usage(home: Path, limits_settings: LimitSettings, by: str, since: int | date, as_json: bool) -> str:
-    """What `tusk usage` prints: the table and today's standing, or the JSON array."""
-    ledger = _ledger(home)
+def usage(settings: Any, by: str, since: int | date, as_json: bool) -> str:
+    """What `tusk usage` prints: the table, today's standing and the models a USD limit cannot count (as far
+    as the ledger shows: litellm is not loaded for it), or the JSON array."""
+    ledger = _ledger(settings.home)
     if ledger is None:
         return "[]" if as_json else NOTHING
     try:
+        limits_settings = settings.limit_settings()
         zone = limits_settings.zone
         rows = ledger.report(by, since_ts(since, zone), zone=zone)
         if as_json:
             return json.dumps(report_json(rows, by), indent=1)
-        shown = [s for s in standings(ledger, Limits(ledger, limits_settings))
-                 if s.limit.startswith("owner") or s.reached]
+        limits = Limits(ledger, limits_settings)
+        shown = [s for s in standings(ledger, limits) if s.limit.startswith("owner") or s.reached]
         lines = [report_table(rows, by)]
         if shown:
             lines += ["", f"Spend limits ({getattr(zone, 'key', zone)} days):"] + [f"  {s.text()}" for s in shown]
+        lines += [f"Note: {u['note']}" for u in Unpriced.of(settings, ledger, limits, table=False).overall()]
         return "\n".join(lines)
     finally:
         ledger.close()
@@ -165,61 +194,96 @@ def usage(home: Path, limits_settings: LimitSettings, by: str, since: int | date
 
 def budget_list(home: Path, limits_settings: LimitSettings) -> str:
     s = limits_settings
-    defaults = [("everyone, daily", s.daily_usd), ("everyone, monthly", s.monthly_usd),
-                ("each chat, daily", s.chat_daily_usd), ("each person, daily", s.person_daily_usd)]
+    defaults = [("everyone, daily", money(s.daily_usd) if s.daily_usd is not None else None),
+                ("everyone, monthly", money(s.monthly_usd) if s.monthly_usd is not None else None),
+                ("each chat, daily", money(s.chat_daily_usd) if s.chat_daily_usd is not None else None),
+                ("each person, daily", money(s.person_daily_usd) if s.person_daily_usd is not None else None),
+                ("everyone, daily, unknown-price tokens", _tokens(s.daily_tokens)),
+                ("each chat, daily, unknown-price tokens", _tokens(s.chat_daily_tokens))]
     lines = ["Default limits (TUSK_LIMIT_DAILY_USD, TUSK_LIMIT_MONTHLY_USD, TUSK_CHAT_LIMIT_DAILY_USD, "
-             "TUSK_PERSON_LIMIT_DAILY_USD):"]
-    lines += [f"  {label}: {'none' if value is None else money(value)}" for label, value in defaults]
-    overrides = Limits(Ledger(home), s).overrides()
-    if not overrides:
+             "TUSK_PERSON_LIMIT_DAILY_USD, TUSK_LIMIT_DAILY_TOKENS, TUSK_CHAT_LIMIT_DAILY_TOKENS):"]
+    lines += [f"  {label}: {value or 'none'}" for label, value in defaults]
+    own = Limits(Ledger(home), s).budgets()
+    if not own:
         return "\n".join([*lines, "No chat has its own daily limit (`tusk budget set CHANNEL:ID USD` gives one)."])
     lines.append("Chats with their own daily limit:")
-    lines += [f"  {k.channel}:{k.chat_id}  {money(v)}" for k, v in sorted(
-        overrides.items(), key=lambda kv: (kv[0].channel, kv[0].chat_id))]
+    for key, budget in sorted(own.items(), key=lambda kv: (kv[0].channel, kv[0].chat_id)):
+        parts = ([money(budget.daily_usd)] if budget.daily_usd is not None else []) + \
+                ([_tokens(budget.daily_tokens) or ""] if budget.daily_tokens is not None else [])
+        lines.append(f"  {key.channel}:{key.chat_id}  {', '.join(parts)}")
     return "\n".join(lines)
 
 
-def budget_set(home: Path, limits_settings: LimitSettings, chat: ChatKey, usd: float) -> str:
-    Limits(Ledger(home), limits_settings).set_override(chat, usd)
-    return f"{chat.channel}:{chat.chat_id} may now spend {money(usd)} a day (a running Tusk applies it at once)."
+def _tokens(value: int | None) -> str | None:
+    return None if value is None else f"{value:,} tokens (of unknown-price models)"
+
+
+def budget_set(settings: Any, chat: ChatKey, usd: float | None, tokens: int | None) -> str:
+    """Give the chat its own limit(s); where a USD limit cannot count the chat's models, say so and what can."""
+    if usd is None and tokens is None:
+        raise ValueError("give the daily limit in USD (tusk budget set CHANNEL:ID 2.50) or in tokens "
+                         "(tusk budget set CHANNEL:ID --tokens 20000)")
+    ledger = Ledger(settings.home)
+    limits = Limits(ledger, settings.limit_settings())
+    limits.set_override(chat, usd, tokens)
+    what = []
+    if usd is not None:
+        what.append(f"spend {money(usd)} a day")
+    if tokens is not None:
+        what.append(f"use {tokens:,} tokens a day of models without a known price")
+    said = f"{chat.channel}:{chat.chat_id} may now {' and '.join(what)} (a running Tusk applies it at once)."
+    if usd is None:
+        return said
+    evidence = _ledger(settings.home)
+    try:  # litellm's price table is read for a model TUSK_MODELS does not price (it takes a few seconds)
+        note = Unpriced.of(settings, evidence, limits).for_chat(chat)
+    finally:
+        if evidence is not None:
+            evidence.close()
+    return said + (f"\nNote: {note}" if note else "")
 
 
 def budget_clear(home: Path, limits_settings: LimitSettings, chat: ChatKey) -> str:
     if not Limits(Ledger(home), limits_settings).clear_override(chat):
         raise LookupError(f"{chat.channel}:{chat.chat_id} has no limit of its own (`tusk budget list` shows them)")
-    default = limits_settings.chat_daily_usd
+    usd, tokens = limits_settings.chat_daily_usd, limits_settings.chat_daily_tokens
     return (f"{chat.channel}:{chat.chat_id} is back to the default daily limit "
-            f"({'none' if default is None else money(default)}).")
+            f"({'none' if usd is None else money(usd)}" + (f"; {tokens:,} tokens" if tokens is not None else "") + ").")
 
 
-def run(args: argparse.Namespace, home: Path, limits_settings: LimitSettings) -> str:
-    """`tusk usage` or `tusk budget ACTION`: the text to print. LookupError/ValueError: a one-line error."""
+def run(args: argparse.Namespace, settings: Any) -> str:
+    """`tusk usage` or `tusk budget [ACTION]`: the text to print. LookupError/ValueError: a one-line error."""
+    home, limits_settings = settings.home, settings.limit_settings()
     if args.command == "usage":
         try:
-            return usage(home, limits_settings, args.by, args.since, args.json)
+            return usage(settings, args.by, args.since, args.json)
         except (sqlite3.DatabaseError, LedgerTooNew) as exc:  # damaged, or written by a newer Tusk
             raise ValueError(f"{Path(home) / FILE}: {exc}") from exc
-    if args.action == "list":
+    if args.action in (None, "list"):  # a bare `tusk budget` lists
         return budget_list(home, limits_settings)
     if args.action == "set":
-        return budget_set(home, limits_settings, args.chat, args.usd)
+        return budget_set(settings, args.chat, args.usd, args.tokens)
     return budget_clear(home, limits_settings, args.chat)
 
 
 # -- the console's Usage page --------------------------------------------------------------------------
 
 
-def usage_page(ledger: Ledger, limits: Limits, days: int, now: float | None = None) -> dict[str, Any]:
-    """GET /api/usage: for the last `days` days (today included) the cost of each day stacked by chat
-    (the `STACKED` costliest chats, the rest as "other"), the top chats and people, and today's standing.
-    A day's cost is null when all its calls had an unknown price. Reads the ledger only if it exists."""
+def usage_page(ledger: Ledger, limits: Limits, days: int, now: float | None = None,
+               unpriced: Unpriced | None = None) -> dict[str, Any]:
+    """GET /api/usage: for the last `days` days (today included) the cost, calls and tokens (input and output)
+    of each day stacked by chat (the `STACKED` costliest chats, the rest as "other"), the top chats and people,
+    today's standing (a USD limit's `unpriced_calls`: calls of unknown price it cannot count), and `unpriced`:
+    each model a USD limit in force cannot count, with the sentence to show (`Unpriced.overall`). A day's cost
+    is null when all its calls had an unknown price (its tokens still count). Reads the ledger only if it exists."""
     zone = limits.settings.zone
     since = day_start(zone, days - 1, now)
     first = datetime.fromtimestamp(since, zone).date()
     dates = [(first + timedelta(days=i)).isoformat() for i in range(days)]
     page: dict[str, Any] = {"zone": getattr(zone, "key", str(zone)), "days": dates, "series": [],
                             "top_chats": [], "top_people": [],
-                            "standings": [s.row() for s in standings(None, limits, now)]}
+                            "standings": [s.row() for s in standings(None, limits, now)],
+                            "unpriced": unpriced.overall() if unpriced is not None else []}
     if not ledger.path.is_file():
         return page
     chats = [r for r in ledger.report("chat", since, zone=zone) if r.key is not None]
@@ -227,15 +291,17 @@ def usage_page(ledger: Ledger, limits: Limits, days: int, now: float | None = No
     def daily(rows: list[Row]) -> dict[str, Any]:
         by_day = {r.key: r for r in rows}
         return {"cost_usd": [by_day[d].cost_usd if d in by_day else 0.0 for d in dates],
-                "calls": [by_day[d].calls if d in by_day else 0 for d in dates]}
+                "calls": [by_day[d].calls if d in by_day else 0 for d in dates],
+                "tokens": [by_day[d].input_tokens + by_day[d].output_tokens if d in by_day else 0 for d in dates]}
 
     series = [{"chat": _name(r), **daily(ledger.report("day", since, channel=r.channel, chat=r.key, zone=zone))}
               for r in chats[:STACKED]]
     everyone = daily(ledger.report("day", since, zone=zone))
-    rest = {"chat": "other", "cost_usd": [], "calls": []}
+    rest: dict[str, Any] = {"chat": "other", "cost_usd": [], "calls": [], "tokens": []}
     for i, (cost, calls) in enumerate(zip(everyone["cost_usd"], everyone["calls"])):  # older chats, erased, housekeeping
         rest["cost_usd"].append(max(0.0, (cost or 0.0) - sum(s["cost_usd"][i] or 0.0 for s in series)))
         rest["calls"].append(calls - sum(s["calls"][i] for s in series))
+        rest["tokens"].append(everyone["tokens"][i] - sum(s["tokens"][i] for s in series))
     if any(rest["calls"]):
         series.append(rest)
     page.update(series=series, top_chats=report_json(chats[:TOP], "chat"),
@@ -244,9 +310,14 @@ def usage_page(ledger: Ledger, limits: Limits, days: int, now: float | None = No
     return page
 
 
-def chat_budget(limits: Limits, chat: ChatKey) -> dict[str, Any]:
-    """GET/PUT/DELETE /api/budgets/{channel}/{chat}: the chat's own daily limit (null: the default applies)."""
-    own = limits.overrides().get(chat)
-    return {"chat": f"{chat.channel}:{chat.chat_id}", "daily_usd": own,
-            "default_daily_usd": limits.settings.chat_daily_usd,
-            "applies_usd": own if own is not None else limits.settings.chat_daily_usd}
+def chat_budget(limits: Limits, chat: ChatKey, unpriced: Unpriced | None = None) -> dict[str, Any]:
+    """GET/PUT/DELETE /api/budgets/{channel}/{chat}: the chat's own daily limits (null: the default applies),
+    in USD and in tokens (calls of unknown price), and `warning`: the sentence saying that a USD limit that
+    applies cannot count the chat's model, with what can be enforced instead (null when it can)."""
+    own = limits.budgets().get(chat)
+    usd, tokens = limits.chat_limits(chat)
+    return {"chat": f"{chat.channel}:{chat.chat_id}", "daily_usd": own.daily_usd if own else None,
+            "default_daily_usd": limits.settings.chat_daily_usd, "applies_usd": usd,
+            "daily_tokens": own.daily_tokens if own else None,
+            "default_daily_tokens": limits.settings.chat_daily_tokens, "applies_tokens": tokens,
+            "warning": unpriced.for_chat(chat) if unpriced is not None else None}

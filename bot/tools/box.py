@@ -85,7 +85,7 @@ class Tool:
         fields: dict[str, Any] = {}
         context_param = None
         for name, param in inspect.signature(fn).parameters.items():
-            if hints.get(name) is ToolContext:
+            if hints.get(name) in (ToolContext, ToolContext | None):  # None: a tool also called without a chat
                 context_param = name
                 continue
             default = ... if param.default is inspect.Parameter.empty else param.default

@@ -7,7 +7,8 @@ the bus as a turn of the chat, with the result as one-turn injected context: the
 tells the user, and the turn is saved like any other (a short note as its user message),
 so the saved conversation stays legal whatever the model does next.
 
-Tasks live in memory only: a restart or /forget cancels the running ones.
+Tasks live in memory only: a restart or /forget cancels the running ones, and /stop (bot/stop.py) the
+chat's running ones, wherever they wait (a model request, a search): no result comes back from them.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from bot import logs
-from bot.commands.base import Owned
+from bot.commands.base import Owned, counted
 from bot.errors import BusClosed, LLMError
 from bot.events import ChatKey, InboundMessage, Injected
 from bot.llm import LLMReply
@@ -154,6 +155,18 @@ class Tasks:
             messages.extend(step)
         return f"(stopped after {s.max_steps} steps without a final report)"
 
+    def stop(self, key: ChatKey) -> list[str]:
+        """/stop: this chat's running tasks cancelled now; a line for each, for the answer."""
+        lines = []
+        for task in self.of(key):
+            self.running.pop(task.id, None)
+            if task.runner is not None:
+                task.runner.cancel()
+            lines.append(f"Stopped the background task {task.id}: its result will not come.")
+        if lines:
+            logger.info("/stop cancelled %d background task(s) in %s", len(lines), key)
+        return lines
+
     def owned(self, key: ChatKey) -> list[Owned]:
         """For /forget: this chat's running tasks, cancelled (their results never arrive)."""
         mine = self.of(key)
@@ -166,7 +179,7 @@ class Tasks:
                 if task.runner is not None:
                     task.runner.cancel()
 
-        return [Owned(f"{len(mine)} running background task(s) (cancelled)", cancel_all)]
+        return [Owned(f"{counted(len(mine), 'running background task')} (cancelled)", cancel_all)]
 
     async def aclose(self) -> None:
         """Cancel the running tasks (their results are lost: tasks do not survive a restart)."""

@@ -3,7 +3,8 @@
     meta    key/value: `salt` (32 random bytes: the limit keys' HMAC key)
     calls   ts, channel, chat, person, purpose, model, input/output/cached tokens, estimated,
             cost_usd (NULL = unknown price, never 0), cost_source, latency_ms, erased,
-            chat_key / person_key (limit keys, set only by erasure)
+            chat_key / person_key (limit keys, set only by erasure), characters (text read out by a
+            speech engine, purpose `speech`; 0 for every other call)
 
 The file is owner-only (0600, and its -wal/-shm too) and never opened through a symlink. It runs
 in WAL mode with `synchronous=NORMAL`: a `record()` is committed without an fsync, so a `kill -9`
@@ -38,19 +39,24 @@ from memory.paths import open_private, private_dir
 FILE = "usage.sqlite"
 KEEP_KEYS_DAYS = 40
 # What a call was for (an open set: these are the ones Tusk writes). Every step of a reply's tool loop is "reply".
-PURPOSES = ("reply", "consolidation", "task", "transcription", "vision", "probe", "import")
-COST_SOURCES = ("provider", "litellm", "configured")
+PURPOSES = ("reply", "consolidation", "task", "reminder", "schedule", "checkin", "transcription", "vision", "probe", "import",
+            "speech")
+COST_SOURCES = ("provider", "litellm", "configured", "local")
 BUCKET_S = 900  # report(by="day") sums quarter hours in SQL, then folds them into days of any zone
 COLUMNS = ("ts, channel, chat, person, purpose, model, input_tokens, output_tokens, cached_tokens, estimated, "
-           "cost_usd, cost_source, latency_ms")
+           "cost_usd, cost_source, latency_ms, characters")
 SUMS = ("count(*), coalesce(sum(input_tokens), 0), coalesce(sum(output_tokens), 0), "
-        "coalesce(sum(cached_tokens), 0), sum(cost_usd), count(*) - count(cost_usd)")
+        "coalesce(sum(cached_tokens), 0), sum(cost_usd), count(*) - count(cost_usd), coalesce(sum(characters), 0)")
 # (what a report row is keyed by, what SQL groups by: never a constant, so an index's order serves it)
 GROUPS = {"chat": ("channel, chat", "channel, chat"), "person": ("channel, person", "channel, person"),
           "model": ("NULL, model", "model"), "purpose": ("NULL, purpose", "purpose"),
           "day": (f"NULL, CAST(ts / {BUCKET_S} AS INTEGER)", "2")}
+# The covering indexes' summed columns: as m001 made them, and since m002 (characters added).
+SUMMED_V1 = "input_tokens, output_tokens, cached_tokens, cost_usd"
+SUMMED = f"{SUMMED_V1}, characters"
+INDEXED = (("ts", "ts"), ("chat", "channel, chat, ts"), ("person", "channel, person, ts"), ("model", "model, ts"),
+           ("purpose", "purpose, ts"))
 # Tokens of calls whose price is unknown: what the token limits count.
-SUMMED = "input_tokens, output_tokens, cached_tokens, cost_usd"
 UNPRICED_TOKENS = "coalesce(sum(CASE WHEN cost_usd IS NULL THEN input_tokens + output_tokens END), 0)"
 
 
@@ -73,14 +79,15 @@ class Call:
     cached_tokens: int = 0
     estimated: bool = False  # Tusk counted the tokens itself: the provider reported none
     cost_usd: float | None = None  # None: the price is unknown (never 0 for that)
-    cost_source: str | None = None  # "provider" | "litellm" | "configured" | None
+    cost_source: str | None = None  # "provider" | "litellm" | "configured" | "local" | None
     latency_ms: float = 0.0
+    characters: int = 0  # text read out (purpose speech): what a speech engine charges by
 
     def __post_init__(self) -> None:
         if (self.cost_usd is None) != (self.cost_source is None):
             raise ValueError(f"a call's cost and its source go together: {self.cost_usd!r}, {self.cost_source!r}")
-        if min(self.input_tokens, self.output_tokens, self.cached_tokens) < 0:
-            raise ValueError("token counts cannot be negative")
+        if min(self.input_tokens, self.output_tokens, self.cached_tokens, self.characters) < 0:
+            raise ValueError("token and character counts cannot be negative")
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +98,7 @@ class Totals:
     cached_tokens: int
     cost_usd: float | None  # the sum of the known costs; None when there are calls and every price is unknown
     unknown_calls: int  # calls whose price is unknown (not in cost_usd)
+    characters: int = 0  # read out by speech engines
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +114,7 @@ class Row:
     cached_tokens: int
     cost_usd: float | None  # unrounded; None when every call of the group has an unknown price
     unknown_calls: int
+    characters: int = 0  # read out by speech engines
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,14 +136,21 @@ def m001_calls(db: sqlite3.Connection) -> None:
         cost_usd REAL, cost_source TEXT, latency_ms REAL NOT NULL, erased INTEGER NOT NULL DEFAULT 0,
         chat_key BLOB, person_key BLOB)""")
     # Covering indexes (the summed columns included): reports and limit sums read an index, never the table.
-    for name, lead in (("ts", "ts"), ("chat", "channel, chat, ts"), ("person", "channel, person, ts"),
-                       ("model", "model, ts"), ("purpose", "purpose, ts")):
-        db.execute(f"CREATE INDEX calls_{name} ON calls({lead}, {SUMMED})")
+    for name, lead in INDEXED:
+        db.execute(f"CREATE INDEX calls_{name} ON calls({lead}, {SUMMED_V1})")
     db.execute("CREATE INDEX calls_chat_key ON calls(chat_key, ts) WHERE chat_key IS NOT NULL")
     db.execute("CREATE INDEX calls_person_key ON calls(person_key, ts) WHERE person_key IS NOT NULL")
 
 
-MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (m001_calls,)
+def m002_characters(db: sqlite3.Connection) -> None:
+    """Speech calls (issue 45) are charged by the character: a column for them, in the covering indexes too."""
+    db.execute("ALTER TABLE calls ADD COLUMN characters INTEGER NOT NULL DEFAULT 0")
+    for name, lead in INDEXED:
+        db.execute(f"DROP INDEX calls_{name}")
+        db.execute(f"CREATE INDEX calls_{name} ON calls({lead}, {SUMMED})")
+
+
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (m001_calls, m002_characters)
 
 
 def _where(since: float | None, until: float | None, channel: str | None, chat: str | None,
@@ -243,8 +259,8 @@ class Ledger:
         """Insert one call and commit it (no fsync: WAL with synchronous=NORMAL); returns its id."""
         row = (call.ts, call.channel, call.chat, call.person, call.purpose, call.model, call.input_tokens,
                call.output_tokens, call.cached_tokens, int(call.estimated), call.cost_usd, call.cost_source,
-               call.latency_ms)
-        rowid = self._write(f"INSERT INTO calls ({COLUMNS}) VALUES ({', '.join('?' * 13)})", row).lastrowid
+               call.latency_ms, call.characters)
+        rowid = self._write(f"INSERT INTO calls ({COLUMNS}) VALUES ({', '.join('?' * len(row))})", row).lastrowid
         for listener in self._listeners:
             listener(rowid, call)
         return rowid
@@ -282,6 +298,12 @@ class Ledger:
             sums[3] = 0.0  # nothing spent, rather than an unknown price
         return Totals(calls, *sums)
 
+    def model_calls(self, model: str, since: float) -> tuple[int, int]:
+        """(calls with a known cost, calls without) of one model since `since` (its own index: quick)."""
+        priced, unpriced = self._read("SELECT count(cost_usd), count(*) - count(cost_usd) FROM calls INDEXED BY "
+                                      "calls_model WHERE model = ? AND ts >= ?", [model, since])[0]
+        return priced, unpriced
+
     def report(self, by: Literal["day", "chat", "person", "model", "purpose"], since: float | None = None,
                until: float | None = None, channel: str | None = None, chat: str | None = None,
                person: str | None = None, zone: tzinfo = timezone.utc) -> list[Row]:
@@ -297,7 +319,7 @@ class Ledger:
         days: dict[str, list] = {}
         for _, bucket, *sums in rows:
             day = datetime.fromtimestamp(bucket * BUCKET_S, zone).date().isoformat()
-            acc = days.setdefault(day, [0, 0, 0, 0, None, 0])
+            acc = days.setdefault(day, [0, 0, 0, 0, None, 0, 0])
             for i, value in enumerate(sums):
                 acc[i] = _add(acc[i], value)
         return [Row(None, day, *acc) for day, acc in sorted(days.items())]

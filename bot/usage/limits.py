@@ -1,10 +1,11 @@
 """Spend limits, checked before each LLM call with a reservation and settled after it.
 
     owner_daily / owner_monthly    USD, everyone's calls; days and months in the owner's zone
-    chat_daily                     USD, one chat's calls (the default, or the owner's override)
+    chat_daily                     USD, one chat's calls (the default, or the chat's own: budgets.py)
     person_daily                   USD, one sender's calls in every chat of a channel
     owner_daily_tokens / chat_daily_tokens
-                                   tokens of calls whose price is unknown (they count against no USD limit)
+                                   tokens of calls whose price is unknown (they count against no USD limit);
+                                   the chat's as a default or its own
 
 Chat and person days end at midnight in the chat's zone (passed to `check`). A call is allowed when
 spent + outstanding reservations + its estimate stay within every limit that applies; it then holds a
@@ -16,16 +17,13 @@ replies are stopped.
 
 Today's and this month's sums are cached in memory: loaded from the ledger once per scope and window
 (again after `REFRESH_S`, for calls other processes recorded) and kept current from the ledger's
-`subscribe` hook. Per-chat overrides live in `$TUSK_HOME/budgets.json` (0600, written atomically,
-re-read when it changes, so `tusk budget` reaches a running Tusk):
-
-    {"version": 1, "chats": [{"channel": "telegram", "chat": "-100123", "daily_usd": 2.0}]}
+`subscribe` hook. A chat's own limits live in `$TUSK_HOME/budgets.json` (bot/usage/budgets.py), re-read
+when it changes, so `tusk budget` reaches a running Tusk.
 """
 
 from __future__ import annotations
 
 import itertools
-import json
 import logging
 import os
 import threading
@@ -33,15 +31,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone, tzinfo
-from pathlib import Path
 
 from bot.events import ChatKey
+from bot.usage import budgets
+from bot.usage.budgets import ChatBudget
 from bot.usage.ledger import Call, Ledger
-from memory.files import read_text, write_atomic
 
 logger = logging.getLogger(__name__)
 
-BUDGETS = "budgets.json"
+BUDGETS = budgets.FILE
 REFRESH_S = 300.0
 SLACK = 1e-9  # float sums of cents: 20 x $0.05 must fit a $1 limit
 Scope = tuple[str, ...]  # ("owner",), ("chat", channel, chat), ("person", channel, person)
@@ -64,31 +62,49 @@ def _zone_name(zone: tzinfo) -> str:
 
 
 def _usd(amount: float) -> str:
-    return f"${amount:,.2f}" if abs(amount * 100 - round(amount * 100)) < 1e-6 else f"${amount:,.4f}".rstrip("0")
+    if abs(amount * 100 - round(amount * 100)) < 1e-6:
+        return f"${amount:,.2f}"
+    return f"${amount:,.{4 if amount >= 0.0001 else 6}f}".rstrip("0")
 
 
 @dataclass(frozen=True, slots=True)
 class Refusal:
-    """A call not made: which limit, its figure, what was spent (calls in flight included), when it resets."""
+    """A call not made: which limit, its figure, what was spent (calls in flight included), when it resets,
+    and the call's own estimate (USD, or tokens for a token limit)."""
 
     limit: str  # owner_daily | owner_monthly | chat_daily | person_daily | owner_daily_tokens | chat_daily_tokens
     limit_value: float
     spent: float
     resets_at: datetime  # aware, in the zone the limit's days are counted in
     scope: Scope
+    estimate: float = 0.0
+
+    @property
+    def reached(self) -> bool:
+        """Nothing is left of the limit (else this call's estimate is more than what is left)."""
+        return self.spent >= self.limit_value - SLACK
 
     def sentence(self) -> str:
-        """The one sentence the person is told."""
-        who = {"owner": "This bot has", "chat": "This chat has", "person": "You have"}[self.scope[0]]
-        whose = "your" if self.scope[0] == "person" else "its"
-        zone = _zone_name(self.resets_at.tzinfo)
-        if self.limit.endswith("_tokens"):
-            what = f"{whose} daily limit of {self.limit_value:,.0f} tokens for models without a known price"
+        """The one sentence the person is told: the limit reached, or that this message's estimate would pass
+        it (with the figures: a refusal at "$0.0357 of $0.05" must not read as a bug)."""
+        kind = self.scope[0]
+        tokens, monthly = self.limit.endswith("_tokens"), self.limit == "owner_monthly"
+        period = "this month" if monthly else "today"
+        if tokens:
+            limit = f"daily limit of {self.limit_value:,.0f} tokens for models without a known price"
         else:
-            what = f"{whose} {'monthly' if self.limit == 'owner_monthly' else 'daily'} spending limit " \
-                   f"({_usd(self.limit_value)})"
-        when = f"on {self.resets_at.day} {self.resets_at:%B} " if self.limit == "owner_monthly" else ""
-        return f"{who} reached {what}; it resets {when}at midnight ({zone})."
+            limit = f"{'monthly' if monthly else 'daily'} spending limit ({_usd(self.limit_value)})"
+        zone = _zone_name(self.resets_at.tzinfo)
+        when = f"it resets {f'on {self.resets_at.day} {self.resets_at:%B} ' if monthly else ''}at midnight ({zone})"
+        if self.reached:
+            who = {"owner": "This bot has", "chat": "This chat has", "person": "You have"}[kind]
+            return f"{who} reached {'your' if kind == 'person' else 'its'} {limit}; {when}."
+        whose = {"owner": "this bot's", "chat": "this chat's", "person": "your"}[kind]
+        if tokens:
+            cost, used = f"take about {self.estimate:,.0f} tokens", f"{self.spent:,.0f} already used {period}"
+        else:
+            cost, used = f"cost about {_usd(self.estimate)}", f"{_usd(self.spent)} already spent {period}"
+        return f"Answering this message would {cost}, more than is left of {whose} {limit}: {used}; {when}."
 
 
 @dataclass(eq=False, slots=True)
@@ -129,22 +145,6 @@ def _bounds(now: float, zone: tzinfo, monthly: bool) -> tuple[datetime, datetime
     return start, datetime(nxt.year, nxt.month, nxt.day, tzinfo=zone)
 
 
-def load_overrides(home: Path) -> dict[ChatKey, float]:
-    """budgets.json's per-chat daily limits ({} when there is none); ValueError names what is wrong."""
-    path = Path(home) / BUDGETS
-    try:
-        data = json.loads(read_text(path))
-    except FileNotFoundError:
-        return {}
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{path} is not JSON ({exc}): fix it or remove it (`tusk budget` writes it)") from exc
-    try:
-        return {ChatKey(e["channel"], str(e["chat"])): float(e["daily_usd"]) for e in data["chats"]}
-    except (KeyError, TypeError, ValueError) as exc:
-        raise ValueError(f'{path}: expected {{"version": 1, "chats": [{{"channel": ..., "chat": ..., '
-                         f'"daily_usd": ...}}]}} ({exc!r})') from exc
-
-
 class Limits:
     """The spend limits of one Tusk process. Thread-safe; `check` is cheap enough for the event loop."""
 
@@ -157,11 +157,11 @@ class Limits:
         self._open: dict[int, Reservation] = {}
         self._ids = itertools.count(1)
         self._noticed: set[tuple[str, Scope, float]] = set()
-        self._overrides = load_overrides(ledger.home)
+        self._budgets = budgets.load(ledger.home)
         self._budgets_stat = self._stat()
         ledger.subscribe(self._recorded)
 
-    # -- overrides -----------------------------------------------------------------------------
+    # -- a chat's own limits (budgets.json) ------------------------------------------------------
 
     def _stat(self) -> tuple[int, int] | None:
         try:
@@ -170,32 +170,52 @@ class Limits:
             return None
         return st.st_ino, st.st_mtime_ns
 
-    def overrides(self) -> dict[ChatKey, float]:
-        """The per-chat daily limits now in force (budgets.json, re-read when it changed)."""
+    def budgets(self) -> dict[ChatKey, ChatBudget]:
+        """Each chat's own limits now in force (budgets.json, re-read when it changed)."""
         if (st := self._stat()) != self._budgets_stat:
             try:
-                self._overrides = load_overrides(self.ledger.home)
+                self._budgets = budgets.load(self.ledger.home)
             except (ValueError, OSError) as exc:  # keep the last good ones; the owner is told
                 logger.warning("%s; keeping the chat limits read before", exc)
             self._budgets_stat = st
-        return self._overrides
+        return self._budgets
 
-    def _save(self, overrides: dict[ChatKey, float]) -> None:
-        chats = [{"channel": k.channel, "chat": k.chat_id, "daily_usd": v} for k, v in sorted(
-            overrides.items(), key=lambda kv: (kv[0].channel, kv[0].chat_id))]
-        write_atomic(self.path, json.dumps({"version": 1, "chats": chats}, indent=1) + "\n", follow_dir=True)
-        self._overrides, self._budgets_stat = overrides, self._stat()
+    def overrides(self) -> dict[ChatKey, float]:
+        """The chats' own daily USD limits."""
+        return {k: b.daily_usd for k, b in self.budgets().items() if b.daily_usd is not None}
 
-    def set_override(self, chat: ChatKey, daily_usd: float) -> None:
-        if not daily_usd >= 0:
+    def token_overrides(self) -> dict[ChatKey, int]:
+        """The chats' own daily token limits (calls of unknown price)."""
+        return {k: b.daily_tokens for k, b in self.budgets().items() if b.daily_tokens is not None}
+
+    def chat_limits(self, chat: ChatKey) -> tuple[float | None, int | None]:
+        """(USD, tokens) a day that apply to `chat`: its own, else the defaults."""
+        own, s = self.budgets().get(chat, ChatBudget()), self.settings
+        return (own.daily_usd if own.daily_usd is not None else s.chat_daily_usd,
+                own.daily_tokens if own.daily_tokens is not None else s.chat_daily_tokens)
+
+    def _save(self, chats: dict[ChatKey, ChatBudget]) -> None:
+        budgets.save(self.ledger.home, chats)
+        self._budgets, self._budgets_stat = chats, self._stat()
+
+    def set_override(self, chat: ChatKey, daily_usd: float | None = None, daily_tokens: int | None = None) -> None:
+        """Give `chat` its own daily limit in USD, in tokens (for calls of unknown price), or both; a limit
+        not given is kept as it was."""
+        if daily_usd is not None and not daily_usd >= 0:
             raise ValueError(f"a chat's daily limit must be 0 or more USD, got {daily_usd!r}")
+        if daily_tokens is not None and daily_tokens < 0:
+            raise ValueError(f"a chat's daily token limit must be 0 or more, got {daily_tokens!r}")
         with self._lock:
-            self._save({**self.overrides(), chat: float(daily_usd)})
+            current = self.budgets()
+            was = current.get(chat, ChatBudget())
+            now = ChatBudget(was.daily_usd if daily_usd is None else float(daily_usd),
+                             was.daily_tokens if daily_tokens is None else int(daily_tokens))
+            self._save({**current, chat: now})
 
     def clear_override(self, chat: ChatKey) -> bool:
-        """Back to the default limit; False if the chat had no override."""
+        """Back to the default limits; False if the chat had none of its own."""
         with self._lock:
-            current = self.overrides()
+            current = self.budgets()
             if chat not in current:
                 return False
             self._save({k: v for k, v in current.items() if k != chat})
@@ -244,17 +264,15 @@ class Limits:
         priced = estimate_usd is not None
         amount = estimate_usd if priced else float(estimate_tokens)
         with self._lock:
+            chat_usd, chat_tokens = self.chat_limits(ChatKey(channel, chat)) if chat is not None else (None, None)
             if priced:
-                chat_limit = s.chat_daily_usd
-                if chat is not None:
-                    chat_limit = self.overrides().get(ChatKey(channel, chat), chat_limit)
                 checks = [("owner_daily", owner, s.daily_usd, s.zone, False),
                           ("owner_monthly", owner, s.monthly_usd, s.zone, True),
-                          ("chat_daily", chat_scope, chat_limit, zone, False),
+                          ("chat_daily", chat_scope, chat_usd, zone, False),
                           ("person_daily", person_scope, s.person_daily_usd, zone, False)]
             else:
                 checks = [("owner_daily_tokens", owner, s.daily_tokens, s.zone, False),
-                          ("chat_daily_tokens", chat_scope, s.chat_daily_tokens, zone, False)]
+                          ("chat_daily_tokens", chat_scope, chat_tokens, zone, False)]
             for name, scope, limit, where, monthly in checks:
                 if scope is None or limit is None:
                     continue
@@ -264,7 +282,7 @@ class Limits:
                 # consolidation keeps memory working on its reserve: it runs while spending is within the
                 # reserve past the limit, whatever its own estimate (the round after that waits for the reset)
                 if (spent if purpose == "consolidation" else spent + amount) > limit * allow + SLACK:
-                    return Refusal(name, limit, spent, end, scope)
+                    return Refusal(name, limit, spent, end, scope, amount)
             scopes = tuple(dict.fromkeys(sc for _, sc, _, _, _ in checks if sc is not None))
             reservation = Reservation(self, scopes, amount if priced else 0.0, 0 if priced else estimate_tokens,
                                       next(self._ids))

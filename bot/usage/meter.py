@@ -2,8 +2,10 @@
 
     scope(key, person, purpose)   who a call is for, bound for the code that makes it (a turn, a
                                   consolidation, a background task, a transcription, a doctor probe)
-    Meter.admit(model, messages, max_tokens)   the estimate (counted prompt + the reply bound, at the
-                                  model's price) reserved against every limit, or `SpendLimitReached`
+    Meter.admit(model, messages, max_tokens, tools)   the estimate (the whole prompt as the provider
+                                  bills it, tool schemas and images included (bot/usage/estimate.py),
+                                  plus the reply bound, at the model's price) reserved against every
+                                  limit, or `SpendLimitReached`
     Meter.record(admitted, reply figures)      one ledger row with the provider's own figures, and the
                                   reservation settled; `release` when the call failed
 
@@ -15,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import json
 import logging
 import time
 from collections.abc import Iterator
@@ -27,6 +28,7 @@ from zoneinfo import ZoneInfo
 from bot import metrics
 from bot.errors import LLMError
 from bot.events import ChatKey
+from bot.usage.estimate import RequestEstimate
 from bot.usage.ledger import Call, Ledger
 from bot.usage.limits import Limits, Refusal, Reservation
 from bot.usage.prices import ModelPrice, price
@@ -77,7 +79,8 @@ class SpendLimitReached(LLMError):
     doctor_helps = False
 
     def __init__(self, refusal: Refusal) -> None:
-        super().__init__(f"{refusal.limit} limit reached ({refusal.spent:.4f} of {refusal.limit_value:g})")
+        super().__init__(f"{refusal.limit} limit {'reached' if refusal.reached else 'would be passed'} "
+                         f"({refusal.spent:.4f} of {refusal.limit_value:g} used, this call ~{refusal.estimate:.4f})")
         self.refusal = refusal
         self.user_message = refusal.sentence()
 
@@ -89,43 +92,48 @@ class Admitted:
     scope: Scope
     model: str
     started: float
-    input_estimate: int
+    input_estimate: int  # the prompt tokens reserved
     reservation: Reservation | None
+    counted: int = 0  # the prompt as Tusk counted it, before the model's learned ratio
 
 
-def estimate_tokens(messages: list[dict[str, Any]]) -> int:
-    """A quick count of a prompt's tokens (about four characters a token): for the limit check only."""
-    return len(json.dumps(messages, ensure_ascii=False, default=str)) // 4 + 4 * len(messages)
+REPLY_BOUND = 1024  # the reply's tokens reserved when the request sets no max_tokens
 
 
 class Meter:
     def __init__(self, ledger: Ledger, limits: Limits | None = None,
                  prices: dict[str, ModelPrice] | None = None) -> None:
         self.ledger, self.limits, self.prices = ledger, limits, dict(prices or {})
+        self.estimate = RequestEstimate()
 
-    def admit(self, model: str, messages: list[dict[str, Any]], max_tokens: int | None) -> Admitted:
-        """Reserve the call's estimate, or raise SpendLimitReached (logged once per limit per day)."""
+    def admit(self, model: str, messages: list[dict[str, Any]], max_tokens: int | None,
+              tools: list[dict[str, Any]] | None = None) -> Admitted:
+        """Reserve the call's estimate (the whole request: messages, images and tool schemas), or raise
+        SpendLimitReached (logged once per limit per day)."""
         sc = current()
-        tokens = estimate_tokens(messages)
+        counted = self.estimate.counted(messages, tools)
+        tokens = self.estimate.scaled(model, counted)
         reservation = None
         if self.limits is not None:
-            reply = max_tokens or 1024
+            reply = max_tokens or REPLY_BOUND
             cost, _ = price(model, tokens, reply, 0, None, self.prices)
             outcome = self.limits.check(sc.key.channel if sc.key else "", sc.key.chat_id if sc.key else None,
-                                        sc.person, cost, tokens + reply, sc.purpose, _zone(sc.zone))
+                                        sc.person, cost, tokens + reply, sc.purpose, zone_of(sc.zone))
             if isinstance(outcome, Refusal):
                 if self.limits.notice_due(outcome):
                     logger.warning("spend limit reached: %s for %s; calls are refused until %s",
                                    outcome.limit, _who(outcome), outcome.resets_at.isoformat(timespec="minutes"))
                 raise SpendLimitReached(outcome)
             reservation = outcome
-        return Admitted(sc, model, time.monotonic(), tokens, reservation)
+        return Admitted(sc, model, time.monotonic(), tokens, reservation, counted)
 
     def record(self, admitted: Admitted, model: str, input_tokens: int, output_tokens: int, cached_tokens: int = 0,
                provider_cost: float | None = None, own_output: int | None = None) -> None:
         """The call's row in the ledger (the provider's figures; Tusk's own count where it gave none, marked
         so), then its reservation settled."""
         estimated = not input_tokens and not output_tokens
+        if input_tokens and model == admitted.model:
+            self.estimate.learn(model, admitted.counted, input_tokens)
         if estimated:
             input_tokens, output_tokens = admitted.input_estimate, own_output or 0
         cost, source = price(model, input_tokens, output_tokens, cached_tokens, provider_cost, self.prices)
@@ -162,7 +170,8 @@ class Meter:
             admitted.reservation.release()
 
 
-def _zone(name: str) -> Any:
+def zone_of(name: str) -> Any:
+    """The time zone named `name`; UTC for a name that is none."""
     try:
         return ZoneInfo(name)
     except (KeyError, ValueError):

@@ -2,7 +2,8 @@
 
     /usage            this chat: today, 7 and 30 days — calls, tokens and cost by purpose; in a group an
                       administrator also sees it per member (ids as the platform gives them)
-    /status           today's spend against each limit that applies to this chat and its sender
+    /status           today's spend against each limit that applies to this chat and its sender, and a
+                      model those dollar limits cannot count (bot/usage/unpriced.py)
     tusk usage        the owner's report by day, chat, person, model or purpose (`report_rows`)
 
 Costs are shown with "+ N calls of unknown price" where a price was unknown: never as $0.
@@ -19,6 +20,7 @@ from zoneinfo import ZoneInfo
 from bot.commands.base import Command, CommandContext
 from bot.usage.ledger import Ledger, Row, Totals
 from bot.usage.limits import Limits
+from bot.usage.unpriced import Unpriced
 from memory import chat_settings
 
 PERIODS = (("today", 0), ("7 days", 7), ("30 days", 30))
@@ -43,8 +45,9 @@ def money(cost: float | None, unknown: int = 0) -> str:
 
 
 def _line(label: str, t: Totals | Row) -> str:
+    spoken = f", {t.characters:,} characters read out" if t.characters else ""  # speech (bot/speech/cost.py)
     return (f"{label}: {t.calls} call{'s' if t.calls != 1 else ''}, {t.input_tokens:,} in / {t.output_tokens:,} out "
-            f"tokens, {money(t.cost_usd, t.unknown_calls)}")
+            f"tokens{spoken}, {money(t.cost_usd, t.unknown_calls)}")
 
 
 def chat_usage(ledger: Ledger, ctx: CommandContext, zone: ZoneInfo, per_member: bool) -> str:
@@ -66,18 +69,37 @@ def chat_usage(ledger: Ledger, ctx: CommandContext, zone: ZoneInfo, per_member: 
     return "\n".join(lines)
 
 
-def status_lines(ledger: Ledger, limits: Limits, ctx: CommandContext, zone: ZoneInfo) -> list[str]:
-    """Today's spend against each limit that applies to this chat and its sender (none when no limit is set)."""
-    s = limits.settings
-    chat_limit = limits.overrides().get(ctx.key, s.chat_daily_usd)
+def status_lines(ledger: Ledger, limits: Limits, ctx: CommandContext, zone: ZoneInfo,
+                 unpriced: Unpriced | None = None) -> list[str]:
+    """Today's spend against each limit that applies to this chat and its sender (none when no limit is set),
+    the calls of unknown price a dollar limit could not count, and why (a model without a known price)."""
+    s, key, person = limits.settings, ctx.key, ctx.sender_id or None
+    chat_usd, chat_tokens = limits.chat_limits(key)
     owner_zone: Any = s.zone
-    checks = [("this chat today", chat_limit, lambda: ledger.spent(day_start(zone), ctx.key.channel, chat=ctx.key.chat_id)),
-              ("you today", s.person_daily_usd if ctx.sender_id else None,
-               lambda: ledger.spent(day_start(zone), ctx.key.channel, person=ctx.sender_id)),
-              ("everyone today", s.daily_usd, lambda: ledger.spent(day_start(owner_zone))),
-              ("everyone this month", s.monthly_usd, lambda: ledger.spent(month_start(owner_zone)))]
-    shown = [f"{label}: {money(spent().usd)} of {money(limit)}" for label, limit, spent in checks if limit is not None]
-    return [f"Spending ({', '.join(shown)})"] if shown else []
+    today, mine = day_start(zone), {"channel": key.channel, "chat": key.chat_id}
+    checks = [("this chat today", chat_usd, lambda: ledger.spent(today, **mine), lambda: ledger.totals(today, **mine)),
+              ("you today", s.person_daily_usd if person else None,
+               lambda: ledger.spent(today, key.channel, person=person),
+               lambda: ledger.totals(today, channel=key.channel, person=person)),
+              ("everyone today", s.daily_usd, lambda: ledger.spent(day_start(owner_zone)),
+               lambda: ledger.totals(day_start(owner_zone))),
+              ("everyone this month", s.monthly_usd, lambda: ledger.spent(month_start(owner_zone)),
+               lambda: ledger.totals(month_start(owner_zone)))]
+    shown = [f"{label}: {money(spent().usd)} of {money(limit)}{_uncounted(totals().unknown_calls)}"
+             for label, limit, spent, totals in checks if limit is not None]
+    for label, limit, since, where in (("this chat today", chat_tokens, today, mine),
+                                       ("everyone today", s.daily_tokens, day_start(owner_zone), {})):
+        if limit is not None:
+            shown.append(f"{label}: {ledger.spent(since, **where).unpriced_tokens:,} of {limit:,} tokens "
+                         "of models without a known price")
+    lines = [f"Spending ({', '.join(shown)})"] if shown else []
+    if unpriced is not None and (note := unpriced.for_chat(key, owner=False, person=person is not None)):
+        lines.append(note)
+    return lines
+
+
+def _uncounted(calls: int) -> str:
+    return f" + {calls} call{'s' if calls != 1 else ''} of unknown price it cannot count" if calls else ""
 
 
 def usage_command(ledger: Ledger, default_zone: str) -> Command:
@@ -95,20 +117,24 @@ def report_json(rows: Sequence[Row], by: str) -> list[dict[str, Any]]:
         name = f"{row.channel}:{row.key}" if by in ("chat", "person") and row.key is not None else row.key
         out.append({by: name, "calls": row.calls, "input_tokens": row.input_tokens,
                     "output_tokens": row.output_tokens, "cached_tokens": row.cached_tokens,
-                    "cost_usd": row.cost_usd, "unknown_price_calls": row.unknown_calls})
+                    "cost_usd": row.cost_usd, "unknown_price_calls": row.unknown_calls, "characters": row.characters})
     return out
 
 
 def report_table(rows: Sequence[Row], by: str) -> str:
-    """`tusk usage`: a plain table, costliest (or oldest day) first."""
+    """`tusk usage`: a plain table, costliest (or oldest day) first; a row's calls of unknown price are
+    counted in their own column, never in its cost, and a line under the table says so."""
     if not rows:
         return "No model calls recorded in that period."
-    header = f"{by:<32} {'calls':>7} {'input':>11} {'output':>10} {'cost (USD)':>14}"
+    header = f"{by:<32} {'calls':>7} {'input':>11} {'output':>10} {'cost (USD)':>14} {'no price':>9}"
     lines = [header, "-" * len(header)]
     for row in rows:
         name = f"{row.channel}:{row.key}" if by in ("chat", "person") and row.channel else (row.key or "(none)")
         cost = "unknown" if row.cost_usd is None else f"{row.cost_usd:.6f}"
-        if row.unknown_calls and row.cost_usd is not None:
-            cost += "+?"
-        lines.append(f"{name[:32]:<32} {row.calls:>7} {row.input_tokens:>11,} {row.output_tokens:>10,} {cost:>14}")
+        unpriced = f"{row.unknown_calls:,}" if row.unknown_calls else ""
+        lines.append(f"{name[:32]:<32} {row.calls:>7} {row.input_tokens:>11,} {row.output_tokens:>10,} {cost:>14} "
+                     f"{unpriced:>9}".rstrip())
+    if any(row.unknown_calls for row in rows):
+        lines.append("no price: calls of a model whose price is unknown, not in the cost (a price in TUSK_MODELS "
+                     "counts them)")
     return "\n".join(lines)

@@ -1,16 +1,32 @@
 // Every call to Tusk's API: JSON in and out, the token sent with each, errors thrown with the
 // server's message. The token comes from the link `tusk run` / `tusk console-url` prints
 // (`#token=...`, a fragment the browser never sends to a server), else it is asked once; either
-// way it is kept in this browser (localStorage) and removed from the address bar at once.
+// way it is removed from the address bar at once and kept in this browser's localStorage, so the
+// owner opens the link once, not in every tab or after every restart (a self-hosted console is
+// usually the owner's own browser); "Sign out" removes it, as the token dialog says.
 
 const TOKEN_KEY = "tusk-token";
 let asking = null;  // one token prompt at a time, however many calls were refused
 
+function showSignOut() {
+  const button = document.getElementById("sign-out");
+  if (button) button.hidden = !localStorage.getItem(TOKEN_KEY);
+}
+
 export function takeTokenFromLink() {
   const match = window.location.hash.match(/^#token=([^&]+)$/);
-  if (!match) return;
-  localStorage.setItem(TOKEN_KEY, decodeURIComponent(match[1]));
-  history.replaceState(null, "", window.location.pathname + window.location.search);
+  if (match) {
+    localStorage.setItem(TOKEN_KEY, decodeURIComponent(match[1]));
+    history.replaceState(null, "", window.location.pathname + window.location.search);
+  }
+  showSignOut();
+}
+
+// Forget the token in this browser; the next call asks for it again.
+export function signOut() {
+  localStorage.removeItem(TOKEN_KEY);
+  showSignOut();
+  window.location.reload();
 }
 
 export class ApiError extends Error {
@@ -35,6 +51,7 @@ function askToken(problem) {
     form.addEventListener("submit", (event) => {
       event.preventDefault();
       localStorage.setItem(TOKEN_KEY, input.value.trim());
+      showSignOut();
       dialog.close();
       asking = null;
       resolve();
@@ -101,4 +118,13 @@ export async function stream(path, body, onEvent) {
     if (!result) throw new ApiError(502, "the reply stream ended early");
     return result;
   }
+}
+
+// A file behind the token (a spoken reply's audio): fetched with it, as a Blob for an object URL, since an
+// <audio src> could not send the token.
+export async function blob(path) {
+  const token = localStorage.getItem(TOKEN_KEY);
+  const resp = await fetch(path, { headers: token ? { Authorization: `Bearer ${token}` } : {} });
+  if (!resp.ok) throw new ApiError(resp.status, `${resp.status} ${resp.statusText}`);
+  return resp.blob();
 }

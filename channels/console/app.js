@@ -4,11 +4,13 @@
 //   #/memory/{channel}/{chat}      one chat's memory
 //   #/tools                        the MCP servers and their tools, the skills
 //   #/usage                        what the model calls cost, against the spend limits
+//   #/reminders                    every chat's reminders and schedules: pause, resume, cancel
 
-import { takeTokenFromLink } from "./api.js";
+import { signOut, takeTokenFromLink } from "./api.js";
 import { renderChat } from "./chat.js";
 import { h } from "./dom.js";
 import { renderChatDetail, renderMemoryList } from "./memory.js";
+import { renderReminders } from "./reminders.js";
 import { renderTools } from "./tools.js";
 import { renderUsage } from "./usage.js";
 
@@ -24,7 +26,7 @@ async function route() {
   view.replaceWith(fresh);
   view = fresh;
   const parts = window.location.hash.replace(/^#\/?/, "").split("/");
-  const page = ["memory", "tools", "usage"].includes(parts[0]) ? parts[0] : "chat";
+  const page = ["memory", "tools", "usage", "reminders"].includes(parts[0]) ? parts[0] : "chat";
   for (const link of document.querySelectorAll("header nav a")) {
     link.setAttribute("aria-current", String(link.dataset.page === page));
   }
@@ -32,6 +34,7 @@ async function route() {
     const [first, ...rest] = parts.slice(1).map(decodeURIComponent);
     if (page === "tools") await renderTools(view);
     else if (page === "usage") await renderUsage(view);
+    else if (page === "reminders") await renderReminders(view);
     else if (page === "memory" && first && rest.length) await renderChatDetail(view, first, rest.join("/"));
     else if (page === "memory") await renderMemoryList(view);
     else await renderChat(view, first || null);
@@ -41,5 +44,6 @@ async function route() {
 }
 
 takeTokenFromLink();
+document.getElementById("sign-out").addEventListener("click", signOut);
 window.addEventListener("hashchange", route);
 route();

@@ -1,19 +1,24 @@
 // The chat page: the local chats (the `http` channel's), one conversation, and a box to talk in.
 // Messages go through POST /v1/chats/{chat}/messages like any HTTP client's, so slash commands
 // (/memory, /forget, /help ...) work exactly as in any other chat. A file (the Attach button, or
-// dropped on the conversation) goes with the message as multipart/form-data; the text is its caption.
+// dropped on the conversation) goes with the message as multipart/form-data; the text is its caption;
+// an audio file goes as a voice note. A reply read out (/voice) shows as an audio player (voice.js).
+// The model's replies are rendered from Markdown (markdown.js); Tusk's own words (a command's answer:
+// the reply's format is "plain") are shown as written, so fact 5 stays 5 and `<persona>` stays there.
 
 import { api, chatPath, stream } from "./api.js";
 import { bytes, h } from "./dom.js";
 import { markdown } from "./markdown.js";
+import { voicePlayer } from "./voice.js";
 
 const CHAT_NAME = "[A-Za-z0-9_\\-][A-Za-z0-9_.\\-]{0,99}";
 const DEFAULT_CHAT = "console";
 
+// kind: "user", "bot" (the model's Markdown), "own" (Tusk's own words, as written) or "error"
 function bubble(kind, text) {
   const body = kind === "bot" ? markdown(text) : h("div", { class: "plain" }, text);
-  const who = { user: "You", bot: "Tusk", error: "Problem" }[kind];
-  return h("li", { class: `msg ${kind}` }, h("span", { class: "who" }, who), body);
+  const who = { user: "You", bot: "Tusk", own: "Tusk", error: "Problem" }[kind];
+  return h("li", { class: `msg ${kind === "own" ? "bot own" : kind}` }, h("span", { class: "who" }, who), body);
 }
 
 async function loadChats(list, current) {
@@ -64,13 +69,14 @@ function conversation(chatId, exists, onTurn) {
       typing.hidden = false;
       send.disabled = true;
       try {
-        let replies;
+        let replies, formats, voice;
         if (file) {  // a message with a file is sent as a form and answered whole
           const body = new FormData();
           body.append("text", value);
           body.append("user", "console");
-          body.append("file", file, file.name);
-          ({ replies } = await api(`/v1/chats/${encodeURIComponent(chatId)}/messages`, { method: "POST", body }));
+          body.append(file.type.startsWith("audio/") ? "voice" : "file", file, file.name);
+          ({ replies, formats, voice } = await api(`/v1/chats/${encodeURIComponent(chatId)}/messages`,
+            { method: "POST", body }));
         } else {
           let live = null, sofar = "";  // the reply as it is written, replaced by the final one
           const show = (node) => {
@@ -80,7 +86,7 @@ function conversation(chatId, exists, onTurn) {
             } else live.replaceChildren(live.firstChild, node);
             live.scrollIntoView({ block: "end" });
           };
-          ({ replies } = await stream(`/v1/chats/${encodeURIComponent(chatId)}/messages`,
+          ({ replies, formats, voice } = await stream(`/v1/chats/${encodeURIComponent(chatId)}/messages`,
             { text: value, user: "console" }, (name, data) => {
               if (name === "delta") {
                 sofar = data.replace ? data.text : sofar + data.text;
@@ -92,7 +98,8 @@ function conversation(chatId, exists, onTurn) {
             }));
           if (live) live.remove();
         }
-        for (const reply of replies) add("bot", reply);
+        for (const ref of voice || []) messages.append(voicePlayer(ref));  // the voice first, as on the platforms
+        replies.forEach((reply, i) => add(formats?.[i] === "plain" ? "own" : "bot", reply));
       } catch (err) {
         add("error", err.message);
       } finally {

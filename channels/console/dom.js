@@ -37,6 +37,16 @@ export function bytes(n) {
 
 export const num = (n) => (n ?? 0).toLocaleString("en-US");
 
+// Each body cell of a table gets its column's heading as `data-label`: on a narrow screen (console.css) the
+// rows stack, each cell on a line of its own under that label, so no column is cut off at the side.
+export function labelled(table) {
+  const labels = [...table.querySelectorAll("thead th")].map((th) => th.textContent);
+  for (const row of table.querySelectorAll("tbody tr")) {
+    [...row.children].forEach((cell, i) => cell.setAttribute("data-label", labels[i] ?? ""));
+  }
+  return table;
+}
+
 let flash = null;  // a note for the next page shown (the report of a forget)
 
 export function setFlash(node) {

@@ -1,13 +1,14 @@
 // The memory browser: every chat across channels, and one chat's memory (tabs in tabs.js).
 
 import { api, chatPath } from "./api.js";
-import { bytes, h, num, takeFlash, when } from "./dom.js";
+import { bytes, h, labelled, num, takeFlash, when } from "./dom.js";
 import { TABS } from "./tabs.js";
 
 const chatHref = (c) => `#/memory/${encodeURIComponent(c.channel)}/${encodeURIComponent(c.chat_id)}`;
 
 export async function renderMemoryList(view) {
   const body = h("tbody");
+  const table = h("table", { class: "chats" });
   const empty = h("p", { class: "muted", hidden: true });
   const search = h("input", { type: "search", name: "q", placeholder: "search by chat id", "aria-label": "Search chats by id" });
   const fill = async () => {
@@ -19,6 +20,7 @@ export async function renderMemoryList(view) {
       h("td", { class: "n" }, bytes(c.memory_bytes)),
       h("td", { class: "n" }, num(c.history_entries)),
       h("td", {}, when(c.last_active)))));
+    labelled(table);
     empty.hidden = chats.length > 0;
     empty.textContent = search.value.trim() ? "No chat id matches." : "No chats yet: talk to Tusk in the Chat page or any platform.";
   };
@@ -29,8 +31,9 @@ export async function renderMemoryList(view) {
   });
   const head = h("thead", {}, h("tr", {}, ["Channel", "Chat", "#Messages", "#MEMORY.md", "#History", "Last activity"]
     .map((t) => h("th", { class: t.startsWith("#") ? "n" : null }, t.replace("#", "")))));
+  table.append(head, body);
   view.replaceChildren(h("section", { class: "memory-list" }, takeFlash(), h("h2", {}, "Every chat's memory"),
-    search, h("table", { class: "chats" }, head, body), empty));
+    search, table, empty));
   await fill();
 }
 

@@ -2,7 +2,7 @@
 // Descriptions and reasons are shown as text (dom.js never parses markup).
 
 import { api } from "./api.js";
-import { h, num } from "./dom.js";
+import { h, labelled, num } from "./dom.js";
 
 export async function skillsSection() {
   const data = await api("/api/skills");
@@ -19,5 +19,5 @@ export async function skillsSection() {
       + `(TUSK_SKILLS_MAX_TOKENS ${num(data.max_tokens)}${data.past_cap ? `; ${data.past_cap} past it` : ""}).`
     : `No skills: drop a folder with a SKILL.md into ${data.roots[0]} (looked in: ${data.roots.join(", ")}).`);
   return h("section", { class: "skills" }, h("h2", {}, "Skills"), summary,
-    data.skills.length ? h("table", { class: "chats" }, head, h("tbody", {}, rows)) : null);
+    data.skills.length ? labelled(h("table", { class: "chats" }, head, h("tbody", {}, rows))) : null);
 }

@@ -1,10 +1,11 @@
 // One chat's memory, tab by tab: MEMORY.md (rendered, editable), its facts and their sources (facts.js),
 // its versions (diff, restore),
-// HISTORY.md (search), the session (with the consolidation pointer) and Forget.
+// HISTORY.md (search), the session (with the consolidation pointer), its reminders (reminders.js) and Forget.
 // Each tab is { title, render(ctx) }; ctx = { base, channel, chatId, panel, refresh(), show(name) }.
 
 import { api } from "./api.js";
 import { renderFacts } from "./facts.js";
+import { renderChatReminders } from "./reminders.js";
 import { bytes, h, num, setFlash, when } from "./dom.js";
 import { markdown } from "./markdown.js";
 
@@ -153,5 +154,6 @@ export const TABS = {
   versions: { title: "Versions", render: renderVersions },
   history: { title: "HISTORY.md", render: renderHistory },
   session: { title: "Session", render: renderSession },
+  reminders: { title: "Reminders", render: renderChatReminders },
   forget: { title: "Forget…", render: renderForget },
 };

@@ -2,7 +2,7 @@
 // Values of env and headers never reach the browser: the API masks them. Below them, the skills (skills.js).
 
 import { api } from "./api.js";
-import { h, num } from "./dom.js";
+import { h, labelled, num } from "./dom.js";
 import { skillsSection } from "./skills.js";
 
 export async function renderTools(view) {
@@ -19,6 +19,6 @@ export async function renderTools(view) {
   const empty = servers.length ? null : h("p", { class: "muted" },
     "No MCP servers: declare them in mcp.json (see the README's \"MCP tools\").");
   view.replaceChildren(h("section", { class: "mcp-servers" }, h("h2", {}, "MCP servers"),
-    servers.length ? h("table", { class: "chats" }, head, h("tbody", {}, rows)) : null, empty),
+    servers.length ? labelled(h("table", { class: "chats" }, head, h("tbody", {}, rows))) : null, empty),
   await skillsSection());
 }

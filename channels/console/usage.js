@@ -1,10 +1,12 @@
 // The Usage page: what the model calls cost, day by day and chat by chat, against the spend limits.
-//   the chart       daily cost stacked by chat (uPlot, uplot.js served by Tusk: no CDN)
+//   the chart       daily cost or tokens stacked by chat (uPlot, uplot.js served by Tusk: no CDN); tokens
+//                   when no call of the period has a known price (a cost chart would be empty), and either
+//                   at a click
 //   the tables      the top chats and people of the period
 //   the limits      today's spend against each limit set; a chat's own daily limit, set or cleared
 
 import { api } from "./api.js";
-import { h, num } from "./dom.js";
+import { h, labelled, num } from "./dom.js";
 
 const COLORS = ["#0f766e", "#2563eb", "#d97706", "#9333ea", "#dc2626", "#0891b2", "#65a30d", "#db2777", "#78716c"];
 
@@ -13,10 +15,20 @@ const usd = (v) => (v === null || v === undefined ? "unknown"
 
 const budgetPath = (channel, chat) => `/api/budgets/${encodeURIComponent(channel)}/${encodeURIComponent(chat)}`;
 
+const short = (v) => (v >= 1e6 ? `${+(v / 1e6).toFixed(1)}M` : v >= 1e3 ? `${+(v / 1e3).toFixed(1)}k` : `${v}`);
+
+// What the chart can stack: each day's cost (null: every call of it had an unknown price) or its tokens.
+const MEASURES = {
+  cost: { title: "Daily cost by chat", label: "Cost", of: (s) => s.cost_usd, axis: (v) => `$${v}`, value: usd },
+  tokens: { title: "Daily tokens by chat (input + output)", label: "Tokens", of: (s) => s.tokens, axis: short,
+    value: (v) => `${num(v ?? 0)} tokens` },
+};
+
 // Stacked bars without a plugin: series k is drawn at the sum of the chats 0..k, the tallest first,
-// so each chat's colour shows between its own sum and the one below; the legend shows its own cost.
-function chart(page, width) {
-  const own = page.series.map((s) => s.cost_usd.map((v) => v ?? 0));
+// so each chat's colour shows between its own sum and the one below; the legend shows its own figure.
+function chart(page, width, measure) {
+  const m = MEASURES[measure];
+  const own = page.series.map((s) => m.of(s).map((v) => v ?? 0));
   const sums = own.map((_, k) => page.days.map((_, i) => own.slice(0, k + 1).reduce((t, s) => t + s[i], 0) || null));
   const order = own.map((_, k) => k).reverse();
   const bars = uPlot.paths.bars({ size: [0.7, 48] });
@@ -25,30 +37,54 @@ function chart(page, width) {
     scales: { x: { time: false, range: [-0.5, page.days.length - 0.5] } },
     axes: [
       { values: (u, splits) => splits.map((i) => (Number.isInteger(i) && page.days[i] ? page.days[i].slice(5) : "")) },
-      { values: (u, splits) => splits.map((v) => `$${v}`), size: 60 },
+      { values: (u, splits) => splits.map(m.axis), size: 60 },
     ],
     legend: { live: true },
     series: [{ label: "day", value: (u, i) => (i === null ? "" : page.days[i] ?? "") },
       ...order.map((k) => ({
         label: page.series[k].chat, stroke: COLORS[k % COLORS.length], fill: COLORS[k % COLORS.length],
         paths: bars, points: { show: false },
-        value: (u, v, si, i) => (i === null ? "" : usd(page.series[k].cost_usd[i])),
+        value: (u, v, si, i) => (i === null ? "" : m.value(m.of(page.series[k])[i])),
       }))],
   };
-  const box = h("div", { class: "usage-chart" });
+  const box = h("div", { class: "usage-chart", dataset: { measure } });
   box.chart = new uPlot(opts, [page.days.map((_, i) => i), ...order.map((k) => sums[k])], box);
   return box;
+}
+
+// The chart with its title, a note on unknown prices, and the Cost / Tokens switch. Tokens are shown first
+// when no call of the period has a known price: the cost chart would be empty.
+function chartSection(page, section) {
+  const priced = page.series.some((s) => s.cost_usd.some((v) => v > 0));
+  const unpriced = page.series.some((s) => s.cost_usd.some((v, i) => v === null && s.calls[i] > 0));
+  const slot = h("div", { class: "chart-slot" });
+  const title = h("h3", {});
+  const note = h("p", { class: "muted chart-note" });
+  const buttons = Object.entries(MEASURES).map(([name, m]) => h("button", { type: "button", dataset: { measure: name },
+    onclick: () => show(name) }, m.label));
+  const show = (measure) => {
+    title.textContent = MEASURES[measure].title;
+    for (const b of buttons) b.setAttribute("aria-pressed", String(b.dataset.measure === measure));
+    note.textContent = measure === "tokens" && !priced
+      ? "No model called in this period has a known price, so the chart shows tokens."
+      : measure === "cost" && unpriced ? "Calls to models without a known price are not in the cost: "
+        + "Tokens shows them." : "";
+    slot.replaceChildren(chart(page, Math.max(240, Math.min(section.clientWidth, 1060)), measure));
+  };
+  const box = h("div", { class: "chart-box" }, title,
+    h("div", { class: "buttons measure", role: "group", "aria-label": "Chart shows" }, buttons), note, slot);
+  return { box, show: () => show(priced ? "cost" : "tokens") };
 }
 
 function table(rows, key, title) {
   if (!rows.length) return h("p", { class: "muted" }, `No ${title.toLowerCase()} in this period.`);
   const head = h("thead", {}, h("tr", {}, [title, "#Calls", "#Input", "#Output", "#Cost"]
     .map((t) => h("th", { class: t.startsWith("#") ? "n" : null }, t.replace("#", "")))));
-  return h("table", { class: `chats top-${key}` }, head, h("tbody", {}, rows.map((r) => h("tr", {},
+  return labelled(h("table", { class: `chats top-${key}` }, head, h("tbody", {}, rows.map((r) => h("tr", {},
     h("td", {}, r[key]), h("td", { class: "n" }, num(r.calls)), h("td", { class: "n" }, num(r.input_tokens)),
     h("td", { class: "n" }, num(r.output_tokens)),
     h("td", { class: "n" }, usd(r.cost_usd) + (r.unknown_price_calls && r.cost_usd !== null
-      ? ` + ${r.unknown_price_calls} unknown` : ""))))));
+      ? ` + ${r.unknown_price_calls} unknown` : "")))))));
 }
 
 const LABELS = { owner_daily: "Everyone today", owner_monthly: "Everyone this month",
@@ -110,7 +146,9 @@ export async function renderUsage(view, days = 30) {
       + "the figures: those calls are counted, never priced at $0."));
   view.replaceChildren(section);
   if (page.series.length) {
-    section.append(h("h3", {}, "Daily cost by chat"), chart(page, Math.max(320, Math.min(section.clientWidth, 1060))));
+    const drawn = chartSection(page, section);
+    section.append(drawn.box);
+    drawn.show();
   } else {
     section.append(h("p", { class: "muted empty" }, "No model calls in this period."));
   }

@@ -3,12 +3,20 @@
     MESSAGE_CREATE -> to_inbound() (inbound.py, pure: message types, bots, empty messages, mentions as names,
                       replies quoted, chat key, admin flag)
                    -> allow-list -> attachments kept in media/ (channels/discord_bot/media.py; the channel's
-                      later messages wait for them) -> publish -> typing until done
+                      later messages wait for them) -> taken before? (bot/dedupe.py: a MESSAGE_CREATE replayed
+                      after a RESUME is dropped) -> publish -> typing until done
     INTERACTION    -> a chat command (/memory, /forget, ...: the app's menu as application commands,
                       synced at start) -> command_to_inbound() -> allow-list
                    -> defer (ephemeral where it fits) -> publish "/memory undo" as if typed
-    reply          -> split_message(text, 2000) -> the interaction's followup, or the channel
-                      (in guilds the first piece replies to the question); 429s wait in discord.py
+    STOP PRESSED   -> the Stop button under a draft (channels/discord_bot/stream.py) -> the presser through the
+                      allow-list -> "/stop" published for that chat (the bus answers it at once, bot/stop.py)
+                      -> the press answered, to the presser only
+    reply          -> pieces(text) (text.py: split within 2,000) -> the interaction's followup, or the channel
+                      (in guilds the first piece replies to the question); 429s wait in discord.py; every
+                      message goes with a nonce Discord enforces, so a retried send never posts twice;
+                      Tusk's own words (`OutboundMessage.verbatim`) escaped first (text.py), so Discord's
+                      Markdown shows them as written
+    voice          -> a voice message, then the text (channels/discord_bot/voice.py)
 
 Chat key: the channel id: a DM channel, a guild channel, or a thread (each thread keeps its
 own memory). DMs: every message is a turn. Guild channels: only messages that mention the
@@ -42,21 +50,23 @@ with warnings.catch_warnings():  # discord.py imports audioop (deprecated since 
     import discord
 from discord import app_commands
 
+from bot.dedupe import MemorySeen, Seen, is_repeat
 from bot.errors import BusClosed, ConfigError, DeliveryError
-from bot.events import ChatKey, InboundMessage, OutboundMessage
+from bot.events import ChatKey, InboundMessage, OutboundMessage, OutboundVoice
 from bot.threads import Spawned
 from channels.discord_bot import media as discord_media
 from channels.discord_bot import refusals
+from channels.discord_bot import voice as discord_voice
 from channels.base import Access, Publish, tell
 from channels.discord_bot.inbound import command_to_inbound, guild_id, to_inbound  # noqa: F401 (API)
+from channels.discord_bot.presses import STOPPED_ALREADY, Presses  # noqa: F401 (STOPPED_ALREADY: API)
 from channels.discord_bot.stream import DiscordDraft
+from channels.discord_bot.text import pieces
 from channels.media_in import InOrder, MediaIntake, Remote
-from channels.split import split_message
 from memory.media import MediaStore
 
 logger = logging.getLogger(__name__)
 
-MAX_TEXT = 2000
 TYPING_EVERY = 8.0  # Discord shows "typing" for 10 s
 START_TIMEOUT = 60.0  # login, command sync and gateway READY
 GUILD_READY_WAIT = 0.2  # discord.py waits this long after the last GUILD_CREATE before `ready`; nothing here needs more
@@ -64,12 +74,13 @@ INTENTS = discord.Intents(guilds=True, guild_messages=True, dm_messages=True, me
 NO_CONTENT_INTENTS = discord.Intents(guilds=True, guild_messages=True, dm_messages=True)
 MAX_RATE_WAIT = 30.0  # a 429 asking for a longer wait (a global or Cloudflare limit) fails the reply instead
 MENTIONS = discord.AllowedMentions(everyone=False, users=False, roles=False, replied_user=True)
-NO_ARGUMENTS = frozenset({"help", "status", "new"})  # every other command has one optional free-text option,
+NO_ARGUMENTS = frozenset({"help", "status", "new", "stop"})  # every other command has one optional free-text option,
 ARGUMENTS = {  # named and described here if known; its text follows the command ("/memory undo")
     "memory": ("what", "'history 3' for the last 3 history entries, or 'undo'"),
     "forget": ("confirm", "type 'confirm' to erase everything I keep about this chat"),
+    "voice": ("mode", "on, off, auto (a voice note gets voice) or reset"),
 }
-PRIVATE = frozenset({"help", "status", "memory"})  # in guilds only the asker sees these answers
+PRIVATE = frozenset({"help", "status", "memory", "stop"})  # in guilds only the asker sees these answers
 SEND_ERRORS = (discord.HTTPException, discord.RateLimited, aiohttp.ClientError, OSError)
 
 
@@ -133,10 +144,11 @@ class DiscordChannel:
     name = "discord"
 
     def __init__(self, settings: DiscordSettings, publish: Publish, menu: list[tuple[str, str]],
-                 access: Access = Access(), media: MediaStore | None = None) -> None:
+                 access: Access = Access(), media: MediaStore | None = None, seen: Seen | None = None) -> None:
         self.settings = settings
         self._publish = publish
         self._menu = menu
+        self._seen = seen or MemorySeen()  # messages taken already (bot/dedupe.py)
         self._routes: dict[int, discord.MessageReference | _Slash] = {}  # InboundMessage.id -> reply target
         self._typing = Spawned()  # the typing indicators of running turns
         self._allow = access.allow_list(settings.allow_from, "DISCORD_ALLOW_FROM", self.name)
@@ -148,6 +160,7 @@ class DiscordChannel:
         self._intake = MediaIntake(media, "Discord") if media is not None else None  # None: files are not taken
         self._in_order = InOrder()  # a channel's messages wait for its earlier ones' downloads
         self._refusals = refusals.Refusals()
+        self._presses = Presses(self._allow, self._take, lambda: self._accepting)  # the Stop buttons
 
     def _build(self, intents: discord.Intents) -> tuple[discord.Client, app_commands.CommandTree]:
         discord.VoiceClient.warn_nacl = discord.VoiceClient.warn_dave = False  # no voice: no warnings about it
@@ -155,6 +168,7 @@ class DiscordChannel:
                                 guild_ready_timeout=GUILD_READY_WAIT, chunk_guilds_at_startup=False,
                                 max_ratelimit_timeout=MAX_RATE_WAIT)
         client.event(self.on_message)
+        client.add_dynamic_items(self._presses.item)  # the Stop button under drafts, on any message
         tree = app_commands.CommandTree(client)
         for name, summary in self._menu:
             tree.add_command(self._slash(name, summary))
@@ -300,7 +314,7 @@ class DiscordChannel:
                                     group_name=getattr(guild, "name", "") or "", addressed=msg.addressed)
         if verdict.reply:
             try:
-                await self.send(OutboundMessage(msg.key, verdict.reply))
+                await self.send(OutboundMessage(msg.key, verdict.reply, verbatim=True))
             except DeliveryError as exc:
                 logger.warning("could not tell %s its pairing code: %s", msg.key, exc)
         return verdict.admitted
@@ -324,6 +338,8 @@ class DiscordChannel:
             if (with_files := await self._intake.attach(msg, files, functools.partial(tell, self.send))) is None:
                 return
             msg = with_files
+        if is_repeat(self._seen, self.name, str(message.id)):  # then published at once, no await between
+            return
         if not msg.addressed:  # no typing, no reply: the agent keeps it or drops it
             self._take(msg)
             return
@@ -346,7 +362,11 @@ class DiscordChannel:
             logger.warning("could not acknowledge /%s in %s: %s", name, msg.key, exc)
             return
         self._routes[msg.id] = _Slash(interaction, ephemeral)
-        self._take(msg)
+        if name != "stop":
+            self._take(msg)
+            return
+        self._presses.expect(msg.id)  # a reply stopped is its own answer: the interaction still needs one
+        await self._presses.close_slash(msg.id, self._take(msg), interaction, ephemeral)
 
     def _take(self, msg: InboundMessage) -> asyncio.Future[None] | None:
         """Publish; the reply target is forgotten once the turn is done."""
@@ -377,14 +397,30 @@ class DiscordChannel:
         route = self._routes.get(reply_to)
         if self.client is None or isinstance(route, _Slash) or self._refusals.quiet(int(key.chat_id)):
             return None
-        return DiscordDraft(self.client.get_partial_messageable(int(key.chat_id)), route, MENTIONS, self._refusals)
+        return DiscordDraft(self.client.get_partial_messageable(int(key.chat_id)), route, MENTIONS, self._refusals,
+                            stop=self._presses.view, buttons=self._presses.buttons, key=key)
+
+    def voice_caption(self, text: str) -> bool:
+        return False  # a voice message holds nothing else: the text follows it
+
+    async def send_voice(self, msg: OutboundVoice) -> None:
+        """A reply read out, as a voice message; DeliveryError if Discord refused it (the text then goes alone)."""
+        route = self._routes.get(msg.reply_to) if msg.reply_to is not None else None
+        if self.client is None or isinstance(route, _Slash):
+            raise DeliveryError("no voice message: the Discord channel is not running, or this answers a command")
+        try:
+            await discord_voice.send(self.client, int(msg.key.chat_id), msg.audio, route)
+        except (*SEND_ERRORS, discord.InvalidData) as exc:
+            raise DeliveryError(f"Discord did not take the voice message: {exc}") from exc
 
     async def send(self, msg: OutboundMessage) -> None:
         if self.client is None:
             raise DeliveryError("the Discord channel is not running")
+        if await self._presses.answered(msg):  # the answer to a Stop button, to the presser only
+            return
         route = self._routes.get(msg.reply_to) if msg.reply_to is not None else None
         try:
-            for i, piece in enumerate(split_message(msg.text, MAX_TEXT)):
+            for i, piece in enumerate(pieces(msg.text, msg.verbatim)):
                 if isinstance(route, _Slash):
                     await route.interaction.followup.send(piece, ephemeral=route.ephemeral, allowed_mentions=MENTIONS)
                 else:

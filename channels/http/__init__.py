@@ -3,14 +3,24 @@
     GET  /                              the web console (channels/console/, served from the package)
     GET  /console/{asset}               its scripts and styles
     POST /v1/chats/{chat_id}/messages   {"text": "...", "user": "optional sender id"}
-                                        -> 200 {"replies": ["...", ...]} once the turn is done
-                                        or multipart/form-data: text, user, file (channels/http/files.py)
+                                        -> 200 {"replies": ["...", ...], "formats": ["markdown" | "plain", ...]}
+                                        once the turn is done; `formats` says how to show each reply: the
+                                        model's Markdown, or Tusk's own words (a command's answer), as written
+                                        (and "voice": links to the spoken replies when a reply was read out:
+                                        voice.py)
+                                        or multipart/form-data: text, user, file or voice (channels/http/files.py)
+    GET  /v1/chats/{chat_id}/voice/{name}   a spoken reply's OGG/Opus file (channels/http/voice.py)
                                         {"stream": true, ...} -> Server-Sent Events while it runs
                                         (channels/http/stream.py: delta, tool, done, error)
+    POST /v1/chats/{chat_id}/stop       {"user": "optional sender id"} -> 200 {"replies": [...]}: the chat's
+                                        running reply stopped (bot/stop.py), as /stop in the chat would;
+                                        [] when a reply was stopped (its own request gets it, marked
+                                        stopped), else the sentence saying what was (or that nothing ran)
     GET  /healthz                       -> 200 {"ok": true} (never needs the token)
     + the routes mounted with `add_routes` (the console's JSON API, bot/ops/console.py; OpenAI's
       /v1/chat/completions and /v1/models, channels/http/openai_api.py, which the owner's API keys may
-      reach too; /metrics, channels/http/metrics_route.py, open to loopback peers with TUSK_METRICS=open)
+      reach too; /metrics, channels/http/metrics_route.py, open to loopback peers with TUSK_METRICS=open;
+      the terminal chats for a `tusk chat` beside this Tusk, channels/http/terminal.py)
 
 API requests need `Authorization: Bearer <token>` (the console page and its assets load
 without it, then take it from the URL fragment or ask for it); `token=None` (TUSK_HTTP_TOKEN=off)
@@ -42,13 +52,15 @@ import pydantic
 from aiohttp import web
 
 from bot.access.api_keys import ApiKey, ApiKeys
-from bot.errors import BusClosed, ConfigError, MediaRefused
-from bot.events import ChatKey, InboundMessage, OutboundMessage
+from bot.errors import BusClosed, ConfigError, DeliveryError, MediaRefused
+from bot.events import ChatKey, InboundMessage, OutboundMessage, OutboundVoice
 from channels.base import Publish
-from channels.http.binding import bind_error, bind_problem, host_name, is_loopback  # bind_problem: for doctor
+from channels.http.binding import (bind_error, bind_problem, host_name, is_loopback,  # bind_problem: for doctor
+                                   local_url)
 from channels.http.files import MAX_FILES, read_upload
 from channels.http.limits import ConnectionLimit, upload_deadline
-from channels.http.stream import EventStream
+from channels.http import voice as voice_files
+from channels.http.stream import MARKDOWN, PLAIN, EventStream
 from memory.media import MediaStore
 
 if TYPE_CHECKING:
@@ -67,7 +79,8 @@ OPENAI_PATHS = frozenset({"/v1/chat/completions", "/v1/models"})  # channels/htt
 MESSAGES_PATH = re.compile(r"/v1/chats/[^/]+/messages")
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-                               "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+                               "connect-src 'self'; media-src 'self' blob:; base-uri 'none'; form-action 'none'; "
+                               "frame-ancestors 'none'",  # media: the console's player of spoken replies
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-store",
@@ -86,6 +99,11 @@ class HttpSettings:
         """Refuse to serve chats and memory to the network without a long token."""
         if problem := bind_problem(self.host, self.token):
             raise ConfigError(problem)
+
+
+class StopBody(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="ignore")
+    user: str = pydantic.Field("http", min_length=1, max_length=200)
 
 
 class MessageBody(pydantic.BaseModel):
@@ -163,6 +181,8 @@ class HttpChannel:
         self.media = media  # where uploaded files go (None: uploads are refused)
         self._publish = publish
         self._waiting: dict[int, list[str]] = {}  # InboundMessage.id -> replies of that turn so far
+        self._formats: dict[int, list[str]] = {}  # InboundMessage.id -> each reply's format, if the route says them
+        self._voices: dict[int, list[dict]] = {}  # InboundMessage.id -> its spoken replies' references
         self._streams: dict[int, Draft] = {}  # InboundMessage.id -> its event stream, if it asked for one
         self._routes: list[web.AbstractRouteDef] = []
         self._assets = load_assets()
@@ -182,6 +202,11 @@ class HttpChannel:
         host = self.settings.host
         return f"http://{f'[{host}]' if ':' in host else host}:{self.port}"
 
+    @property
+    def local_url(self) -> str:
+        """Where a client on this machine reaches it (`tusk chat` beside a running Tusk, bot/running.py)."""
+        return local_url(self.settings.host, self.port or 0)
+
     def app(self) -> web.Application:
         app = web.Application(client_max_size=MAX_BODY, middlewares=[self._limit.track, self._errors_as_json,
                                                                      self._guard, self._auth, self._body_in_time])
@@ -189,6 +214,8 @@ class HttpChannel:
         app.router.add_get("/", self._index)
         app.router.add_get("/console/{name}", self._asset)
         app.router.add_post("/v1/chats/{chat_id}/messages", self._post_message)
+        app.router.add_post("/v1/chats/{chat_id}/stop", self._post_stop)
+        app.router.add_get("/v1/chats/{chat_id}/voice/{name}", self._voice_file)
         app.router.add_routes(self._routes)
         return app
 
@@ -223,17 +250,45 @@ class HttpChannel:
         """The event stream of the request that `reply_to` came from, if it asked for one."""
         return self._streams.get(reply_to)
 
-    async def run_turn(self, msg: InboundMessage, replies: list[str], draft: Draft | None = None) -> None:
-        """Publish `msg` and wait until its turn is done, its replies put in `replies` (and the reply written
-        to `draft` as it comes, if given): the path every route of this channel takes (BusClosed at shutdown)."""
+    async def run_turn(self, msg: InboundMessage, replies: list[str], draft: Draft | None = None,
+                       formats: list[str] | None = None, voices: list[dict] | None = None) -> None:
+        """Publish `msg` and wait until its turn is done, its replies put in `replies` and their formats in
+        `formats` if given (MARKDOWN, PLAIN), the reply written to `draft` as it comes if given, the spoken
+        replies' references in `voices`: the path every route of this channel takes (BusClosed at shutdown)."""
         self._waiting[msg.id] = replies
+        if formats is not None:
+            self._formats[msg.id] = formats
         if draft is not None:
             self._streams[msg.id] = draft
+        if voices is not None:
+            self._voices[msg.id] = voices
         try:
             await self._publish(msg)
         finally:
             del self._waiting[msg.id]
+            self._formats.pop(msg.id, None)
             self._streams.pop(msg.id, None)
+            self._voices.pop(msg.id, None)
+
+    def voice_caption(self, text: str) -> bool:
+        """A spoken reply's text always goes in the same answer, beside the link to its audio."""
+        return True
+
+    async def send_voice(self, msg: OutboundVoice) -> None:
+        """Keep the spoken reply in the chat's media/ and link it from the answer of the request that waits."""
+        voices = self._voices.get(msg.reply_to) if msg.reply_to is not None else None
+        replies = self._waiting.get(msg.reply_to) if msg.reply_to is not None else None
+        if voices is None or replies is None:
+            raise DeliveryError("no request is waiting for this spoken reply")
+        voices.append(await voice_files.keep(self.media, msg))
+        if msg.caption is not None:
+            replies.append(msg.caption)
+            if (formats := self._formats.get(msg.reply_to)) is not None:
+                formats.append(MARKDOWN)
+
+    async def _voice_file(self, request: web.Request) -> web.Response:
+        key = chat_key(self.name, request.match_info["chat_id"])
+        return voice_files.serve(self.media, key, request.match_info["name"])
 
     async def send(self, msg: OutboundMessage) -> None:
         replies = self._waiting.get(msg.reply_to) if msg.reply_to is not None else None
@@ -241,6 +296,8 @@ class HttpChannel:
             logger.info("no request is waiting for a message to %s; it is kept in the session only", msg.key)
             return
         replies.append(msg.text)
+        if (formats := self._formats.get(msg.reply_to)) is not None:
+            formats.append(PLAIN if msg.verbatim else MARKDOWN)
 
     @web.middleware
     async def _errors_as_json(self, request: web.Request, handler) -> web.StreamResponse:
@@ -283,10 +340,15 @@ class HttpChannel:
         return await handler(request)
 
     def _keyed(self, request: web.Request, given: bytes) -> bool:
-        """An API key on an OpenAI route: let in, the key noted for the route (it limits the chats)."""
-        if self.api_keys is None or request.path not in OPENAI_PATHS or not given.startswith(b"Bearer "):
+        """An API key on an OpenAI route: let in, the key noted for the route (it limits the chats); on a spoken
+        reply's file, only in the chats its prefix names (the links its answers gave)."""
+        voice = voice_files.PATH.fullmatch(request.path) if request.method in SAFE_METHODS else None
+        if self.api_keys is None or (request.path not in OPENAI_PATHS and voice is None) \
+                or not given.startswith(b"Bearer "):
             return False
         key = self.api_keys.find(given[7:].decode())
+        if key is not None and voice is not None:
+            return voice[1].startswith(key.prefix)
         if key is not None:
             request[API_KEY] = key
         return key is not None
@@ -334,8 +396,25 @@ class HttpChannel:
         if stream:
             return await self._stream_turn(request, msg)
         replies: list[str] = []
+        formats: list[str] = []
+        voices: list[dict] = []
         try:
-            await self.run_turn(msg, replies)
+            await self.run_turn(msg, replies, formats=formats, voices=voices)
+        except BusClosed as exc:
+            return error(503, str(exc))
+        return web.json_response({"replies": replies, "formats": formats, **({"voice": voices} if voices else {})})
+
+    async def _post_stop(self, request: web.Request) -> web.Response:
+        """/stop for this chat, answered at once (the bus takes it before the chat's queue)."""
+        key = chat_key(self.name, request.match_info["chat_id"])
+        raw = await request.read()
+        try:
+            body = StopBody.model_validate_json(raw or b"{}")
+        except pydantic.ValidationError as exc:
+            return error(400, f"expected JSON {{\"user\": \"optional\"}} or no body: {problems(exc)}")
+        replies: list[str] = []
+        try:
+            await self.run_turn(InboundMessage(key, "/stop", sender_id=body.user), replies)
         except BusClosed as exc:
             return error(503, str(exc))
         return web.json_response({"replies": replies})
@@ -352,7 +431,7 @@ class HttpChannel:
         except TimeoutError:
             return error(408, "the upload did not arrive in time")
         except MediaRefused as exc:
-            return web.json_response({"replies": [str(exc)]})
+            return web.json_response({"replies": [str(exc)], "formats": [PLAIN]})
         except ValueError as exc:  # a malformed multipart body (aiohttp's parser)
             return error(400, f"malformed multipart/form-data body: {exc}")
         return InboundMessage(key, upload.text, sender_id=upload.user, attachments=upload.attachments)
@@ -363,7 +442,7 @@ class HttpChannel:
         try:
             await events.open()
             try:
-                await self.run_turn(msg, events.replies, events)
+                await self.run_turn(msg, events.replies, events, events.formats, voices=events.voices)
             except BusClosed as exc:
                 await events.error(str(exc))
             else:

@@ -54,3 +54,10 @@ def bind_error(exc: OSError, host: str, port: int) -> ConfigError:
                            f"privileges). Fix: set TUSK_HTTP_PORT to a port of 1024 or more")
     return ConfigError(f"TUSK_HTTP_HOST={host}, TUSK_HTTP_PORT={port}: cannot listen on {where} "
                        f"({exc.strerror or exc}). Fix: set TUSK_HTTP_HOST to an address of this machine")
+
+
+def local_url(host: str, port: int) -> str:
+    """The address a client on this machine reaches a server listening on `host` at: all interfaces (``,
+    `0.0.0.0`, `::`) through loopback."""
+    target = "127.0.0.1" if host in ("", "0.0.0.0") else "::1" if host == "::" else host
+    return f"http://{'[' + target + ']' if ':' in target else target}:{port}"

@@ -4,7 +4,8 @@
          -F text="what is in it?" -F user=alice -F file=@photo.jpg http://127.0.0.1:8765/v1/chats/alice/messages
 
 Fields: `text` (the caption, may be empty), `user` (optional sender id), and up to `MAX_FILES`
-`file` parts. Each file is streamed straight into the chat's `media/` folder (memory/media.py),
+`file` parts (a part named `voice` instead is a voice note: transcribed, and answered with voice where the
+chat's /voice is auto). Each file is streamed straight into the chat's `media/` folder (memory/media.py),
 which refuses it the moment it passes TUSK_MEDIA_MAX_MB, so nothing is held in memory whole.
 The upload must arrive within `upload_deadline` (channels/http/limits.py), so a slow sender
 cannot hold a connection for long; the text fields are capped like a JSON body.
@@ -72,7 +73,8 @@ async def read_upload(request: web.Request, key: ChatKey, store: MediaStore) -> 
             mime = part.headers.get("Content-Type") or mimetypes.guess_type(name)[0] or "application/octet-stream"
             if mime == "application/octet-stream":
                 mime = mimetypes.guess_type(name)[0] or mime
-            kept.append(await store.keep(key, _chunks(part), name=name, mime=mime))
+            kind = "voice" if part.name == "voice" else None  # a voice note (the console's, an app's recording)
+            kept.append(await store.keep(key, _chunks(part), name=name, mime=mime, kind=kind))
     except (MediaRefused, web.HTTPException, ValueError):
         for att in kept:
             store.path(key, att).unlink(missing_ok=True)

@@ -15,6 +15,9 @@ and /forget behave as in any chat. What is stored (channels/http/openai_wire.py 
 `max_tokens` bounds the reply within the reply reserve; `temperature` is applied to that request.
 Errors are OpenAI's body with its status codes: 400 (the field named), 401, 404 (unknown model), 429 (a spend
 limit), 503 (the model unavailable or Tusk shutting down), 502 (the model refused), 500 (a crash).
+A reply read out (the chat's /voice: bot/speech/) is linked from the answer's message as `tusk_voice`
+(`{"url", "mime_type", "duration_secs", "bytes"}`, channels/http/voice.py); streamed, in the last delta
+before the stop. Clients that do not know the field ignore it.
 """
 
 from __future__ import annotations
@@ -24,8 +27,8 @@ import binascii
 import hashlib
 import json
 import re
+import secrets
 from collections.abc import Callable, Mapping, Sequence
-from itertools import count
 
 from aiohttp import web
 
@@ -44,7 +47,11 @@ OUTCOMES = {  # a turn that ended without the model's answer -> (status, type, c
     "crash": (500, "server_error", None),
     "too_long": (400, "invalid_request_error", "context_length_exceeded"),
 }
-_ids = count(1)
+
+
+def completion_id() -> str:
+    """A completion's id, unique across restarts and processes (96 random bits), in OpenAI's `chatcmpl-` form."""
+    return f"chatcmpl-tusk{secrets.token_hex(12)}"
 
 
 def default_chat(authorization: str) -> str:
@@ -63,6 +70,7 @@ class CompletionStream:
         self.response = web.StreamResponse(headers={**SECURITY_HEADERS, "Content-Type": "text/event-stream",
                                                     "X-Accel-Buffering": "no"})
         self.replies: list[str] = []
+        self.voices: list[dict] = []  # the spoken reply's link (channels/http/voice.py)
         self._part = ""  # the reply being written, as far as it was sent
         self._sent = 0  # replies already sent whole
         self._started = False
@@ -90,7 +98,7 @@ class CompletionStream:
             await self._text("\n\n")
         self._part = ""
 
-    async def finish(self, text: str) -> None:
+    async def finish(self, text: str, verbatim: bool = False) -> None:  # OpenAI's content is text either way
         if text.startswith(self._part):
             await self._text(("\n\n" if self._sent and not self._part else "") + text[len(self._part):])
         self.replies.append(text)
@@ -102,6 +110,8 @@ class CompletionStream:
             await self._text(("\n\n" if self._started else "") + reply)
         if not self._started:
             await self._text(" ")  # an empty answer is still an answer with its role
+        if self.voices:
+            await self._data(chunk(self.id, self.model, {"tusk_voice": self.voices[-1]}))
         await self._data(chunk(self.id, self.model, {}, "stop"))
         if include_usage:
             await self._data(chunk(self.id, self.model, None, usage=usage_body(prompt, done)))
@@ -189,17 +199,20 @@ class OpenAIApi:
         client = ClientTurn(system=turn.system, model=model, regenerate=turn.regenerate,
                             max_tokens=req.max_completion_tokens or req.max_tokens, temperature=req.temperature)
         msg = InboundMessage(key, turn.text, sender_id=req.user or "openai", attachments=attachments, client=client)
-        id_ = f"chatcmpl-tusk{next(_ids)}"
+        id_ = completion_id()
         if req.stream:
             return await self._streamed(request, msg, req, id_)
         replies: list[str] = []
+        voices: list[dict] = []
         try:
-            await self.channel.run_turn(msg, replies)
+            await self.channel.run_turn(msg, replies, voices=voices)
         except BusClosed as exc:
             raise ApiError(503, str(exc), "server_error", code="shutting_down") from exc
         self._refused(client, replies)
-        return web.json_response(completion(id_, req.model, "\n\n".join(replies), client.stats.tokens_in,
-                                            client.stats.tokens_out))
+        answer = completion(id_, req.model, "\n\n".join(replies), client.stats.tokens_in, client.stats.tokens_out)
+        if voices:
+            answer["choices"][0]["message"]["tusk_voice"] = voices[-1]
+        return web.json_response(answer)
 
     @staticmethod
     def _refused(client: ClientTurn, replies: Sequence[str]) -> None:
@@ -213,7 +226,7 @@ class OpenAIApi:
         assert msg.client is not None
         out = CompletionStream(request, id_, req.model)
         try:
-            await self.channel.run_turn(msg, out.replies, out)
+            await self.channel.run_turn(msg, out.replies, out, voices=out.voices)
         except BusClosed as exc:
             if not out.response.prepared:
                 raise ApiError(503, str(exc), "server_error", code="shutting_down") from exc

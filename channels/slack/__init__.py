@@ -5,13 +5,17 @@
     /memory /forget /new /status /help  any other name: `/tusk <sub>` key = the channel   reply ephemeral
 
 With SLACK_THREAD_SESSIONS=false a channel is one chat (key C…) and replies go where the
-mention was. Bot messages, edits, deletions and other subtypes are not answered (the list:
-channels/slack/events.py); a retried or doubled event (same channel and ts) is answered once.
+mention was. /stop (bot/stop.py) comes as a mention in the reply's thread, or as `/tusk stop` (or
+`/stop`) in the channel: Slack gives slash commands no thread, so in a channel with thread sessions it
+stops the reply its sender asked for there, the latest if several are running.
+Bot messages, edits, deletions and other subtypes are not answered (the list: channels/slack/events.py); a retried or doubled event (same channel and ts) is answered once, also
+across a restart (bot/dedupe.py).
 Mentions of people reach the model as `@name` (channels/slack/people.py); Web API errors are
 read in channels/slack/api.py. An hourglass reaction marks a message while its turn runs.
 Senders outside SLACK_ALLOW_FROM cost no API or LLM call. `send` finds a reply's place from the inbound message it answers, else from the chat key
 alone (`C123` or `C123-1700000000.000100`), so reminders work with no message to answer.
-Payload mapping: channels/slack/events.py; Markdown to mrkdwn: channels/slack/format.py.
+Payload mapping: channels/slack/events.py; Markdown to mrkdwn: channels/slack/format.py; replies read out
+are uploaded as audio files: channels/slack/voice.py.
 """
 
 from __future__ import annotations
@@ -32,20 +36,21 @@ from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
 from slack_bolt.app.async_app import AsyncApp
 from slack_sdk.errors import SlackApiError
-from slack_sdk.http_retry.builtin_async_handlers import (AsyncConnectionErrorRetryHandler,
-                                                         AsyncRateLimitErrorRetryHandler)
+from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot import dedupe
 from bot.errors import BusClosed, ConfigError
-from bot.events import ChatKey, InboundMessage, OutboundMessage
+from bot.events import ChatKey, InboundMessage, OutboundMessage, OutboundVoice
 from bot.threads import Spawned
 from channels.slack import media as slack_media
+from channels.slack import voice as slack_voice
 from channels.base import Access, Publish, tell
 from channels.media_in import MediaIntake, Remote
-from channels.slack.api import (GONE, ServerErrorRetry, SlackError, error_code as _error_code, failure,
+from channels.slack.api import (GONE, ConnectionRetry, ServerErrorRetry, SlackError, error_code as _error_code, failure,
                                 library_log as _library_log, scope_hint as _scope_hint)
-from channels.slack.events import Route, Seen, command_to_inbound, reply_route, route_of, to_inbound
-from channels.slack.format import LIMIT, mrkdwn_len, to_mrkdwn
+from channels.slack.events import Route, Seen, chat_id, command_to_inbound, reply_route, route_of, to_inbound
+from channels.slack.format import LIMIT, escape, escaped_len, mrkdwn_len, to_mrkdwn
 from channels.slack.people import People
 from channels.split import split_message
 from channels.slack.stream import SlackDraft
@@ -78,9 +83,11 @@ class SlackChannel:
     name = "slack"
 
     def __init__(self, settings: SlackSettings, publish: Publish, menu: Iterable[tuple[str, str]] = (),
-                 access: Access = Access(), media: MediaStore | None = None) -> None:
+                 access: Access = Access(), media: MediaStore | None = None,
+                 seen: dedupe.Seen | None = None) -> None:
         self.settings = settings
         self._publish = publish
+        self._durable_seen = seen or dedupe.MemorySeen()  # messages taken already, across restarts (bot/dedupe.py)
         self._commands = frozenset(name for name, _ in menu)
         self._allow = access.allow_list(settings.allow_from, "SLACK_ALLOW_FROM", self.name)
         self._routes: dict[int, Route] = {}  # InboundMessage.id -> where its replies go, until its turn is done
@@ -118,7 +125,7 @@ class SlackChannel:
     def _web_client(self) -> AsyncWebClient:
         url = self.settings.api_url if self.settings.api_url.endswith("/") else self.settings.api_url + "/"
         self._session = aiohttp.ClientSession()
-        retries = [AsyncConnectionErrorRetryHandler(), AsyncRateLimitErrorRetryHandler(max_retry_count=2),
+        retries = [ConnectionRetry(max_retry_count=1), AsyncRateLimitErrorRetryHandler(max_retry_count=2),
                    ServerErrorRetry(max_retry_count=2)]
         return AsyncWebClient(token=self.settings.bot_token, base_url=url, session=self._session,
                               logger=_library_log, retry_handlers=retries)
@@ -221,8 +228,9 @@ class SlackChannel:
         if not await self._admit(msg, event["channel"]):
             return
         team = event.get("user_team") or event.get("team") or self.team_id  # Slack Connect: the sender's own
+        origin = f"{event['channel']}:{event['ts']}" + ("" if msg.addressed else ":overheard")
         await self._accept(msg, reply_route(event, self.settings.thread_sessions), (event["channel"], event["ts"]),
-                           self._files(event, msg), team)
+                           self._files(event, msg), team, origin)
 
     def _files(self, event: dict[str, Any], msg: InboundMessage) -> list[Remote]:
         """The event's files to download: none without a media store, or for chatter the chat does not keep."""
@@ -236,10 +244,24 @@ class SlackChannel:
         msg = command_to_inbound(command, self._commands)
         if msg is None or not self._seen.first(("command", command.get("trigger_id") or msg.id)):
             return
+        if msg.text == "/stop" and (thread := self._asked_in(msg.key.chat_id, msg.sender_id)) is not None:
+            msg = dataclasses.replace(msg, key=thread)  # a slash command has no thread: the sender's reply there
         if not await self._admit(msg, command.get("channel_id", ""), command.get("response_url")):
             return
         await self._accept(msg, Route(msg.key.chat_id, response_url=command.get("response_url")), None,
-                           team=command.get("team_id"))
+                           team=command.get("team_id"), origin=f"command:{command.get('trigger_id') or msg.id}")
+
+    def _asked_in(self, channel: str, user: str) -> ChatKey | None:
+        """With thread sessions, the chat of the latest running reply `user` asked for in `channel`'s threads."""
+        if not self.settings.thread_sessions:
+            return None
+        asked = [(msg_id, route) for msg_id, route in self._routes.items()
+                 if route.channel == channel and route.thread_ts and not route.response_url
+                 and self._askers.get(msg_id, (None, None))[1] == user]
+        if not asked:
+            return None
+        route = max(asked, key=lambda pair: pair[0])[1]
+        return ChatKey(self.name, chat_id(route.channel, route.thread_ts))
 
     async def _admit(self, msg: InboundMessage, channel: str, response_url: str | None = None) -> bool:
         """The allow-list's verdict (no API call for a refused sender); a pairing code is told here."""
@@ -247,9 +269,9 @@ class SlackChannel:
         if verdict.reply:
             try:
                 if response_url:
-                    await self._respond(response_url, verdict.reply)
+                    await self._respond(response_url, escape(verdict.reply), verbatim=True)
                 else:
-                    await self.send(OutboundMessage(msg.key, verdict.reply))
+                    await self.send(OutboundMessage(msg.key, verdict.reply, verbatim=True))
             except SlackError as exc:
                 logger.warning("could not tell %s its pairing code: %s", msg.key, exc)
         return verdict.admitted
@@ -258,7 +280,7 @@ class SlackChannel:
         return None
 
     async def _accept(self, msg: InboundMessage, route: Route, marker: tuple[str, str] | None,
-                      files: list[Remote] | None = None, team: str | None = None) -> None:
+                      files: list[Remote] | None = None, team: str | None = None, origin: str = "") -> None:
         """Learn who sent `msg` (and the names of those it mentions) and download its files, then publish it;
         messages of one chat are published in arrival order."""
         previous = self._tails.get(msg.key)
@@ -272,8 +294,8 @@ class SlackChannel:
             if previous is not None:
                 await asyncio.wait([previous])
             with_files = await self._intake.attach(msg, files, functools.partial(tell, self.send)) if files and self._intake else msg
-            if with_files is not None:
-                self._dispatch(with_files, route, marker, team)
+            if with_files is not None and not dedupe.is_repeat(self._durable_seen, self.name, origin):
+                self._dispatch(with_files, route, marker, team)  # published at once, no await between
         finally:
             tail.set_result(None)
             if self._tails.get(msg.key) is tail:
@@ -335,38 +357,52 @@ class SlackChannel:
         return SlackDraft(self._client, route, (team or self.team_id) if self._streaming else None, user, refused)
 
     async def send(self, msg: OutboundMessage) -> None:
-        """Post the reply (as mrkdwn, in pieces of at most 3,000 characters); raises SlackError on failure."""
+        """Post the reply (as mrkdwn, in pieces of at most 3,000 characters; Tusk's own words escaped, not
+        converted, and posted with `mrkdwn: false`); raises SlackError on failure."""
         route = self._routes.get(msg.reply_to) if msg.reply_to is not None else None
-        await self._send_pieces(route or route_of(msg.key), msg.text, LIMIT)
+        await self._send_pieces(route or route_of(msg.key), msg.text, LIMIT, msg.verbatim)
 
-    async def _send_pieces(self, route: Route, markdown: str, limit: int) -> None:
-        """`markdown` in mrkdwn pieces of at most `limit` characters; a piece Slack calls too long is sent again
-        in smaller pieces."""
-        for piece in split_message(markdown, limit, mrkdwn_len):
+    def voice_caption(self, text: str) -> bool:
+        return slack_voice.fits_caption(text)
+
+    async def send_voice(self, msg: OutboundVoice) -> None:
+        """A reply read out, uploaded as an audio file where the reply goes (channels/slack/voice.py)."""
+        if self._client is None:
+            raise SlackError("the Slack channel is not running")
+        route = self._routes.get(msg.reply_to) if msg.reply_to is not None else None
+        await slack_voice.send(self._client, route or route_of(msg.key), msg.audio, msg.caption)
+
+    async def _send_pieces(self, route: Route, text: str, limit: int, verbatim: bool = False) -> None:
+        """`text` in pieces of at most `limit` characters once made Slack text; a piece Slack calls too long is
+        sent again in smaller pieces."""
+        for piece in split_message(text, limit, escaped_len if verbatim else mrkdwn_len, verbatim=verbatim):
+            out = escape(piece) if verbatim else to_mrkdwn(piece)
             if route.response_url:
-                await self._respond(route.response_url, to_mrkdwn(piece))
+                await self._respond(route.response_url, out, verbatim)
                 continue
             try:
-                await self._post(route, to_mrkdwn(piece))
+                await self._post(route, out, verbatim)
             except SlackError as exc:
                 if exc.code != "msg_too_long" or limit <= MIN_PIECE:
                     raise
                 logger.info("Slack found a %d-character message too long: sending it in smaller pieces", len(piece))
-                await self._send_pieces(route, piece, max(MIN_PIECE, limit // 4))
+                await self._send_pieces(route, piece, max(MIN_PIECE, limit // 4), verbatim)
 
-    async def _post(self, route: Route, piece: str) -> None:
+    async def _post(self, route: Route, piece: str, verbatim: bool = False) -> None:
         if self._client is None:
             raise SlackError("the Slack channel is not running")
+        plain = {"mrkdwn": False} if verbatim else {}  # Tusk's own words: no *bold* or _italic_ read into them
         try:
-            await self._client.chat_postMessage(channel=route.channel, thread_ts=route.thread_ts, text=piece)
+            await self._client.chat_postMessage(channel=route.channel, thread_ts=route.thread_ts, text=piece, **plain)
         except _NET_ERRORS as exc:
             raise failure("chat.postMessage", route.channel, exc) from exc
 
-    async def _respond(self, url: str, piece: str) -> None:
+    async def _respond(self, url: str, piece: str, verbatim: bool = False) -> None:
         """An ephemeral answer to a slash command, through its response_url."""
         if self._session is None:
             raise SlackError("the Slack channel is not running")
-        body = {"response_type": "ephemeral", "replace_original": False, "text": piece}
+        body = {"response_type": "ephemeral", "replace_original": False, "text": piece,
+                **({"mrkdwn": False} if verbatim else {})}
         try:
             async with self._session.post(url, json=body, timeout=aiohttp.ClientTimeout(total=30)) as resp:
                 if resp.status != 200:

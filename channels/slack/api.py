@@ -5,7 +5,10 @@ HTML page or plain text instead of Slack's JSON; slack_sdk then raises `SlackApi
 body, or with the raw aiohttp response. Nothing here assumes JSON.
 
 Errors Slack sends as `ok: false`: `ratelimited` (HTTP 429 + Retry-After) and 5xx are retried by the
-client's handlers; the others are final and become one `SlackError` that says what to do (`failure`):
+client's handlers, as is a connection that failed; the others are final and become one `SlackError` that
+says what to do (`failure`). A call that posts (`POSTING`: a message, a piece of a stream) is not sent
+again after a 5xx or a connection lost mid-call: Slack may have carried it out, and a reply must never
+show twice; only a connection that never opened (and a 429, which Slack did not carry out) is retried.
 
     channel_not_found / not_in_channel   invite the app to the channel
     is_archived                          unarchive the channel
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import logging
 
+import aiohttp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.async_handler import AsyncRetryHandler
 from slack_sdk.http_retry.request import HttpRequest
@@ -86,14 +90,43 @@ def _status(response: HttpResponse | None, error: Exception | None) -> int:
     return getattr(getattr(error, "response", None), "status", 0) if isinstance(error, SlackApiError) else 0
 
 
+POSTING = frozenset({"chat.postMessage", "chat.postEphemeral", "chat.startStream", "chat.appendStream",
+                     "chat.stopStream"})
+
+
+def _method(request: HttpRequest) -> str:
+    return request.url.rsplit("/", 1)[-1].split("?", 1)[0]
+
+
+class ConnectionRetry(AsyncRetryHandler):
+    """A connection that failed is retried: always when it never opened, and for calls that post nothing also
+    when it broke mid-call (for those that post, Slack may have carried the first one out)."""
+
+    async def _can_retry_async(self, *, state: RetryState, request: HttpRequest,
+                               response: HttpResponse | None = None, error: Exception | None = None) -> bool:
+        if isinstance(error, aiohttp.ClientConnectorError):  # the request never left
+            return True
+        lost = isinstance(error, (aiohttp.ServerConnectionError, aiohttp.ClientOSError))
+        if lost and _method(request) in POSTING:
+            logger.warning("the connection to Slack broke during %s: not sent again (it may have arrived; a reply "
+                           "must never show twice)", _method(request))
+            return False
+        return lost
+
+
 class ServerErrorRetry(AsyncRetryHandler):
     """5xx answers are retried with backoff, whatever their body: Slack's JSON, or a proxy's HTML 502 page
-    (which slack_sdk reports as an error without a response when the proxy calls it JSON)."""
+    (which slack_sdk reports as an error without a response when the proxy calls it JSON); not for a call
+    that posts (`POSTING`), which Slack may have carried out all the same."""
 
     async def _can_retry_async(self, *, state: RetryState, request: HttpRequest,
                                response: HttpResponse | None = None, error: Exception | None = None) -> bool:
         status = _status(response, error)
         if status < 500:
+            return False
+        if _method(request) in POSTING:
+            logger.warning("Slack answered HTTP %d to %s: not sent again (it may have been posted; a reply must "
+                           "never show twice)", status, _method(request))
             return False
         logger.warning("Slack answered HTTP %d to %s (attempt %d); retrying", status,
                        request.url.rsplit("/", 1)[-1], state.current_attempt + 1)

@@ -2,6 +2,7 @@
 
     to_mrkdwn("**Hi** [docs](https://x.io)")   -> "*Hi* <https://x.io|docs>"
     split_for_slack(markdown)                  -> ["mrkdwn piece", ...] each <= 3,000 characters
+    split_for_slack(text, verbatim=True)       -> Tusk's own words, escaped, every line as written
     from_slack("<@UBOT> see <https://x.io|x.io> &amp; more", bot_user_id="UBOT") -> "see x.io & more"
     name_mentions("ask <@U1> and <@U2|bob>", {"U1": "ann"})                  -> "ask @ann and @bob"
 
@@ -10,6 +11,10 @@ tag), `>` quotes and `<url|label>` links, and no headings, lists or tables: head
 bold lines, bullets `•`. `&`, `<` and `>` are escaped everywhere, code included, so text
 can never form a link or a broadcast: only user and channel mentions (`<@U…>`, `<#C…>`)
 the model writes are kept; `<!here>`/`<!channel>` arrive escaped and notify nobody.
+
+Tusk's own words (`OutboundMessage.verbatim`: a command's answer, a pairing code) are not converted:
+only `&`, `<` and `>` are escaped, so `<persona>` shows, and every line stays as written (mrkdwn has
+no lists to renumber); they are posted with `mrkdwn: false` where Slack takes it, so `*` and `_` stay too.
 """
 
 from __future__ import annotations
@@ -127,8 +132,15 @@ def mrkdwn_len(markdown: str) -> int:
     return len(to_mrkdwn(markdown))
 
 
-def split_for_slack(markdown: str, limit: int = LIMIT) -> list[str]:
-    """The reply as mrkdwn messages, each at most `limit` characters once converted, code fences balanced."""
+def escaped_len(text: str) -> int:
+    return len(escape(text))
+
+
+def split_for_slack(markdown: str, limit: int = LIMIT, verbatim: bool = False) -> list[str]:
+    """The reply as mrkdwn messages, each at most `limit` characters once converted, code fences balanced;
+    `verbatim` (Tusk's own words): escaped, not converted."""
+    if verbatim:
+        return [escape(piece) for piece in split_message(markdown, limit, escaped_len, verbatim=True)]
     return [to_mrkdwn(piece) for piece in split_message(markdown, limit, mrkdwn_len)]
 
 

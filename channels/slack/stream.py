@@ -11,6 +11,9 @@ tool), the streamed message is stopped and deleted and a new one begins. A tool 
 shown only on the chat.update path (a stream takes text alone). One update a second keeps well
 under the Web API's tiers; slack_sdk's retry handler waits out any 429.
 
+Tusk's own words as the final text (`verbatim`: a failure's sentence after a tool step showed) replace
+what was shown by a new message, posted as `send` posts them (escaped, `mrkdwn: false`).
+
 A place that refuses every message (archived, deleted, the app not in it: api.GONE) stops the draft
 quietly; `finish` then raises the one SlackError that says what to do.
 """
@@ -82,15 +85,19 @@ class SlackDraft:
                     self.on_refused()
         await self._put_all(split_for_slack(text))
 
-    async def finish(self, text: str) -> None:
+    async def finish(self, text: str, verbatim: bool = False) -> None:
         if self.failed is not None:
             raise self.failed
         try:
-            await self._finish(text)
+            await self._finish(text, verbatim)
         except SlackApiError as exc:
             raise failure("a reply", self.route.channel, exc) from exc
 
-    async def _finish(self, text: str) -> None:
+    async def _finish(self, text: str, verbatim: bool = False) -> None:
+        """The final text: the stream ends on it, or it replaces the messages shown."""
+        if verbatim:
+            await self._replace_with_own(text)
+            return
         if self.streaming and (self._stream is None or text.startswith(self._streamed)):
             await self._stream_to(text)
             if self._stream is not None:
@@ -103,6 +110,20 @@ class SlackDraft:
         await self._put_all(pieces)
         for ts in self._posted[len(pieces):]:
             await self.client.chat_delete(channel=self.route.channel, ts=ts)
+
+    async def _replace_with_own(self, text: str) -> None:
+        """Tusk's own words (a failure's sentence after a tool step showed) take the messages' place, posted as
+        `send` posts them (escaped, `mrkdwn: false`, which chat.update does not take): the messages shown go."""
+        if self._stream is not None:
+            await self._stream.stop()
+            self._posted = [self._stream_ts or ""]
+        for ts in self._posted:
+            if ts:
+                await self.client.chat_delete(channel=self.route.channel, ts=ts)
+        self._posted, self._texts, self._stream = [], [], None
+        for piece in split_for_slack(text, verbatim=True):
+            await self.client.chat_postMessage(channel=self.route.channel, thread_ts=self.route.thread_ts,
+                                               text=piece, mrkdwn=False)
 
     async def _stream_to(self, text: str) -> None:
         """The stream shows `text`: the new part appended, or a new stream if the text started over."""

@@ -7,10 +7,19 @@
            -> to_inbound() (channels/telegram/inbound.py, pure: service messages dropped, forwards, replies,
               stickers, places framed; gating, mention stripping, chat key)
            -> allow-list / pairing -> files kept in media/ (channels/telegram/media.py; the chat's later
-              messages wait for them) -> admin check (groups; cached) -> publish -> typing until done
+              messages wait for them) -> admin check (groups; cached) -> taken before? (bot/dedupe.py: an
+              update delivered again after a restart or a webhook retry is dropped) -> publish -> typing
+    Stop   -> a draft's Stop button (channels/telegram/stream.py): a `callback_query` in a group, a
+              `stopped_message_generation` in a private chat -> the presser through the allow-list -> "/stop"
+              published for that chat (the bus answers it at once, bot/stop.py); the query is answered
     reply  -> split_message() on the Markdown source -> Telegram HTML per piece
-           -> plain text if Telegram rejects the entities; 429s wait (AIORateLimiter),
-              network errors retry with backoff
+           -> plain text if Telegram rejects the entities; 429s wait (AIORateLimiter), a request that
+              never reached the Bot API (no connection, a 502 from its front) retries with backoff; one
+              that may have been carried out (no answer came, a 504) is not sent again: Telegram has no
+              idempotency key, and a reply must never show twice
+           Tusk's own words (`OutboundMessage.verbatim`: a command's answer, a pairing code) go as plain
+           text, no parse mode: nothing in them is read as markup, so `<persona>`, `*` and `_` show as written
+    voice  -> sendVoice, the text as its caption where it fits (channels/telegram/voice.py)
 
 Chat key: the chat id; in forum supergroups `<chat id>.<topic id>`, so every topic keeps
 its own memory. DMs: every message is a turn. Groups: only messages that mention the bot,
@@ -34,28 +43,33 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+import httpx
 from chatgpt_md_converter import telegram_format
 from telegram import BotCommand, Message, ReplyParameters, Update
 from telegram.constants import ChatAction, ChatMemberStatus, MessageLimit, ParseMode
-from telegram.error import BadRequest, ChatMigrated, InvalidToken, NetworkError, RetryAfter, TelegramError
+from telegram.error import BadRequest, ChatMigrated, InvalidToken, NetworkError, RetryAfter, TelegramError, TimedOut
 from telegram.ext import AIORateLimiter, Application, ContextTypes, TypeHandler
 
+from bot.dedupe import MemorySeen, Seen, is_repeat
 from bot.errors import BusClosed, ConfigError, DeliveryError
-from bot.events import ChatKey, InboundMessage, OutboundMessage
+from bot.events import ChatKey, InboundMessage, OutboundMessage, OutboundVoice
 from bot.threads import Spawned
 from channels.telegram import media as telegram_media
+from channels.telegram import voice as telegram_voice
 from channels.base import Access, Publish, tell
 from channels.media_in import InOrder, MediaIntake, Remote
 from channels.split import split_message, utf16_len
 from channels.telegram.inbound import ALIASES, chat_id_of, to_inbound
 from channels.telegram.sieve import SievingRequest, SievingServer
+from channels.telegram.presses import STOPPED_ALREADY, Presses  # noqa: F401 (STOPPED_ALREADY: API)
 from channels.telegram.stream import TelegramDraft
 from memory.media import MediaStore
 
 logger = logging.getLogger(__name__)
 
 ADMINS = frozenset({ChatMemberStatus.ADMINISTRATOR, ChatMemberStatus.OWNER})
-UPDATES = ["message"]  # edits, reactions, channel posts, the bot's own membership: never asked for
+UPDATES = ["message", "callback_query", "stopped_message_generation"]  # the last two: Stop buttons (bot/stop.py);
+# edits, reactions, channel posts, the bot's own membership: never asked for
 Move = Callable[[ChatKey, ChatKey], Awaitable[None]]  # a chat's files follow its new id (bot/chat_move.py)
 __all__ = ["TelegramChannel", "TelegramSettings", "chat_id_of", "target", "to_inbound"]
 WEBHOOK_MAX_BODY = 256 * 1024  # an update is a few KiB (a 4,096-character message, escaped, with a quoted reply)
@@ -96,6 +110,18 @@ def target(key: ChatKey) -> tuple[int, int | None]:
     return int(chat), int(thread) if thread else None
 
 
+def maybe_carried_out(exc: NetworkError) -> bool:
+    """Whether a request that failed so may have been carried out all the same: its answer was lost (a read
+    timeout, a connection broken after sending, a gateway timeout). A connection that never opened, or a
+    502 from Telegram's front (it did not reach the Bot API), was not."""
+    cause = exc.__cause__
+    if isinstance(cause, (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)):
+        return False
+    if cause is None:  # an HTTP answer PTB read as a network error: 502 is its own "Bad Gateway", others "(code)"
+        return "(504)" in exc.message or isinstance(exc, TimedOut)
+    return True
+
+
 def _measure(piece: str) -> int:
     """Size of a piece as Telegram limits it, whichever way it is sent (HTML or the plain fallback)."""
     return max(utf16_len(telegram_format(piece)), utf16_len(piece))
@@ -105,8 +131,10 @@ class TelegramChannel:
     name = "telegram"
 
     def __init__(self, settings: TelegramSettings, publish: Publish, menu: list[tuple[str, str]],
-                 access: Access = Access(), media: MediaStore | None = None, move: Move | None = None) -> None:
+                 access: Access = Access(), media: MediaStore | None = None, move: Move | None = None,
+                 seen: Seen | None = None) -> None:
         self.settings = settings
+        self._seen = seen or MemorySeen()  # messages taken already (bot/dedupe.py)
         self._publish = publish
         self._menu = menu
         self._commands = frozenset(name for name, _ in menu) | frozenset(ALIASES)
@@ -122,6 +150,7 @@ class TelegramChannel:
         self._in_order = InOrder()  # a chat's messages wait for its earlier ones' downloads
         self._albums = telegram_media.Albums(self._in_order, self._take, self._album_files,
                                              self._intake.wanted) if self._intake is not None else None
+        self._presses = Presses(self._allow, publish, lambda: self.app.bot if self.app else None)  # Stop buttons
 
     def _build(self) -> Application:
         base = self.settings.api_base.rstrip("/")
@@ -185,6 +214,12 @@ class TelegramChannel:
 
     async def _on_update(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         assert self.app is not None
+        if update.callback_query is not None:
+            await self._presses.on_query(update.callback_query)
+            return
+        if isinstance(stopped := update.api_kwargs.get("stopped_message_generation"), dict):
+            await self._presses.on_draft_stopped(stopped)
+            return
         if update.message is None:
             self._skip(update)
             return
@@ -238,11 +273,14 @@ class TelegramChannel:
                 return
             msg = with_files
         if not msg.addressed:  # no typing, no reply: the agent keeps it or drops it
-            with contextlib.suppress(BusClosed):
-                self._publish(msg)
+            if not is_repeat(self._seen, self.name, f"{message.chat_id}:{message.message_id}"):
+                with contextlib.suppress(BusClosed):
+                    self._publish(msg)
             return
         if msg.is_group and not msg.sender_is_admin and message.from_user and message.sender_chat is None:
             msg = await self._with_admin_rights(msg, message.chat_id, message.from_user.id)  # for commands, remember
+        if is_repeat(self._seen, self.name, f"{message.chat_id}:{message.message_id}"):  # then published at once
+            return
         try:
             done = self._publish(msg)
         except BusClosed:
@@ -322,29 +360,46 @@ class TelegramChannel:
         chat_id, thread = target(key)
         chat_id = self._moved.get(chat_id, chat_id)
 
-        async def send_final(text: str) -> None:
-            await self.send(OutboundMessage(key, text, reply_to=reply_to))
+        async def send_final(text: str, verbatim: bool = False) -> None:
+            await self.send(OutboundMessage(key, text, reply_to=reply_to, verbatim=verbatim))
 
         return TelegramDraft(self.app.bot, chat_id, thread, self._replying_to.get(reply_to), chat_id > 0,
-                             send_final)
+                             send_final, buttons=self._presses.buttons, key=key)
 
     async def send(self, msg: OutboundMessage) -> None:
+        assert self.app is not None
+        if await self._presses.answered(msg):  # the answer to a Stop button: a notice to the presser
+            return
+        chat_id, thread = target(msg.key)
+        chat_id = self._moved.get(chat_id, chat_id)
+        reply_to = self._replying_to.get(msg.reply_to) if msg.reply_to is not None else None
+        measure = utf16_len if msg.verbatim else _measure
+        for piece in split_message(msg.text, MessageLimit.MAX_TEXT_LENGTH, measure, verbatim=msg.verbatim):
+            await self._send_piece(chat_id, thread, piece, reply_to, msg.verbatim)
+            reply_to = None  # only the first piece quotes the question
+
+    def voice_caption(self, text: str) -> bool:
+        return telegram_voice.fits_caption(text)
+
+    async def send_voice(self, msg: OutboundVoice) -> None:
+        """A reply read out, as a voice message (the caption on it if set); DeliveryError if refused."""
         assert self.app is not None
         chat_id, thread = target(msg.key)
         chat_id = self._moved.get(chat_id, chat_id)
         reply_to = self._replying_to.get(msg.reply_to) if msg.reply_to is not None else None
-        for piece in split_message(msg.text, MessageLimit.MAX_TEXT_LENGTH, _measure):
-            await self._send_piece(chat_id, thread, piece, reply_to)
-            reply_to = None  # only the first piece quotes the question
+        await telegram_voice.send(self.app.bot, chat_id, thread, msg.audio, msg.caption, reply_to)
 
-    async def _send_piece(self, chat_id: int, thread: int | None, piece: str, reply_to: int | None) -> None:
+    async def _send_piece(self, chat_id: int, thread: int | None, piece: str, reply_to: int | None,
+                          verbatim: bool = False) -> None:
+        """One message: the Markdown piece as Telegram HTML, or (`verbatim`) the text itself, no parse mode."""
         assert self.app is not None
         reply = ReplyParameters(reply_to, allow_sending_without_reply=True) if reply_to else None
-        html, delay = telegram_format(piece), self.settings.backoff
+        text, mode = (piece, None) if verbatim else (telegram_format(piece), ParseMode.HTML)
+        delay = self.settings.backoff
         for attempt in range(1, SEND_ATTEMPTS + 1):
             try:
                 try:
-                    await self.app.bot.send_message(chat_id, html, parse_mode=ParseMode.HTML,
+                    await self.app.bot.send_message(chat_id, text, parse_mode=mode,
                                                     message_thread_id=thread, reply_parameters=reply)
                 except BadRequest as exc:
                     if "can't parse entities" not in exc.message.lower():
@@ -359,6 +414,9 @@ class TelegramChannel:
             except (BadRequest, RetryAfter) as exc:  # refused for good (or 429s outlasted the retries)
                 raise DeliveryError(f"Telegram refused the reply: {exc}") from exc
             except NetworkError as exc:
+                if maybe_carried_out(exc):
+                    raise DeliveryError(f"Telegram gave no answer to a reply ({exc}): it may have arrived, so it "
+                                        "is not sent again (a reply must never show twice)") from exc
                 if attempt == SEND_ATTEMPTS:
                     raise DeliveryError(f"Telegram unreachable after {attempt} attempts: {exc}") from exc
                 logger.warning("sending to Telegram failed (%s); retrying in %.0f s", exc, delay)

@@ -54,7 +54,7 @@ class TerminalChannel:
 
     def __init__(self, chat: str, publish: Publish, stdin: TextIO | None = None, stdout: TextIO | None = None,
                  bot_name: str = "Tusk", cancel: Callable[[ChatKey], bool] | None = None,
-                 history: Path | None = None, log_file: Path | None = None) -> None:
+                 history: Path | None = None, log_file: Path | None = None, via: str | None = None) -> None:
         self.key = ChatKey(self.name, chat)
         self._publish = publish
         self._cancel = cancel  # the bus's cancel: stops this chat's running turn (Ctrl-C)
@@ -63,6 +63,7 @@ class TerminalChannel:
         self._bot_name = bot_name
         self._history = history  # the input history file (interactive only): in the chat's folder, /forget takes it
         self._log_file = log_file  # where the log lines go meanwhile, shown in the greeting
+        self._via = via  # the running Tusk this chat talks through (channels/terminal/remote.py), for the greeting
         self._lines: asyncio.Queue[str | None] = asyncio.Queue()
         self._user = _user_name()
         self._rich = interactive(stdin, stdout)
@@ -98,11 +99,12 @@ class TerminalChannel:
         return RedrawDraft(self._out, f"{self._bot_name}> ", self.show, lambda: shutil.get_terminal_size().columns)
 
     async def send(self, msg: OutboundMessage) -> None:
-        self.show(msg.text)
+        self.show(msg.text, msg.verbatim)
 
-    def show(self, text: str) -> None:
-        """Print one reply: Markdown rendered by rich at a terminal, plain text down a pipe. (The one place
-        replies are drawn, so a streamed reply can be drawn here too.)"""
+    def show(self, text: str, verbatim: bool = False) -> None:
+        """Print one reply: the model's Markdown rendered by rich at a terminal, plain text down a pipe; Tusk's
+        own words (`verbatim`: a command's answer) as written everywhere, line by line, nothing read as markup.
+        (The one place replies are drawn, so a streamed reply can be drawn here too.)"""
         if not self._rich:
             self._out.write(f"{self._bot_name}> {text}\n\n")
             self._out.flush()
@@ -113,10 +115,11 @@ class TerminalChannel:
 
         console = Console(file=self._out, highlight=False)
         console.print(Text(f"{self._bot_name}>", style="bold cyan"))
-        console.print(Markdown(text, code_theme="ansi_dark"))
+        console.print(Text(text) if verbatim else Markdown(text, code_theme="ansi_dark"))
         console.print()
 
-    def _note(self, text: str) -> None:
+    def note(self, text: str) -> None:
+        """A line of the terminal's own (not a reply): a cancelled turn, a lost connection."""
         self._out.write(f"{text}\n\n")
         self._out.flush()
 
@@ -124,7 +127,8 @@ class TerminalChannel:
         keys = ("Enter sends, Esc-Enter starts a new line, Ctrl-C cancels a reply; Ctrl-D or /quit ends."
                 if self._rich else "Ctrl-D or /quit ends.")
         log = f" Log: {self._log_file}" if self._log_file else ""
-        return f"Chatting as {self._user} in chat '{self.key.chat_id}'. /help lists commands; {keys}{log}\n"
+        via = f" Through the Tusk running on this home ({self._via})." if self._via else ""
+        return f"Chatting as {self._user} in chat '{self.key.chat_id}'.{via} /help lists commands; {keys}{log}\n"
 
     async def run(self) -> None:
         """Chat until end of input, /quit, or Ctrl-C at an empty prompt."""
@@ -159,7 +163,7 @@ class TerminalChannel:
         with self._interrupt_cancels_turn():
             await asyncio.wait([done])
         if done.cancelled():
-            self._note(CANCELLED)
+            self.note(CANCELLED)
 
     @contextlib.contextmanager
     def _interrupt_cancels_turn(self) -> Iterator[None]:
@@ -179,4 +183,4 @@ class TerminalChannel:
 
     def _interrupted(self) -> None:
         if self._cancel is None or not self._cancel(self.key):
-            self._note("(nothing to cancel)")
+            self.note("(nothing to cancel)")

@@ -2,7 +2,8 @@
 
     Enter              send
     Esc Enter / Alt-Enter   a new line in the message (a bracketed paste keeps its lines: one message)
-    Up / Down          earlier messages of this chat (kept in the chat's `input-history`, 0600)
+    Up / Down          earlier messages of this chat (kept in the chat's `input-history`, 0600; after
+                       `/forget confirm`, in memory only until a message makes the chat's folder again)
     Ctrl-C             clear the line; at an empty prompt, end the chat
     Ctrl-D             end the chat at an empty prompt
 
@@ -31,8 +32,18 @@ class PrivateHistory(FileHistory):
         super().__init__(path)
 
     def store_string(self, string: str) -> None:
+        """Append one line to the file; while the chat's folder is gone (`/forget confirm` took it), the line is
+        kept in memory only (Up still finds it), so forgetting is not undone by what is typed next. Once a
+        message has made the folder again, lines are written to it again."""
+        path = Path(self.filename)
+        if not path.parent.is_dir():
+            return
         lines = [f"\n# {datetime.datetime.now()}\n", *(f"+{line}\n" for line in string.split("\n"))]
-        with os.fdopen(open_private(Path(self.filename), os.O_WRONLY | os.O_CREAT | os.O_APPEND), "ab") as f:
+        try:
+            fd = open_private(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+        except FileNotFoundError:  # the folder went just now
+            return
+        with os.fdopen(fd, "ab") as f:
             f.write("".join(lines).encode("utf-8", errors="replace"))
 
 

@@ -38,7 +38,7 @@ class WriterDraft:
         self._write(("\n" if self._printed is not None else "") + f"({text.strip('_')})\n")
         self._printed = None
 
-    async def finish(self, text: str) -> None:
+    async def finish(self, text: str, verbatim: bool = False) -> None:
         await self.show(text)
         self._write("\n\n")
         self._printed = None
@@ -53,7 +53,8 @@ class RedrawDraft(WriterDraft):
     """At a terminal: the reply is printed as it comes, then erased and drawn once more by `render`
     (rich Markdown), so the finished reply reads the same whether it was streamed or not."""
 
-    def __init__(self, out: TextIO, prefix: str, render: Callable[[str], None], width: Callable[[], int]) -> None:
+    def __init__(self, out: TextIO, prefix: str, render: Callable[[str, bool], None],
+                 width: Callable[[], int]) -> None:
         super().__init__(out, prefix)
         self.render = render
         self.width = width
@@ -63,9 +64,9 @@ class RedrawDraft(WriterDraft):
         super()._write(text)
         self._shown += text
 
-    async def finish(self, text: str) -> None:
+    async def finish(self, text: str, verbatim: bool = False) -> None:
         if self._shown:
             up = rows_of(self._shown, self.width()) - 1
             self.out.write("\r" + (f"\x1b[{up}A" if up else "") + "\x1b[J")  # back to the first row, cleared below
         self._shown, self._printed = "", None
-        self.render(text)
+        self.render(text, verbatim)

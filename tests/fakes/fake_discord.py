@@ -19,6 +19,16 @@
         await dc.dispatch("MESSAGE_CREATE", {...})      # any gateway payload, as a real server sends it
         await dc.message(dc_channel, alice, "look", attachments=(dc.attachment("cat.png", b"PNG..."),))
         dc.downloads                                    # CDN requests: (filename, headers) in order
+        await dc.press(dc.created[-1], "tusk:stop", alice, guild=guild)   # a button under a bot message pressed:
+                                                        # INTERACTION_CREATE (type 3, the message as it is now,
+                                                        # or `as_shown=` components a stale client still shows)
+        dc.components(message_id)                       # the components a bot message carries now
+        dc.lose_answer_next("POST", "/messages", status=502)   # done, but the answer is an error: a retry follows
+        await dc.replay(message_payload)                # a MESSAGE_CREATE sent again (a gateway RESUME's replay)
+        shown(dc.sent[0]["content"])                    # what a Discord client shows of it (its Markdown rendered)
+        dc.voices                                       # voice messages posted (checked as Discord checks them:
+                                                        # tests/fakes/discord_voice.py): the body, "audio", "ogg", "at"
+        dc.no_voice.add(channel_id)                     # that channel refuses voice messages (50173)
 
 Attachments are served by the fake's CDN (`/attachments/<channel>/<id>/<name>?ex=&is=&hm=`, signed like
 Discord's links: a wrong signature is a 404); it needs no token, as the real CDN.
@@ -29,7 +39,13 @@ empty `content`, `embeds`, `attachments` and `components`, as Discord sends them
 
 Replies are JSON with `Content-Type` exactly `application/json` (discord.py parses nothing else).
 Gateway frames are plain JSON text, whatever `compress=` the client asks for; discord.py accepts them.
-Interaction callbacks answer as with `with_response=1`; followups are webhook messages.
+Interaction callbacks answer as with `with_response=1`; followups are webhook messages. An interaction
+takes one callback (a second is Discord's 40060 "already acknowledged"), of a type its kind allows
+(a command: 4, 5; a component: 4-7). Components are checked as Discord checks them (action rows of at
+most 5 buttons; a button has a style, a label or emoji, and a custom id of 1-100 characters unless
+it is a link); an edit without `components` keeps them, `[]` removes them. A message created with a
+nonce and `enforce_nonce` is created once: the same nonce again in that channel within a few minutes
+answers the message already made, as Discord does.
 """
 
 from __future__ import annotations
@@ -37,6 +53,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import re
 import time
 from collections.abc import Callable
 from typing import Any
@@ -46,9 +63,49 @@ from aiohttp import WSMsgType, web
 from tests.fakes.discord_payloads import (  # noqa: F401 (re-exported: tests import them from here)
     CONTENT_FIELDS, EVERYONE, GATEWAY_MESSAGE_CONTENT, GATEWAY_MESSAGE_CONTENT_LIMITED, IS_VOICE_MESSAGE,
     MANAGE_MESSAGES, MESSAGE_CONTENT, Guild, member, now, snowflake, user)
+from tests.fakes.discord_voice import read_form, voice_attachment, voice_refusal
 from tests.fakes.loopback import serve, wait_until
+from tests.fakes.voice_check import ogg_opus
 
 _CDN_KEY = b"fake cdn signing key"
+_ESCAPED = re.compile(r"\\([^\w\s])")  # a backslash before a punctuation mark shows the mark itself
+_ORDERED = re.compile(r"^(\s*)(\d{1,9})\. (.*)$")
+_INLINE = [re.compile(p) for p in (r"\*\*(?=\S)(.+?)(?<=\S)\*\*", r"__(?=\S)(.+?)(?<=\S)__", r"~~(?=\S)(.+?)(?<=\S)~~",
+                                   r"\|\|(.+?)\|\|", r"\*(?=\S)(.+?)(?<=\S)\*", r"(?<!\w)_(?=\S)(.+?)(?<=\S)_(?!\w)",
+                                   r"`([^`]+)`")]
+
+
+def shown(content: str) -> str:
+    """What a Discord client shows of a message's content, as plain characters (Discord's "Markdown Text 101"):
+    a backslash before a punctuation mark shows the mark and keeps it from formatting anything; `#`, `##`,
+    `###` and `-#` headings and `>`/`>>>` quotes lose their marker; `-`/`*` items show a bullet; a run of `N.`
+    items (indented lines and blank lines between them belong to the list) is an ordered list numbered from
+    its first number on, so items 3 and 5 read 3 and 4; **bold**, *italic*, _italic_, __underline__,
+    ~~strike~~, ||spoiler|| and `code` lose their markers."""
+    kept: list[str] = []
+
+    def keep(m: re.Match[str]) -> str:
+        kept.append(m[1])
+        return f"\x00{len(kept) - 1}\x00"
+
+    out: list[str] = []
+    number: int | None = None
+    for line in _ESCAPED.sub(keep, content).split("\n"):
+        if item := _ORDERED.match(line):
+            number = int(item[2]) if number is None else number + 1
+            out.append(f"{item[1]}{number}. {item[3]}")
+            continue
+        if number is not None and (not line.strip() or line[:1] in (" ", "\t")):
+            out.append(line)  # still inside the list
+            continue
+        number = None
+        line = re.sub(r"^(?:#{1,3}|-#) +", "", line)
+        line = re.sub(r"^(?:>>>|>) ", "", line)
+        out.append(re.sub(r"^(\s*)[-*] ", r"\1• ", line))
+    text = "\n".join(out)
+    for pattern in _INLINE:
+        text = pattern.sub(r"\1", text)
+    return re.sub("\x00(\\d+)\x00", lambda m: kept[int(m[1])], text)
 
 
 class FakeDiscord:
@@ -70,9 +127,15 @@ class FakeDiscord:
         self.message_content_enabled = True  # False: IDENTIFY asking for it is closed with 4014, as Discord does
         self.application_flags: int | None = None  # None: GATEWAY_MESSAGE_CONTENT_LIMITED iff the intent is enabled
         self.files: dict[str, bytes] = {}  # attachment id -> bytes the CDN serves
+        self.voices: list[dict[str, Any]] = []  # voice messages posted: body, "channel_id", "audio", "ogg", "at"
+        self.no_voice: set[str] = set()  # channels where voice messages are refused (50173)
         self.downloads: list[tuple[str, dict[str, str]]] = []  # (filename, request headers) of CDN fetches
         self.root = ""
         self._failures: list[tuple[str, str, web.Response]] = []
+        self._lost: list[tuple[str, str, web.Response]] = []  # done, then answered with an error
+        self._nonces: dict[tuple[str, str], tuple[dict[str, Any], float]] = {}  # (channel, nonce) -> (message, when)
+        self._interactions: dict[str, dict[str, Any]] = {}  # id -> {"type": 2|3, "answered": bool}
+        self._components: dict[str, list[dict[str, Any]]] = {}  # message id -> its components now
         self._sockets: list[web.WebSocketResponse] = []
         self._seq = 0
         self._runner: web.AppRunner | None = None
@@ -131,6 +194,14 @@ class FakeDiscord:
         else:
             response = self._json({"message": message, "code": code}, status)
         self._failures.append((method, path_part, response))
+
+    def lose_answer_next(self, method: str, path_part: str, status: int = 502) -> None:
+        """The next `method` request whose path contains `path_part` is carried out, but its answer is lost: the
+        client gets a bare `status` (as from a proxy whose upstream timed out), and may retry."""
+        self._lost.append((method, path_part, web.Response(status=status, text="upstream timed out")))
+
+    def components(self, message_id: str) -> list[dict[str, Any]]:
+        return self._components.get(message_id, [])
 
     async def wait_for(self, predicate: Callable[[], Any], timeout: float = 5.0) -> Any:
         return await wait_until(predicate, timeout)
@@ -209,6 +280,33 @@ class FakeDiscord:
         await self.dispatch("INTERACTION_CREATE", data)
         return data
 
+    async def press(self, message: dict[str, Any], custom_id: str, author: dict[str, Any], *,
+                    guild: Guild | None = None, permissions: int = EVERYONE,
+                    as_shown: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        """Dispatch INTERACTION_CREATE for a press of the button `custom_id` under the bot's `message` (it must be
+        there), as Discord sends it: type 3, the message with its components as they are now (`as_shown`: as a
+        client that has not caught up still shows them)."""
+        components = self._components.get(message["id"], []) if as_shown is None else as_shown
+        if not any(c.get("custom_id") == custom_id for row in components for c in row.get("components", [])):
+            raise AssertionError(f"message {message['id']} has no button {custom_id!r}: {components}")
+        data: dict[str, Any] = {
+            "id": snowflake(), "application_id": self.application_id, "type": 3, "token": f"itoken-{snowflake()}",
+            "version": 1, "locale": "en-US", "attachment_size_limit": 10_485_760, "app_permissions": "0",
+            "data": {"custom_id": custom_id, "component_type": 2},
+            "message": {**message, "components": components},
+            "channel_id": message["channel_id"], "channel": {"id": message["channel_id"], "type": 0 if guild else 1}}
+        if guild is not None:
+            data.update(guild_id=guild.id, context=0, member=member([], user=author, permissions=str(permissions)))
+        else:
+            data.update(user=author, context=1)
+        await self.dispatch("INTERACTION_CREATE", data)
+        return data
+
+    async def replay(self, message: dict[str, Any]) -> None:
+        """MESSAGE_CREATE for `message` (as `message()` returned it) once more, as a gateway replays events after
+        a RESUME: the same id, a new sequence number."""
+        await self.dispatch("MESSAGE_CREATE", dict(message))
+
     def _as_received(self, event: str, data: dict[str, Any]) -> dict[str, Any]:
         """What the bot is sent: without the Message Content intent, a guild message that does not mention it
         (and is not its own) has its content fields emptied, as Discord does."""
@@ -222,6 +320,8 @@ class FakeDiscord:
     async def dispatch(self, event: str, data: dict[str, Any]) -> None:
         """Send any gateway event (`t`, `d`) to the connected bot, as a real gateway would."""
         data = self._as_received(event, data)
+        if event == "INTERACTION_CREATE":
+            self._interactions[data["id"]] = {"type": data["type"], "answered": False}
         for ws in list(self._sockets):
             self._seq += 1
             await ws.send_str(json.dumps({"op": 0, "t": event, "s": self._seq, "d": data}))
@@ -277,7 +377,13 @@ class FakeDiscord:
         webhook = request.path.startswith(("/api/v10/webhooks/", "/api/v10/interactions/"))
         if not webhook and request.headers.get("Authorization") != f"Bot {self.token}":
             return self._json({"message": "401: Unauthorized", "code": 0}, 401)
-        return await handler(request)
+        answer = await handler(request)
+        for lost in self._lost:
+            method, part, response = lost
+            if request.method == method and part in request.path and answer.status < 300:
+                self._lost.remove(lost)
+                return response
+        return answer
 
     async def _cdn(self, request: web.Request) -> web.StreamResponse:
         """An attachment's bytes, streamed, if the link's signature holds (else 404, as Discord's CDN)."""
@@ -326,13 +432,69 @@ class FakeDiscord:
                 "mentions": [], "mention_roles": [], "attachments": [], "embeds": [], "pinned": False,
                 "type": 19 if body.get("message_reference") else 0, "flags": body.get("flags", 0)}
 
-    async def _create_message(self, request: web.Request) -> web.Response:
-        body, channel = await request.json(), request.match_info["channel"]
+    @staticmethod
+    def _bad_components(components: Any) -> str | None:
+        """Why Discord would refuse these message components (None: it takes them)."""
+        if not isinstance(components, list) or len(components) > 5:
+            return "components: at most 5 action rows"
+        for row in components:
+            buttons = row.get("components") if isinstance(row, dict) and row.get("type") == 1 else None
+            if not isinstance(buttons, list) or not 1 <= len(buttons) <= 5:
+                return "an action row holds 1 to 5 components"
+            for button in buttons:
+                if not isinstance(button, dict) or button.get("type") != 2 or button.get("style") not in range(1, 7):
+                    return "a button needs type 2 and a style of 1-6"
+                if not (button.get("label") or button.get("emoji")) or len(button.get("label") or "") > 80:
+                    return "a button needs a label (at most 80 characters) or an emoji"
+                link = button["style"] == 5
+                custom = button.get("custom_id")
+                if link != ("url" in button) or not link and not (isinstance(custom, str) and 1 <= len(custom) <= 100):
+                    return "a button needs a custom_id of 1-100 characters (a link button a url instead)"
+        return None
+
+    def _invalid(self, body: dict[str, Any]) -> web.Response | None:
+        """Discord's 400 for a message body it would refuse."""
         if len(body.get("content") or "") > 2000:
             return self._json({"message": "Invalid Form Body", "code": 50035,
                                "errors": {"content": {"_errors": [{"code": "BASE_TYPE_MAX_LENGTH"}]}}}, 400)
+        if "components" in body and (problem := self._bad_components(body["components"])):
+            return self._json({"message": "Invalid Form Body", "code": 50035,
+                               "errors": {"components": {"_errors": [{"code": "COMPONENT_INVALID",
+                                                                      "message": problem}]}}}, 400)
+        return None
+
+    async def _create_message(self, request: web.Request) -> web.Response:
+        (body, files), channel = await read_form(request), request.match_info["channel"]
+        if (refused := self._invalid(body)) is not None:
+            return refused
+        if int(body.get("flags") or 0) & IS_VOICE_MESSAGE:
+            return self._voice_message(channel, body, files)
+        nonce = body.get("nonce")
+        if nonce is not None and body.get("enforce_nonce"):
+            earlier = self._nonces.get((channel, str(nonce)))
+            if earlier is not None and time.monotonic() - earlier[1] < 300:  # Discord keeps nonces a few minutes
+                return self._json(earlier[0])
         message = self._message(channel, body, self.bot)
+        if nonce is not None:
+            message["nonce"] = str(nonce)
+            self._nonces[(channel, str(nonce))] = (message, time.monotonic())
+        if body.get("components"):
+            self._components[message["id"]] = body["components"]
         self.sent.append({**body, "channel_id": channel, "id": message["id"], "at": time.monotonic()})
+        self.created.append(message)
+        return self._json({**message, "components": body.get("components") or []})
+
+    def _voice_message(self, channel: str, body: dict[str, Any], files: dict[str, tuple[str, bytes]]) -> web.Response:
+        if channel in self.no_voice:
+            return self._json({"message": "Cannot send voice messages in this channel", "code": 50173}, 403)
+        if (refusal := voice_refusal(body, files)) is not None:
+            return self._json(refusal, 400)
+        ((filename, data),) = files.values()
+        info = ogg_opus(data)
+        message = self._message(channel, body, self.bot)
+        message["attachments"] = [voice_attachment(channel, body["attachments"][0], filename, data, info, snowflake())]
+        self.voices.append({**body, "channel_id": channel, "id": message["id"], "audio": data, "ogg": info,
+                            "at": time.monotonic()})
         self.created.append(message)
         return self._json(message)
 
@@ -341,12 +503,14 @@ class FakeDiscord:
         original = next((m for m in self.created if m["id"] == message_id and m["channel_id"] == channel), None)
         if original is None or message_id in self.deleted:
             return self._json({"message": "Unknown Message", "code": 10008}, 404)
-        if len(body.get("content") or "") > 2000:
-            return self._json({"message": "Invalid Form Body", "code": 50035,
-                               "errors": {"content": {"_errors": [{"code": "BASE_TYPE_MAX_LENGTH"}]}}}, 400)
-        original |= {"content": body.get("content") or "", "edited_timestamp": now()}
+        if (refused := self._invalid(body)) is not None:
+            return refused
+        if "content" in body:
+            original |= {"content": body.get("content") or "", "edited_timestamp": now()}
+        if "components" in body:  # absent: kept as they are
+            self._components[message_id] = body["components"] or []
         self.edits.append({**body, "channel_id": channel, "id": message_id, "at": time.monotonic()})
-        return self._json(original)
+        return self._json({**original, "components": self._components.get(message_id, [])})
 
     async def _delete_message(self, request: web.Request) -> web.Response:
         self.deleted.append(request.match_info["message"])
@@ -358,9 +522,19 @@ class FakeDiscord:
 
     async def _callback(self, request: web.Request) -> web.Response:
         body = await request.json()
+        interaction = self._interactions.get(request.match_info["interaction"])
+        if interaction is None:
+            return self._json({"message": "Unknown interaction", "code": 10062}, 404)
+        if interaction["answered"]:
+            return self._json({"message": "Interaction has already been acknowledged.", "code": 40060}, 400)
+        allowed = {2: {4, 5, 9}, 3: {4, 5, 6, 7, 9}}.get(interaction["type"], set())
+        if body.get("type") not in allowed:
+            return self._json({"message": "Invalid Form Body", "code": 50035,
+                               "errors": {"type": {"_errors": [{"code": "INTERACTION_RESPONSE_TYPE_INVALID"}]}}}, 400)
+        interaction["answered"] = True
         self.callbacks.append({**body, "interaction_id": request.match_info["interaction"]})
         flags = (body.get("data") or {}).get("flags", 0)
-        return self._json({"interaction": {"id": request.match_info["interaction"], "type": 2,
+        return self._json({"interaction": {"id": request.match_info["interaction"], "type": interaction["type"],
                                            "response_message_loading": body["type"] == 5,
                                            "response_message_ephemeral": bool(flags & 64)}})
 

@@ -8,7 +8,11 @@
 Replies come from the script (FIFO), then from `responder(body)` if set, else echo the
 last user message as "echo: <text>". Streaming requests get SSE chunks as OpenAI sends them
 (a word per chunk; a tool call's id and name first, its arguments in pieces), paced by
-`token_delay`, dropped mid-way by `cut_after`; the Ollama route streams NDJSON.
+`token_delay`, dropped mid-way by `cut_after`, held after `hold_after` chunks until the test sets
+`hold` (to look at what a client shows of a reply still being written); the Ollama route streams NDJSON.
+A reply's usage, where its `Reply` gives none, bills the whole prompt as a provider does (`prompt_tokens`):
+the messages, each image at a fixed figure, and the tool schemas with the preamble a chat template puts
+around them.
 
 `attributing_responder` (set it as `responder`) plays a model that keeps a group's memory: a
 consolidation request gets `save_memory` with each "my X is Y" filed under its speaker's
@@ -96,6 +100,8 @@ class Reply:
     redacted: str | None = None  # Anthropic wire, thinking on: a redacted_thinking block (its data encodes this)
     error_after: int | None = None  # Anthropic wire, streamed: an `error` event (overloaded_error) after this many
     block_reason: str | None = None  # Gemini wire: the prompt is blocked (promptFeedback.blockReason, no candidates)
+    hold: asyncio.Event | None = None  # streamed: after `hold_after` chunks, wait until the test sets it
+    hold_after: int = 0
 
 
 # What servers answer when the prompt is over the model's window, as their docs and code give them.
@@ -165,6 +171,20 @@ def images_in(body: dict[str, Any]) -> list[dict[str, Any]]:
     """Every image part of a request's messages."""
     return [p for m in body.get("messages", []) if isinstance(m.get("content"), list)
             for p in m["content"] if isinstance(p, dict) and p.get("type") == "image_url"]
+
+
+IMAGE_BILLED = 765  # OpenAI's figure for a 1024x1024 image at high detail (85 + 4 tiles x 170)
+TOOLS_TEMPLATE = 120  # what a chat template writes around the schemas (Qwen 2.5's tool preamble: ~120 tokens)
+
+
+def prompt_tokens(body: dict[str, Any]) -> int:
+    """The prompt as a provider bills it, in the fake's tokens (four characters of JSON each): every message,
+    an image as `IMAGE_BILLED` (not its base64 size), and the tool schemas with the template around them."""
+    messages = [{**m, "content": [p for p in m["content"] if not (isinstance(p, dict) and p.get("type") == "image_url")]}
+                if isinstance(m.get("content"), list) else m for m in body.get("messages", [])]
+    tools = body.get("tools") or []
+    return (len(json.dumps(messages)) // 4 + IMAGE_BILLED * len(images_in(body))
+            + (len(json.dumps(tools)) // 4 + TOOLS_TEMPLATE if tools else 0))
 
 
 def last_user_text(body: dict[str, Any]) -> str:
@@ -293,6 +313,11 @@ class FakeLLM:
         assert self._runner is not None
         await self._runner.cleanup()
 
+    def _billed(self, body: dict[str, Any]) -> int:
+        """The prompt's tokens as this server counts them: llama-cpp-python (quirk "llamacpp") renders no tool
+        schemas into the prompt, so they neither count toward its window nor are billed (as measured)."""
+        return len(json.dumps(body.get("messages", []))) // 4 if self.quirk == "llamacpp" else prompt_tokens(body)
+
     def _next(self, body: dict[str, Any]) -> Reply:
         if self._script:
             return self._script.popleft()
@@ -339,7 +364,7 @@ class FakeLLM:
             return await self._send(request, reply, reply.raw_body or json.dumps({"error": "fake error"}))
         calls = [{"function": {"name": name, "arguments": args if isinstance(args, dict) else json.loads(args)}}
                  for _, name, args in reply.tool_calls]
-        prompt = len(json.dumps(body.get("messages", []))) // 4
+        prompt = self._billed(body)
         last = {"model": body.get("model"), "created_at": "2026-12-03T08:00:00Z",
                 "message": {"role": "assistant", "content": reply.text or "", **({"tool_calls": calls} if calls else {})},
                 "done": True, "done_reason": reply.finish_reason or "stop",
@@ -507,7 +532,7 @@ class FakeLLM:
         base = {"id": f"chatcmpl-{next(self._ids)}", "created": int(time.time()), "model": body.get("model", "fake")}
         if body.get("stream") and self.quirk != "ignores_stream":
             return await self._stream(request, base, reply, calls)
-        prompt = len(json.dumps(body.get("messages", []))) // 4
+        prompt = self._billed(body)
         done = len(reply.text or "") // 4 + 1
         message = reply.message or {"role": "assistant", "content": reply.text,
                                     **({"tool_calls": calls} if calls else {}),
@@ -525,7 +550,7 @@ class FakeLLM:
             self.requests.append(body)
             return web.Response(text="<!DOCTYPE html><html><head><title>Welcome to nginx!</title></head>"
                                      "<body><h1>Welcome to nginx!</h1></body></html>", content_type="text/html")
-        prompt = len(json.dumps(body.get("messages", []))) // 4
+        prompt = self._billed(body)
         if self.quirk != "llamacpp" or self.window is None or prompt + (body.get("max_tokens") or 0) <= self.window:
             return None
         self.requests.append(body)
@@ -617,7 +642,7 @@ class FakeLLM:
         chunks = [{**base, "object": "chat.completion.chunk", "choices": choices}
                   for choices in stream_choices(reply, calls)]
         if (body.get("stream_options") or {}).get("include_usage"):
-            prompt = len(json.dumps(body.get("messages", []))) // 4
+            prompt = self._billed(body)
             done = len(reply.text or "") // 4 + 1
             usage = reply.usage or {"prompt_tokens": prompt, "completion_tokens": done, "total_tokens": prompt + done}
             chunks.append({**base, "object": "chat.completion.chunk", "choices": [], "usage": usage})
@@ -628,6 +653,8 @@ class FakeLLM:
                 self.cuts += 1
                 return resp
             await resp.write(f"data: {json.dumps(chunk)}\n\n".encode())
+            if reply.hold is not None and i + 1 == reply.hold_after:  # the test looks at what arrived so far
+                await _first(reply.hold.wait(), self._closing.wait())
             if len(self.first_tokens) < self.streams and any(c.get("delta", {}).get("content")
                                                              for c in chunk["choices"]):
                 self.first_tokens.append(time.monotonic())
@@ -639,6 +666,14 @@ class FakeLLM:
         await resp.write(b"data: [DONE]\n\n")
         await resp.write_eof()
         return resp
+
+
+async def _first(*waits: Any) -> None:
+    """Return when the first of `waits` is done; the others are cancelled."""
+    tasks = [asyncio.ensure_future(w) for w in waits]
+    await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    for task in tasks:
+        task.cancel()
 
 
 TOKEN = re.compile(r"\s*\S+|\s+")

@@ -12,6 +12,7 @@
         slack.updates     # accepted chat.update / chat.delete params, each with "method" and "at" (monotonic time)
         slack.stream_calls  # accepted chat.startStream/appendStream/stopStream params, with "method", "ts", "at"
         slack.texts()     # what each of the bot's messages says now, oldest first (edits, streams, deletions applied)
+        slack.seen()      # what a Slack client shows of each post and response_url answer, in order (`shown`)
         slack.streaming = False   # chat.startStream answers feature_not_enabled, as a workspace without it
         slack.responses   # JSON bodies posted to response_url (with "response_url" added)
         slack.reactions   # [(method, params)] of accepted reactions.add/remove; slack.reacted: current set
@@ -25,6 +26,7 @@
         await slack.send_event(slack.dm("look", subtype="file_share", files=[file]))
         slack.scopes.discard("files:read")            # the app as installed without the scope
         slack.downloads   # (file id, request headers) of private file fetches that got the file
+        slack.uploads     # files shared through files_upload_v2's three steps (tests/fakes/slack_files.py)
 
     Events as real workspaces send them (docs.slack.dev/reference/events/message and its subtypes):
         slack.channel_message("hi", thread_ts=...)   # message.channels: chatter, or the twin of a mention
@@ -54,6 +56,7 @@ import hashlib
 import hmac
 import itertools
 import json
+import re
 import time
 import urllib.parse
 from collections import deque
@@ -66,13 +69,35 @@ from aiohttp import web
 
 from tests.fakes.loopback import serve, wait_until
 from tests.fakes.slack_events import SlackEvents
+from tests.fakes.slack_files import SlackUploads
 
 MAX_TEXT = 40_000
 SCOPES = ("app_mentions:read", "channels:history", "chat:write", "commands", "files:read", "groups:history",
-          "im:history", "reactions:write", "users:read")
+          "im:history", "reactions:write", "users:read", "files:write")
 MAX_STREAM_TEXT = 12_000  # markdown_text per chat.*Stream call
 STREAM_CHUNKS = frozenset({"markdown_text", "task_update", "plan_update"})
 RESPONSE_URL_USES = 5
+_CONTROL = re.compile(r"<([^<>]*)>")  # Slack's control sequences: <url|label>, <@U…>, <#C…|name>, <!here>
+_EMPHASIS = [re.compile(rf"(?<![\w{m}]){re.escape(m)}(?=\S)(.+?)(?<=\S){re.escape(m)}(?![\w{m}])") for m in "*_~`"]
+
+
+def shown(text: str, mrkdwn: bool = True) -> str:
+    """What a Slack client shows of a message `text`, as plain characters (docs.slack.dev "Formatting text for
+    app surfaces"): every `<...>` is a control sequence shown as its label or target (so an unescaped
+    `<persona>` loses its brackets), `&lt;`, `&gt;`, `&amp;` are unescaped; with mrkdwn (the default; a post's
+    `mrkdwn: false` turns it off) the markers of *bold*, _italic_, ~strike~ and `code` and a leading `>`
+    quote go. Lists are not rendered: mrkdwn has none."""
+    text = _CONTROL.sub(lambda m: m[1].partition("|")[2] or m[1].lstrip("@#!"), text)
+    if mrkdwn:
+        text = re.sub(r"(?m)^(?:>|&gt;) ?", "", text)
+        for pattern in _EMPHASIS:
+            text = pattern.sub(r"\1", text)
+    return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+
+
+def _mrkdwn(params: dict[str, Any]) -> bool:
+    """A post's `mrkdwn` flag as Slack reads it (JSON false, or "false"/"0" in a form)."""
+    return str(params.get("mrkdwn", True)).lower() not in ("false", "0")
 
 
 @dataclass
@@ -90,7 +115,7 @@ class ApiError(Exception):
         self.error, self.status, self.headers, self.body = error, status, headers or {}, body
 
 
-class FakeSlack(SlackEvents):
+class FakeSlack(SlackEvents, SlackUploads):
     def __init__(self, *, bot_token: str = "xoxb-fake-bot-token", app_token: str = "xapp-fake-app-token",
                  signing_secret: str = "fake-signing-secret", team_id: str = "T0FAKE",
                  bot_user_id: str = "U0TUSK", bot_id: str = "B0TUSK") -> None:
@@ -123,6 +148,7 @@ class FakeSlack(SlackEvents):
         self.scopes: set[str] = set(SCOPES)
         self.files: dict[str, tuple[dict[str, Any], bytes]] = {}  # file id -> (file object, bytes)
         self.downloads: list[tuple[str, dict[str, str]]] = []
+        self._uploads_init()  # files_upload_v2's three steps (tests/fakes/slack_files.py)
 
     @property
     def api_url(self) -> str:
@@ -138,6 +164,7 @@ class FakeSlack(SlackEvents):
         app.router.add_get("/files-pri/{team}-{id}/{name}", self._file)
         app.router.add_get("/files-pri/{team}-{id}/download/{name}", self._file)
         app.router.add_get("/signin", self._signin)
+        self._uploads_routes(app)
         self._runner, self.base_url = await serve(app)
         return self
 
@@ -385,6 +412,12 @@ class FakeSlack(SlackEvents):
     def texts(self, channel: str | None = None) -> list[str]:
         return [m["text"] for m in self.messages.values() if channel is None or m["channel"] == channel]
 
+    def seen(self) -> list[str]:
+        """What the user is shown of each chat.postMessage and response_url answer, in the order they came."""
+        sent = sorted([(p["at"], p) for p in self.posted] + [(r["at"], r) for r in self.responses],
+                      key=lambda at_p: at_p[0])
+        return [shown(p["text"], _mrkdwn(p)) for _, p in sent]
+
     def _own(self, p: dict[str, Any], streaming: bool | None = None) -> dict[str, Any]:
         if not p.get("channel") or not p.get("ts"):
             raise ApiError("invalid_arguments")
@@ -508,5 +541,5 @@ class FakeSlack(SlackEvents):
         body = await request.json()
         if not body.get("text") and not body.get("blocks"):
             return web.Response(status=400, text="no_text")
-        self.responses.append({**body, "response_url": url})
+        self.responses.append({**body, "response_url": url, "at": time.monotonic()})
         return web.Response(text="ok")

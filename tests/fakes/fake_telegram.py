@@ -7,14 +7,26 @@
         tg.sent      # accepted sendMessage/editMessageText params, decoded, plus "method", "message_id", "plain",
                      # and "at" (time.monotonic() when it was taken)
         tg.drafts    # accepted sendMessageDraft params (private chats only, draft_id non-zero), with "plain", "at"
+        tg.voices    # accepted sendVoice params: "audio" (the file's bytes), "ogg" (its OggOpus, tests/fakes/
+                     # voice_check.py), "caption_plain", "message_id", "at" (checked as Telegram checks them)
         tg.calls     # (method, params) for every call, rejected ones included
         tg.fail_next("sendMessage", status=429, retry_after=1)
+        tg.lose_answer_next("sendMessage")   # carried out, then the connection drops before the answer
         tg.push_message(42, None, voice=b"OggS...", caption="listen")   # media: bool for made-up bytes, or the bytes
         tg.downloads  # file paths fetched from /file/bot<token>/<path> (after getFile), in order
         tg.push_update({"message": {...}})   # any update JSON as the Bot API documents it (real shapes, malformed
                                              # ones too); its chats, users and messages are remembered
         tg.migrate(-4001, -1004001)  # the group became a supergroup: both service messages are pushed, and sends
                                      # to the old id fail as Telegram's do (400, parameters.migrate_to_chat_id)
+        tg.markup(chat_id, message_id)   # the inline keyboard a bot message carries now (None: none)
+        tg.press(chat_id, message_id, "stop", user_id=7)   # a callback_query for one of its buttons
+        tg.answers   # accepted answerCallbackQuery params (each query may be answered once)
+        tg.stop_draft(chat_id, draft_id)   # the user pressed the stop button of a draft sent with can_stop:
+                                           # a stopped_message_generation update
+
+Inline keyboards are checked as Telegram checks them (rows of buttons, each with a text and exactly one
+action; callback_data 1-64 bytes). editMessageText without `reply_markup` takes the keyboard away, as
+Telegram's does; an edit that changes neither text nor keyboard is "message is not modified".
 
 Files are served as Telegram does: getFile answers a `file_path` (refused with "file is too big" over
 20 MB, declared or actual), and `/file/bot<token>/<file_path>` streams the bytes.
@@ -22,7 +34,9 @@ Files are served as Telegram does: getFile answers a `file_path` (refused with "
 Requests arrive as PTB sends them: form-encoded (multipart when uploading), every non-string value
 JSON-encoded, so `chat_id` is "42" and `reply_parameters` a JSON string; JSON bodies work too.
 HTML text is checked the way Telegram checks it (allowed tags, nesting, entities, 4096 UTF-16 units);
-other parse modes are passed through unchecked.
+text without a parse mode is shown as sent ("plain" is the text itself: nothing in it is markup); an
+unknown parse mode is refused as Telegram refuses it; Markdown and MarkdownV2 are passed through unchecked
+(Tusk sends neither).
 """
 
 from __future__ import annotations
@@ -42,6 +56,7 @@ from typing import Any
 from aiohttp import web
 
 from tests.fakes.loopback import serve, wait_until
+from tests.fakes.voice_check import ogg_opus
 
 MAX_TEXT = 4096
 _STRING_PARAMS = {"text", "caption", "parse_mode", "url", "secret_token", "action", "language_code",
@@ -59,6 +74,9 @@ _ADMIN = {"can_manage_chat": True, "can_delete_messages": True, "can_invite_user
     "can_be_edited", "is_anonymous", "can_manage_video_chats", "can_restrict_members", "can_promote_members",
     "can_change_info", "can_post_stories", "can_edit_stories", "can_delete_stories"), False)
 _MEMBER_FIELDS = {"creator": {"is_anonymous": False}, "administrator": _ADMIN}  # PTB needs these; "member" none
+_BUTTON_ACTIONS = {"url", "callback_data", "web_app", "login_url", "switch_inline_query",
+                   "switch_inline_query_current_chat", "switch_inline_query_chosen_chat", "copy_text", "callback_game",
+                   "pay"}
 
 
 @dataclass
@@ -128,7 +146,11 @@ def _entities(text: str) -> list[dict[str, Any]]:
     return [{"type": kind, "offset": utf16_len(text[:m.start()]), "length": utf16_len(m[0])} for kind, m in found]
 
 
+NOT_MODIFIED = ("Bad Request: message is not modified: specified new message content and reply markup are exactly "
+                "the same as a current content and reply markup of the message")
 DOWNLOAD_LIMIT = 20 * 1024 * 1024  # getFile refuses larger files ("file is too big")
+VOICE_LIMIT = 50 * 1024 * 1024  # sendVoice takes files up to this
+CAPTION_LIMIT = 1024
 _FOLDERS = {"photo": ("photos", ".jpg"), "sticker": ("stickers", ".webp"), "voice": ("voice", ".oga"),
             "audio": ("music", ".mp3"), "video_note": ("video_notes", ".mp4"), "document": ("documents", "")}
 
@@ -176,6 +198,7 @@ class FakeTelegram:
         self.bot_user = {"id": self.bot_id, "is_bot": True, "first_name": "Tusk", "username": username}
         self.sent: list[dict[str, Any]] = []
         self.drafts: list[dict[str, Any]] = []
+        self.voices: list[dict[str, Any]] = []
         self.calls: list[tuple[str, dict[str, Any]]] = []
         self.commands: list[dict[str, Any]] = []
         self.members: dict[tuple[int, int], str] = {}
@@ -186,6 +209,7 @@ class FakeTelegram:
         self._wake = asyncio.Event()
         self._closing = False
         self._failures: defaultdict[str, deque[ApiError]] = defaultdict(deque)
+        self._lost: defaultdict[str, int] = defaultdict(int)  # method -> calls to carry out, then drop unanswered
         self._update_ids = itertools.count(1)
         self._message_ids = itertools.count(1)
         self._chats: dict[int, dict[str, Any]] = {}
@@ -195,6 +219,10 @@ class FakeTelegram:
         self.upgraded: dict[int, int] = {}  # group id -> its supergroup's id (migrate)
         self.files: dict[str, FakeFile] = {}  # file_id -> file
         self.downloads: list[str] = []  # file paths fetched, in order
+        self.answers: list[dict[str, Any]] = []  # accepted answerCallbackQuery params
+        self._markups: dict[tuple[int, int], dict[str, Any]] = {}  # bot messages' inline keyboards
+        self._queries: dict[str, bool] = {}  # callback query id -> answered yet
+        self._stoppable: set[tuple[int, int]] = set()  # (chat id, draft id) of drafts sent with can_stop
         self._runner: web.AppRunner | None = None
         methods = {"getMe": self._get_me, "getUpdates": self._get_updates, "sendMessage": self._send_message,
                    "editMessageText": self._edit_message_text, "sendChatAction": self._true,
@@ -202,7 +230,10 @@ class FakeTelegram:
                    "getMyCommands": self._get_my_commands, "setWebhook": self._set_webhook,
                    "deleteWebhook": self._delete_webhook, "getWebhookInfo": self._get_webhook_info,
                    "getChatMember": self._get_chat_member, "getFile": self._get_file,
-                   "sendMessageDraft": self._send_message_draft, "deleteMessage": self._delete_message}
+                   "sendMessageDraft": self._send_message_draft, "deleteMessage": self._delete_message,
+                   "editMessageReplyMarkup": self._edit_message_reply_markup,
+                   "answerCallbackQuery": self._answer_callback_query,
+                   "sendVoice": self._send_voice}
         self._methods = {name.lower(): (name, handler) for name, handler in methods.items()}
 
     async def __aenter__(self) -> FakeTelegram:
@@ -227,12 +258,19 @@ class FakeTelegram:
                    429: f"Too Many Requests: retry after {retry_after}"}.get(status, f"Error {status}")
         self._failures[method.lower()].append(ApiError(status, description or default, retry_after))
 
+    def lose_answer_next(self, method: str) -> None:
+        """The next call of `method` is carried out, but its connection drops before the answer (a network
+        failure after the request arrived): the client cannot know it worked."""
+        self._lost[method.lower()] += 1
+
     def push_update(self, update: dict[str, Any]) -> dict[str, Any]:
         """Queue a raw update for getUpdates (an update_id is added if missing). A well-formed message in it
         is remembered (its chat, sender, and the message for replies to quote), as sent ones are."""
         update.setdefault("update_id", next(self._update_ids))
         for value in update.values():
             self._remember(value)
+        if isinstance(query := update.get("callback_query"), dict) and isinstance(query.get("id"), str):
+            self._queries.setdefault(query["id"], False)  # Telegram waits for its answer
         self._queue.append(update)
         self._wake.set()
         self._wake = asyncio.Event()
@@ -292,6 +330,33 @@ class FakeTelegram:
                 self._messages.setdefault((chat["id"], msg["message_id"]), msg)
         if isinstance(user := msg.get("from"), dict) and isinstance(user.get("id"), int):
             self._users.setdefault(user["id"], user)
+
+    def markup(self, chat_id: int, message_id: int) -> dict[str, Any] | None:
+        """The inline keyboard the bot's message carries now."""
+        return self._markups.get((chat_id, message_id))
+
+    def press(self, chat_id: int, message_id: int, data: str, *, user_id: int = 7,
+              username: str | None = "alice") -> dict[str, Any]:
+        """A user presses the button with `data` under the bot's message: a callback_query update, as Telegram
+        sends it (the message as it is now). The button must be there."""
+        markup = self._markups.get((chat_id, message_id)) or {}
+        if not any(b.get("callback_data") == data for row in markup.get("inline_keyboard", []) for b in row):
+            raise AssertionError(f"message {message_id} in {chat_id} has no button {data!r}: {markup}")
+        user = self._users.get(user_id) or {"id": user_id, "is_bot": False,
+                                            "first_name": (username or "user").capitalize(),
+                                            **({"username": username} if username else {})}
+        self._users[user_id] = user
+        query_id = str(next(self._update_ids) * 7919 + 1_000_000)
+        self._queries[query_id] = False
+        message = {**self._messages[(chat_id, message_id)], "reply_markup": markup}
+        return self.push_update({"callback_query": {"id": query_id, "from": user, "message": message,
+                                                    "chat_instance": f"instance{chat_id}", "data": data}})
+
+    def stop_draft(self, chat_id: int, draft_id: int) -> dict[str, Any]:
+        """The user pressed the stop button of a draft sent with can_stop: a stopped_message_generation update."""
+        if (chat_id, draft_id) not in self._stoppable:
+            raise AssertionError(f"draft {draft_id} in {chat_id} was not sent with can_stop")
+        return self.push_update({"stopped_message_generation": {"chat": self._chat(chat_id), "draft_id": draft_id}})
 
     def next_message_id(self) -> int:
         return next(self._message_ids)
@@ -354,7 +419,10 @@ class FakeTelegram:
     def _check_text(self, params: dict[str, Any]) -> str:
         text = params.get("text")
         plain = text if isinstance(text, str) else ""
-        if plain and str(params.get("parse_mode", "")).lower() == "html":
+        mode = str(params.get("parse_mode") or "").lower()
+        if mode not in ("", "html", "markdown", "markdownv2"):
+            raise ApiError(400, "Bad Request: unsupported parse_mode")
+        if plain and mode == "html":
             try:
                 plain = parse_html(text)
             except ValueError as exc:
@@ -364,6 +432,29 @@ class FakeTelegram:
         if utf16_len(plain) > MAX_TEXT:
             raise ApiError(400, "Bad Request: message is too long")
         return plain
+
+    @staticmethod
+    def _check_markup(params: dict[str, Any]) -> dict[str, Any] | None:
+        """The inline keyboard of a call (None without one); Telegram's 400 for one it would refuse."""
+        markup = params.get("reply_markup")
+        if markup is None:
+            return None
+        rows = markup.get("inline_keyboard") if isinstance(markup, dict) else None
+        if not isinstance(rows, list) or not all(isinstance(row, list) for row in rows):
+            raise ApiError(400, "Bad Request: can't parse reply keyboard markup JSON object")
+        for row in rows:
+            for button in row:
+                if not isinstance(button, dict) or not isinstance(button.get("text"), str) or not button["text"]:
+                    raise ApiError(400, "Bad Request: can't parse inline keyboard button: Text buttons are "
+                                        "unallowed in the inline keyboard")
+                actions = _BUTTON_ACTIONS & set(button)
+                if len(actions) != 1:
+                    raise ApiError(400, "Bad Request: can't parse inline keyboard button: exactly one of the "
+                                        "optional fields must be used")
+                data = button.get("callback_data")
+                if "callback_data" in actions and not (isinstance(data, str) and 1 <= len(data.encode()) <= 64):
+                    raise ApiError(400, "Bad Request: BUTTON_DATA_INVALID")
+        return markup
 
     def _deliverable(self) -> list[dict[str, Any]]:
         wanted = self._allowed or {_kind(u) for u in self._queue} - _DEFAULT_EXCLUDED
@@ -388,6 +479,11 @@ class FakeTelegram:
             result = await handler(params)
         except ApiError as err:
             return web.json_response(err.body(), status=err.status)
+        if self._lost[name.lower()]:
+            self._lost[name.lower()] -= 1
+            assert request.transport is not None
+            request.transport.abort()  # done, and no answer ever comes
+            raise web.HTTPServiceUnavailable()  # never written: the connection is gone
         return web.json_response({"ok": True, "result": result})
 
     async def _true(self, params: dict[str, Any]) -> bool:
@@ -419,6 +515,7 @@ class FakeTelegram:
     async def _send_message(self, params: dict[str, Any]) -> dict[str, Any]:
         chat = self._chat(params.get("chat_id"))
         plain = self._check_text(params)
+        markup = self._check_markup(params)
         msg: dict[str, Any] = {"message_id": next(self._message_ids), "date": int(time.time()), "chat": chat,
                                "from": self.bot_user, "text": plain}
         if params.get("message_thread_id"):
@@ -428,8 +525,44 @@ class FakeTelegram:
             msg["reply_to_message"] = {k: v for k, v in original.items() if k != "reply_to_message"}
         self._messages[(chat["id"], msg["message_id"])] = msg
         self._raw[(chat["id"], msg["message_id"])] = (params["text"], params.get("parse_mode"))
+        if markup is not None:
+            self._markups[(chat["id"], msg["message_id"])] = markup
         self.sent.append({"method": "sendMessage", **params, "message_id": msg["message_id"], "plain": plain,
                           "at": time.monotonic()})
+        return {**msg, **({"reply_markup": markup} if markup else {})}
+
+    async def _send_voice(self, params: dict[str, Any]) -> dict[str, Any]:
+        """sendVoice: an uploaded OGG file with one Opus stream (MP3/M4A are taken too by Telegram, not sent by
+        Tusk), at most 50 MB; `duration` in whole seconds, as the audio plays; a caption of at most 1,024."""
+        chat = self._chat(params.get("chat_id"))
+        upload = params.get("voice")
+        if not isinstance(upload, web.FileField):
+            raise ApiError(400, "Bad Request: there is no voice in the request")
+        data = upload.file.read()
+        if len(data) > VOICE_LIMIT:
+            raise ApiError(400, "Bad Request: file is too big")
+        try:
+            info = ogg_opus(data)
+        except ValueError as exc:
+            raise ApiError(400, f"Bad Request: wrong file type of the voice ({exc})") from None
+        duration = params.get("duration")
+        if duration is not None and (not isinstance(duration, int) or abs(duration - info.duration) > 1):
+            raise ApiError(400, f"Bad Request: duration {duration!r} does not match the audio ({info.duration:.2f} s)")
+        plain = None
+        if params.get("caption"):
+            plain = self._check_text({"text": params["caption"], "parse_mode": params.get("parse_mode")})
+            if utf16_len(plain) > CAPTION_LIMIT:
+                raise ApiError(400, "Bad Request: message caption is too long")
+        msg: dict[str, Any] = {"message_id": next(self._message_ids), "date": int(time.time()), "chat": chat,
+                               "from": self.bot_user, "voice": {"file_id": f"voice-{len(self.voices)}",
+                                                                "file_unique_id": f"uv{len(self.voices)}",
+                                                                "duration": round(info.duration),
+                                                                "mime_type": "audio/ogg", "file_size": len(data)}}
+        if plain is not None:
+            msg["caption"] = plain
+        self._messages[(chat["id"], msg["message_id"])] = msg
+        self.voices.append({**params, "voice": upload.filename, "audio": data, "ogg": info, "caption_plain": plain,
+                            "message_id": msg["message_id"], "at": time.monotonic()})
         return msg
 
     async def _send_message_draft(self, params: dict[str, Any]) -> bool:
@@ -439,7 +572,11 @@ class FakeTelegram:
             raise ApiError(400, "Bad Request: drafts can be sent to private chats only")
         if not isinstance(params.get("draft_id"), int) or not params["draft_id"]:
             raise ApiError(400, "Bad Request: draft_id must be non-zero")
+        if any(not isinstance(params.get(flag, False), bool) for flag in ("can_stop", "keep_on_stop")):
+            raise ApiError(400, "Bad Request: can_stop and keep_on_stop must be Boolean")
         plain = self._check_text(params)
+        if params.get("can_stop"):
+            self._stoppable.add((chat["id"], params["draft_id"]))
         self.drafts.append({**params, "plain": plain, "at": time.monotonic()})
         return True
 
@@ -457,14 +594,44 @@ class FakeTelegram:
         if original is None or original.get("from", {}).get("id") != self.bot_id:
             raise ApiError(400, "Bad Request: message to edit not found")
         plain = self._check_text(params)
+        markup = self._check_markup(params)  # none given: the keyboard goes, as with Telegram
         raw = (params["text"], params.get("parse_mode"))
-        if self._raw.get(key) == raw and "reply_markup" not in params:
-            raise ApiError(400, "Bad Request: message is not modified: specified new message content and reply "
-                                "markup are exactly the same as a current content and reply markup of the message")
+        if self._raw.get(key) == raw and self._markups.get(key) == markup:
+            raise ApiError(400, NOT_MODIFIED)
         original |= {"text": plain, "edit_date": int(time.time())}
         self._raw[key] = raw
+        self._set_markup(key, markup)
         self.sent.append({"method": "editMessageText", **params, "plain": plain, "at": time.monotonic()})
-        return original
+        return {**original, **({"reply_markup": markup} if markup else {})}
+
+    def _set_markup(self, key: tuple[int, int], markup: dict[str, Any] | None) -> None:
+        if markup is None:
+            self._markups.pop(key, None)
+        else:
+            self._markups[key] = markup
+
+    async def _edit_message_reply_markup(self, params: dict[str, Any]) -> dict[str, Any]:
+        chat = self._chat(params.get("chat_id"))
+        key = (chat["id"], params.get("message_id"))
+        original = self._messages.get(key)
+        if original is None or original.get("from", {}).get("id") != self.bot_id:
+            raise ApiError(400, "Bad Request: message to edit not found")
+        markup = self._check_markup(params)
+        if self._markups.get(key) == markup:
+            raise ApiError(400, NOT_MODIFIED)
+        self._set_markup(key, markup)
+        self.sent.append({"method": "editMessageReplyMarkup", **params, "at": time.monotonic()})
+        return {**original, **({"reply_markup": markup} if markup else {})}
+
+    async def _answer_callback_query(self, params: dict[str, Any]) -> bool:
+        query_id = params.get("callback_query_id")
+        if self._queries.get(query_id) is not False:  # unknown, or answered already
+            raise ApiError(400, "Bad Request: query is too old and response timeout expired or query ID is invalid")
+        if len(params.get("text") or "") > 200:
+            raise ApiError(400, "Bad Request: MESSAGE_TOO_LONG")
+        self._queries[query_id] = True
+        self.answers.append({**params, "at": time.monotonic()})
+        return True
 
     async def _set_my_commands(self, params: dict[str, Any]) -> bool:
         self.commands = list(params.get("commands") or [])

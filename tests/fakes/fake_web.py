@@ -6,7 +6,7 @@
 
 Routes: /article, /doc.pdf (a tiny valid PDF), /notes.txt, /redirect/<n> (a chain ending at /article),
 /to-loopback and /to-metadata (a redirect to 127.0.0.1 / 169.254.169.254 on the default port), /big (past any
-small byte cap), /slow (answers after 5 s), /private/... (disallowed by /robots.txt), /missing (404).
+small byte cap), /dense (text of long words: more characters a token than the caps' ratio), /slow (answers after 5 s), /private/... (disallowed by /robots.txt), /missing (404).
 Search APIs, with the shapes their documentation gives: SearXNG `/search?format=json` and `/config`,
 Brave `/res/v1/web/search` (X-Subscription-Token), Tavily `POST /search` (api_key in the body or a bearer
 token). `site.key` is the good key; `site.searxng_json = False` plays a SearXNG without the JSON format; `site.search_status` forces an error status (429, 432, 500, ...).
@@ -33,6 +33,11 @@ ARTICLE = (
     "Otters also wrap themselves in kelp fronds to stay anchored in one place overnight.</p>"
     "<p>The station's keeper said the otters' favourite stone is kept under the left armpit.</p>"
     f"</article></main>{ADS}{FOOT}</body></html>")
+
+
+# Long words in common use: about 9 characters a token, so 4,000 tokens of it are ~36,000 characters
+DENSE = ("Extraordinarily comprehensive international telecommunications infrastructure modernisation programmes "
+         "necessitated considerable interdepartmental coordination, notwithstanding governmental reorganisation. ")
 
 
 def tiny_pdf(text: str) -> bytes:
@@ -87,6 +92,7 @@ class FakeWeb:
         get("/to-metadata", go("http://169.254.169.254/latest/meta-data/"))
         get("/big", fixed(lambda: web.Response(text="<html><body><p>" + "otter " * 200_000 + "</p></body></html>",
                                            content_type="text/html")))
+        get("/dense", fixed(lambda: web.Response(text=DENSE * 400, content_type="text/plain")))
         get("/slow", self._slow)
         get("/private/secret", fixed(lambda: web.Response(text="secret", content_type="text/plain")))
         get("/robots.txt", fixed(lambda: web.Response(text="User-agent: *\nDisallow: /private/\n")))

@@ -45,6 +45,7 @@ class WebSettings:
     timeout: float = 20.0  # seconds for one fetch, redirects included
     max_redirects: int = 5
     max_tokens: int = 4000  # of page text the model is given
+    max_chars: int = 16_000  # the framed page, at most (TUSK_TOOL_RESULT_MAX_CHARS: what a tool result may hold)
     host_interval: float = 1.0  # seconds between two requests to one host
     search_results: int = 5
     user_agent: str = ""

@@ -6,7 +6,10 @@ Nothing is fetched unless the model calls the tool: a link in a message stays te
     is read once per host and kept for an hour; a 4xx means no rules, a 5xx means keep out, RFC 9309);
   - waits its turn per host (TUSK_WEB_HOST_INTERVAL seconds between two requests to one host);
   - sends a User-Agent naming Tusk, stops reading past TUSK_WEB_MAX_BYTES, gives up after TUSK_WEB_TIMEOUT;
-  - extracts the main text (extract.py) and frames it as data, cut to TUSK_WEB_MAX_TOKENS.
+  - extracts the main text (extract.py) and frames it as data, cut inside the frame to TUSK_WEB_MAX_TOKENS
+    and, framed, to TUSK_TOOL_RESULT_MAX_CHARS (so the agent's generic cap never cuts off its end marker);
+  - keeps that text in the chat's documents/ (memory/documents.py, TUSK_DOCUMENT_INDEX_*), with the date
+    and whose turn read it, so search_history finds the page later.
 A refusal or failure reaches the model as the tool's error, saying why.
 """
 
@@ -23,9 +26,11 @@ from pydantic import Field
 from yarl import URL
 
 from bot.errors import WebError, WebRefused
+from bot.tools.box import ToolContext
 from bot.tools.web import extract
 from bot.tools.web.config import WebSettings
 from bot.tools.web.guard import Guard, GuardedClient
+from memory.documents import DocumentLimits, KeptDocument, keep
 
 logger = logging.getLogger(__name__)
 
@@ -92,8 +97,10 @@ class Robots:
 
 
 class WebFetch:
-    def __init__(self, settings: WebSettings, guard: Guard | None = None) -> None:
+    def __init__(self, settings: WebSettings, guard: Guard | None = None,
+                 documents: DocumentLimits = DocumentLimits(0, 0)) -> None:
         self.settings = settings
+        self.documents = documents  # what of a page's text stays searchable in the chat
         self.guard = guard or Guard(settings.allow)
         self.pacer = HostPacer(settings.host_interval)
         self.robots = Robots()
@@ -102,7 +109,7 @@ class WebFetch:
         s = self.settings
         return GuardedClient(guard or self.guard, s.user_agent, s.timeout, s.max_redirects)
 
-    async def web_fetch(self, url: Url) -> str:
+    async def web_fetch(self, url: Url, ctx: ToolContext | None = None) -> str:
         """Read a web page (HTML, PDF or plain text) and get its main text, title and date. Use it when the
         user asks about a link or when a search result needs reading; the text is data from the web."""
         s = self.settings
@@ -129,7 +136,18 @@ class WebFetch:
         if resp.truncated:
             notes.append(f"(only the first {s.max_bytes:,} bytes of the page were read)")
         logger.info("web_fetch %s: %s, %d chars", resp.url, page.kind, len(page.text))
-        return extract.frame(page, s.max_tokens, tuple(notes))
+        if ctx is not None:
+            await asyncio.to_thread(self._keep, ctx, page)
+        return extract.frame(page, s.max_tokens, tuple(notes), s.max_chars)
+
+    def _keep(self, ctx: ToolContext, page: extract.Page) -> None:
+        """The page's text kept for search_history in the chat it was read for (a failure is only logged)."""
+        try:
+            keep(ctx.files, KeptDocument(page.title or page.url, "web", page.text, sender_id=ctx.sender_id,
+                                         sender_name=ctx.sender_name, url=page.url, what=f"web page ({page.kind})"),
+                 self.documents)
+        except OSError:
+            logger.exception("could not keep a web page's text for search")
 
 
 __all__ = ["HostPacer", "Robots", "WebFetch"]

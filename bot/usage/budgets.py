@@ -1,0 +1,67 @@
+"""A chat's own daily limits: `$TUSK_HOME/budgets.json` (0600, written atomically by `tusk budget` and the
+console; a running Tusk re-reads it when it changes, bot/usage/limits.py).
+
+    {"version": 1, "chats": [{"channel": "telegram", "chat": "-100123", "daily_usd": 2.0},
+                             {"channel": "terminal", "chat": "local", "daily_tokens": 20000}]}
+
+An entry holds `daily_usd` (USD a day), `daily_tokens` (tokens a day of the calls whose price is unknown,
+which no USD limit can count), or both; each replaces its default (TUSK_CHAT_LIMIT_DAILY_USD,
+TUSK_CHAT_LIMIT_DAILY_TOKENS) for that chat.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from bot.events import ChatKey
+from memory.files import read_text, write_atomic
+
+FILE = "budgets.json"
+SHAPE = ('{"version": 1, "chats": [{"channel": ..., "chat": ..., "daily_usd": ... and/or "daily_tokens": ...}]}')
+
+
+@dataclass(frozen=True, slots=True)
+class ChatBudget:
+    """One chat's own limits (None: the default applies)."""
+
+    daily_usd: float | None = None
+    daily_tokens: int | None = None
+
+
+def _entry(raw: dict) -> tuple[ChatKey, ChatBudget]:
+    usd, tokens = raw.get("daily_usd"), raw.get("daily_tokens")
+    if usd is None and tokens is None:
+        raise ValueError("an entry without daily_usd or daily_tokens")
+    budget = ChatBudget(None if usd is None else float(usd), None if tokens is None else int(tokens))
+    if (budget.daily_usd is not None and not budget.daily_usd >= 0) or (budget.daily_tokens or 0) < 0:
+        raise ValueError("a negative limit")
+    return ChatKey(str(raw["channel"]), str(raw["chat"])), budget
+
+
+def load(home: Path) -> dict[ChatKey, ChatBudget]:
+    """budgets.json's chats ({} when there is none); ValueError names what is wrong and how to fix it."""
+    path = Path(home) / FILE
+    try:
+        data = json.loads(read_text(path))
+    except FileNotFoundError:
+        return {}
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path} is not JSON ({exc}): fix it or remove it (`tusk budget` writes it)") from exc
+    try:
+        return dict(_entry(raw) for raw in data["chats"])
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise ValueError(f"{path}: expected {SHAPE} ({exc!r})") from exc
+
+
+def save(home: Path, budgets: dict[ChatKey, ChatBudget]) -> None:
+    chats = []
+    for key, budget in sorted(budgets.items(), key=lambda kv: (kv[0].channel, kv[0].chat_id)):
+        entry: dict = {"channel": key.channel, "chat": key.chat_id}
+        if budget.daily_usd is not None:
+            entry["daily_usd"] = budget.daily_usd
+        if budget.daily_tokens is not None:
+            entry["daily_tokens"] = budget.daily_tokens
+        chats.append(entry)
+    write_atomic(Path(home) / FILE, json.dumps({"version": 1, "chats": chats}, indent=1) + "\n", follow_dir=True)
