@@ -65,11 +65,11 @@ from bot.speech.command import voice_command
 from bot.speech.replies import voice_replies
 from channels.base import Access, Channel
 from memory import chat_settings, tokens
-from memory.consolidate import Budget, Consolidator
+from bot.consolidation import Consolidator
+from memory.consolidate import Budget
 from memory.media import MediaStore
-from memory.paths import ChatFiles, private_dir
-from memory.search import HistorySearch
-from memory.session import SessionStore
+from memory.paths import private_dir
+from store import open_files
 
 if TYPE_CHECKING:
     from bot.tools.mcp.hub import McpHub
@@ -135,8 +135,9 @@ class TuskApp:
             tokens.check()  # fail at start, not in a chat, if token counting is impossible (built later)
         except tokens.TokenizerUnavailable as exc:
             raise ConfigError(str(exc)) from exc
-        self.store = SessionStore(settings.home)
-        self.media = MediaStore(settings.home, settings.media_limits())  # every channel keeps files here (memory/media.py)
+        self.store = open_files(settings.home)  # what Tusk keeps (store/): each chat's session, memory, files
+        self.chats = self.store.chats
+        self.media = MediaStore(self.chats, settings.media_limits())  # every channel keeps files here (memory/media.py)
         self.inbox = Inbox(settings.home / "inbox.jsonl")
         self.seen = SeenStore(settings.home)  # platform messages taken already: never answered twice (bot/dedupe.py)
         self.stops = Stops()  # /stop: answered by the bus as it arrives (bot/stop.py)
@@ -147,21 +148,22 @@ class TuskApp:
         self.models = settings.model_choices()
         self.choices = ModelChoices(llm_settings.model, {c.label: c.model for c in self.models.values()})
         self.llm.meter = Meter(self.ledger, self.limits, configured_prices(self.models))
-        self.unpriced = Unpriced(settings.home, ModelsInUse.of(settings), configured_prices(self.models), self.ledger,
+        self.unpriced = Unpriced(self.chats.prefs_now, ModelsInUse.of(settings), configured_prices(self.models), self.ledger,
                                  self.limits)  # USD limits that cannot count a model: said in /status, the console
         book = ModelBook(settings.home)
         # litellm (seconds to import) loads once Tusk is up (bot/llm/warmup.py); until then, no litellm figures
         window = ModelWarmup.provisional(settings.context_window, book.get(llm_settings.model).window)
         known_output = None
-        self.consolidator = Consolidator(self.store, self._consolidation_call,
+        self.consolidator = Consolidator(self.chats, self._consolidation_call,
                                          Budget.for_window(window.tokens, reply_cap(settings.max_reply_tokens,
                                                            known_output, window.source), window.source),
                                          settings.memory_max_tokens or window.tokens // 10)
-        self.memory_tools = MemoryTools(HistorySearch(), self.consolidator.lock, self.consolidator.max_memory_tokens,
+        self.memory_tools = MemoryTools(self.store.search, self.consolidator.lock, self.consolidator.max_memory_tokens,
                                         notices=settings.memory_notices, bot_name=settings.bot_name,
                                         default_zone=ZoneInfo(settings.timezone),
                                         everyone_in_groups=settings.group_remember == "everyone")
-        self.schedules = Schedules(settings.home, settings.schedule_settings(), self.bus.publish)  # bot/schedules/
+        self.schedules = Schedules(settings.home, settings.schedule_settings(), self.bus.publish,  # bot/schedules/
+                                   self.chats)
         self.checkins = CheckIns(self.schedules)
         reminders = ReminderTools(self.schedules)
         self.tasks = Tasks(settings.task_settings(self.consolidator.budget.limit), self.llm.complete,
@@ -188,7 +190,7 @@ class TuskApp:
                                  status_extra=[self._spend_lines], erasure=MemberErasure(
                                      model_rewrite(self.llm.complete, settings.consolidation_model),
                                      [ReminderMembers(self.schedules), InboxMembers(self.inbox.path),
-                                      MediaMembers(), DocumentMembers(), SearchMembers(self.memory_tools.index),
+                                      MediaMembers(), DocumentMembers(), SearchMembers(self.store.search),
                                       usage_records]),
                                  persona_max_tokens=settings.persona_max_tokens)
         context = ContextBuilder(settings.home, settings.bot_name, self.tools.schemas, settings.timezone,
@@ -197,7 +199,7 @@ class TuskApp:
                                settings.max_reply_tokens, settings.memory_max_tokens, known_output)
         media = MediaReader(settings.media_settings(), self.media, llm_settings.model, self.llm.complete, self.llm.meter)
         self.warmup = ModelWarmup(llm_settings, settings.context_window, self.learner)
-        self.agent = ChatAgent(settings.agent_settings(), self.store, self.llm, self.tools, context, self.bus.send,
+        self.agent = ChatAgent(settings.agent_settings(), self.chats, self.llm, self.tools, context, self.bus.send,
                                chat_commands, consolidator=self.consolidator, learner=self.learner, media=media,
                                drafts=self.bus.draft, streaming=settings.stream_settings(), models=self.choices,
                                stops=self.stops, voice=self.voice, runs=self.schedules.turns)
@@ -208,9 +210,9 @@ class TuskApp:
         self.channels: list[Channel] = []
         self.access = Access(settings.dm_policy, PairingStore(settings.home, settings.pairing_ttl * 60,
                                                               settings.pairing_max_pending))
-        self.flood = FloodGate(settings.flood_limits(), self.bus.publish, self.bus.send, self._known)
-        self.sweeper = Sweeper(settings.home, self._consolidate)
-        self.moves = ChatMoves(settings.home, self.store, self.bus.in_order, self.consolidator.lock,
+        self.flood = FloodGate(settings.flood_limits(), self.bus.publish, self.bus.send, self.chats.known)
+        self.sweeper = Sweeper(self.chats, self._consolidate)
+        self.moves = ChatMoves(self.chats, self.bus.in_order, self.consolidator.lock,
                                [self.schedules, *filter(None, [self.access.pairing])])  # a Telegram group upgraded
         self._scheduler: AsyncIOScheduler | None = None
 
@@ -223,7 +225,7 @@ class TuskApp:
 
     def _spend_lines(self, ctx: CommandContext) -> Sequence[str]:
         """/status: today's spend against the limits that apply to this chat (bot/usage/view.py)."""
-        zone = chat_settings.chat_zone(ctx.files, ZoneInfo(self.settings.timezone))
+        zone = chat_settings.zone_of(ctx.prefs, ZoneInfo(self.settings.timezone))
         return status_lines(self.ledger, self.limits, ctx, zone, self.unpriced)
 
     async def _consolidation_call(self, messages: list[dict], tools: list[dict], max_tokens: int) -> str | None:
@@ -250,10 +252,6 @@ class TuskApp:
             if called is not None:  # arguments it could not read: the raw text, for the lenient parse's reason
                 return called.arguments if called.error is None else called.error
         return reply.content
-
-    def _known(self, key: ChatKey) -> bool:
-        """A chat Tusk already keeps files for (not a new chat for the flood limits)."""
-        return ChatFiles.locate(self.settings.home, key.channel, key.chat_id).dir.exists()
 
     async def ready(self) -> None:
         """Return once litellm is loaded and the model's window settled (bot/llm/warmup.py)."""
@@ -284,7 +282,7 @@ class TuskApp:
         self.http_access = access.http_access(s)  # the console token, made at first start
         http = HttpChannel(HttpSettings(s.http_host, s.http_port, self.http_access.token, s.http_max_connections,
                                         s.http_idle_timeout), self.bus.publish, media=self.media)
-        http.add_routes(Console(s.home, self.store, self.agent.commands, self.consolidator,
+        http.add_routes(Console(self.chats, self.agent.commands, self.consolidator,
                                 self.agent.context.fixed_tokens, s.model or "", self.consolidator.lock,
                                 self.bus.in_order, ledger=self.ledger, limits=self.limits,
                                 unpriced=self.unpriced).routes())
@@ -317,9 +315,9 @@ class TuskApp:
         self.add(relay)  # after the HTTP channel, so stopped before it: its event streams end first
         return http
 
-    def _said(self, key: ChatKey) -> list[tuple[str, str]]:
+    async def _said(self, key: ChatKey) -> list[tuple[str, str]]:
         """A chat's unconsolidated user and assistant texts (tool steps left out), for the OpenAI endpoint."""
-        return [(m.role, m.content or "") for m in self.store.get(key.channel, key.chat_id).unconsolidated
+        return [(m.role, m.content or "") for m in (await self.chats.open(key)).session.unconsolidated
                 if m.role in ("user", "assistant") and not m.tool_calls and isinstance(m.content, str)]
 
     def menu(self) -> list[tuple[str, str]]:

@@ -251,7 +251,10 @@ class ChatIndex:
     def _follow_documents(self) -> bool:
         """Index the kept documents that are new or changed since the last refresh, and drop those gone."""
         now = {}
-        for path in documents.kept_paths(self.files):
+        folder = self.files.documents
+        paths = sorted(p for p in folder.iterdir() if p.suffix == ".json" and not p.name.startswith(".")) \
+            if folder.is_dir() else []
+        for path in paths:
             try:
                 info = os.stat(path, follow_symlinks=False)
             except FileNotFoundError:
@@ -265,13 +268,20 @@ class ChatIndex:
             self._delete(f"kind = 'document' AND id BETWEEN {int(first)} AND {int(last)}")
             self.db.execute("DELETE FROM files WHERE name = ?", (name,))
         fresh = [doc for name, stamp in now.items() if indexed.get(name, ("",))[0] != stamp
-                 and (doc := documents.read(self.files.documents / name)) is not None]
+                 and (doc := self._read_document(folder / name)) is not None]
         for doc in sorted(fresh, key=lambda d: d.ts):  # ids follow time, as the dated boost needs
-            self._add_document(doc, now[doc.path.name] if doc.path else "")
+            self._add_document(doc, now[f"{doc.id}.json"])
         return bool(stale or fresh)
 
+    @staticmethod
+    def _read_document(path: Path) -> documents.KeptDocument | None:
+        try:
+            with os.fdopen(open_private(path, os.O_RDONLY), encoding="utf-8") as fh:
+                return documents.parse(path.stem, fh.read())
+        except (OSError, UnicodeDecodeError):
+            return None
+
     def _add_document(self, doc: documents.KeptDocument, stamp: str) -> None:
-        assert doc.path is not None
         speaker = doc.sender_name or doc.sender_id or None  # the id where the platform gave no name (the HTTP API)
         key = " ".join(words(speaker)) if speaker else None
         where = " ".join(filter(None, (doc.name, doc.url)))
@@ -283,7 +293,7 @@ class ChatIndex:
         if not rows:
             return
         self._insert(rows)
-        self.db.execute("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?)", (doc.path.name, stamp, first,
+        self.db.execute("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?)", (f"{doc.id}.json", stamp, first,
                                                                             self.document_id))
 
     def _delete(self, where: str) -> None:

@@ -19,9 +19,13 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, tzinfo
 from typing import Any, Protocol
 
+from memory import chat_settings
+from memory.chat_settings import ChatSettings
 from memory.keys import ChatKey
+from memory.search import Hit
 from memory.session import Message, Session
 
 SETTINGS, PERSONA, PROVENANCE, FORGOTTEN = "settings.json", "PERSONA.md", "provenance.json", "forgotten.json"
@@ -37,11 +41,29 @@ class Memory:
 
 
 @dataclass(frozen=True, slots=True)
+class Version:
+    """An earlier MEMORY.md: its name (`MEMORY.<stamp>.md`, as the files backend's versions/ holds it), when it
+    was replaced, and its text."""
+
+    name: str
+    saved: float
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
 class Entry:
-    """One HISTORY.md entry: when it was written (its heading) and its paragraph."""
+    """One HISTORY.md entry: the time (or span, `at` to `until`) of the messages it summarises, and its text."""
 
     at: float
     text: str
+    until: float | None = None
+
+    @property
+    def heading(self) -> str:
+        """The entry as HISTORY.md shows it: `## 2023-06-01 10:09 UTC – 2023-06-03 18:40 UTC`, then its text."""
+        from memory.files import entry_stamp
+
+        return f"## {entry_stamp(self.at, self.until)}\n\n{self.text.strip()}"
 
 
 @dataclass(slots=True)
@@ -53,8 +75,13 @@ class Chat:
     session: Session
     memory: Memory
     persona: str = ""
-    settings: str | None = None  # settings.json's text (memory/chat_settings.py reads it)
+    settings: str | None = None  # settings.json's text (`prefs` reads it)
     exists: bool = False  # the chat has stored anything at all
+
+    @property
+    def prefs(self) -> ChatSettings:
+        """The chat's own settings (time zone, /listen, /model, /voice, /checkins)."""
+        return chat_settings.parse(self.settings)
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +123,8 @@ class ChatHandle(Protocol):
 
     async def exists(self) -> bool: ...
 
+    async def caches(self) -> list[str]: ...  # what else the backend keeps for the chat, as /forget lists it
+
     # the session: every message, consolidated or not
     async def messages(self, start: int = 0, stop: int | None = None) -> list[Message]: ...
 
@@ -107,7 +136,7 @@ class ChatHandle(Protocol):
 
     async def write_memory(self, text: str, expect: int | None = None) -> Memory: ...
 
-    async def versions(self) -> list[str]: ...
+    async def versions(self) -> list[Version]: ...  # oldest first
 
     async def restore_previous(self) -> bool: ...
 
@@ -134,6 +163,25 @@ class ChatHandle(Protocol):
 
     async def delete_media(self, paths: Sequence[str]) -> int: ...
 
+    # the text of documents kept for search (memory/documents.py): each a JSON record under its id
+    async def documents(self) -> dict[str, str]: ...
+
+    async def keep_document(self, doc_id: str, record: str) -> None: ...
+
+    async def drop_documents(self, doc_ids: Sequence[str]) -> int: ...
+
+
+class ChatSearch(Protocol):
+    """search_history over one chat's consolidated messages, HISTORY.md and kept documents (memory/search.py's
+    reading of the question, each backend's index)."""
+
+    async def search(self, key: ChatKey, question: str, limit: int, zone: tzinfo,
+                     now: datetime | None = None) -> list[Hit]: ...
+
+    async def drop(self, key: ChatKey) -> None: ...
+
+    def holds(self, key: ChatKey) -> bool: ...
+
 
 class ChatStore(Protocol):
     """Every chat's keeping, in one backend."""
@@ -149,7 +197,15 @@ class ChatStore(Protocol):
 
     def handle(self, key: ChatKey) -> ChatHandle: ...
 
+    async def put_settings(self, chat: Chat, settings: ChatSettings) -> None: ...
+
+    async def put_persona(self, chat: Chat, text: str | None) -> None: ...
+
     async def chats(self) -> list[ChatInfo]: ...
+
+    def known(self, key: ChatKey) -> bool: ...  # a chat seen before (not new for the flood limits); no I/O wait
+
+    def prefs_now(self, key: ChatKey) -> ChatSettings | None: ...  # a chat's settings as known now; no I/O wait
 
     async def erase(self, key: ChatKey) -> bool: ...
 

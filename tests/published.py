@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.events import InboundMessage
+from store.files.chats import FileChats
 from memory.media import MB, MediaLimits, MediaStore
 
 
@@ -30,7 +31,7 @@ class MediaChannels:
         self.started: list[Any] = []
 
     async def start(self, cap_mb: float = 20) -> tuple[Any, MediaStore, Published]:
-        store = MediaStore(self.home, MediaLimits(file_bytes=int(cap_mb * MB)))
+        store = MediaStore(FileChats(self.home), MediaLimits(file_bytes=int(cap_mb * MB)))
         published = Published()
         channel = self.make(published, store)
         self.started.append(channel)

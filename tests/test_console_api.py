@@ -19,6 +19,7 @@ from tests import procs
 from tests.fakes.fake_llm import Reply
 from tests.conftest import with_helpers
 from tests.test_cli import env_for
+from tests import kept
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -35,7 +36,7 @@ async def call(tusk, method, path, **kw):
 
 async def chat_with_memory(tusk, chat="ann", memory="- Ann likes tea\n"):
     await tusk.say(chat, "hello")
-    files = tusk.store.get("http", chat).files
+    files = kept.files(tusk, "http", chat)
     files.memory.write_text(memory)
     return files
 
@@ -96,7 +97,7 @@ async def test_chat_detail_reports_tokens_against_the_window(tusk):
     status, chat = await call(tusk, "GET", "/api/chats/http/ann")
     budget, t = tusk.consolidator.budget, chat["tokens"]
     assert status == 200 and chat["total"] == 2 and chat["last_consolidated"] == 0 and chat["versions"] == 0
-    assert t["prompt"] == t["system"] + t["history"] and t["history"] == tusk.store.get("http", "ann").tokens
+    assert t["prompt"] == t["system"] + t["history"] and t["history"] == kept.on_disk(tusk, "http", "ann").tokens
     assert (t["limit"], t["window"], t["reserve"]) == (budget.limit, budget.window, budget.reserve)
     assert t["memory"] > 0 and t["memory_max"] == tusk.consolidator.max_memory_tokens
 
@@ -201,7 +202,7 @@ async def test_session_marks_the_pointer_and_pages(tusk):
     """GET .../session gives messages with their index and the consolidation pointer; ?limit and ?before page back."""
     for text in ("one", "two", "three"):
         await tusk.say("ann", text)
-    session = tusk.store.get("http", "ann")
+    session = kept.on_disk(tusk, "http", "ann")
     tusk.store.set_pointer(session, 2)
     status, data = await call(tusk, "GET", "/api/chats/http/ann/session")
     assert status == 200 and data["total"] == 6 and data["last_consolidated"] == 2 and data["start"] == 0

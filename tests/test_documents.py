@@ -16,6 +16,7 @@ from tests.fakes.fake_llm import Reply
 from tests.fakes.fake_web import FakeWeb
 from tests.media_files import pdf_bytes
 from tests.test_media_turn import upload
+from tests import kept
 
 FILLER = " ".join(f"filler{i}" for i in range(40))
 PAGES = ["Harbour survey 2026, prepared for the town council.",
@@ -53,7 +54,7 @@ async def test_a_pdf_is_found_a_hundred_turns_later(make_settings, fake_llm):
         await upload(tusk, "d", ("harbour.pdf", pdf_bytes(PAGES), "application/pdf"), text="the survey", user="ann")
         for i in range(100):
             await tusk.say("d", f"turn {i}: {FILLER}")
-        session = tusk.store.get("http", "d")
+        session = kept.on_disk(tusk, "http", "d")
         assert session.last_consolidated > 2  # the PDF's turn left the prompt long ago
         assert not any("Biscuit" in str(m.content) for m in session.unconsolidated)
         assert await tusk.say("d", "what is the cat called in the survey?") == ["The cat is called Biscuit."]
@@ -132,7 +133,7 @@ async def test_forget_deletes_the_documents_with_the_chat(make_settings, fake_ll
         (listing,) = await tusk.say("g", "/forget")
         assert "- the text of 1 document or web page kept for search (documents/)" in listing
         await tusk.say("g", "/forget confirm")
-        assert not tusk.store.get("http", "g").files.dir.exists()
+        assert not kept.files(tusk, "http", "g").dir.exists()
 
 
 async def test_a_page_web_fetch_read_is_searchable_later(make_settings, fake_llm):
@@ -143,7 +144,7 @@ async def test_a_page_web_fetch_read_is_searchable_later(make_settings, fake_llm
         settings = make_settings(TUSK_WEB_ALLOW_HOSTS=site.allow, TUSK_WEB_HOST_INTERVAL=0)
         async with running(settings) as tusk:
             await tusk.say("w", f"read {url}", user="ann")
-            files = tusk.store.get("http", "w").files
+            files = kept.files(tusk, "http", "w")
             (kept,) = documents.kept(files)
             hit = HistorySearch().search(files, "where is the otters' favourite stone kept?")[0]
     assert (kept.source, kept.url, kept.sender_id) == ("web", url, "ann") and "armpit" in kept.text

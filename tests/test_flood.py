@@ -4,6 +4,7 @@ import asyncio
 
 from bot.access.flood import REPLIES, Window
 from tests.test_telegram import start_tusk, tg  # noqa: F401  (fixtures)
+from tests import kept
 
 
 def plain(tg):
@@ -18,7 +19,7 @@ async def test_sender_over_the_limit_gets_one_polite_reply(start_tusk, tg, fake_
     await tg.wait_for(lambda: len(tg.sent) == 4)
     await asyncio.sleep(0.3)
     assert len(tg.sent) == 4 and plain(tg).count(REPLIES["sender"]) == 1 and len(fake_llm.requests) == 3
-    saved = [m.content for m in app.store.get("telegram", "42").unconsolidated if m.role == "user"]
+    saved = [m.content for m in kept.on_disk(app, "telegram", "42").unconsolidated if m.role == "user"]
     assert saved == ["message 0", "message 1", "message 2"]
 
 

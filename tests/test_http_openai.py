@@ -10,6 +10,7 @@ from PIL import Image
 
 from tests.conftest import running
 from tests.fakes.fake_llm import Reply, images_in
+from tests import kept
 
 
 def sync_client(tusk, **kw):
@@ -22,7 +23,7 @@ def async_client(tusk, chat=None):
 
 
 def stored(tusk, chat):
-    return [(m.role, m.content) for m in tusk.store.get("http", chat).unconsolidated]
+    return [(m.role, m.content) for m in kept.on_disk(tusk, "http", chat).unconsolidated]
 
 
 def memory_responder(body):

@@ -13,6 +13,7 @@ from memory.session import Message
 from tests.conftest import running
 from tests.fakes.fake_llm import Reply
 from tests.legality import violations
+from tests import kept
 
 FILLER = "tell me more about the garden and the weather and the plans we made " * 6
 
@@ -22,7 +23,7 @@ def is_consolidation(body):
 
 
 def preload(tusk, chat, n):
-    session = tusk.store.get("http", chat)
+    session = kept.on_disk(tusk, "http", chat)
     tusk.store.append(session, [Message("user" if i % 2 == 0 else "assistant", f"m{i} {FILLER}") for i in range(n)])
     return session
 
@@ -38,7 +39,7 @@ async def test_save_memory_as_local_servers_write_it_is_read(make_settings, fake
         preload(tusk, "tab", 12)
         await tusk.say("tab", "hello")
         await tusk.agent.aclose()
-        assert "likes" in memfiles.read_memory(tusk.store.get("http", "tab").files)
+        assert "likes" in memfiles.read_memory(kept.files(tusk, "http", "tab"))
 
 
 async def test_every_request_carries_max_tokens(make_settings, fake_llm):
@@ -97,7 +98,7 @@ async def test_a_model_without_tools_still_answers_and_remembers(make_settings, 
         assert "tools" not in last and "takes no tools" in last["messages"][0]["content"]
         assert "Tools: unavailable" in (await tusk.say("nt", "/status"))[0]
         assert "summarised" in (await tusk.say("nt", "/new"))[0]
-        assert "Alice grows tomatoes" in memfiles.read_memory(tusk.store.get("http", "nt").files)
+        assert "Alice grows tomatoes" in memfiles.read_memory(kept.files(tusk, "http", "nt"))
     assert json.loads((settings.home / "models.json").read_text())["openai/fake-model"]["no_tools"] is True
     async with running(settings) as tusk:
         before = len(fake_llm.requests)
@@ -112,7 +113,7 @@ async def test_text_summary_is_accepted_from_a_tool_capable_model(make_settings,
     async with running(make_settings()) as tusk:
         await tusk.say("txt", "I like tea")
         await tusk.say("txt", "/new")
-        assert memfiles.read_memory(tusk.store.get("http", "txt").files) == "- likes tea\n"
+        assert memfiles.read_memory(kept.files(tusk, "http", "txt")) == "- likes tea\n"
 
 
 async def test_ollama_native_route_sends_the_budgeted_window_as_num_ctx(make_settings, fake_llm):

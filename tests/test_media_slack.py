@@ -10,6 +10,7 @@ from bot.ops import doctor
 from channels.slack import SlackChannel, SlackSettings
 from channels.slack.media import token_may_go_to
 from memory import chat_settings
+from store.files.chats import FileChats
 from memory.media import MB, MediaStore
 from memory.paths import ChatFiles
 from tests.fakes.fake_slack import FakeSlack
@@ -151,7 +152,7 @@ def test_file_objects_map_to_remotes(tmp_path):
     from channels.media_in import MediaIntake
     from channels.slack.media import files_of
 
-    intake = MediaIntake(MediaStore(tmp_path), "Slack")
+    intake = MediaIntake(MediaStore(FileChats(tmp_path)), "Slack")
     event = {"files": [{"id": "F1", "name": "clip.webm", "mimetype": "audio/webm", "subtype": "slack_audio",
                         "duration_ms": 61500, "size": 900},
                        {"id": "F2", "title": "untitled", "size": "12"}, {"name": "no id"}]}

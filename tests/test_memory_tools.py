@@ -9,13 +9,14 @@ from memory.search import HistorySearch, match_expression
 from memory.session import Message
 from tests.fakes.fake_llm import Reply
 from tests.outbox import attach
+from tests import kept
 
 DAY = 86_400
 
 
 def seed(app, chat, entries=(), messages=(), consolidated=0):
     """Give a chat HISTORY.md entries [(days ago, text)] and session messages [(role, text)]."""
-    session = app.store.get("http", chat)
+    session = kept.on_disk(app, "http", chat)
     now = time.time()
     for days, text in entries:
         memfiles.append_history(session.files, text, when=now - days * DAY)
@@ -48,7 +49,7 @@ async def test_search_covers_consolidated_messages_not_the_recent_ones(tusk, fak
     """Messages past the consolidation pointer are searched; those still in the prompt are not."""
     seed(tusk, "c", messages=[("user", "my locker code is 4711"), ("assistant", "noted, 4711"),
                               ("user", "the locker is on floor 3"), ("assistant", "ok")], consolidated=2)
-    hits = HistorySearch().search(tusk.store.get("http", "c").files, "locker")
+    hits = HistorySearch().search(kept.files(tusk, "http", "c"), "locker")
     assert [(h.source, h.text) for h in hits] == [("user", "my locker code is 4711"), ("assistant", "noted, 4711")]
     assert hits[0].after.text == "noted, 4711"  # the reply ranks by its neighbour's words, below the match
 
@@ -86,7 +87,7 @@ async def test_chat_b_cannot_find_chat_a_history(tusk, fake_llm):
 
 async def test_remember_writes_memory_now_and_tusk_posts_the_notice(tusk, fake_llm):
     """remember() writes MEMORY.md at once (versioned), Tusk posts "Noted: ..." and /memory shows it."""
-    files = tusk.store.get("http", "r").files
+    files = kept.files(tusk, "http", "r")
     memfiles.write_memory(files, "- Ann likes tea\n")
     fake_llm.script(Reply(text=None, tool_calls=[("m1", "remember", {"fact": "Bob's birthday is\n12 May"})]),
                     Reply(text="Sure."))
@@ -111,7 +112,7 @@ async def test_no_notice_when_notices_are_off(make_settings, fake_llm):
     fake_llm.script(Reply(text=None, tool_calls=[("m1", "remember", {"fact": "likes jazz"})]), Reply(text="ok"))
     async with app:
         assert await say(app, box, "q", "I like jazz") == ["ok"]
-    assert memfiles.read_memory(app.store.get("http", "q").files) == "- likes jazz [asked by Ann, id u1]\n"
+    assert memfiles.read_memory(kept.files(app, "http", "q")) == "- likes jazz [asked by Ann, id u1]\n"
 
 
 async def test_remember_refuses_past_the_memory_cap_and_posts_nothing(make_settings, fake_llm):
@@ -121,7 +122,7 @@ async def test_remember_refuses_past_the_memory_cap_and_posts_nothing(make_setti
 
     app = TuskApp(make_settings(TUSK_MEMORY_MAX_TOKENS=100))
     box = attach(app)
-    files = app.store.get("http", "full").files
+    files = kept.files(app, "http", "full")
     memfiles.write_memory(files, "- " + "word " * 95 + "\n")
     fake_llm.script(Reply(text=None, tool_calls=[("m1", "remember", {"fact": "one more thing to keep"})]),
                     Reply(text="My memory is full."))
@@ -133,7 +134,7 @@ async def test_remember_refuses_past_the_memory_cap_and_posts_nothing(make_setti
 
 async def test_remember_waits_for_a_running_consolidation(tusk, fake_llm):
     """remember() takes the chat's memory lock, so a consolidation rewriting MEMORY.md cannot drop the fact."""
-    files = tusk.store.get("http", "lock").files
+    files = kept.files(tusk, "http", "lock")
     lock = tusk.consolidator.lock(files.dir)
     await lock.acquire()  # as a consolidation holds it between reading and rewriting MEMORY.md
     fake_llm.script(Reply(text=None, tool_calls=[("m1", "remember", {"fact": "new fact"})]), Reply(text="ok"))
@@ -148,7 +149,7 @@ async def test_remember_waits_for_a_running_consolidation(tusk, fake_llm):
 
 async def test_results_name_the_speakers_and_show_the_neighbours(tusk, fake_llm):
     """A message hit is shown with its speaker, the bot as itself, and the messages before and after it."""
-    session = tusk.store.get("http", "group")
+    session = kept.on_disk(tusk, "http", "group")
     tusk.store.append(session, [
         Message("user", "Ana, what are your plans for the summer?", ts=time.time() - 90 * DAY, sender_id="2",
                 sender_name="Bob"),

@@ -23,6 +23,7 @@ from tests.fakes.fake_slack import FakeSlack
 from tests.fakes.fake_telegram import FakeTelegram
 from tests.test_cli import env_for
 from tests.test_inbox import start_tusk as start_tusk_run
+from tests import kept
 
 
 def free_port():
@@ -120,7 +121,7 @@ async def test_a_telegram_update_delivered_again_after_a_restart_is_not_answered
         tg.push_message(42, "the sentinel")
         async with tusk_on(settings) as app:
             await tg.wait_for(lambda: len(tg.sent) == 2, timeout=10)
-            users = [m.content for m in app.store.get("telegram", "42").unconsolidated if m.role == "user"]
+            users = [m.content for m in kept.on_disk(app, "telegram", "42").unconsolidated if m.role == "user"]
     assert [m["plain"] for m in tg.sent] == ["echo: answer me once", "echo: the sentinel"]
     assert users == ["answer me once", "the sentinel"] and len(fake_llm.requests) == 2
 
@@ -163,7 +164,7 @@ async def test_a_telegram_send_whose_answer_was_lost_is_not_sent_again(make_sett
                 await tg.wait_for(lambda: any("not sent again" in r.getMessage() for r in caplog.records), timeout=10)
             tg.push_message(42, "the sentinel")
             await tg.wait_for(lambda: len(tg.sent) == 2, timeout=10)
-            assert [m.role for m in app.store.get("telegram", "42").unconsolidated] == ["user", "assistant"] * 2
+            assert [m.role for m in kept.on_disk(app, "telegram", "42").unconsolidated] == ["user", "assistant"] * 2
     assert [m["plain"] for m in tg.sent] == ["echo: hello", "echo: the sentinel"]
     assert [m for m, _ in tg.calls].count("sendMessage") == 2
 

@@ -10,6 +10,7 @@ from bot.errors import ConfigError
 from tests.fakes.fake_llm import Reply
 from tests.legality import violations
 from tests.outbox import say, started
+from tests import kept
 
 
 def setting(when, text, cid="r1"):
@@ -35,7 +36,7 @@ async def test_a_reminder_fires_as_a_turn_of_its_chat(make_settings, fake_llm):
     fired = reminder_requests(fake_llm)
     assert len(fired) == 1 and not violations(fired[0]["messages"])
     assert "call Bob" in texts[1] and "late" not in texts[1]  # the fake echoes what the model was given
-    saved = app.store.get("http", "bob").unconsolidated
+    saved = kept.on_disk(app, "http", "bob").unconsolidated
     assert saved[-2].role == "user" and saved[-2].content.startswith("[reminder r") and "call Bob" in saved[-2].content
     assert "due now" not in saved[-2].content  # the injected context was for that turn only
     assert (saved[-2].sender_id, saved[-2].sender_name) == ("u1", "Ann") == (saved[0].sender_id, saved[0].sender_name)
@@ -121,7 +122,7 @@ async def test_forget_lists_and_cancels_the_chats_reminders_and_settings(make_se
     async with started(make_settings) as (app, box):
         await say(app, box, "f", "/timezone Asia/Tokyo")
         await say(app, box, "f", "remind me to stretch")
-        files = app.store.get("http", "f").files
+        files = kept.files(app, "http", "f")
         listing = (await say(app, box, "f", "/forget"))[0]
         assert "1 reminder or schedule (cancelled" in listing and "settings.json: time zone Asia/Tokyo" in listing
         report = (await say(app, box, "f", "/forget confirm"))[0]
@@ -137,7 +138,7 @@ async def test_a_due_reminder_reaches_the_chat_even_when_the_model_is_down(make_
         await say(app, box, "down", "remind me")
         texts = await box.wait_for("down", 2, timeout=4)
     assert texts[1] == "Reminder: take the pills"
-    assert [m.role for m in app.store.get("http", "down").unconsolidated][-2:] == ["user", "assistant"]
+    assert [m.role for m in kept.on_disk(app, "http", "down").unconsolidated][-2:] == ["user", "assistant"]
 
 
 async def test_past_times_and_too_many_reminders_are_refused(make_settings, fake_llm):

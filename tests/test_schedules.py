@@ -14,6 +14,7 @@ from bot.usage.ledger import Ledger
 from tests.fakes.fake_llm import Reply
 from tests.outbox import say
 from tests.schedule_clock import Clock, berlin, clocked, only, outcome, scheduling
+from tests import kept
 
 UTC = timezone.utc
 
@@ -76,7 +77,7 @@ async def test_a_text_schedule_is_sent_as_written_without_the_model(make_setting
             assert await app.schedules.tick() == 1
             await outcome(app, s.id, berlin(2026, 5, 4, hour, 0))
         assert box.to("t")[-2:] == ["Time to stretch! 🧘", "Time to stretch! 🧘"] and len(fake_llm.requests) == asked
-        saved = app.store.get("http", "t").unconsolidated[-2:]
+        saved = kept.on_disk(app, "http", "t").unconsolidated[-2:]
         assert saved[0].content.startswith(f"[schedule {s.id}, every 2 hours, due ") and saved[1].content == "Time to stretch! 🧘"
 
 

@@ -11,6 +11,7 @@ from bot.llm import ToolCall
 from bot.tools.box import ToolBox, ToolContext
 from bot.tools.when import parse_when
 from tests.fakes.fake_llm import Reply
+from tests import kept
 
 BERLIN = ZoneInfo("Europe/Berlin")
 
@@ -49,7 +50,7 @@ async def test_invalid_arguments_are_reported_before_the_call(tusk, fake_llm):
     results = [m["content"] for m in fake_llm.requests[1]["messages"][-3:]]
     assert all(r.startswith("Error: ToolArgumentError: invalid arguments for ") for r in results)
     assert "limit" in results[0] and "query" in results[0] and "extra" in results[1] and "text" in results[2]
-    assert not tusk.store.get("http", "v").files.memory.exists()
+    assert not kept.files(tusk, "http", "v").memory.exists()
 
 
 async def test_a_failing_tool_is_an_error_result_not_a_broken_turn(tusk, fake_llm):

@@ -25,13 +25,16 @@ import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bot.errors import ContextOverflow, ToolsUnsupported
 from bot.llm.loader import model_max_output, model_window
 from bot.llm.window import Window, reply_cap, step_down
 from memory.files import write_atomic
-from memory.consolidate import Budget, Consolidator
+from memory.consolidate import Budget
+
+if TYPE_CHECKING:
+    from bot.consolidation import Consolidator
 
 logger = logging.getLogger(__name__)
 

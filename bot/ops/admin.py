@@ -16,10 +16,9 @@ from bot.commands.base import CommandContext
 from bot.events import ChatKey
 from bot.inbox import Inbox
 from bot.schedules.store import SavedSchedules
-from memory import files as memfiles
-from memory.chats import export, list_chats
+from memory.chats import export
 from memory.paths import ChatFiles
-from memory.session import SessionStore
+from store.base import ChatHandle, ChatStore
 
 
 def parse_chat(value: str) -> ChatKey:
@@ -36,41 +35,48 @@ def _ago(ts: float | None) -> str:
     return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%d %H:%M")
 
 
-def chats_table(home: Path) -> str:
+async def chats_table(chats: ChatStore, where: str) -> str:
     rows = [("CHAT", "MESSAGES", "MEMORY", "HISTORY", "LAST ACTIVE (UTC)")]
-    for c in list_chats(home):
-        rows.append((f"{c.channel}:{c.chat_id}", str(c.messages), f"{c.memory_bytes:,} B", str(c.history_entries),
+    for c in await chats.chats():
+        rows.append((str(c.key), str(c.messages), f"{c.memory_bytes:,} B", str(c.history_entries),
                      _ago(c.last_active)))
     if len(rows) == 1:
-        return f"No chats yet in {home}."
+        return f"No chats yet in {where}."
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows)
 
 
+async def _existing(chats: ChatStore, key: ChatKey) -> ChatHandle:
+    """The chat's handle; LookupError if Tusk keeps nothing for it."""
+    handle = chats.handle(key)
+    if not await handle.exists():
+        raise LookupError(f"no chat {key} (see `tusk chats`)")
+    return handle
+
+
+async def show_memory(chats: ChatStore, key: ChatKey) -> str:
+    return (await (await _existing(chats, key)).memory()).text.strip() or "(MEMORY.md is empty)"
+
+
+async def show_history(chats: ChatStore, key: ChatKey, n: int) -> str:
+    entries = (await (await _existing(chats, key)).history())[-n:] if n else []
+    return "\n\n".join(e.heading for e in entries) or "(no history entries)"
+
+
+async def forget(chats: ChatStore, home: Path, key: ChatKey, confirm: bool) -> str:
+    """`/forget` (what would go) or `/forget confirm` (delete and report) for this chat."""
+    await _existing(chats, key)
+    ctx = CommandContext(key, await chats.open(key), chats, model="")
+    holders = [SavedSchedules(home), Inbox(home / "inbox.jsonl")]
+    return await Commands(holders=holders).run("forget", "confirm" if confirm else "", ctx)
+
+
 def chat_files(home: Path, key: ChatKey) -> ChatFiles:
-    """The chat's files; raises LookupError if Tusk keeps nothing for it."""
+    """The chat's folder (the files backend); raises LookupError if Tusk keeps nothing for it."""
     files = ChatFiles.locate(home, key.channel, key.chat_id)
     if not files.dir.exists():
         raise LookupError(f"no chat {key} in {home} (see `tusk chats`)")
     return files
-
-
-def show_memory(home: Path, key: ChatKey) -> str:
-    return memfiles.read_memory(chat_files(home, key)).strip() or "(MEMORY.md is empty)"
-
-
-def show_history(home: Path, key: ChatKey, n: int) -> str:
-    entries = memfiles.history_entries(chat_files(home, key))[-n:] if n else []
-    return "\n\n".join(entries) or "(no history entries)"
-
-
-async def forget(home: Path, key: ChatKey, confirm: bool) -> str:
-    """`/forget` (what would go) or `/forget confirm` (delete and report) for this chat."""
-    chat_files(home, key)
-    store = SessionStore(home)
-    session = store.get(key.channel, key.chat_id)
-    ctx = CommandContext(key, session.files, session, store, model="")
-    return await Commands(holders=[SavedSchedules(home), Inbox(home / "inbox.jsonl")]).run("forget", "confirm" if confirm else "", ctx)
 
 
 def export_chat(home: Path, key: ChatKey, target: Path | None) -> tuple[Path, list[str]]:

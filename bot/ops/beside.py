@@ -62,11 +62,13 @@ class LocalApi:
 def forgetting(settings: Settings) -> Iterator[Forget]:
     """The /forget to use for as long as the block runs: the running Tusk's, or the files' own under the lock."""
     from bot.ops import admin
+    from store import open_files
 
     held = running.exclusive(settings.home, "tusk forget")
     if held is not None:
         try:
-            yield lambda key, confirm: admin.forget(settings.home, key, confirm)
+            chats = open_files(settings.home).chats
+            yield lambda key, confirm: admin.forget(chats, settings.home, key, confirm)
         finally:
             held.release()
         return

@@ -161,13 +161,17 @@ def _chat_key(value: str):
 def _admin(args: argparse.Namespace, settings: Settings) -> int:
     """The data-dir commands: they need no model and start nothing."""
     from bot.ops import admin
+    from store import open_files
 
     home = settings.home
+    chats = open_files(home).chats
     try:
         if args.command == "chats":
-            print(admin.chats_table(home))
+            print(asyncio.run(admin.chats_table(chats, str(home))))
         elif args.command == "memory":
-            print(admin.show_memory(home, args.chat) if args.what == "show" else admin.show_history(home, args.chat, args.n))
+            shown = admin.show_memory(chats, args.chat) if args.what == "show" else \
+                admin.show_history(chats, args.chat, args.n)
+            print(asyncio.run(shown))
         elif args.command == "export":
             target, names = admin.export_chat(home, args.chat, args.output)
             print(f"Wrote {target} ({len(names)} files)")

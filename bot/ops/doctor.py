@@ -225,10 +225,12 @@ def _spend_limits(settings: Settings, exact: bool) -> list[Check]:
     from bot.usage.ledger import Ledger
     from bot.usage.limits import Limits
     from bot.usage.unpriced import Unpriced
+    from store import open_files
 
     ledger = Ledger(settings.home)  # opened only if usage.sqlite is there: the doctor creates nothing
     try:
-        found = Unpriced.of(settings, ledger, Limits(ledger, settings.limit_settings()), table=exact).overall()
+        found = Unpriced.of(settings, ledger, Limits(ledger, settings.limit_settings()), table=exact,
+                            prefs=open_files(settings.home).chats.prefs_now).overall()
     except ValueError as exc:  # a damaged budgets.json
         return [Check("spend limits", "fail", str(exc), "fix budgets.json or remove it (`tusk budget` writes it)")]
     finally:

@@ -29,7 +29,7 @@ from zoneinfo import ZoneInfo
 from bot.events import ChatKey
 from bot.usage.ledger import FILE, Ledger, LedgerTooNew, Row
 from bot.usage.limits import Limits, LimitSettings
-from bot.usage.unpriced import Unpriced
+from bot.usage.unpriced import Prefs, Unpriced
 from bot.usage.view import day_start, money, month_start, report_json, report_table
 
 BY = ("day", "chat", "person", "model", "purpose")
@@ -183,7 +183,8 @@ def usage(settings: Any, by: str, since: int | date, as_json: bool) -> str:
         lines = [report_table(rows, by)]
         if shown:
             lines += ["", f"Spend limits ({getattr(zone, 'key', zone)} days):"] + [f"  {s.text()}" for s in shown]
-        lines += [f"Note: {u['note']}" for u in Unpriced.of(settings, ledger, limits, table=False).overall()]
+        lines += [f"Note: {u['note']}" for u in Unpriced.of(settings, ledger, limits, table=False,
+                                                              prefs=_prefs(settings)).overall()]
         return "\n".join(lines)
     finally:
         ledger.close()
@@ -236,7 +237,7 @@ def budget_set(settings: Any, chat: ChatKey, usd: float | None, tokens: int | No
         return said
     evidence = _ledger(settings.home)
     try:  # litellm's price table is read for a model TUSK_MODELS does not price (it takes a few seconds)
-        note = Unpriced.of(settings, evidence, limits).for_chat(chat)
+        note = Unpriced.of(settings, evidence, limits, prefs=_prefs(settings)).for_chat(chat)
     finally:
         if evidence is not None:
             evidence.close()
@@ -264,6 +265,13 @@ def run(args: argparse.Namespace, settings: Any) -> str:
     if args.action == "set":
         return budget_set(settings, args.chat, args.usd, args.tokens)
     return budget_clear(home, limits_settings, args.chat)
+
+
+def _prefs(settings: Any) -> Prefs:
+    """Each chat's settings as the home's store holds them (which model a chat picked)."""
+    from store import open_files
+
+    return open_files(settings.home).chats.prefs_now
 
 
 # -- the console's Usage page --------------------------------------------------------------------------

@@ -15,22 +15,26 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import time
-from collections.abc import AsyncIterable, AsyncIterator, Mapping, Sequence
 from datetime import datetime, timezone
+from collections.abc import AsyncIterable, AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from memory import files as memfiles
 from memory import move as moving
 from memory.chats import list_chats
+from memory import chat_settings
+from memory.chat_settings import ChatSettings
 from memory.keys import ChatKey
 from memory.paths import ChatFiles, open_private, private_dir
 from memory.session import Message, SessionStore, iter_messages
-from store.base import DOCS, PERSONA, SETTINGS, Chat, ChatInfo, Entry, MediaFile, Memory, RoundCommit
+from store.base import DOCS, PERSONA, SETTINGS, Chat, ChatInfo, Entry, MediaFile, Memory, RoundCommit, Version
 from store.errors import StaleWrite
 
 READ_CHUNK = 1 << 16
+DOC_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")  # a kept document's id (memory/documents.py)
 
 
 def stamp(path: Path) -> int:
@@ -50,20 +54,23 @@ def _read(path: Path) -> str | None:
         return None
 
 
-def _heading(at: float) -> str:
-    return datetime.fromtimestamp(at, timezone.utc).strftime("## %Y-%m-%d %H:%M UTC")
+def _stamp_time(name: str) -> float:
+    """When a version (`MEMORY.20261202T145000123456.md`) was replaced, as a Unix time (0 if unreadable)."""
+    try:
+        when = datetime.strptime(name.removeprefix("MEMORY.").removesuffix(".md"), "%Y%m%dT%H%M%S%f")
+    except ValueError:
+        return 0.0
+    return when.replace(tzinfo=timezone.utc).timestamp()
 
 
 def _entry(text: str) -> Entry:
-    """A HISTORY.md entry as memory/files.py splits them ("## 2026-12-02 14:50 UTC\n\nparagraph")."""
+    """A HISTORY.md entry as memory/files.py splits them ("## 2026-12-02 14:50 UTC\n\nparagraph", or a span)."""
     heading, _, body = text.partition("\n")
-    h = heading.removeprefix("## ").strip()
     try:
-        at = datetime(int(h[0:4]), int(h[5:7]), int(h[8:10]), int(h[11:13]), int(h[14:16]),
-                      tzinfo=timezone.utc).timestamp()
-    except ValueError:
-        at = 0.0
-    return Entry(at, body.strip())
+        at, until = memfiles.entry_span(heading)
+    except (ValueError, IndexError):
+        at, until = 0.0, 0.0
+    return Entry(at, body.strip(), until if until != at else None)
 
 
 class FileChats:
@@ -98,15 +105,42 @@ class FileChats:
             raise StaleWrite(f"{chat.key}: the chat was reset while the round ran; its result was discarded")
         if stamp(files.memory) != commit.memory_version:
             raise StaleWrite(f"{chat.key}: MEMORY.md changed while the round ran; its result was discarded")
-        memfiles.append_history(files, commit.entry.text, commit.entry.at)
+        memfiles.append_history(files, commit.entry.text, commit.entry.at, commit.entry.until)
         for name, text in commit.docs.items():
             _put_doc(files, name, text)
         memfiles.write_memory(files, commit.memory)
         self.sessions.set_pointer(session, commit.pointer)
         chat.memory = Memory(commit.memory, stamp(files.memory))
 
+    async def put_settings(self, chat: Chat, settings: ChatSettings) -> None:
+        """Replace the chat's settings.json (and the loaded chat's copy)."""
+        text = chat_settings.dump(settings)
+        await self.handle(chat.key).put_doc(SETTINGS, text)
+        chat.settings, chat.exists = text, True
+
+    async def put_persona(self, chat: Chat, text: str | None) -> None:
+        """Replace (None: delete) the chat's PERSONA.md (and the loaded chat's copy)."""
+        await self.handle(chat.key).put_doc(PERSONA, text)
+        chat.persona = (text or "").strip()
+
+    def local_path(self, key: ChatKey, path: str) -> Path | None:
+        """A kept file's own path on this machine (memory/media.py `MediaStore.local`), if it is there."""
+        if not path.startswith("media/") or "/" in path[6:] or path[6:] in ("", ".", ".."):
+            return None
+        target = self.files(key).dir / path
+        return target if target.is_file() and not target.is_symlink() else None
+
     def handle(self, key: ChatKey) -> FileChat:
         return FileChat(self, key)
+
+    def known(self, key: ChatKey) -> bool:
+        return self.files(key).dir.exists()
+
+    def prefs_now(self, key: ChatKey) -> ChatSettings | None:
+        try:
+            return chat_settings.parse(_read(self.files(key).settings))
+        except (ValueError, OSError):  # a folder reached through a symlink: no settings of Tusk's
+            return None
 
     async def chats(self) -> list[ChatInfo]:
         return [ChatInfo(ChatKey(c.channel, c.chat_id), c.messages, c.memory_bytes, c.history_entries,
@@ -151,6 +185,12 @@ class FileChat:
     async def exists(self) -> bool:
         return self.files.dir.exists()
 
+    async def caches(self) -> list[str]:
+        """The folder's other files: the terminal's input history and the search index (a cache)."""
+        found = [(self.files.input_history, "what was typed at the terminal (input-history)"),
+                 (self.files.search_index, "the search index of the above (search.sqlite)")]
+        return [label for path, label in found if path.exists()]
+
     async def messages(self, start: int = 0, stop: int | None = None) -> list[Message]:
         return list(iter_messages(self.files))[start:stop]
 
@@ -181,8 +221,8 @@ class FileChat:
         memfiles.write_memory(self.files, text)
         return await self.memory()
 
-    async def versions(self) -> list[str]:
-        return [memfiles.read_text(p) for p in memfiles.versions(self.files)]
+    async def versions(self) -> list[Version]:
+        return [Version(p.name, _stamp_time(p.name), memfiles.read_text(p)) for p in memfiles.versions(self.files)]
 
     async def restore_previous(self) -> bool:
         return memfiles.restore_previous(self.files)
@@ -198,14 +238,13 @@ class FileChat:
         return [_entry(e) for e in memfiles.history_entries(self.files)]
 
     async def append_history(self, entry: Entry) -> None:
-        memfiles.append_history(self.files, entry.text, entry.at)
+        memfiles.append_history(self.files, entry.text, entry.at, entry.until)
 
     async def replace_history(self, entries: Sequence[Entry]) -> None:
         if not entries and not self.files.history.exists():
             return
         self.files.ensure()
-        memfiles.write_atomic(self.files.history,
-                              "".join(f"{_heading(e.at)}\n\n{e.text.strip()}\n\n" for e in entries))
+        memfiles.write_atomic(self.files.history, "".join(f"{e.heading}\n\n" for e in entries))
 
     async def doc(self, name: str) -> str | None:
         if name not in DOCS:
@@ -259,6 +298,36 @@ class FileChat:
             if path.startswith("media/") and "/" not in path[6:]:
                 try:
                     (self.files.dir / path).unlink()
+                    gone += 1
+                except FileNotFoundError:
+                    pass
+        return gone
+
+    async def documents(self) -> dict[str, str]:
+        folder = self.files.dir / "documents"
+        if not folder.is_dir():
+            return {}
+        out = {}
+        for path in sorted(folder.iterdir()):
+            if path.suffix == ".json" and not path.name.startswith("."):
+                try:
+                    out[path.stem] = memfiles.read_text(path)
+                except (FileNotFoundError, UnicodeDecodeError):
+                    continue
+        return out
+
+    async def keep_document(self, doc_id: str, record: str) -> None:
+        if not DOC_ID.fullmatch(doc_id):
+            raise ValueError(f"bad document id {doc_id!r}")
+        self.files.ensure()
+        memfiles.write_atomic(self.files.dir / "documents" / f"{doc_id}.json", record)
+
+    async def drop_documents(self, doc_ids: Sequence[str]) -> int:
+        gone = 0
+        for doc_id in doc_ids:
+            if DOC_ID.fullmatch(doc_id):
+                try:
+                    (self.files.dir / "documents" / f"{doc_id}.json").unlink()
                     gone += 1
                 except FileNotFoundError:
                     pass

@@ -13,6 +13,7 @@ caller's transaction hook (`guard`), so a paused worker cannot write into a chat
 from __future__ import annotations
 
 import time
+from datetime import datetime, timezone
 from collections import OrderedDict
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any
@@ -20,13 +21,21 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
+from memory import chat_settings
+from memory.chat_settings import ChatSettings
 from memory.keys import ChatKey
 from memory.session import Message, Session
-from store.base import DOCS, PERSONA, SETTINGS, Chat, ChatInfo, Entry, MediaFile, Memory, RoundCommit
+from store.base import DOCS, PERSONA, SETTINGS, Chat, ChatInfo, Entry, MediaFile, Memory, RoundCommit, Version
 from store.errors import StaleWrite
 from store.postgres.pool import Database
 
 KEEP_VERSIONS = 10
+
+
+def version_name(n: int, saved: float) -> str:
+    """A version's name as the files backend gives it (`MEMORY.<stamp>.md`), its row number breaking ties."""
+    stamp = datetime.fromtimestamp(saved, timezone.utc).strftime("%Y%m%dT%H%M%S")
+    return f"MEMORY.{stamp}{n % 1_000_000:06d}.md"
 CHUNK = 256 * 1024  # bytes per media chunk row
 CACHE = 256  # chats whose loaded session is kept
 
@@ -38,7 +47,19 @@ async def _no_guard(conn: psycopg.AsyncConnection, chat: int) -> None:
 
 
 def _record(message: Message, mark: Mapping[str, Any] | None = None) -> Jsonb:
-    return Jsonb({**message.to_record(), **(mark or {})})
+    """A message as its row keeps it: session.jsonl's line. jsonb cannot hold NUL (U+0000), which a message may
+    carry: it is kept as U+FFFD, the replacement character (the rest of the text as it was)."""
+    return Jsonb(_without_nul({**message.to_record(), **(mark or {})}))
+
+
+def _without_nul(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd")
+    if isinstance(value, dict):
+        return {_without_nul(k): _without_nul(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_without_nul(v) for v in value]
+    return value
 
 
 class PgChats:
@@ -49,6 +70,7 @@ class PgChats:
         self.guard = guard
         self._cache: OrderedDict[ChatKey, tuple[int, int, Session]] = OrderedDict()  # key -> (row id, version, session)
         self._cache_size = cache_size
+        self._prefs: dict[ChatKey, ChatSettings] = {}  # each chat's settings as last opened (no I/O wait to read)
 
     # -- load ---------------------------------------------------------------------------------
 
@@ -75,7 +97,9 @@ class PgChats:
                 session = Session(None, key.channel, key.chat_id, pointer, total,
                                   [Message.from_record(r[0]).counted() for r in rows], created)
                 self._remember(key, chat_id, version, session)
-        return Chat(key, session, Memory(memory, memory_version), (persona or "").strip(), settings, True)
+        chat = Chat(key, session, Memory(memory, memory_version), (persona or "").strip(), settings, True)
+        self._prefs[key] = chat.prefs
+        return chat
 
     def _remember(self, key: ChatKey, chat_id: int, version: int, session: Session) -> None:
         self._cache[key] = (chat_id, version, session)
@@ -171,11 +195,31 @@ class PgChats:
 
     # -- the rest ------------------------------------------------------------------------------
 
+    async def put_settings(self, chat: Chat, settings: ChatSettings) -> None:
+        """Replace the chat's settings.json (and the loaded chat's copy)."""
+        text = chat_settings.dump(settings)
+        await self.handle(chat.key).put_doc(SETTINGS, text)
+        chat.settings, chat.exists = text, True
+        self._prefs[chat.key] = settings
+
+    async def put_persona(self, chat: Chat, text: str | None) -> None:
+        """Replace (None: delete) the chat's PERSONA.md (and the loaded chat's copy)."""
+        await self.handle(chat.key).put_doc(PERSONA, text)
+        chat.persona = (text or "").strip()
+
     def handle(self, key: ChatKey) -> PgChat:
         return PgChat(self, key)
 
     def forget_cached(self, key: ChatKey) -> None:
         self._cache.pop(key, None)
+
+    def known(self, key: ChatKey) -> bool:
+        """A chat this process opened or wrote (a new one to the flood limits otherwise)."""
+        return key in self._cache or key in self._prefs
+
+    def prefs_now(self, key: ChatKey) -> ChatSettings | None:
+        """The settings of a chat this process opened (none known otherwise)."""
+        return self._prefs.get(key)
 
     async def chats(self) -> list[ChatInfo]:
         async with self.db.connection() as conn:
@@ -233,9 +277,9 @@ async def _write_memory(conn: psycopg.AsyncConnection, chat_id: int, text: str) 
 
 
 async def _append_history(conn: psycopg.AsyncConnection, chat_id: int, entry: Entry) -> None:
-    await conn.execute("INSERT INTO history (chat, n, at, text)"
-                       " SELECT %s, coalesce(max(n), 0) + 1, %s, %s FROM history WHERE chat = %s",
-                       (chat_id, entry.at, entry.text.strip(), chat_id))
+    await conn.execute("INSERT INTO history (chat, n, at, until, text)"
+                       " SELECT %s, coalesce(max(n), 0) + 1, %s, %s, %s FROM history WHERE chat = %s",
+                       (chat_id, entry.at, entry.until, entry.text.strip(), chat_id))
 
 
 async def _put_doc(conn: psycopg.AsyncConnection, chat_id: int, name: str, text: str | None) -> None:
@@ -269,6 +313,10 @@ class PgChat:
     async def exists(self) -> bool:
         async with self.db.connection() as conn:
             return await self._id(conn) is not None
+
+    async def caches(self) -> list[str]:
+        """Nothing beyond the chat's rows (its search rows are part of them)."""
+        return []
 
     async def messages(self, start: int = 0, stop: int | None = None) -> list[Message]:
         async with self.db.connection() as conn:
@@ -319,12 +367,12 @@ class PgChat:
                                             (chat_id,))).fetchone()
         return Memory(*row)
 
-    async def versions(self) -> list[str]:
+    async def versions(self) -> list[Version]:
         async with self.db.connection() as conn:
             chat_id = await self._id(conn)
-            rows = await (await conn.execute("SELECT text FROM memory_versions WHERE chat = %s ORDER BY n",
+            rows = await (await conn.execute("SELECT n, saved, text FROM memory_versions WHERE chat = %s ORDER BY n",
                                               (chat_id,))).fetchall() if chat_id else []
-        return [r[0] for r in rows]
+        return [Version(version_name(n, saved), saved, text) for n, saved, text in rows]
 
     async def restore_previous(self) -> bool:
         """The newest kept version back as MEMORY.md (the current text dropped); False if none."""
@@ -354,9 +402,9 @@ class PgChat:
     async def history(self) -> list[Entry]:
         async with self.db.connection() as conn:
             chat_id = await self._id(conn)
-            rows = await (await conn.execute("SELECT at, text FROM history WHERE chat = %s ORDER BY n",
+            rows = await (await conn.execute("SELECT at, text, until FROM history WHERE chat = %s ORDER BY n",
                                               (chat_id,))).fetchall() if chat_id else []
-        return [Entry(at, text) for at, text in rows]
+        return [Entry(at, text, until) for at, text, until in rows]
 
     async def append_history(self, entry: Entry) -> None:
         async with self.db.transaction() as conn:
@@ -369,8 +417,8 @@ class PgChat:
                 return
             await conn.execute("DELETE FROM history WHERE chat = %s", (chat_id,))
             for n, entry in enumerate(entries, 1):
-                await conn.execute("INSERT INTO history (chat, n, at, text) VALUES (%s, %s, %s, %s)",
-                                   (chat_id, n, entry.at, entry.text.strip()))
+                await conn.execute("INSERT INTO history (chat, n, at, until, text) VALUES (%s, %s, %s, %s, %s)",
+                                   (chat_id, n, entry.at, entry.until, entry.text.strip()))
 
     async def doc(self, name: str) -> str | None:
         async with self.db.connection() as conn:
@@ -452,4 +500,29 @@ class PgChat:
             if chat_id is None:
                 return 0
             cur = await conn.execute("DELETE FROM media WHERE chat = %s AND path = ANY(%s)", (chat_id, list(paths)))
+            return cur.rowcount
+
+    # -- documents kept for search --------------------------------------------------------------
+
+    async def documents(self) -> dict[str, str]:
+        async with self.db.connection() as conn:
+            rows = await (await conn.execute(
+                "SELECT d.id, d.body FROM chat_documents d JOIN chats c ON c.id = d.chat"
+                " WHERE c.channel = %s AND c.chat_id = %s ORDER BY d.id",
+                (self.key.channel, self.key.chat_id))).fetchall()
+        return dict(rows)
+
+    async def keep_document(self, doc_id: str, record: str) -> None:
+        async with self.db.transaction() as conn:
+            chat_id = await self._write(conn)
+            await conn.execute("INSERT INTO chat_documents (chat, id, body) VALUES (%s, %s, %s)"
+                               " ON CONFLICT (chat, id) DO UPDATE SET body = EXCLUDED.body", (chat_id, doc_id, record))
+
+    async def drop_documents(self, doc_ids: Sequence[str]) -> int:
+        async with self.db.transaction() as conn:
+            chat_id = await self._write(conn, create=False)
+            if chat_id is None:
+                return 0
+            cur = await conn.execute("DELETE FROM chat_documents WHERE chat = %s AND id = ANY(%s)",
+                                     (chat_id, list(doc_ids)))
             return cur.rowcount

@@ -46,6 +46,14 @@ def setup_error(url: str, exc: BaseException) -> StoreSetupError | StorageUnavai
                               "is PostgreSQL running there?")
 
 
+def _connection_lost(exc: psycopg.OperationalError) -> bool:
+    """Whether the error means the connection or the server went (not a statement refused on a live one)."""
+    state = exc.sqlstate or ""
+    # 08: connection exceptions; 57P: the server shutting down or restarting; 53: out of resources; none: the
+    # client lost the socket before any answer
+    return not state or state.startswith(("08", "57P", "53"))
+
+
 class Database:
     def __init__(self, url: str, min_size: int = 1, max_size: int = 10, name: str = "tusk") -> None:
         self.url = check(url)
@@ -75,7 +83,9 @@ class Database:
                 yield conn
         except PoolTimeout as exc:
             raise StorageUnavailable(f"the database does not answer ({self.where})") from exc
-        except psycopg.OperationalError as exc:  # the connection broke: the server stopped or the network went
+        except psycopg.OperationalError as exc:
+            if not _connection_lost(exc):  # a statement the server refused (a limit): a bug to see, not an outage
+                raise
             raise StorageUnavailable(f"the database connection was lost ({self.where}): {exc}".strip()) from exc
 
     @contextlib.asynccontextmanager

@@ -38,7 +38,8 @@ CREATE TABLE memory_versions (
 CREATE TABLE history (
     chat  bigint NOT NULL REFERENCES chats (id) ON DELETE CASCADE,
     n     integer NOT NULL,
-    at    double precision NOT NULL,
+    at    double precision NOT NULL,                 -- the first message it summarises
+    until double precision,                          -- the last, when they span more than a minute
     text  text NOT NULL,
     PRIMARY KEY (chat, n)
 );
@@ -68,4 +69,13 @@ CREATE TABLE media_chunks (
     data  bytea NOT NULL,
     PRIMARY KEY (chat, path, n),
     FOREIGN KEY (chat, path) REFERENCES media (chat, path) ON DELETE CASCADE
+);
+
+-- documents/: the text read from documents and web pages, kept for search_history (memory/documents.py's
+-- JSON record, under its id).
+CREATE TABLE chat_documents (
+    chat  bigint NOT NULL REFERENCES chats (id) ON DELETE CASCADE,
+    id    text NOT NULL,
+    body  text NOT NULL,
+    PRIMARY KEY (chat, id)
 );

@@ -1,0 +1,32 @@
+"""What a Tusk keeps for a chat, as tests read it: the files backend's own files (`on_disk`, `files`), and
+through the store seam (store/base.py) for tests that run on either backend (`session`)."""
+
+from bot.events import ChatKey
+from memory.paths import ChatFiles
+from memory.session import Session, load
+
+
+async def session(app, channel: str, chat_id: str) -> Session:
+    """The chat's session as the app's store loads it (the messages past the pointer, the pointer, the total)."""
+    return (await app.chats.open(ChatKey(channel, chat_id))).session
+
+
+def files(app, channel: str, chat_id: str) -> ChatFiles:
+    """The chat's folder under the app's home (the files backend)."""
+    return ChatFiles.locate(app.settings.home, channel, chat_id)
+
+
+def on_disk(app, channel: str, chat_id: str) -> Session:
+    """The chat's session read back from its files, as a restarted Tusk would load it (the files backend)."""
+    return load(files(app, channel, chat_id), channel, chat_id)
+
+
+async def chat(app, channel: str, chat_id: str):
+    """The chat as the app's store loads it (store/base.py `Chat`: session, memory, persona, settings)."""
+    return await app.chats.open(ChatKey(channel, chat_id))
+
+
+async def append(app, channel: str, chat_id: str, messages) -> None:
+    """Messages appended to the chat through the app's store, as a turn saves them."""
+    opened = await app.chats.open(ChatKey(channel, chat_id))
+    await app.chats.append(opened, messages)
