@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 
 import psycopg
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
@@ -103,3 +103,47 @@ class Database:
             return True
         except StorageUnavailable:
             return False
+
+
+class SyncDatabase:
+    """The same database for the small shared stores whose callers are synchronous (the usage ledger, the
+    pairing and API-key documents, what was learned about models, the schedules): each call is one short
+    statement on a pooled connection, bounded by CONNECT_TIMEOUT; errors as `Database`'s."""
+
+    def __init__(self, url: str, max_size: int = 4, name: str = "tusk-shared") -> None:
+        from psycopg_pool import ConnectionPool
+
+        self.url = check(url)
+        self.where = redact(url)
+        self.pool = ConnectionPool(url, min_size=0, max_size=max_size, open=False, name=name, timeout=WAIT,
+                                   kwargs={"connect_timeout": CONNECT_TIMEOUT, "application_name": name},
+                                   check=ConnectionPool.check_connection, reconnect_timeout=0)
+        self._opened = False
+
+    def _open(self) -> None:
+        if not self._opened:
+            self.pool.open(wait=False)
+            self._opened = True
+
+    def close(self) -> None:
+        if self._opened:
+            self.pool.close()
+            self._opened = False
+
+    @contextlib.contextmanager
+    def connection(self) -> Iterator[psycopg.Connection]:
+        self._open()
+        try:
+            with self.pool.connection() as conn:
+                yield conn
+        except PoolTimeout as exc:
+            raise StorageUnavailable(f"the database does not answer ({self.where})") from exc
+        except psycopg.OperationalError as exc:
+            if not _connection_lost(exc):
+                raise
+            raise StorageUnavailable(f"the database connection was lost ({self.where}): {exc}".strip()) from exc
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[psycopg.Connection]:
+        with self.connection() as conn, conn.transaction():
+            yield conn
