@@ -26,7 +26,7 @@ from bot.commands.erasure import (DocumentMembers, InboxMembers, MediaMembers, M
 from bot.config import Settings
 from bot.ops import access
 from bot.dedupe import SeenStore
-from bot.errors import ConfigError, ContextOverflow, ToolsUnsupported
+from bot.errors import ConfigError, StorageDown, ContextOverflow, ToolsUnsupported
 from bot.context import ContextBuilder
 from bot.events import ChatKey, InboundMessage
 from bot.access.api_keys import ApiKeys
@@ -69,7 +69,8 @@ from bot.consolidation import Consolidator
 from memory.consolidate import Budget
 from memory.media import MediaStore
 from memory.paths import private_dir
-from store import open_files
+from store import Store, open_store
+from store.errors import StorageUnavailable, StoreSetupError
 
 if TYPE_CHECKING:
     from bot.tools.mcp.hub import McpHub
@@ -125,6 +126,17 @@ def _mcp_hub(settings: Settings) -> McpHub | None:
     return McpHub(servers, settings.mcp_settings())
 
 
+async def _started(store: Store) -> None:
+    """`store.start()`, its errors said as Tusk's: a setting that cannot work is a ConfigError (one line naming
+    TUSK_DATABASE_URL), a database that does not answer StorageDown."""
+    try:
+        await store.start()
+    except StoreSetupError as exc:
+        raise ConfigError(str(exc)) from None
+    except StorageUnavailable as exc:
+        raise StorageDown(str(exc)) from None
+
+
 class TuskApp:
     def __init__(self, settings: Settings, command: str = "tusk run") -> None:
         self.settings = settings
@@ -135,7 +147,8 @@ class TuskApp:
             tokens.check()  # fail at start, not in a chat, if token counting is impossible (built later)
         except tokens.TokenizerUnavailable as exc:
             raise ConfigError(str(exc)) from exc
-        self.store = open_files(settings.home)  # what Tusk keeps (store/): each chat's session, memory, files
+        url = settings.database_url.get_secret_value() if settings.database_url else None
+        self.store = open_store(settings.home, url)  # what Tusk keeps (store/): files, or PostgreSQL
         self.chats = self.store.chats
         self.media = MediaStore(self.chats, settings.media_limits())  # every channel keeps files here (memory/media.py)
         self.inbox = Inbox(settings.home / "inbox.jsonl")
@@ -150,7 +163,7 @@ class TuskApp:
         self.llm.meter = Meter(self.ledger, self.limits, configured_prices(self.models))
         self.unpriced = Unpriced(self.chats.prefs_now, ModelsInUse.of(settings), configured_prices(self.models), self.ledger,
                                  self.limits)  # USD limits that cannot count a model: said in /status, the console
-        book = ModelBook(settings.home)
+        book = ModelBook(self.store.doc("models.json"))
         # litellm (seconds to import) loads once Tusk is up (bot/llm/warmup.py); until then, no litellm figures
         window = ModelWarmup.provisional(settings.context_window, book.get(llm_settings.model).window)
         known_output = None
@@ -208,7 +221,7 @@ class TuskApp:
         self.consolidator.instructions_for = self.checkins.instructions  # open items, where check-ins are on
         self.skills.tools_available = lambda: context.tools_available  # no tools: no read_skill, so no skills
         self.channels: list[Channel] = []
-        self.access = Access(settings.dm_policy, PairingStore(settings.home, settings.pairing_ttl * 60,
+        self.access = Access(settings.dm_policy, PairingStore(self.store.doc("pairing.json"), settings.pairing_ttl * 60,
                                                               settings.pairing_max_pending))
         self.flood = FloodGate(settings.flood_limits(), self.bus.publish, self.bus.send, self.chats.known)
         self.sweeper = Sweeper(self.chats, self._consolidate)
@@ -298,7 +311,7 @@ class TuskApp:
         from channels.http.openai_api import OpenAIApi
 
         http.add_routes(OpenAIApi(http, self.choices.default, self.choices.choices, self._said).routes())
-        http.api_keys = ApiKeys(s.home)  # `tusk apikey create`: keys for the OpenAI routes, each for a chat prefix
+        http.api_keys = ApiKeys(self.store.doc("api-keys.json"))  # `tusk apikey create`: keys for the OpenAI routes, each for a chat prefix
         from channels.http.terminal import TerminalRelay
 
         relay = TerminalRelay(self.bus.publish, self.bus.cancel)  # `tusk chat` beside this Tusk talks through it
@@ -374,6 +387,7 @@ class TuskApp:
         self._running = running.claim(self.settings.home, self.command)  # one Tusk per home: else HomeBusy
         started: list[Channel] = []
         try:
+            await _started(self.store)  # the database reached and its schema current, or one line saying why
             if self.mcp is not None:  # MCP servers start with Tusk, before any turn can want them
                 await self.mcp.start()
             for channel in self.channels:
@@ -384,6 +398,7 @@ class TuskApp:
                 await channel.stop()
             if self.mcp is not None:
                 await self.mcp.stop()
+            await self.store.close()
             self._running.release()
             raise
         if self.http is not None:  # where `tusk chat` beside it (and `tusk forget`, `tusk doctor`) find it
@@ -428,4 +443,5 @@ class TuskApp:
                 logger.exception("channel %s did not stop cleanly", channel.name)
         if self.mcp is not None:
             await self.mcp.stop()
+        await self.store.close()
         self._running.release()  # a second __aexit__ is a no-op: the claim knows it was released

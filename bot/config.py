@@ -48,6 +48,8 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_file=None, env_file_encoding="utf-8", extra="ignore")
 
     home: Path = Field(default_factory=default_home, validation_alias="TUSK_HOME")  # bot/places.py
+    # PostgreSQL instead of files (store/postgres/): postgresql://user:password@host:5432/db
+    database_url: SecretStr | None = _env("TUSK_DATABASE_URL", None)
     bot_name: str = _env("TUSK_BOT_NAME", "Tusk", min_length=1, max_length=64)
     log_level: str = _env("TUSK_LOG_LEVEL", "INFO", pattern=r"(?i)^(debug|info|warning|error)$")
     log_format: str = _env("TUSK_LOG_FORMAT", "text", pattern=r"^(text|json)$")
@@ -198,7 +200,7 @@ class Settings(BaseSettings):
                      "context_window", "memory_max_tokens", "telegram_bot_token", "telegram_webhook_url",
                      "telegram_webhook_secret", "discord_bot_token", "discord_api_base", "discord_gateway_url",
                      "discord_guild_id", "slack_bot_token", "slack_app_token", "slack_signing_secret", "mcp_config",
-                     "transcribe_model", "transcribe_api_base", "transcribe_api_key", "vision", "vision_model",
+                     "transcribe_model", "transcribe_api_base", "database_url", "transcribe_api_key", "vision", "vision_model",
                      "thinking_budget", "limit_daily_usd", "limit_monthly_usd", "chat_limit_daily_usd",
                      "person_limit_daily_usd", "limit_daily_tokens", "chat_limit_daily_tokens", "brave_api_key",
                      "tavily_api_key", "tts_model", "tts_api_base", "tts_api_key", "tts_command", "tts_price",
@@ -354,7 +356,12 @@ class Settings(BaseSettings):
             mcp = [secret for server in self.mcp_servers() for secret in server.secrets()]
         except ConfigError:  # reported where the servers are loaded; nothing to mask from a file not read
             mcp = []
-        return [s.get_secret_value() for s in values if s is not None] + mcp
+        database = []
+        if self.database_url is not None:
+            from store.postgres.url import password
+
+            database = [p for p in [password(self.database_url.get_secret_value())] if p]
+        return [s.get_secret_value() for s in values if s is not None] + mcp + database
 
 
 def load_settings(source: SettingsFile | None = None, **overrides: object) -> Settings:

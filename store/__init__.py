@@ -3,24 +3,65 @@
     store/files/      today's files under $TUSK_HOME (the default: one process, nothing to install)
     store/postgres/   one PostgreSQL database (TUSK_DATABASE_URL): several processes on several machines
 
+    store = open_store(home, database_url)   # files unless a database URL is given
+    await store.start()                      # the database: connected, its schema brought up to date
+    store.chats, store.search, store.doc("pairing.json")
+    await store.close()
+
 `memory/` holds the pure logic (what a session, a consolidation round, a fact is); this package holds
 where it is kept. Nothing here imports `bot/` or `channels/`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Literal
 
 from store.base import ChatSearch, ChatStore
+from store.shared import SharedDoc
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass
 class Store:
     """One backend's parts, as bot/app.py hands them out."""
 
+    kind: Literal["files", "postgres"]
     chats: ChatStore  # what each chat keeps
     search: ChatSearch  # search_history over it
+    home: Path  # where the process keeps what is its own (the console token, logs; all of it for files)
+    databases: tuple[Any, ...] = field(default=())  # the database's pools (postgres): `Database`, `SyncDatabase`
+
+    def doc(self, name: str) -> SharedDoc:
+        """A shared document (store/shared.py): pairing.json, api-keys.json, models.json, budgets.json."""
+        if self.kind == "files":
+            from store.files.shared import FileDoc
+
+            return FileDoc(self.home, name)
+        from store.postgres.shared import PgDoc
+
+        return PgDoc(self.databases[1], name)
+
+    @property
+    def sync_db(self) -> Any:
+        """The database's sync pool (the shared stores whose callers are synchronous); None on files."""
+        return self.databases[1] if self.databases else None
+
+    async def start(self) -> None:
+        """Connect and bring the schema up to date (under an advisory lock: once across processes); a setting
+        that cannot work raises StoreSetupError naming TUSK_DATABASE_URL, a database that does not answer
+        StorageUnavailable. Nothing to do on files."""
+        if self.kind == "postgres":
+            from store.postgres import migrations
+
+            await self.databases[0].open()
+            await migrations.require_current(self.databases[0])
+
+    async def close(self) -> None:
+        for db in self.databases:
+            result = db.close()
+            if hasattr(result, "__await__"):
+                await result
 
 
 def open_files(home: Path) -> Store:
@@ -28,4 +69,21 @@ def open_files(home: Path) -> Store:
     from store.files.chats import FileChats
     from store.files.search import FileSearch
 
-    return Store(FileChats(home), FileSearch(home))
+    return Store("files", FileChats(home), FileSearch(home), Path(home))
+
+
+def open_store(home: Path, database_url: str | None = None) -> Store:
+    """The database backend when `database_url` is given (TUSK_DATABASE_URL), else the files under `home`."""
+    if not database_url:
+        return open_files(home)
+    from store.postgres.chats import PgChats
+    from store.postgres.pool import Database, SyncDatabase
+
+    db, sync_db = Database(database_url), SyncDatabase(database_url)
+    return Store("postgres", PgChats(db), _pg_search(db), Path(home), (db, sync_db))
+
+
+def _pg_search(db: Any) -> ChatSearch:
+    from store.postgres.search import PgSearch
+
+    return PgSearch(db)

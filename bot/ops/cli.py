@@ -53,6 +53,8 @@ def _parser() -> argparse.ArgumentParser:
     init_arguments(sub.add_parser("init", help="set Tusk up: the model, its key, the platforms (checked live), "
                                   "written to the settings file"))
     sub.add_parser("console-url", help="print the web console's address with its access token")
+    db = sub.add_parser("db", help="the database's schema (TUSK_DATABASE_URL): status or upgrade")
+    db.add_argument("action", choices=["status", "upgrade"], help="show the schema's version, or apply migrations")
     sub.add_parser("chats", help="list every chat: messages, memory size, last activity")
     memory = sub.add_parser("memory", help="show a chat's MEMORY.md or HISTORY.md")
     memory.add_argument("what", choices=["show", "history"])
@@ -300,6 +302,12 @@ def main(argv: list[str] | None = None) -> int:
         return _admin(args, settings)
     if args.command == "pairing":
         return _pairing(args, settings)
+    if args.command == "db":
+        from bot.ops import db
+
+        code, text = db.run(args.action, settings)
+        print(text, file=sys.stderr if code else sys.stdout)
+        return code
     if args.command == "apikey":
         return _apikey(args, settings)
     from bot.ops import archive_cli
