@@ -24,13 +24,13 @@ import json
 import logging
 import os
 import sqlite3
-import string
 import threading
 from pathlib import Path
 
 from memory.files import ENTRY_HEADING, entry_span
 from memory.paths import ChatFiles, open_private
 from memory.question import words
+from memory.search_core import vocabulary
 from memory.session import Message
 
 logger = logging.getLogger(__name__)
@@ -39,7 +39,6 @@ SCHEMA = 2  # 2: ts_end, the end of an entry's span
 AROUND_CHARS = 400  # each neighbour contributes at most this much text to `around`
 TAIL_MARK = 64
 HISTORY_IDS = -(1 << 40)  # history rows count up from here (FTS5 inserts fast only with rising ids), all < 0
-SPACES = str.maketrans({c: " " for c in string.punctuation + "’‘“”…–—"})
 DDL = """
 CREATE TABLE state (key TEXT PRIMARY KEY, value) WITHOUT ROWID;
 CREATE TABLE docs (id INTEGER PRIMARY KEY, kind TEXT NOT NULL, seq INTEGER NOT NULL, ts REAL NOT NULL,
@@ -243,8 +242,7 @@ class ChatIndex:
         self._add_words(r[7] for r in rows)
 
     def _add_words(self, texts) -> None:
-        # the words the spelling fallback may offer: 4+ letters
-        new = {w for w in set("\n".join(texts).lower().translate(SPACES).split()) if len(w) >= 4 and w.isalpha()}
+        new = vocabulary(texts)  # the words the spelling fallback may offer
         if not new:
             return
         before = self.db.execute("SELECT coalesce(max(id), 0) FROM words").fetchone()[0]
