@@ -1,0 +1,169 @@
+"""search_history in PostgreSQL: one chat's past ranked for a question, as memory/search.py ranks it in
+search.sqlite (store/postgres/indexing.py writes the rows; schema/0003_search.sql).
+
+    hits = await PgSearch(db).search(ChatKey("telegram", "42"), "What are Ana's plans for the summer?")
+
+The same reading as the files backend (memory/question.py: terms, the members named, the dates), the same
+respelling and hits (memory/search_core.py), and the same ranking: PostgreSQL has no bm25, so RANK
+computes FTS5's in SQL. For each word of the question, its document frequency in the chat (counted through
+the GIN indexes); for each row holding one, the word's occurrences in its own text and, weighted
+`Weights.around`, in its neighbours' (`ts_filter(setweight(...))` keeps just the question's words of a
+tsvector); then idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / avgdl)), summed over the words,
+times the weights for a HISTORY.md entry and for a time the question names; a member the question names
+re-ranks the best candidates, as in search.sqlite. One round trip reads the chat, its members and which of
+the question's words it used; a misspelt word costs one more; the ranking, excerpts (ts_headline) and
+neighbours come back in one query.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone, tzinfo
+
+import psycopg
+
+from memory import question as questions
+from memory.keys import ChatKey
+from memory.search_core import (CANDIDATES, EXCERPT_TOKENS, FULL_TEXT_CHARS, MAX_TERMS, Hit, Weights, closest, hit,
+                                line, respellable, trigrams)
+from store.postgres.indexing import CONFIG
+from store.postgres.pool import Database
+
+K1, B = 1.2, 0.75  # FTS5's bm25 constants
+HEADLINE = (f'MaxWords={EXCERPT_TOKENS}, MinWords={EXCERPT_TOKENS // 2}, ShortWord=0, MaxFragments=1, '
+            'StartSel="", StopSel=""')
+
+CHAT = """
+SELECT c.id, c.pointer,
+       ARRAY(SELECT name FROM search_members m WHERE m.chat = c.id ORDER BY name),
+       ARRAY(SELECT word FROM search_words w WHERE w.chat = c.id AND w.word = ANY(%s::text[]))
+FROM chats c WHERE c.channel = %s AND c.chat_id = %s"""
+
+SHARING = """(
+SELECT %s::text, word FROM search_words WHERE chat = %s AND ({})
+ORDER BY similarity(word, %s) DESC, word LIMIT %s)"""  # {}: `word LIKE %s` OR-ed, one per trigram
+
+RANK = f"""
+WITH phrases AS (   -- the question's words, one row per word of each term (FTS5's phrases)
+    SELECT t.i, l.lexeme
+    FROM unnest(%(terms)s::text[]) WITH ORDINALITY AS t(term, i)
+    CROSS JOIN LATERAL unnest(tsvector_to_array(to_tsvector('{CONFIG}', t.term))) AS l(lexeme)
+), lexemes AS (
+    SELECT lexeme, ('''' || replace(replace(lexeme, '\\', '\\\\'), '''', '''''') || '''')::tsquery AS q
+    FROM phrases GROUP BY lexeme
+), stats AS (
+    SELECT docs, greatest(tokens::float8 / greatest(docs, 1), 1e-9) AS avgdl FROM search_stats WHERE chat = %(chat)s
+), idf AS MATERIALIZED (  -- in how many of the chat's rows each word is, as bm25's idf
+    SELECT x.lexeme, greatest(ln((s.docs - f.df + 0.5) / (f.df + 0.5)), 1e-6) AS idf
+    FROM lexemes x CROSS JOIN stats s
+    CROSS JOIN LATERAL (SELECT count(*) AS df FROM search_docs d
+                        WHERE d.chat = %(chat)s AND (d.body_tsv @@ x.q OR d.around_tsv @@ x.q)) f
+), question AS (
+    SELECT array_agg(lexeme) AS lexemes, string_agg(q::text, ' | ')::tsquery AS q FROM lexemes
+), found AS (       -- the rows holding any of the words: entries, and messages already consolidated
+    SELECT d.kind, d.n, d.key, d.length, d.body_tsv, d.around_tsv,
+           CASE WHEN d.kind = 'history' THEN %(history)s ELSE 1.0 END
+           * CASE WHEN coalesce(d.ts_end, d.ts) >= %(since)s AND d.ts < %(until)s THEN %(dated)s ELSE 1.0 END
+             AS boost
+    FROM search_docs d CROSS JOIN question
+    WHERE d.chat = %(chat)s AND (d.body_tsv @@ question.q OR d.around_tsv @@ question.q)
+      AND (d.kind = 'history' OR d.seq < %(pointer)s)
+), freq AS (        -- each word's occurrences in a row: its own text counts 1, its neighbours' `around`
+    SELECT f.kind, f.n, o.lexeme, sum(o.tf) AS tf
+    FROM found f CROSS JOIN question
+    CROSS JOIN LATERAL (
+        SELECT lexeme, array_length(positions, 1)::float8 AS tf
+        FROM unnest(ts_filter(setweight(f.body_tsv, 'A', question.lexemes), '{{a}}'))
+        UNION ALL
+        SELECT lexeme, %(around)s * array_length(positions, 1)
+        FROM unnest(ts_filter(setweight(f.around_tsv, 'A', question.lexemes), '{{a}}'))
+    ) o
+    GROUP BY f.kind, f.n, o.lexeme
+), scored AS (
+    SELECT f.kind, f.n, f.key,
+           f.boost * sum(i.idf * q.tf * {K1 + 1} / (q.tf + {K1} * ({1 - B} + {B} * f.length / s.avgdl))) AS score
+    FROM found f JOIN freq q ON q.kind = f.kind AND q.n = f.n
+    JOIN phrases p ON p.lexeme = q.lexeme JOIN idf i ON i.lexeme = q.lexeme CROSS JOIN stats s
+    GROUP BY f.kind, f.n, f.key, f.boost
+), pool AS (
+    SELECT * FROM scored ORDER BY score DESC, kind = 'message', n LIMIT %(pool)s
+), best AS (        -- a member the question names: their messages re-ranked among the best candidates
+    SELECT kind, n, row_number() OVER (ORDER BY score * CASE WHEN key = ANY(%(names)s::text[]) THEN %(named)s
+                                                          ELSE 1.0 END DESC, kind = 'message', n) AS place
+    FROM pool
+)
+SELECT d.kind, d.role, d.seq, d.ts, d.ts_end, d.speaker,
+       CASE WHEN length(d.body) > %(long)s THEN ts_headline('{CONFIG}', d.body, question.q, %(headline)s) END,
+       d.body, b.role, b.speaker, b.body, a.role, a.speaker, a.body
+FROM best JOIN search_docs d ON d.chat = %(chat)s AND d.kind = best.kind AND d.n = best.n
+CROSS JOIN question
+LEFT JOIN search_docs b ON d.kind = 'message' AND b.chat = d.chat AND b.kind = 'message' AND b.n = d.n - 1
+LEFT JOIN search_docs a ON d.kind = 'message' AND a.chat = d.chat AND a.kind = 'message' AND a.n = d.n + 1
+WHERE best.place <= %(limit)s
+ORDER BY best.place"""
+
+
+def excerpt(body: str, fragment: str) -> str:
+    """The fragment ts_headline chose, marked with … where it cuts the text (as FTS5's snippet marks it)."""
+    fragment = fragment.strip()
+    text = body.strip()
+    head = "" if text.startswith(fragment[:40]) else "… "
+    tail = "" if text.endswith(fragment[-40:]) else " …"
+    return f"{head}{fragment}{tail}"
+
+
+class PgSearch:
+    """search_history over the chats of one database."""
+
+    def __init__(self, db: Database, weights: Weights = Weights()) -> None:
+        self.db = db
+        self.weights = weights
+
+    async def search(self, key: ChatKey, query: str, limit: int = 5, zone: tzinfo = timezone.utc,
+                     now: datetime | None = None) -> list[Hit]:
+        """The `limit` best matches for the question `query` in this chat, best first.
+
+        Dates in the question are read in `zone`, relative ones from `now` (default: the present)."""
+        asked = [w for w in dict.fromkeys(questions.words(query)) if respellable(w)][:MAX_TERMS * 4]
+        async with self.db.connection() as conn:
+            row = await (await conn.execute(CHAT, (asked, key.channel, key.chat_id), prepare=True)).fetchone()
+            if row is None:
+                return []
+            chat_id, pointer, members, known = row
+            q = questions.read(query, members, now or datetime.now(zone))
+            terms = await self._respell(conn, chat_id, q.terms[:MAX_TERMS], set(known))
+            if not terms:
+                return []
+            w = self.weights
+            rows = await (await conn.execute(RANK, {
+                "chat": chat_id, "pointer": pointer, "terms": list(terms), "names": list(q.names),
+                "since": q.since, "until": q.until, "around": w.around, "history": w.history, "dated": w.dated,
+                "named": w.named, "pool": max(50, limit * 5) if q.names else limit, "limit": limit,
+                "long": FULL_TEXT_CHARS, "headline": HEADLINE}, prepare=True)).fetchall()
+        return [_hit(row) for row in rows]
+
+    async def _respell(self, conn: psycopg.AsyncConnection, chat_id: int, terms: tuple[str, ...],
+                       known: set[str]) -> tuple[str, ...]:
+        """memory/search_core.py's `respell`: the candidates for every word the chat never used asked in
+        one query (the words sharing a trigram with it, the most similar first)."""
+        unknown = [t for t in dict.fromkeys(terms) if respellable(t) and t not in known]
+        if not unknown:
+            return terms
+        parts, params = [], []
+        for term in unknown:
+            grams = [f"%{_like(g)}%" for g in trigrams(term)]
+            parts.append(SHARING.format(" OR ".join(["word LIKE %s"] * len(grams))))
+            params += [term, chat_id, *grams, term, CANDIDATES]
+        candidates: dict[str, list[str]] = {t: [] for t in unknown}
+        for term, word in await (await conn.execute(" UNION ALL ".join(parts), params)).fetchall():
+            candidates[term].append(word)
+        return tuple(closest(t, candidates[t]) if t in candidates else t for t in terms)
+
+
+def _hit(row: tuple) -> Hit:
+    kind, role, seq, ts, ts_end, speaker, fragment, body = row[:8]
+    return hit(kind, role, seq, ts, ts_end, speaker, excerpt(body, fragment) if fragment else body,
+               line(*row[8:11]), line(*row[11:14]))
+
+
+def _like(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
