@@ -5,15 +5,17 @@ search.sqlite (store/postgres/indexing.py writes the rows; schema/0003_search.sq
 
 The same reading as the files backend (memory/question.py: terms, the members named, the dates), the same
 respelling and hits (memory/search_core.py), and the same ranking: PostgreSQL has no bm25, so RANK
-computes FTS5's in SQL. For each word of the question, its document frequency in the chat (counted through
-the GIN indexes); for each row holding one, the word's occurrences in its own text and, weighted
-`Weights.around`, in its neighbours' (`ts_filter(setweight(...))` keeps just the question's words of a
-tsvector); then idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / avgdl)), summed over the words,
-times the weights for a HISTORY.md entry and for a time the question names; a member the question names
-re-ranks the best candidates, as in search.sqlite. One round trip reads the chat, its members and which of
-the question's words it used; a misspelt word costs one more; the ranking, excerpts (ts_headline) and
-neighbours come back in one query.
-"""
+computes FTS5's in SQL. The rows holding any of the question's words are found through the GIN indexes;
+in each, every word's occurrences in its own text and, weighted `Weights.around`, in its neighbours'
+(`ts_filter(setweight(...))` keeps just the question's words of a tsvector); a word's document frequency
+is the number of those rows holding it. Then idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length /
+avgdl)), summed over the words, times the weights for a HISTORY.md entry and for a time the question
+names; a member the question names re-ranks the best candidates, and ties keep FTS5's order, as in
+search.sqlite. On bench/recall.py's conversations both backends return the same results in the same order.
+
+One round trip reads the chat, its members and which of the question's words it used; misspelt words
+cost one more; the ranking, excerpts (ts_headline) and neighbours come back in one query.
+""""""
 
 from __future__ import annotations
 
@@ -47,27 +49,20 @@ WITH phrases AS (   -- the question's words, one row per word of each term (FTS5
     SELECT t.i, l.lexeme
     FROM unnest(%(terms)s::text[]) WITH ORDINALITY AS t(term, i)
     CROSS JOIN LATERAL unnest(tsvector_to_array(to_tsvector('{CONFIG}', t.term))) AS l(lexeme)
-), lexemes AS (
-    SELECT lexeme, ('''' || replace(replace(lexeme, '\\', '\\\\'), '''', '''''') || '''')::tsquery AS q
-    FROM phrases GROUP BY lexeme
-), stats AS (
-    SELECT docs, greatest(tokens::float8 / greatest(docs, 1), 1e-9) AS avgdl FROM search_stats WHERE chat = %(chat)s
-), idf AS MATERIALIZED (  -- in how many of the chat's rows each word is, as bm25's idf
-    SELECT x.lexeme, greatest(ln((s.docs - f.df + 0.5) / (f.df + 0.5)), 1e-6) AS idf
-    FROM lexemes x CROSS JOIN stats s
-    CROSS JOIN LATERAL (SELECT count(*) AS df FROM search_docs d
-                        WHERE d.chat = %(chat)s AND (d.body_tsv @@ x.q OR d.around_tsv @@ x.q)) f
-), question AS (
-    SELECT array_agg(lexeme) AS lexemes, string_agg(q::text, ' | ')::tsquery AS q FROM lexemes
-), found AS (       -- the rows holding any of the words: entries, and messages already consolidated
-    SELECT d.kind, d.n, d.key, d.length, d.body_tsv, d.around_tsv,
+), question AS (    -- the words, and a tsquery matching any of them (each quoted as a tsquery lexeme)
+    SELECT array_agg(DISTINCT lexeme) AS lexemes,
+           string_agg(DISTINCT '''' || replace(replace(lexeme, '\\', '\\\\'), '''', '''''') || '''', ' | ')::tsquery
+             AS q
+    FROM phrases
+), found AS MATERIALIZED (  -- every row of the chat holding any of the words (through the GIN indexes)
+    SELECT d.kind, d.n, d.seq, d.key, d.length,
            CASE WHEN d.kind = 'history' THEN %(history)s ELSE 1.0 END
            * CASE WHEN coalesce(d.ts_end, d.ts) >= %(since)s AND d.ts < %(until)s THEN %(dated)s ELSE 1.0 END
-             AS boost
+             AS boost,
+           d.body_tsv, d.around_tsv
     FROM search_docs d CROSS JOIN question
     WHERE d.chat = %(chat)s AND (d.body_tsv @@ question.q OR d.around_tsv @@ question.q)
-      AND (d.kind = 'history' OR d.seq < %(pointer)s)
-), freq AS (        -- each word's occurrences in a row: its own text counts 1, its neighbours' `around`
+), freq AS MATERIALIZED (   -- each word's occurrences in each row: its own text counts 1, its neighbours'
     SELECT f.kind, f.n, o.lexeme, sum(o.tf) AS tf
     FROM found f CROSS JOIN question
     CROSS JOIN LATERAL (
@@ -78,17 +73,25 @@ WITH phrases AS (   -- the question's words, one row per word of each term (FTS5
         FROM unnest(ts_filter(setweight(f.around_tsv, 'A', question.lexemes), '{{a}}'))
     ) o
     GROUP BY f.kind, f.n, o.lexeme
-), scored AS (
+), stats AS (
+    SELECT docs, greatest(tokens::float8 / greatest(docs, 1), 1e-9) AS avgdl FROM search_stats WHERE chat = %(chat)s
+), idf AS (         -- in how many of the chat's rows each word is (any column), as bm25's idf
+    SELECT q.lexeme, greatest(ln((s.docs - count(*) + 0.5) / (count(*) + 0.5)), 1e-6) AS idf
+    FROM freq q CROSS JOIN stats s GROUP BY q.lexeme, s.docs
+), scored AS (      -- bm25 of the entries and of the messages already consolidated, times the weights
     SELECT f.kind, f.n, f.key,
            f.boost * sum(i.idf * q.tf * {K1 + 1} / (q.tf + {K1} * ({1 - B} + {B} * f.length / s.avgdl))) AS score
     FROM found f JOIN freq q ON q.kind = f.kind AND q.n = f.n
     JOIN phrases p ON p.lexeme = q.lexeme JOIN idf i ON i.lexeme = q.lexeme CROSS JOIN stats s
+    WHERE f.kind = 'history' OR f.seq < %(pointer)s
     GROUP BY f.kind, f.n, f.key, f.boost
-), pool AS (
-    SELECT * FROM scored ORDER BY score DESC, kind = 'message', n LIMIT %(pool)s
+), pool AS (        -- equal scores (rounded: sums in another order differ in the last bits) go in FTS5's
+    SELECT *         -- order, entries first, then messages in order
+    FROM scored ORDER BY round(score::numeric, 9) DESC, kind = 'message', n LIMIT %(pool)s
 ), best AS (        -- a member the question names: their messages re-ranked among the best candidates
-    SELECT kind, n, row_number() OVER (ORDER BY score * CASE WHEN key = ANY(%(names)s::text[]) THEN %(named)s
-                                                          ELSE 1.0 END DESC, kind = 'message', n) AS place
+    SELECT kind, n, row_number() OVER (  -- (a tie keeps the candidates' order)
+        ORDER BY round((score * CASE WHEN key = ANY(%(names)s::text[]) THEN %(named)s ELSE 1.0 END)::numeric, 9)
+                 DESC, round(score::numeric, 9) DESC, kind = 'message', n) AS place
     FROM pool
 )
 SELECT d.kind, d.role, d.seq, d.ts, d.ts_end, d.speaker,

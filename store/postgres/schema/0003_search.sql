@@ -18,15 +18,17 @@ EXCEPTION WHEN OTHERS THEN
 END
 $$;
 
--- Words as FTS5's `porter unicode61 remove_diacritics 2` makes them: accents folded, English stems, and no
--- stop words dropped (a question of nothing but stop words still finds its words). Text is cut into words
--- at every character that is not a letter or a digit before it gets here (indexing.py: `searchable`).
-CREATE TEXT SEARCH DICTIONARY tusk_english (TEMPLATE = snowball, Language = english);
+-- Words as FTS5's `porter unicode61 remove_diacritics 2` makes them: accents folded, stemmed by the original
+-- Porter algorithm (snowball's `porter`, as FTS5's; its `english` is Porter2, which keeps "news" and makes
+-- "dying" "die"), and no stop words dropped (a question of nothing but stop words still finds its words).
+-- Text is cut into words at every character that is not a letter or a digit before it gets here
+-- (indexing.py: `searchable`).
+CREATE TEXT SEARCH DICTIONARY tusk_porter (TEMPLATE = snowball, Language = porter);
 CREATE TEXT SEARCH CONFIGURATION tusk_search (COPY = simple);
 ALTER TEXT SEARCH CONFIGURATION tusk_search
     ALTER MAPPING FOR asciiword, word, numword, asciihword, hword, numhword, hword_asciipart, hword_part,
                       hword_numpart
-    WITH unaccent, tusk_english;
+    WITH unaccent, tusk_porter;
 
 -- The end of the span of messages a HISTORY.md entry summarises (`## 2023-06-01 10:09 UTC – 2023-06-03
 -- 18:40 UTC`); NULL: the entry has one time, `at`.
