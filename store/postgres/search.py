@@ -15,7 +15,7 @@ search.sqlite. On bench/recall.py's conversations both backends return the same 
 
 One round trip reads the chat, its members and which of the question's words it used; misspelt words
 cost one more; the ranking, excerpts (ts_headline) and neighbours come back in one query.
-""""""
+"""
 
 from __future__ import annotations
 
