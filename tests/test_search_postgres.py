@@ -78,7 +78,8 @@ async def test_the_answer_in_a_reply_is_found_with_its_question_and_speaker(db):
     await chat(db, SUMMER)
     hits = await PgSearch(db).search(KEY, "What are Ana's plans for the summer?", now=NOW)
     top = hits[0]
-    assert (top.source, top.speaker, top.text, top.seq) == ("user", "Ana", "Hiking the Inca trail in Peru with my sister!", 1)
+    assert (top.source, top.speaker, top.seq) == ("user", "Ana", 1)
+    assert top.text == "Hiking the Inca trail in Peru with my sister!"
     assert top.at == "2023-05-02 00:01 UTC"
     assert top.before.speaker == "Bob" and "summer" in top.before.text and top.after.text == "Wow, bring me a souvenir"
 
@@ -205,8 +206,8 @@ async def test_forget_removes_the_chats_search_rows_and_no_other(db):
     assert await rows(db) == {table: 0 for table in SEARCH_TABLES}
     async with db.connection() as conn:
         for table in SEARCH_TABLES:
-            orphans = await (await conn.execute(f"SELECT count(*) FROM {table} t"
-                                                " WHERE NOT EXISTS (SELECT 1 FROM chats c WHERE c.id = t.chat)")).fetchone()
+            orphans = await (await conn.execute(
+                f"SELECT count(*) FROM {table} t WHERE NOT EXISTS (SELECT 1 FROM chats c WHERE c.id = t.chat)")).fetchone()
             assert orphans[0] == 0, table
     search = PgSearch(db)
     assert await search.search(KEY, "locker code", now=NOW) == []
@@ -242,7 +243,8 @@ async def test_forgetting_a_sender_rebuilds_the_index_from_what_is_left(db):
     search = PgSearch(db)
     assert await search.search(KEY, "passport number", now=NOW) == []
     assert await search.search(KEY, "pasport", now=NOW) == []  # the word is not offered for respelling either
-    assert [(h.text, h.seq) for h in await search.search(KEY, "Lisbon", now=NOW)] == [("the weather in Lisbon is fine", 0)]
+    hits = await search.search(KEY, "Lisbon", now=NOW)
+    assert [(h.text, h.seq) for h in hits] == [("the weather in Lisbon is fine", 0)]
     assert await rows(db) == {"search_docs": 1, "search_words": 3, "search_members": 1, "search_stats": 1}
 
 

@@ -54,37 +54,36 @@ WITH phrases AS (   -- the question's words, one row per word of each term (FTS5
            string_agg(DISTINCT '''' || replace(replace(lexeme, '\\', '\\\\'), '''', '''''') || '''', ' | ')::tsquery
              AS q
     FROM phrases
-), found AS MATERIALIZED (  -- every row of the chat holding any of the words (through the GIN indexes)
+), hits AS MATERIALIZED (   -- every row of the chat holding any of the words (found through the GIN
+                            -- indexes), with each word's occurrences in it: in its own text counting 1,
+                            -- in its neighbours' (`around`) counting Weights.around
     SELECT d.kind, d.n, d.seq, d.key, d.length,
            CASE WHEN d.kind = 'history' THEN %(history)s ELSE 1.0 END
            * CASE WHEN coalesce(d.ts_end, d.ts) >= %(since)s AND d.ts < %(until)s THEN %(dated)s ELSE 1.0 END
              AS boost,
-           d.body_tsv, d.around_tsv
+           o.lexeme, o.tf
     FROM search_docs d CROSS JOIN question
-    WHERE d.chat = %(chat)s AND (d.body_tsv @@ question.q OR d.around_tsv @@ question.q)
-), freq AS MATERIALIZED (   -- each word's occurrences in each row: its own text counts 1, its neighbours'
-    SELECT f.kind, f.n, o.lexeme, sum(o.tf) AS tf
-    FROM found f CROSS JOIN question
     CROSS JOIN LATERAL (
-        SELECT lexeme, array_length(positions, 1)::float8 AS tf
-        FROM unnest(ts_filter(setweight(f.body_tsv, 'A', question.lexemes), '{{a}}'))
-        UNION ALL
-        SELECT lexeme, %(around)s * array_length(positions, 1)
-        FROM unnest(ts_filter(setweight(f.around_tsv, 'A', question.lexemes), '{{a}}'))
+        SELECT lexeme, sum(tf) AS tf FROM (
+            SELECT lexeme, array_length(positions, 1)::float8 AS tf
+            FROM unnest(ts_filter(setweight(d.body_tsv, 'A', question.lexemes), '{{a}}'))
+            UNION ALL
+            SELECT lexeme, %(around)s * array_length(positions, 1)
+            FROM unnest(ts_filter(setweight(d.around_tsv, 'A', question.lexemes), '{{a}}'))
+        ) occurrences GROUP BY lexeme
     ) o
-    GROUP BY f.kind, f.n, o.lexeme
+    WHERE d.chat = %(chat)s AND (d.body_tsv @@ question.q OR d.around_tsv @@ question.q)
 ), stats AS (
     SELECT docs, greatest(tokens::float8 / greatest(docs, 1), 1e-9) AS avgdl FROM search_stats WHERE chat = %(chat)s
 ), idf AS (         -- in how many of the chat's rows each word is (any column), as bm25's idf
-    SELECT q.lexeme, greatest(ln((s.docs - count(*) + 0.5) / (count(*) + 0.5)), 1e-6) AS idf
-    FROM freq q CROSS JOIN stats s GROUP BY q.lexeme, s.docs
+    SELECT h.lexeme, greatest(ln((s.docs - count(*) + 0.5) / (count(*) + 0.5)), 1e-6) AS idf
+    FROM hits h CROSS JOIN stats s GROUP BY h.lexeme, s.docs
 ), scored AS (      -- bm25 of the entries and of the messages already consolidated, times the weights
-    SELECT f.kind, f.n, f.key,
-           f.boost * sum(i.idf * q.tf * {K1 + 1} / (q.tf + {K1} * ({1 - B} + {B} * f.length / s.avgdl))) AS score
-    FROM found f JOIN freq q ON q.kind = f.kind AND q.n = f.n
-    JOIN phrases p ON p.lexeme = q.lexeme JOIN idf i ON i.lexeme = q.lexeme CROSS JOIN stats s
-    WHERE f.kind = 'history' OR f.seq < %(pointer)s
-    GROUP BY f.kind, f.n, f.key, f.boost
+    SELECT h.kind, h.n, h.key,
+           h.boost * sum(i.idf * h.tf * {K1 + 1} / (h.tf + {K1} * ({1 - B} + {B} * h.length / s.avgdl))) AS score
+    FROM hits h JOIN phrases p ON p.lexeme = h.lexeme JOIN idf i ON i.lexeme = h.lexeme CROSS JOIN stats s
+    WHERE h.kind = 'history' OR h.seq < %(pointer)s
+    GROUP BY h.kind, h.n, h.key, h.boost
 ), pool AS (        -- equal scores (rounded: sums in another order differ in the last bits) go in FTS5's
     SELECT *         -- order, entries first, then messages in order
     FROM scored ORDER BY round(score::numeric, 9) DESC, kind = 'message', n LIMIT %(pool)s
