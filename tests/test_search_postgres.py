@@ -195,6 +195,16 @@ async def test_a_long_message_is_shown_as_an_excerpt_around_the_match(db):
     assert top.text.startswith("… ") and top.text.endswith(" …")
 
 
+async def test_a_huge_message_is_kept_and_its_first_200000_characters_searched(db):
+    """A 1.2 MB message of distinct words (past a tsvector's 1 MB) is stored and found by its early words."""
+    words = [f"w{i:06d}x" for i in range(130_000)]  # 9 characters and a space each: 1.3 MB, all different
+    await chat(db, [("Ana", "pineapple " + " ".join(words), ts(2023, 1, 1))])
+    search = PgSearch(db)
+    (top,) = await search.search(KEY, "pineapple", now=NOW)
+    assert top.text.startswith("pineapple w000000x") and top.text.endswith(" …")
+    assert await search.search(KEY, words[-1], now=NOW) == []  # past INDEX_CHARS: kept, not indexed
+
+
 async def test_forget_removes_the_chats_search_rows_and_no_other(db):
     """Erasing a chat deletes its index rows (cascade); another chat's stay and it still finds its own."""
     other = ChatKey("http", "other")
