@@ -11,7 +11,8 @@ per message or HISTORY.md entry, porter stemming, the question's words OR-ed: th
 before issue 17). A HISTORY.md entry among the results counts for the answer turns it states.
 "In context" also counts an answer turn shown as a hit's neighbour (what the model sees).
 
-    python bench/recall.py [--no-history]    generated conversations (bench/recall_data.py):
+    python bench/recall.py [--no-history] [--no-postgres]
+                                             generated conversations (bench/recall_data.py):
                                              dev split (tune on it) and held-out test split
     python bench/recall.py --locomo FILE     the public LoCoMo file (locomo10.json), all held out
     python bench/recall.py --model MODEL [--api-base URL] [--api-key KEY] [--questions N]
