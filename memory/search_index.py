@@ -30,7 +30,6 @@ import logging
 import os
 import re
 import sqlite3
-import string
 import threading
 from pathlib import Path
 
@@ -38,6 +37,7 @@ from memory import documents
 from memory.files import ENTRY_HEADING, entry_span
 from memory.paths import ChatFiles, open_private
 from memory.question import words
+from memory.search_core import vocabulary
 from memory.session import Message
 
 logger = logging.getLogger(__name__)
@@ -49,7 +49,6 @@ HISTORY_IDS = -(1 << 40)  # history rows count up from here (FTS5 inserts fast o
 DOCUMENT_IDS = -(1 << 50)  # document passages count up from here, all below the history's
 PASSAGE_CHARS = 1200  # a document is indexed in passages of about this many characters
 PAGE = re.compile(r"^(?:--- page (\d+) ---|\[page (\d+)\])$", re.MULTILINE)  # bot/media/documents.py, web PDFs
-SPACES = str.maketrans({c: " " for c in string.punctuation + "’‘“”…–—"})
 DDL = """
 CREATE TABLE state (key TEXT PRIMARY KEY, value) WITHOUT ROWID;
 CREATE TABLE docs (id INTEGER PRIMARY KEY, kind TEXT NOT NULL, seq INTEGER NOT NULL, ts REAL NOT NULL,
@@ -309,8 +308,7 @@ class ChatIndex:
         self._add_words(r[7] for r in rows)
 
     def _add_words(self, texts) -> None:
-        # the words the spelling fallback may offer: 4+ letters
-        new = {w for w in set("\n".join(texts).lower().translate(SPACES).split()) if len(w) >= 4 and w.isalpha()}
+        new = vocabulary(texts)  # the words the spelling fallback may offer
         if not new:
             return
         before = self.db.execute("SELECT coalesce(max(id), 0) FROM words").fetchone()[0]

@@ -27,6 +27,7 @@ from memory.keys import ChatKey
 from memory.session import Message, Session
 from store.base import DOCS, PERSONA, SETTINGS, Chat, ChatInfo, Entry, MediaFile, Memory, RoundCommit, Version
 from store.errors import StaleWrite
+from store.postgres.indexing import index_entries, index_messages, reindex
 from store.postgres.pool import Database
 
 KEEP_VERSIONS = 10
@@ -148,6 +149,7 @@ class PgChats:
                 await cur.executemany("INSERT INTO messages (chat, seq, record) VALUES (%s, %s, %s)",
                                       [(chat_id, start + i, _record(m, (marks or [None] * len(messages))[i]))
                                        for i, m in enumerate(messages)])
+            await index_messages(conn, chat_id, start, messages)
             version, *_, created = await self._bump(conn, chat_id, ", total = total + %s", (len(messages),))
         session.created = session.created or created
         session.unconsolidated.extend(messages)
@@ -280,6 +282,7 @@ async def _append_history(conn: psycopg.AsyncConnection, chat_id: int, entry: En
     await conn.execute("INSERT INTO history (chat, n, at, until, text)"
                        " SELECT %s, coalesce(max(n), 0) + 1, %s, %s, %s FROM history WHERE chat = %s",
                        (chat_id, entry.at, entry.until, entry.text.strip(), chat_id))
+    await index_entries(conn, chat_id)
 
 
 async def _put_doc(conn: psycopg.AsyncConnection, chat_id: int, name: str, text: str | None) -> None:
@@ -347,6 +350,7 @@ class PgChat:
                                        for i, m in enumerate(messages)])
             await conn.execute("UPDATE chats SET total = %s, pointer = %s WHERE id = %s",
                                (len(messages), max(0, min(pointer, len(messages))), chat_id))
+            await reindex(conn, chat_id)
         self.chats.forget_cached(self.key)
 
     async def memory(self) -> Memory:
@@ -419,6 +423,7 @@ class PgChat:
             for n, entry in enumerate(entries, 1):
                 await conn.execute("INSERT INTO history (chat, n, at, until, text) VALUES (%s, %s, %s, %s, %s)",
                                    (chat_id, n, entry.at, entry.until, entry.text.strip()))
+            await reindex(conn, chat_id)
 
     async def doc(self, name: str) -> str | None:
         async with self.db.connection() as conn:
