@@ -12,7 +12,7 @@ from memory.session import Message, SessionStore
 from store.base import Entry, RoundCommit
 from store.postgres import migrations
 from store.postgres.chats import PgChats
-from store.postgres.indexing import index_entries
+from store.postgres.rows import append_history
 from store.postgres.pool import Database
 from store.postgres.search import PgSearch
 
@@ -154,9 +154,8 @@ async def test_an_entry_is_dated_with_its_span_and_found_by_dates_within_it(db):
     chats, _ = await chat(db, [("Ana", "the boat trip was lovely", ts(2023, 8, 20))])
     async with db.transaction() as conn:
         chat_id = (await (await conn.execute("SELECT id FROM chats WHERE chat_id = 'c'")).fetchone())[0]
-        await conn.execute("INSERT INTO history (chat, n, at, until, text) VALUES (%s, 1, %s, %s, %s)",
-                           (chat_id, ts(2023, 5, 28, 10, 9), ts(2023, 6, 3, 18, 40), "Ana went on a boat trip."))
-        await index_entries(conn, chat_id)
+        await append_history(conn, chat_id, Entry(ts(2023, 5, 28, 10, 9), "Ana went on a boat trip.",
+                                                  ts(2023, 6, 3, 18, 40)))
     hits = await PgSearch(db).search(KEY, "the boat trip in June 2023", now=NOW)
     assert (hits[0].source, hits[0].at) == ("history", "2023-05-28 10:09 UTC – 2023-06-03 18:40 UTC")
     august = await PgSearch(db).search(KEY, "the boat trip in August 2023", now=NOW)

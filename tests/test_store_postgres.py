@@ -99,7 +99,7 @@ async def test_forget_deletes_every_row_of_the_chat_and_no_other(db):
         await handle.keep_media("a.pdf", data(), 1_000_000)
     assert await chats.erase(KEY)
     async with db.connection() as conn:
-        for table in ("messages", "memory_versions", "history", "chat_docs", "media", "media_chunks"):
+        for table in ("session_lines", "memory_versions", "history", "chat_docs", "media", "media_chunks"):
             rows = await (await conn.execute(f"SELECT count(*) FROM {table} t JOIN chats c ON c.id = t.chat"
                                              " WHERE c.chat_id = '42'")).fetchone()
             orphans = await (await conn.execute(f"SELECT count(*) FROM {table} t"

@@ -29,7 +29,7 @@ from memory import chat_settings
 from memory.chat_settings import ChatSettings
 from memory.keys import ChatKey
 from memory.paths import ChatFiles, open_private, private_dir
-from memory.session import Message, SessionStore, iter_messages
+from memory.session import Message, SessionStore, iter_messages, whole_session
 from store.base import DOCS, PERSONA, SETTINGS, Chat, ChatInfo, Entry, MediaFile, Memory, RoundCommit, Version
 from store.errors import StaleWrite
 
@@ -92,8 +92,8 @@ class FileChats:
                     files.dir.exists())
 
     async def append(self, chat: Chat, messages: Sequence[Message],
-                     marks: Sequence[Mapping[str, Any]] | None = None) -> None:
-        self.sessions.append(chat.session, messages, [dict(m) for m in marks] if marks else None)
+                     marks: Sequence[Mapping[str, Any] | None] | None = None) -> None:
+        self.sessions.append(chat.session, messages, marks)
         chat.exists = True
 
     async def set_pointer(self, chat: Chat, pointer: int) -> None:
@@ -195,20 +195,13 @@ class FileChat:
         return list(iter_messages(self.files))[start:stop]
 
     async def replace_session(self, messages: Sequence[Message], pointer: int,
-                              marks: Sequence[Mapping[str, Any]] | None = None) -> None:
+                              marks: Sequence[Mapping[str, Any] | None] | None = None) -> None:
         """The whole session.jsonl replaced atomically (`/forget me`): meta, messages, one pointer."""
-        import json
-
         created = self.chats.sessions.get(self.key.channel, self.key.chat_id).created or time.time()
-        records = [{"record": "meta", "schema": 1, "channel": self.key.channel, "chat_id": self.key.chat_id,
-                    "created": created}]
-        records += [{**m.counted().to_record(), **((marks or [{}] * len(messages))[i] or {})}
-                    for i, m in enumerate(messages)]
-        records.append({"record": "pointer", "last_consolidated": max(0, min(pointer, len(messages))),
-                        "ts": time.time()})
+        lines = whole_session(self.key.channel, self.key.chat_id, created, [m.counted() for m in messages], pointer,
+                              marks)
         self.files.ensure()
-        memfiles.write_atomic(self.files.session, "".join(
-            json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n" for r in records))
+        memfiles.write_atomic(self.files.session, "".join(lines))
         self.chats.sessions.forget(self.files)
 
     async def memory(self) -> Memory:

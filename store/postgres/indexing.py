@@ -15,6 +15,7 @@ numbers bm25 needs (rows and words).
 
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
 from collections.abc import Iterable, Sequence
@@ -149,11 +150,9 @@ async def reindex(conn: psycopg.AsyncConnection, chat_id: int) -> None:
         await conn.execute(f"DELETE FROM {table} WHERE chat = %s", (chat_id,))
     numbered = []
     async with conn.cursor() as cur:
-        await cur.execute("SELECT seq, record FROM messages WHERE chat = %s ORDER BY seq", (chat_id,))
-        async for seq, record in cur:
-            try:
-                numbered.append((seq, Message.from_record(record)))
-            except (ValueError, TypeError):
-                continue
+        await cur.execute("SELECT seq, line FROM session_lines WHERE chat = %s AND seq IS NOT NULL ORDER BY seq",
+                          (chat_id,))
+        async for seq, line in cur:
+            numbered.append((seq, Message.from_record(json.loads(line))))
     await _index_numbered(conn, chat_id, numbered)
     await index_entries(conn, chat_id)
