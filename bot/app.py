@@ -289,12 +289,11 @@ class TuskApp:
         from bot.ops.console import Console  # aiohttp's server: imported only by what serves HTTP
         from bot.ops.mcp_status import mcp_routes
         from bot.skills.console import skill_routes
-        from channels.http import HttpChannel, HttpSettings
+        from channels.http import HttpChannel
 
         s = self.settings
         self.http_access = access.http_access(s)  # the console token, made at first start
-        http = HttpChannel(HttpSettings(s.http_host, s.http_port, self.http_access.token, s.http_max_connections,
-                                        s.http_idle_timeout), self.bus.publish, media=self.media)
+        http = HttpChannel(s.http_settings(self.http_access.token), self.bus.publish, media=self.media)
         http.add_routes(Console(self.chats, self.agent.commands, self.consolidator,
                                 self.agent.context.fixed_tokens, s.model or "", self.consolidator.lock,
                                 self.bus.in_order, ledger=self.ledger, limits=self.limits,
@@ -345,42 +344,22 @@ class TuskApp:
         return [self.add(make()) for token, make in wanted if token is not None]
 
     def _telegram(self) -> Channel:
-        s = self.settings
         with _needs("telegram", "TELEGRAM_BOT_TOKEN"):
-            from channels.telegram import TelegramChannel, TelegramSettings
-        assert s.telegram_bot_token is not None
-        return TelegramChannel(TelegramSettings(
-            token=s.telegram_bot_token.get_secret_value(), api_base=s.telegram_api_base,
-            allow_from=frozenset(s.telegram_allow_from), webhook_url=s.telegram_webhook_url,
-            webhook_listen=s.telegram_webhook_listen, webhook_port=s.telegram_webhook_port,
-            webhook_secret=s.telegram_webhook_secret.get_secret_value() if s.telegram_webhook_secret else None,
-        ), self.flood.publish, self.menu(), access=self.access, media=self.media, move=self.moves, seen=self.seen)
+            from channels.telegram import TelegramChannel
+        return TelegramChannel(self.settings.telegram_settings(), self.flood.publish, self.menu(), access=self.access,
+                               media=self.media, move=self.moves, seen=self.seen)
 
     def _discord(self) -> Channel:
-        s = self.settings
         with _needs("discord", "DISCORD_BOT_TOKEN"):
-            from channels.discord_bot import DiscordChannel, DiscordSettings
-        assert s.discord_bot_token is not None
-        return DiscordChannel(DiscordSettings(
-            token=s.discord_bot_token.get_secret_value(), api_base=s.discord_api_base,
-            gateway_url=s.discord_gateway_url, allow_from=frozenset(s.discord_allow_from), guild_id=s.discord_guild_id,
-        ), self.flood.publish, self.menu(), access=self.access, media=self.media, seen=self.seen)
+            from channels.discord_bot import DiscordChannel
+        return DiscordChannel(self.settings.discord_settings(), self.flood.publish, self.menu(), access=self.access,
+                              media=self.media, seen=self.seen)
 
     def _slack(self) -> Channel:
-        s = self.settings
         with _needs("slack", "SLACK_BOT_TOKEN"):
-            from channels.slack import SlackChannel, SlackSettings
-        assert s.slack_bot_token is not None
-        if not (s.slack_app_token or s.slack_signing_secret):
-            raise ConfigError("SLACK_BOT_TOKEN is set but neither SLACK_APP_TOKEN (Socket Mode) nor "
-                              "SLACK_SIGNING_SECRET (HTTP events) is: set one of them.")
-        return SlackChannel(SlackSettings(
-            bot_token=s.slack_bot_token.get_secret_value(),
-            app_token=s.slack_app_token.get_secret_value() if s.slack_app_token else None,
-            signing_secret=s.slack_signing_secret.get_secret_value() if s.slack_signing_secret else None,
-            api_url=s.slack_api_url, allow_from=frozenset(s.slack_allow_from), admins=frozenset(s.slack_admins),
-            thread_sessions=s.slack_thread_sessions, http_host=s.slack_http_host, http_port=s.slack_http_port,
-        ), self.flood.publish, self.menu(), access=self.access, media=self.media, seen=self.seen)
+            from channels.slack import SlackChannel
+        return SlackChannel(self.settings.slack_settings(), self.flood.publish, self.menu(), access=self.access,
+                            media=self.media, seen=self.seen)
 
     async def __aenter__(self) -> TuskApp:
         private_dir(self.settings.home, follow=True)

@@ -19,7 +19,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from memory.keys import CHANNEL_NAME, MAX_ID_BYTES, check_chat_id
+from memory.keys import CHANNEL_NAME, check_chat_id
 
 SAFE_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,99}")
 

@@ -29,8 +29,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from memory.files import entry_stamp, read_text, write_atomic
-from memory.paths import ChatFiles
+from memory.files import entry_stamp
 
 SCHEMA = 1
 QUOTE_CHARS = 240

@@ -14,6 +14,8 @@ where it is kept. Nothing here imports `bot/` or `channels/`.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -81,6 +83,17 @@ def open_store(home: Path, database_url: str | None = None) -> Store:
 
     db, sync_db = Database(database_url), SyncDatabase(database_url)
     return Store("postgres", PgChats(db), _pg_search(db), Path(home), (db, sync_db))
+
+
+@contextlib.asynccontextmanager
+async def opened(home: Path, database_url: str | None = None) -> AsyncIterator[Store]:
+    """`open_store`, started, and closed when the block ends (for a command that runs and exits)."""
+    store = open_store(home, database_url)
+    try:
+        await store.start()
+        yield store
+    finally:
+        await store.close()
 
 
 def _pg_search(db: Any) -> ChatSearch:

@@ -75,3 +75,27 @@ async def test_run_serves_http_and_stops_cleanly_on_sigterm(fake_llm, tmp_path):
             assert resp.status == 200 and (await resp.json())["replies"][0].startswith("echo:")
     proc.send_signal(signal.SIGTERM)
     assert await asyncio.wait_for(proc.wait(), timeout=30) == 0
+
+
+def test_every_command_names_a_handler_that_exists():
+    """Each `tusk` command's parser names its handler (module:function), and that function exists."""
+    from bot.ops import cli
+
+    commands = cli._parser()._subparsers._group_actions[0].choices
+    handlers = {name: parser.get_default("handler") for name, parser in commands.items()}
+    assert len(handlers) == 17 and all(callable(cli._handler(handler)) for handler in handlers.values()), handlers
+
+
+async def test_errors_are_one_line_and_an_exit_code_for_every_command(fake_llm, tmp_path):
+    """A missing API key or a damaged pairing.json is one `tusk: ...` line and exit 1 (no doctor hint outside
+    run and chat, no traceback); a bad setting is exit 2 whatever the command."""
+    env = env_for(fake_llm, tmp_path)
+    code, _, err = await tusk("apikey", "revoke", "nope", env=env)
+    assert code == 1 and err == "tusk: no API key 'nope': `tusk apikey list` shows them\n"
+    (tmp_path / "data").mkdir(mode=0o700)
+    (tmp_path / "data/pairing.json").write_text("{")
+    code, _, err = await tusk("pairing", "list", env=env)
+    assert code == 1 and err.startswith("tusk: ") and "pairing.json" in err and len(err.splitlines()) == 1, err
+    assert "tusk doctor" not in err
+    code, _, err = await tusk("chats", env={**env, "TUSK_HTTP_PORT": "high"})
+    assert code == 2 and err.startswith("tusk: invalid configuration: TUSK_HTTP_PORT:") and len(err.splitlines()) == 1

@@ -25,10 +25,11 @@ SESSION = Path("sessions/0123456789abcdef0123456789abcdef/dGVsZWdyYW06NDI0Mg.jso
 
 
 @pytest.fixture(scope="session")
-def nanobot_wheel(pytestconfig) -> Path:
-    """nanobot-ai's wheel, fetched once with pip (kept in pytest's cache folder); if the package index cannot be
-    reached, skipped saying why (failed under CI, which reaches it)."""
-    cache = pytestconfig.cache.mkdir("nanobot-ai-0.3.5")
+def nanobot_wheel(pytestconfig, tmp_path_factory) -> Path:
+    """nanobot-ai's wheel, fetched once with pip (kept in pytest's cache folder, or this run's temporary folder when
+    the cache is off); if the package index cannot be reached, skipped saying why (failed under CI, which reaches it)."""
+    keep = getattr(pytestconfig, "cache", None)
+    cache = keep.mkdir("nanobot-ai-0.3.5") if keep is not None else tmp_path_factory.mktemp("nanobot-ai-0.3.5")
     found = sorted(cache.glob("nanobot_ai-0.3.5-*.whl"))
     if found:
         return found[0]

@@ -13,6 +13,7 @@ import pytest
 from bot.app import TuskApp
 from bot.events import ChatKey
 from bot.tools.box import ToolContext
+from bot.tools.reminders import ReminderTools
 from memory import chat_settings
 from memory.chat_settings import ChatSettings
 from memory.files import append_history
@@ -96,7 +97,7 @@ async def test_group_upgrade_takes_the_chats_memory_along_once(app, tg, fake_llm
     (old.media / "photo.jpg").write_bytes(b"jpeg")
     chat_settings.write(old, ChatSettings(listen=True))
     ctx = ToolContext(ChatKey("telegram", "-4001"), old, sender_id="7", sender_name="Alice", is_group=True)
-    await app.reminders.set_reminder(ctx, "in 2 hours", "bring water")
+    await ReminderTools(app.schedules).set_reminder(ctx, "bring water", "in 2 hours")
     tg.migrate(-4001, -1004001)
     tg.migrate(-4001, -1004001)  # both notices again, as a re-delivery would: moved once, nothing lost
     push(tg, SUPER, **mention("@tusk_bot where do we meet?"))
@@ -106,7 +107,7 @@ async def test_group_upgrade_takes_the_chats_memory_along_once(app, tg, fake_llm
     new = kept.files(app, "telegram", "-1004001")
     assert not old.dir.exists() and (new.media / "photo.jpg").read_bytes() == b"jpeg"
     assert "planned a hike" in new.history.read_text() and chat_settings.read(new).listen
-    assert [r.key.chat_id for r in app.reminders.of(ChatKey("telegram", "-1004001"))] == ["-1004001"]
+    assert [r.key.chat_id for r in app.schedules.of(ChatKey("telegram", "-1004001"))] == ["-1004001"]
     assert [m.content for m in kept.on_disk(app, "telegram", "-1004001").unconsolidated if m.role == "user"] == [
         "the meeting point is the old mill", "where do we meet?"]
     assert tg.sent[-1]["chat_id"] == -1004001
@@ -234,7 +235,7 @@ async def test_unreadable_updates_are_skipped_once_and_polling_goes_on(app, tg, 
 
 
 async def test_webhook_skips_what_it_does_not_answer(start_tusk, tg, fake_llm, caplog):
-    """Edits, channel posts, button presses, inline queries, join requests, newer kinds and unreadable updates are
+    """Edits, channel posts, inline queries, join requests, newer kinds and unreadable updates are
     taken (200) and skipped, logged once per kind and never with their text; the webhook goes on answering."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -262,7 +263,8 @@ async def test_webhook_skips_what_it_does_not_answer(start_tusk, tg, fake_llm, c
         await quiet(tg, fake_llm, 1, 1)
     assert last_prompt(fake_llm).endswith("answer me")
     skipped = [r.getMessage() for r in caplog.records if r.getMessage().startswith(("skipping Telegram", "skipping a"))]
-    assert len(skipped) == 8 and any("edited_message" in s for s in skipped) and not any("news" in s for s in skipped)
+    assert len(skipped) == 7 and any("edited_message" in s for s in skipped) and not any("news" in s for s in skipped)
+    assert not any("callback_query" in s for s in skipped)  # a button press is read (a Stop button), not skipped
     assert any("cannot read" in s for s in skipped)
     assert not any("secret words" in r.getMessage() or r.levelno >= logging.CRITICAL for r in caplog.records)
 

@@ -9,6 +9,7 @@ URL with the token once, when the file is created; `tusk console-url` prints it 
 
 from __future__ import annotations
 
+import argparse
 import os
 import secrets
 from dataclasses import dataclass
@@ -94,3 +95,26 @@ def log_secrets(settings: Settings) -> list[str]:
     except ConfigError:
         return []
     return [token] if token else []
+
+
+# -- the commands: `tusk console-url`, `tusk apikey` (called by bot/ops/cli.py) -------------------------------
+
+def console_url_command(args: argparse.Namespace, settings: Settings) -> int:  # noqa: ARG001
+    private_dir(settings.home, follow=True)
+    print(console_url(settings.http_host, settings.http_port, http_access(settings).token))
+    return 0
+
+
+def apikey_command(args: argparse.Namespace, settings: Settings) -> int:
+    """`tusk apikey create --prefix P | list | revoke ID`: the keys of the OpenAI-compatible endpoint."""
+    from bot.access.api_keys import ApiKeys, listing
+
+    keys = ApiKeys(settings.home)
+    if args.action == "create":
+        key, secret = keys.create(args.prefix)
+        print(f"{secret}\n\nAPI key {key.id} for the chats http:{key.prefix}... (shown once; only its hash is kept)")
+    elif args.action == "list":
+        print(listing(keys.keys()))
+    else:
+        print(f"revoked {keys.revoke(args.id).id}")
+    return 0

@@ -7,18 +7,27 @@ forget runs the same `/forget` as a chat does, so both report the same.
 
 from __future__ import annotations
 
+import argparse
+import asyncio
+import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TypeVar
 
 from bot.commands import Commands
 from bot.commands.base import CommandContext
+from bot.config import Settings
 from bot.events import ChatKey
 from bot.inbox import Inbox
 from bot.schedules.store import SavedSchedules
 from memory.chats import export
 from memory.paths import ChatFiles
+from store import Store, opened
 from store.base import ChatHandle, ChatStore
+
+T = TypeVar("T")
 
 
 def parse_chat(value: str) -> ChatKey:
@@ -71,15 +80,73 @@ async def forget(chats: ChatStore, home: Path, key: ChatKey, confirm: bool) -> s
     return await Commands(holders=holders).run("forget", "confirm" if confirm else "", ctx)
 
 
-def chat_files(home: Path, key: ChatKey) -> ChatFiles:
-    """The chat's folder (the files backend); raises LookupError if Tusk keeps nothing for it."""
-    files = ChatFiles.locate(home, key.channel, key.chat_id)
-    if not files.dir.exists():
-        raise LookupError(f"no chat {key} in {home} (see `tusk chats`)")
-    return files
+async def export_chat(store: Store, key: ChatKey, target: Path | None) -> tuple[Path, list[str]]:
+    """The chat's files in a .tar.gz (memory/chats.py: what `tusk import` reads back); from the database, its
+    rows as those files first (store/postgres/transfer.py)."""
+    await _existing(store.chats, key)
+    if store.kind == "files":
+        files = ChatFiles.locate(store.home, key.channel, key.chat_id)
+        return _export(files, key, target)
+    from store.postgres.transfer import write_folder
+
+    with tempfile.TemporaryDirectory(prefix="tusk-export-") as scratch:
+        files = ChatFiles.locate(Path(scratch), key.channel, key.chat_id)
+        await write_folder(store.databases[0], key, files.dir)
+        return _export(files, key, target)
 
 
-def export_chat(home: Path, key: ChatKey, target: Path | None) -> tuple[Path, list[str]]:
-    files = chat_files(home, key)
+def _export(files: ChatFiles, key: ChatKey, target: Path | None) -> tuple[Path, list[str]]:
     target = target or Path(f"tusk-{key.channel}-{files.dir.name}-{time.strftime('%Y%m%d-%H%M%S')}.tar.gz")
     return target, export(files, target)
+
+
+def on_store(settings: Settings, work: Callable[[Store], Awaitable[T]]) -> T:
+    """`work` run on the settings' store (files, or the database), opened for it and closed after."""
+    async def run() -> T:
+        async with opened(settings.home, settings.store_url()) as store:
+            return await work(store)
+
+    return asyncio.run(run())
+
+
+# -- the commands: `tusk chats`, `tusk memory`, `tusk export`, `tusk forget` (called by bot/ops/cli.py) --------
+
+def chats_command(args: argparse.Namespace, settings: Settings) -> int:  # noqa: ARG001  (the handler signature)
+    where = str(settings.home) if settings.store_url() is None else "the database"
+    print(on_store(settings, lambda store: chats_table(store.chats, where)))
+    return 0
+
+
+def memory_command(args: argparse.Namespace, settings: Settings) -> int:
+    print(on_store(settings, lambda store: show_memory(store.chats, args.chat) if args.what == "show"
+                   else show_history(store.chats, args.chat, args.n)))
+    return 0
+
+
+def export_command(args: argparse.Namespace, settings: Settings) -> int:
+    target, names = on_store(settings, lambda store: export_chat(store, args.chat, args.output))
+    print(f"Wrote {target} ({len(names)} files)")
+    return 0
+
+
+def forget_command(args: argparse.Namespace, settings: Settings) -> int:
+    """`tusk forget`: the running Tusk's own /forget when one serves the home, else the files' (bot/ops/beside.py)."""
+    from bot.ops.beside import forgetting
+
+    with forgetting(settings) as forget:
+        print(asyncio.run(forget(args.chat, False)))
+        if not args.yes and not _confirmed("Delete it all? [y/N] "):
+            print("Nothing deleted.")
+            return 1
+        print(asyncio.run(forget(args.chat, True)))
+    return 0
+
+
+def _confirmed(question: str) -> bool:
+    """A yes on stdin; no answer at all (no terminal, stdin closed) is an error that names `--yes`."""
+    try:
+        answer = input(question)
+    except EOFError:
+        raise ValueError("no answer to the question (stdin is not a terminal or is closed): "
+                         "add --yes to delete without asking") from None
+    return answer.strip().lower() in ("y", "yes")

@@ -7,21 +7,23 @@ import os
 import sys
 from pathlib import Path
 
-COMMANDS = frozenset({"backup", "restore", "import"})
 FORMATS = ("telegram", "slack", "discord", "nanobot", "tusk")
 
 
-def add_arguments(sub, chat_key) -> None:
-    backup = sub.add_parser("backup", help="the whole data dir in one owner-only .tar.gz (Tusk running or not)")
+def add_arguments(command, chat_key) -> None:
+    """The three commands, each with its handler: `command` is bot/ops/cli.py's (name, handler, help) -> parser."""
+    backup = command("backup", "bot.ops.archive_cli:backup_command",
+                     "the whole data dir in one owner-only .tar.gz (Tusk running or not)")
     backup.add_argument("file", nargs="?", type=Path, help="archive to write (default tusk-backup-TIME.tar.gz)")
     backup.add_argument("--with-secrets", action="store_true",
                         help="also the console token, API keys and a settings file kept in the data dir")
     backup.add_argument("--verify", action="store_true", help="check FILE against its manifest instead")
-    restore = sub.add_parser("restore", help="a backup back into an empty TUSK_HOME (Tusk stopped)")
+    restore = command("restore", "bot.ops.archive_cli:restore_command",
+                      "a backup back into an empty TUSK_HOME (Tusk stopped)")
     restore.add_argument("file", type=Path)
     restore.add_argument("--force", action="store_true", help="the home is not empty: back it up, then replace it")
-    imp = sub.add_parser("import", help="bring a chat history (Telegram, Slack, Discord, nanobot, a tusk export) "
-                         "into Tusk's chats")
+    imp = command("import", "bot.ops.archive_cli:import_command", "bring a chat history (Telegram, Slack, Discord, "
+                  "nanobot, a tusk export) into Tusk's chats")
     imp.add_argument("source", type=Path)
     imp.add_argument("--format", choices=FORMATS, help="the source's format (recognised when left out)")
     imp.add_argument("--to", type=chat_key, help="CHANNEL:ID to import into (needed when the platform differs)")
@@ -29,50 +31,53 @@ def add_arguments(sub, chat_key) -> None:
                      help="write the messages and fold them into memory (without it: the estimate only)")
 
 
-def run(args: argparse.Namespace, settings, version: str) -> int:
-    from bot.errors import ConfigError
-    from bot.ops import backup, restore
-    from bot.ops.imports import ImportRefused
+def backup_command(args: argparse.Namespace, settings) -> int:
+    """`tusk backup [FILE] [--with-secrets]`, or `--verify FILE`. BackupError (a ValueError): a one-line error."""
+    from bot.ops import backup
+    from bot.ops.cli import version
 
-    try:
-        if args.command == "backup" and args.verify:
-            if args.file is None:
-                raise backup.BackupError("--verify needs the FILE to check")
-            manifest = backup.verify(args.file)
-            print(f"OK: {len(manifest['files'])} files match the manifest (Tusk {manifest.get('tusk')}, "
-                  f"{manifest.get('created')})")
-        elif args.command == "backup":
-            os.nice(10)  # a backup can wait: the turns of a Tusk running on this home come first
-            target = args.file or Path(backup.default_name())
-            entries = backup.create(settings.home, target, version, with_secrets=args.with_secrets)
-            print(f"Wrote {target} ({len(entries)} files, {sum(e.size for e in entries):,} bytes"
-                  f"{'' if args.with_secrets else '; secrets left out: --with-secrets keeps them'})")
-        elif args.command == "restore":
-            done = restore.restore(args.file, settings.home, version, force=args.force)
-            if done.saved:
-                print(f"What was in {settings.home} is saved in {done.saved}")
-            print(f"Restored {done.files} files into {settings.home}")
-            if done.left_out:
-                print(done.left_out)
-        else:
-            return _import(settings, args)
-    except (backup.BackupError, ImportRefused, ConfigError, OSError, ValueError) as exc:
-        print(f"tusk: {exc}", file=sys.stderr)
-        return 1
+    if args.verify:
+        if args.file is None:
+            raise backup.BackupError("--verify needs the FILE to check")
+        manifest = backup.verify(args.file)
+        print(f"OK: {len(manifest['files'])} files match the manifest (Tusk {manifest.get('tusk')}, "
+              f"{manifest.get('created')})")
+        return 0
+    os.nice(10)  # a backup can wait: the turns of a Tusk running on this home come first
+    target = args.file or Path(backup.default_name())
+    entries = backup.create(settings.home, target, version(), with_secrets=args.with_secrets)
+    print(f"Wrote {target} ({len(entries)} files, {sum(e.size for e in entries):,} bytes"
+          f"{'' if args.with_secrets else '; secrets left out: --with-secrets keeps them'})")
     return 0
 
 
-def _import(settings, args: argparse.Namespace) -> int:
+def restore_command(args: argparse.Namespace, settings) -> int:
+    from bot.ops import restore
+    from bot.ops.cli import version
+
+    done = restore.restore(args.file, settings.home, version(), force=args.force)
+    if done.saved:
+        print(f"What was in {settings.home} is saved in {done.saved}")
+    print(f"Restored {done.files} files into {settings.home}")
+    if done.left_out:
+        print(done.left_out)
+    return 0
+
+
+def import_command(args: argparse.Namespace, settings) -> int:
     """`tusk import`: its lines printed as they come; 1 when folding stopped, 130 after Ctrl-C."""
     import asyncio
 
-    from bot.ops.imports import ImportStopped, run_import
+    from bot.errors import ConfigError
+    from bot.ops.imports import ImportRefused, ImportStopped, run_import
 
     try:
         asyncio.run(run_import(settings, args.source, args.format, args.to, yes=args.yes,
                                say=lambda line: print(line, flush=True), ask=_yes_to))
     except ImportStopped:
         return 1  # its reason is printed already
+    except ConfigError as exc:  # no model to fold with, said after the estimate: the import stops (exit 1)
+        raise ImportRefused(str(exc)) from exc
     except KeyboardInterrupt:
         print("Interrupted: what was written is kept; run the same command again to go on", file=sys.stderr)
         return 130

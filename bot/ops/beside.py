@@ -62,13 +62,16 @@ class LocalApi:
 def forgetting(settings: Settings) -> Iterator[Forget]:
     """The /forget to use for as long as the block runs: the running Tusk's, or the files' own under the lock."""
     from bot.ops import admin
-    from store import open_files
+    from store import opened
+
+    async def here(key: ChatKey, confirm: bool) -> str:  # the store itself: its files, or the database
+        async with opened(settings.home, settings.store_url()) as store:
+            return await admin.forget(store.chats, settings.home, key, confirm)
 
     held = running.exclusive(settings.home, "tusk forget")
     if held is not None:
         try:
-            chats = open_files(settings.home).chats
-            yield lambda key, confirm: admin.forget(chats, settings.home, key, confirm)
+            yield here
         finally:
             held.release()
         return

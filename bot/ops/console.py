@@ -37,7 +37,6 @@ import difflib
 import hashlib
 import time
 from collections.abc import Awaitable, Callable
-from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import pydantic

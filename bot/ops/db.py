@@ -10,10 +10,11 @@ is refused and left as it is.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 from typing import Any
 
-from store.errors import SchemaTooNew, StorageUnavailable, StoreSetupError
+from store.errors import SchemaTooNew
 
 
 async def _run(action: str, url: str) -> str:
@@ -48,14 +49,14 @@ async def _run(action: str, url: str) -> str:
         await db.close()
 
 
-def run(action: str, settings: Any) -> tuple[int, str]:
-    """(exit code, what to print) for `tusk db <action>`."""
+def text(action: str, settings: Any) -> str:
+    """What `tusk db <action>` prints; StoreSetupError and StorageUnavailable for bot/ops/cli.py to map."""
     if settings.database_url is None:
-        return 0, (f"Tusk keeps its data in files under {settings.home} (TUSK_DATABASE_URL is not set): "
-                   "there is no database schema to " + ("upgrade." if action == "upgrade" else "show."))
-    try:
-        return 0, asyncio.run(_run(action, settings.database_url.get_secret_value()))
-    except StoreSetupError as exc:
-        return 2, f"tusk: {exc}"
-    except StorageUnavailable as exc:
-        return 1, f"tusk: {exc}"
+        return (f"Tusk keeps its data in files under {settings.home} (TUSK_DATABASE_URL is not set): "
+                "there is no database schema to " + ("upgrade." if action == "upgrade" else "show."))
+    return asyncio.run(_run(action, settings.database_url.get_secret_value()))
+
+
+def command(args: argparse.Namespace, settings: Any) -> int:
+    print(text(args.action, settings))
+    return 0

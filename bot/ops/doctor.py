@@ -16,6 +16,7 @@ Platform tokens are checked with one plain HTTPS call each (Telegram `getMe`, Sl
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import os
 import shutil
@@ -255,6 +256,11 @@ async def _mcp(settings: Settings) -> list[Check]:
 
 def exit_code(checks: list[Check]) -> int:
     return 1 if any(c.verdict == "fail" for c in checks) else 0
+
+
+def command(args: argparse.Namespace, settings: Settings) -> int:
+    """`tusk doctor [--no-model]` (called by bot/ops/cli.py)."""
+    return report(settings, model=not args.no_model)
 
 
 def report(settings: Settings, source: SettingsFile | None = None, model: bool = True) -> int:

@@ -7,12 +7,14 @@ when it changes, so an approval counts from the sender's next message.
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 from datetime import datetime, timezone
 
 from aiohttp import web
 
 from bot.access.pairing import Approval, PairingError, PairingStore, Request
+from bot.config import Settings
 
 
 def _when(ts: float) -> str:
@@ -45,6 +47,14 @@ def revoke(store: PairingStore, target: str) -> str:
         raise LookupError(f"no approval for {target!r} and no pending code like it (see `tusk pairing list`)")
     return "\n".join(f"Revoked {_who(item)}" if isinstance(item, Approval) else f"Dropped the request {item.code} "
                      f"of {_who(item)}" for item in gone)
+
+
+def command(args: argparse.Namespace, settings: Settings) -> int:
+    """`tusk pairing list | approve CODE | revoke TARGET` (called by bot/ops/cli.py)."""
+    store = PairingStore(settings.home, settings.pairing_ttl * 60, settings.pairing_max_pending)
+    print(listing(store) if args.action == "list" else
+          approve(store, args.code) if args.action == "approve" else revoke(store, args.target))
+    return 0
 
 
 def _row(item: Approval | Request) -> dict[str, object]:

@@ -12,6 +12,7 @@ Either way it is the chat `terminal:<chat>`, with the same memory and the same s
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 from pathlib import Path
 
@@ -47,6 +48,12 @@ async def _settled(home: Path) -> running.Holder | None:
         await asyncio.sleep(0.1)
         there = running.holder(home)
     return there
+
+
+def command(args: argparse.Namespace, settings: Settings) -> int:
+    """`tusk chat [--chat NAME]` (called by bot/ops/cli.py)."""
+    asyncio.run(chat(settings, args.chat))
+    return 0
 
 
 async def chat(settings: Settings, name: str) -> None:

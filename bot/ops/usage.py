@@ -252,8 +252,13 @@ def budget_clear(home: Path, limits_settings: LimitSettings, chat: ChatKey) -> s
             f"({'none' if usd is None else money(usd)}" + (f"; {tokens:,} tokens" if tokens is not None else "") + ").")
 
 
-def run(args: argparse.Namespace, settings: Any) -> str:
-    """`tusk usage` or `tusk budget [ACTION]`: the text to print. LookupError/ValueError: a one-line error."""
+def run(args: argparse.Namespace, settings: Any) -> int:
+    """`tusk usage` or `tusk budget [ACTION]` (called by bot/ops/cli.py). LookupError/ValueError: a one-line error."""
+    print(_answer(args, settings))
+    return 0
+
+
+def _answer(args: argparse.Namespace, settings: Any) -> str:
     home, limits_settings = settings.home, settings.limit_settings()
     if args.command == "usage":
         try:

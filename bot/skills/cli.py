@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import argparse
 
-COMMANDS = frozenset({"skills"})
-
-
-def add_arguments(sub) -> None:
-    skills = sub.add_parser("skills", help="the skills (playbooks in $TUSK_HOME/skills): which are offered, and why not")
+def add_arguments(command) -> None:
+    """`command`: bot/ops/cli.py's (name, handler, help) -> parser."""
+    skills = command("skills", "bot.skills.cli:run",
+                     "the skills (playbooks in $TUSK_HOME/skills): which are offered, and why not")
     actions = skills.add_subparsers(dest="action", metavar="ACTION", required=True)
     actions.add_parser("list", help="every skill found: its source, offered or not and why, the chats it goes to")
 

@@ -1,7 +1,8 @@
 """The configuration reference, generated from the settings themselves (a MkDocs hook, mkdocs.yml `hooks:`).
 
 `reference_markdown()` renders one table per section of `.env.example` (`# --- Title ---`): each
-variable of `bot.config.Settings` with its type, default and constraints read from the field, and its
+variable of `bot.config.Settings` (the fields of its concern models, bot/config/) with its type, default
+and constraints read from the field (`OrUnset[int]` reads "integer (or unset)"), and its
 description read from the comment lines above it in `.env.example` (a run of variables right after
 one comment block shares it; a comment after the value on the same line counts too). The build fails
 (`ReferenceMismatch`) when a setting has no description there, or `.env.example` sets a variable that

@@ -94,7 +94,8 @@ class _Chat:
 
 
 class Seen:
-    """Which source ids the chats already hold, read-only (the check before anything is written)."""
+    """Which source ids the chats already hold (the check before anything is written). Opened read-write but never
+    created: a run killed mid-write leaves a hot WAL that only a writable connection may recover."""
 
     def __init__(self, home: Path) -> None:
         self.home = home
@@ -111,7 +112,7 @@ class Seen:
     def _db(self, key: tuple[str, str]) -> sqlite3.Connection | None:
         if key not in self.dbs:
             path = ChatFiles.locate(self.home, *key).dir / RECORD
-            self.dbs[key] = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True) if path.exists() else None
+            self.dbs[key] = sqlite3.connect(f"{path.as_uri()}?mode=rw", uri=True) if path.exists() else None
         return self.dbs[key]
 
     def __call__(self, key: tuple[str, str], source_id: str) -> bool:
