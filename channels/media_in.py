@@ -125,8 +125,11 @@ class MediaIntake:
 
     async def attach(self, msg: InboundMessage, files: Sequence[Remote], tell: Tell) -> InboundMessage | None:
         """`msg` with its files kept as attachments; a refusal is told in the chat (not for group chatter,
-        which gets no reply). None when nothing is left to publish (no caption, no file taken)."""
-        taken = await self.take(msg.key, files if files and await self.wanted(msg) else [])
+        which gets no reply). None when nothing is left to publish (no caption, no file taken). Group chatter
+        whose chat does not listen is published as it came, its files never fetched."""
+        if not files or not await self.wanted(msg):
+            return msg
+        taken = await self.take(msg.key, files)
         if (reply := taken.reply()) and msg.addressed:
             await tell(msg.key, reply)
         if not taken.attachments and not msg.text.strip():

@@ -147,10 +147,7 @@ class MediaStore:
                 if f"-{tag}-" in old.path:
                     return Attachment(kind, name or shown, mime, old.size, old.path, duration)
         stem = f"{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{tag or os.urandom(6).hex()}-{shown}"
-        try:
-            kept = await handle.keep_media(stem, chunks, cap)
-        except ValueError:
-            raise MediaRefused(f"That file is over {cap / MB:.0f} MB, the most I take.") from None
+        kept = await handle.keep_media(stem, _capped(chunks, cap), cap)
         await self._enforce_caps(key, keep=kept.path)
         return Attachment(kind, name or shown, mime, kept.size, kept.path, duration)
 
@@ -168,6 +165,18 @@ class MediaStore:
             logger.info("removed %s (%d bytes) from %s: the chat's media is over its cap", old.path, old.size, key)
         if drop:
             await self.remove(key, drop)
+
+
+async def _capped(chunks: AsyncIterable[bytes], cap: int) -> AsyncIterator[bytes]:
+    """`chunks`, refused (MediaRefused) the moment they pass `cap` bytes: the store drops what it wrote. The
+    refusal is told here rather than read from the store's own ValueError, which a path Tusk will not follow
+    (memory/paths.py UnsafePathError) also is."""
+    written = 0
+    async for piece in chunks:
+        written += len(piece)
+        if written > cap:
+            raise MediaRefused(f"That file is over {cap / MB:.0f} MB, the most I take.")
+        yield piece
 
 
 async def chunks_of(data: bytes, size: int = 1 << 16) -> AsyncIterable[bytes]:

@@ -1,5 +1,8 @@
-"""What a Tusk keeps for a chat, as tests read it: the files backend's own files (`on_disk`, `files`), and
-through the store seam (store/base.py) for tests that run on either backend (`session`)."""
+"""What a Tusk keeps for a chat, as tests read it: the files backend's own files (`on_disk`, `files`,
+`media_path`, `media_folder`), and through the store seam (store/base.py) for tests that run on either
+backend (`session`, `chat`, `append`)."""
+
+from pathlib import Path
 
 from bot.events import ChatKey
 from memory.paths import ChatFiles
@@ -30,3 +33,19 @@ async def append(app, channel: str, chat_id: str, messages) -> None:
     """Messages appended to the chat through the app's store, as a turn saves them."""
     opened = await app.chats.open(ChatKey(channel, chat_id))
     await app.chats.append(opened, messages)
+
+
+def media_path(media, key: ChatKey, attachment) -> Path:
+    """Where a file a `MediaStore` kept (an Attachment or a KeptFile: its `path` is "media/<name>") is on
+    disk, under the chat's folder (the files backend)."""
+    return media.chats.files(key).dir / attachment.path
+
+
+def media_folder(media, key: ChatKey) -> Path:
+    """The chat's media/ folder under a `MediaStore`'s home (the files backend)."""
+    return media.chats.files(key).dir / "media"
+
+
+async def put_settings(chats, key: ChatKey, settings) -> None:
+    """A chat's settings replaced through a ChatStore (`app.chats`, a MediaStore's `chats`), as /listen does."""
+    await chats.put_settings(await chats.open(key), settings)

@@ -210,8 +210,9 @@ async def test_unaddressed_and_bot_messages_are_ignored(tusk_dc, dc, fake_llm):
 
 async def test_each_thread_keeps_its_own_memory(tusk_dc, dc, fake_llm, tmp_path):
     """A message in a thread is keyed by the thread id, apart from its parent channel."""
+    fake_llm.script(Reply(text="noted"))  # short: not streamed, so the one message sent is the final reply
     await dc.message(dc.thread, dc.alice, f"{dc.mention} in the thread", guild=dc.guild)
-    await dc.wait_for(lambda: dc.sent)  # the session file is written before the reply goes out
+    await dc.wait_for(lambda: dc.sent)  # the session file is written before the final reply goes out
     assert dc.sent[0]["channel_id"] == dc.thread
     assert (tmp_path / f"data/chats/discord/{dc.thread}/session.jsonl").exists()
     assert not (tmp_path / f"data/chats/discord/{dc.channel}").exists()

@@ -139,12 +139,13 @@ async def test_a_turn_cut_short_by_a_crash_is_answered_after_restart(fake_llm, t
 async def test_tusk_forget_also_removes_messages_waiting_for_a_replay(tmp_path):
     """`tusk forget` lists and deletes the chat's journaled messages, so a restart cannot bring them back."""
     from bot.ops import admin
+    from store.files.chats import FileChats
 
     home = tmp_path / "data"
     (home / "chats/telegram/42").mkdir(parents=True)
     Inbox(home / "inbox.jsonl").record(InboundMessage(ChatKey("telegram", "42"), "my secret", "7"))
     Inbox(home / "inbox.jsonl").record(InboundMessage(ChatKey("telegram", "43"), "not mine", "8"))
-    report = await admin.forget(home, ChatKey("telegram", "42"), confirm=True)
+    report = await admin.forget(FileChats(home), home, ChatKey("telegram", "42"), confirm=True)
     assert "deleted 1 message waiting to be answered after a crash (inbox.jsonl)" in report
     held = running.claim(home, "tusk run")
     try:

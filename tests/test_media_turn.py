@@ -189,7 +189,7 @@ async def test_memory_command_shows_the_chats_files(media_tusk, fake_llm):
     """/memory says how many files the chat keeps and their size."""
     await upload(media_tusk, "m", ("n.txt", b"hello world", "text/plain"))
     (reply,) = await media_tusk.say("m", "/memory")
-    assert "Files: 1 (1 KB in media/)" in reply
+    assert "\nFiles: 1 file, 1 KB" in reply
 
 
 async def test_image_token_estimate_is_a_fixed_figure(media_tusk, fake_llm):

@@ -14,7 +14,6 @@ from bot.app import TuskApp
 from bot.events import ChatKey
 from bot.tools.box import ToolContext
 from bot.tools.reminders import ReminderTools
-from memory import chat_settings
 from memory.chat_settings import ChatSettings
 from memory.files import append_history
 from memory.move import move_chat
@@ -62,7 +61,7 @@ async def quiet(tg, fake_llm, sent, requests):
 
 async def test_service_messages_are_no_turns_and_nothing_is_kept(app, tg, fake_llm):
     """Joins, leaves (the bot's own too), pins, titles, topics, video chats, timers: no turn, nothing saved."""
-    chat_settings.write(kept.files(app, "telegram", "-1004001"), ChatSettings(listen=True))
+    await kept.put_settings(app.chats, ChatKey("telegram", "-1004001"), ChatSettings(listen=True))
     services = [{"new_chat_members": [BOT, BOB]}, {"new_chat_members": [BOB]}, {"left_chat_member": BOT},
                 {"left_chat_member": BOB}, {"new_chat_title": "Hikers 2"}, {"group_chat_created": True},
                 {"pinned_message": message(tg, SUPER, text="meet at 9")},
@@ -95,9 +94,10 @@ async def test_group_upgrade_takes_the_chats_memory_along_once(app, tg, fake_llm
     append_history(old, "The group planned a hike.")
     (old.media).mkdir()
     (old.media / "photo.jpg").write_bytes(b"jpeg")
-    chat_settings.write(old, ChatSettings(listen=True))
-    ctx = ToolContext(ChatKey("telegram", "-4001"), old, sender_id="7", sender_name="Alice", is_group=True)
-    await ReminderTools(app.schedules).set_reminder(ctx, "bring water", "in 2 hours")
+    await kept.put_settings(app.chats, ChatKey("telegram", "-4001"), ChatSettings(listen=True))
+    ctx = ToolContext(ChatKey("telegram", "-4001"), await kept.chat(app, "telegram", "-4001"), app.chats,
+                      sender_id="7", sender_name="Alice", is_group=True)
+    await ReminderTools(app.schedules).set_reminder(ctx, "bring water", when="in 2 hours")
     tg.migrate(-4001, -1004001)
     tg.migrate(-4001, -1004001)  # both notices again, as a re-delivery would: moved once, nothing lost
     push(tg, SUPER, **mention("@tusk_bot where do we meet?"))
@@ -106,7 +106,7 @@ async def test_group_upgrade_takes_the_chats_memory_along_once(app, tg, fake_llm
     assert "the old mill" in prompt and "Meeting point" in prompt
     new = kept.files(app, "telegram", "-1004001")
     assert not old.dir.exists() and (new.media / "photo.jpg").read_bytes() == b"jpeg"
-    assert "planned a hike" in new.history.read_text() and chat_settings.read(new).listen
+    assert "planned a hike" in new.history.read_text() and (await kept.chat(app, "telegram", "-1004001")).prefs.listen
     assert [r.key.chat_id for r in app.schedules.of(ChatKey("telegram", "-1004001"))] == ["-1004001"]
     assert [m.content for m in kept.on_disk(app, "telegram", "-1004001").unconsolidated if m.role == "user"] == [
         "the meeting point is the old mill", "where do we meet?"]
@@ -202,14 +202,14 @@ async def test_group_senders_channels_and_entities(app, tg, fake_llm):
 
 async def test_linked_channel_posts_are_kept_as_the_channels_when_the_group_listens(app, tg, fake_llm):
     """A linked channel's automatic forward is never a turn; a listening group keeps it, said by the channel."""
-    chat_settings.write(kept.files(app, "telegram", "-1004001"), ChatSettings(listen=True))
+    await kept.put_settings(app.chats, ChatKey("telegram", "-1004001"), ChatSettings(listen=True))
     push(tg, SUPER, {"id": 777000, "is_bot": False, "first_name": "Telegram"}, sender_chat=CHANNEL,
          is_automatic_forward=True, forward_origin={"type": "channel", "date": 1, "chat": CHANNEL, "message_id": 9},
          text="Trail 4 reopens Monday")
     await tg.wait_for(lambda: kept.on_disk(app, "telegram", "-1004001").unconsolidated)
-    (kept,) = kept.on_disk(app, "telegram", "-1004001").unconsolidated
-    assert (kept.sender_id, kept.sender_name) == ("-1009999", "Hiking News")
-    assert kept.content == "[a post of the linked channel Hiking News]\nTrail 4 reopens Monday"
+    (post,) = kept.on_disk(app, "telegram", "-1004001").unconsolidated
+    assert (post.sender_id, post.sender_name) == ("-1009999", "Hiking News")
+    assert post.content == "[a post of the linked channel Hiking News]\nTrail 4 reopens Monday"
     await quiet(tg, fake_llm, 0, 0)
 
 
@@ -235,8 +235,9 @@ async def test_unreadable_updates_are_skipped_once_and_polling_goes_on(app, tg, 
 
 
 async def test_webhook_skips_what_it_does_not_answer(start_tusk, tg, fake_llm, caplog):
-    """Edits, channel posts, inline queries, join requests, newer kinds and unreadable updates are
-    taken (200) and skipped, logged once per kind and never with their text; the webhook goes on answering."""
+    """Edits, channel posts, inline queries, join requests, newer kinds and unreadable updates are taken (200) and
+    skipped, logged once per kind and never with their text; a button press that stops no reply is answered so;
+    the webhook goes on answering."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -264,8 +265,9 @@ async def test_webhook_skips_what_it_does_not_answer(start_tusk, tg, fake_llm, c
     assert last_prompt(fake_llm).endswith("answer me")
     skipped = [r.getMessage() for r in caplog.records if r.getMessage().startswith(("skipping Telegram", "skipping a"))]
     assert len(skipped) == 7 and any("edited_message" in s for s in skipped) and not any("news" in s for s in skipped)
-    assert not any("callback_query" in s for s in skipped)  # a button press is read (a Stop button), not skipped
-    assert any("cannot read" in s for s in skipped)
+    assert any("cannot read" in s for s in skipped) and not any("callback_query" in s for s in skipped)
+    answered = [(p["callback_query_id"], p["text"]) for m, p in tg.calls if m == "answerCallbackQuery"]
+    assert answered == [("1", "That reply is already finished.")]  # (the fake refuses it: it never sent query 1)
     assert not any("secret words" in r.getMessage() or r.levelno >= logging.CRITICAL for r in caplog.records)
 
 
