@@ -30,3 +30,8 @@ async def append(app, channel: str, chat_id: str, messages) -> None:
     """Messages appended to the chat through the app's store, as a turn saves them."""
     opened = await app.chats.open(ChatKey(channel, chat_id))
     await app.chats.append(opened, messages)
+
+
+def cached(app, channel: str, chat_id: str) -> bool:
+    """Does the running app still hold the chat's session in its cache (the files backend's loaded sessions)?"""
+    return app.chats.sessions.cached(files(app, channel, chat_id)) is not None
