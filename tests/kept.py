@@ -49,3 +49,8 @@ def media_folder(media, key: ChatKey) -> Path:
 async def put_settings(chats, key: ChatKey, settings) -> None:
     """A chat's settings replaced through a ChatStore (`app.chats`, a MediaStore's `chats`), as /listen does."""
     await chats.put_settings(await chats.open(key), settings)
+
+
+def cached(app, channel: str, chat_id: str) -> bool:
+    """Does the running app still hold the chat's session in its cache (the files backend's loaded sessions)?"""
+    return app.chats.sessions.cached(files(app, channel, chat_id)) is not None

@@ -174,7 +174,7 @@ async def test_memory_forms_from_the_conversation_and_forget_removes_it(tusk, br
         expect(page.locator("tr[data-chat='http:carol']")).to_have_count(0)
 
     await browser.run(scenario)
-    assert not files.dir.exists() and tusk.store.cached(files) is None  # gone from the disk and the running cache
+    assert not files.dir.exists() and not kept.cached(tusk, "http", "carol")  # gone from the disk and the running cache
 
 
 async def test_edit_memory_makes_a_version_and_restore_brings_it_back(tusk, browser):

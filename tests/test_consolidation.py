@@ -7,6 +7,7 @@ import time
 import pytest
 
 from bot.app import TuskApp
+from bot.events import ChatKey
 from memory import files as memfiles
 from bot.consolidation import MAX_FAILURES, ChatStats
 from memory.consolidate import pick_cut
@@ -66,7 +67,7 @@ async def test_over_budget_consolidates_to_half_at_a_turn_boundary(small, fake_l
     assert session.last_consolidated > 0 and session.unconsolidated[0].role == "user"
     assert memfiles.read_memory(files) == "- likes tea\n" and len(memfiles.history_entries(files)) >= 1
     budget = app.consolidator.budget
-    assert app.agent.context.fixed_tokens(files) + session.tokens <= budget.limit
+    assert app.agent.context.fixed_tokens(await kept.chat(app, "http", "c")) + session.tokens <= budget.limit
     calls = [b for b in fake_llm.requests if is_consolidation(b)]
     assert calls and calls[0]["tool_choice"]["function"]["name"] == "save_memory"
     assert all(b["temperature"] == 0 for b in calls)  # a summary, not a creative reply
@@ -134,7 +135,7 @@ async def test_oversized_memory_is_rejected_and_shrink_requested(small, fake_llm
     fake_llm.responder = respond
     await chat(app, "big", 14)
     files = kept.files(app, "http", "big")
-    stats = app.consolidator.stats[files.dir]
+    stats = app.consolidator.stats[ChatKey("http", "big")]
     assert "over 100 tokens" in stats.last_error and stats.shrink and not files.memory.exists()
     stats.retry_at = 0  # the backoff has passed
     await chat(app, "big", 1)

@@ -1,9 +1,11 @@
 """Group chats that know who said what, and /forget me: three members on Telegram's fake, end to end."""
 
 import json
+from datetime import timezone
 
 import pytest
 
+from bot.events import ChatKey
 from tests.fakes.fake_llm import Reply, attributing_responder
 from tests.fakes.fake_telegram import FakeTelegram
 from tests.legality import violations
@@ -127,8 +129,9 @@ async def test_forget_me_removes_one_member_from_every_file(tusk, tg, fake_llm):
     assert "espresso-8b2" in files.history.read_text() and "Bob said" in files.history.read_text()
     session = kept.on_disk(tusk, "telegram", str(GROUP))
     assert {m.sender_id for m in session.unconsolidated if m.role == "user"} <= {"8", "9"}
-    assert not tusk.memory_tools.index.has(files)
-    hits = tusk.memory_tools.index.search(files, "gecko mint tea kayak tandem drink")
+    key = ChatKey("telegram", str(GROUP))
+    assert not tusk.store.search.holds(key)
+    hits = await tusk.store.search.search(key, "gecko mint tea kayak tandem drink", 5, timezone.utc)
     assert hits and not any(c in h.text for h in hits for c in ("gecko", "mint-tea", "kayak", "tandem"))
     assert legal(fake_llm)
 

@@ -22,10 +22,9 @@ def is_consolidation(body):
     return "long-term memory of one chat" in (body["messages"][0].get("content") or "")
 
 
-def preload(tusk, chat, n):
-    session = kept.on_disk(tusk, "http", chat)
-    tusk.store.append(session, [Message("user" if i % 2 == 0 else "assistant", f"m{i} {FILLER}") for i in range(n)])
-    return session
+async def preload(tusk, chat, n):
+    await kept.append(tusk, "http", chat, [Message("user" if i % 2 == 0 else "assistant", f"m{i} {FILLER}")
+                                           for i in range(n)])
 
 
 @pytest.mark.parametrize("raw", ['{"history_entry": "Talked.\tAbout tea.", "memory_update": "- likes\ttea"}',
@@ -36,7 +35,7 @@ async def test_save_memory_as_local_servers_write_it_is_read(make_settings, fake
     fake_llm.responder = lambda body: Reply(text=None, tool_calls=[("c", "save_memory", raw)]) \
         if is_consolidation(body) else Reply(text="sure")
     async with running(make_settings(TUSK_CONTEXT_WINDOW=2048)) as tusk:
-        preload(tusk, "tab", 12)
+        await preload(tusk, "tab", 12)
         await tusk.say("tab", "hello")
         await tusk.agent.aclose()
         assert "likes" in memfiles.read_memory(kept.files(tusk, "http", "tab"))
@@ -66,7 +65,7 @@ async def test_a_reply_waits_behind_at_most_one_round(make_settings, fake_llm):
         return Reply(text="ok")
     fake_llm.responder = respond
     async with running(make_settings(TUSK_CONTEXT_WINDOW=2048)) as tusk:
-        preload(tusk, "slow", 30)
+        await preload(tusk, "slow", 30)
         await tusk.say("slow", "first")  # over budget: rounds continue in the background after the reply
         await asyncio.sleep(0.1)
         sent = asyncio.get_running_loop().time()
@@ -145,7 +144,7 @@ async def test_a_server_that_cuts_prompts_is_named_once(make_settings, fake_llm,
     fake_llm.responder = lambda body: Reply(text="ok", usage={"prompt_tokens": 300, "completion_tokens": 1,
                                                              "total_tokens": 301})
     async with running(make_settings(TUSK_CONTEXT_WINDOW=16384)) as tusk:
-        preload(tusk, "trunc", 20)
+        await preload(tusk, "trunc", 20)
         await tusk.say("trunc", "hi")
         await tusk.say("trunc", "again")
         warnings = [r for r in caplog.records if "cuts long prompts" in r.getMessage()]

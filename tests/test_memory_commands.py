@@ -80,7 +80,7 @@ async def test_forget_counts_in_words_and_names_only_what_the_settings_hold(tusk
     memfiles.append_history(files, "Said hello.")
     memfiles.write_memory(files, "- one\n")
     memfiles.write_memory(files, "- two\n")
-    chat_settings.write(files, chat_settings.ChatSettings(model="fast"))
+    await tusk.chats.put_settings(await kept.chat(tusk, "http", "p"), chat_settings.ChatSettings(model="fast"))
     listing = (await tusk.say("p", "/forget"))[0]
     assert "- 1 history entry (HISTORY.md)" in listing and "- 1 earlier memory version" in listing
     assert "- 2 session messages (session.jsonl)" in listing

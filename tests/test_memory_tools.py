@@ -3,10 +3,12 @@
 import asyncio
 import time
 
+from bot.events import ChatKey
 from memory import files as memfiles
 from memory.question import read
 from memory.search import HistorySearch, match_expression
 from memory.session import Message
+from store.base import Entry
 from tests.fakes.fake_llm import Reply
 from tests.outbox import attach
 from tests import kept
@@ -14,17 +16,16 @@ from tests import kept
 DAY = 86_400
 
 
-def seed(app, chat, entries=(), messages=(), consolidated=0):
+async def seed(app, chat, entries=(), messages=(), consolidated=0):
     """Give a chat HISTORY.md entries [(days ago, text)] and session messages [(role, text)]."""
-    session = kept.on_disk(app, "http", chat)
     now = time.time()
     for days, text in entries:
-        memfiles.append_history(session.files, text, when=now - days * DAY)
+        await app.chats.handle(ChatKey("http", chat)).append_history(Entry(now - days * DAY, text))
     if messages:
-        app.store.append(session, [Message(role, text, ts=now - 40 * DAY) for role, text in messages])
+        await kept.append(app, "http", chat, [Message(role, text, ts=now - 40 * DAY) for role, text in messages])
     if consolidated:
-        app.store.set_pointer(session, consolidated)
-    return session.files
+        await app.chats.set_pointer(await kept.chat(app, "http", chat), consolidated)
+    return kept.files(app, "http", chat)
 
 
 def searching(query, limit=5):
@@ -33,7 +34,7 @@ def searching(query, limit=5):
 
 async def test_search_finds_last_months_decision_with_its_date(tusk, fake_llm):
     """"What did we decide about the trip last month?" finds the HISTORY.md entry, dated, best first."""
-    seed(tusk, "trip", entries=[(60, "Talked about the weather in Oslo."),
+    await seed(tusk, "trip", entries=[(60, "Talked about the weather in Oslo."),
                                 (31, "We decided the trip goes to Lisbon in May; Bob books the trains."),
                                 (20, "Ann asked for a pasta recipe.")])
     fake_llm.script(searching("decide trip"), Reply(text="Lisbon, in May."))
@@ -47,7 +48,7 @@ async def test_search_finds_last_months_decision_with_its_date(tusk, fake_llm):
 
 async def test_search_covers_consolidated_messages_not_the_recent_ones(tusk, fake_llm):
     """Messages past the consolidation pointer are searched; those still in the prompt are not."""
-    seed(tusk, "c", messages=[("user", "my locker code is 4711"), ("assistant", "noted, 4711"),
+    await seed(tusk, "c", messages=[("user", "my locker code is 4711"), ("assistant", "noted, 4711"),
                               ("user", "the locker is on floor 3"), ("assistant", "ok")], consolidated=2)
     hits = HistorySearch().search(kept.files(tusk, "http", "c"), "locker")
     assert [(h.source, h.text) for h in hits] == [("user", "my locker code is 4711"), ("assistant", "noted, 4711")]
@@ -56,7 +57,7 @@ async def test_search_covers_consolidated_messages_not_the_recent_ones(tusk, fak
 
 async def test_search_follows_appends_and_rewrites(tusk):
     """New entries are found without a rebuild; a hand-edited HISTORY.md is read again whole."""
-    files = seed(tusk, "inc", entries=[(3, "We planned the garden.")])
+    files = await seed(tusk, "inc", entries=[(3, "We planned the garden.")])
     search = HistorySearch()
     assert len(search.search(files, "garden")) == 1
     memfiles.append_history(files, "The garden gets tomatoes.")
@@ -77,7 +78,7 @@ def test_match_expression_quotes_words_and_drops_stop_words():
 
 async def test_chat_b_cannot_find_chat_a_history(tusk, fake_llm):
     """search_history only ever reads the files of the chat that runs it."""
-    seed(tusk, "a", entries=[(1, "Alice's secret: the safe code is 1234.")],
+    await seed(tusk, "a", entries=[(1, "Alice's secret: the safe code is 1234.")],
          messages=[("user", "safe code 1234"), ("assistant", "ok")], consolidated=2)
     fake_llm.script(searching("Alice secret safe code"), Reply(text="nothing"))
     await tusk.say("b", "what is the safe code?")
@@ -135,7 +136,7 @@ async def test_remember_refuses_past_the_memory_cap_and_posts_nothing(make_setti
 async def test_remember_waits_for_a_running_consolidation(tusk, fake_llm):
     """remember() takes the chat's memory lock, so a consolidation rewriting MEMORY.md cannot drop the fact."""
     files = kept.files(tusk, "http", "lock")
-    lock = tusk.consolidator.lock(files.dir)
+    lock = tusk.consolidator.lock(ChatKey("http", "lock"))
     await lock.acquire()  # as a consolidation holds it between reading and rewriting MEMORY.md
     fake_llm.script(Reply(text=None, tool_calls=[("m1", "remember", {"fact": "new fact"})]), Reply(text="ok"))
     turn = asyncio.create_task(tusk.say("lock", "remember new fact"))
@@ -149,14 +150,13 @@ async def test_remember_waits_for_a_running_consolidation(tusk, fake_llm):
 
 async def test_results_name_the_speakers_and_show_the_neighbours(tusk, fake_llm):
     """A message hit is shown with its speaker, the bot as itself, and the messages before and after it."""
-    session = kept.on_disk(tusk, "http", "group")
-    tusk.store.append(session, [
+    await kept.append(tusk, "http", "group", [
         Message("user", "Ana, what are your plans for the summer?", ts=time.time() - 90 * DAY, sender_id="2",
                 sender_name="Bob"),
         Message("user", "Hiking the Inca trail in Peru!", ts=time.time() - 90 * DAY + 60, sender_id="1",
                 sender_name="Ana"),
         Message("assistant", "That sounds wonderful, Ana.", ts=time.time() - 90 * DAY + 120)])
-    tusk.store.set_pointer(session, 3)
+    await tusk.chats.set_pointer(await kept.chat(tusk, "http", "group"), 3)
     fake_llm.script(searching("What are Ana's plans for the summer?"), Reply(text="Peru."))
     await tusk.say("group", "where is Ana going this summer?")
     result = fake_llm.requests[1]["messages"][-1]["content"].splitlines()

@@ -8,7 +8,7 @@ from bot.commands.persona import persona_command
 from bot.events import ChatKey
 from memory.chats import export
 from memory.paths import ChatFiles
-from memory.session import SessionStore
+from store import open_files
 from tests import kept
 
 
@@ -65,13 +65,13 @@ async def test_forget_deletes_the_persona_and_export_carries_it(tusk, fake_llm, 
 
 async def test_in_a_group_only_admins_change_the_persona(tmp_path):
     """A member who is not an admin may read the persona but not set or reset it."""
-    store = SessionStore(tmp_path)
+    chats, key = open_files(tmp_path).chats, ChatKey("telegram", "-100")
     files = ChatFiles.locate(tmp_path, "telegram", "-100")
-    ctx = CommandContext(ChatKey("telegram", "-100"), files, store.get("telegram", "-100"), store, "m",
-                         may_erase=False, is_group=True)
+    ctx = CommandContext(key, await chats.open(key), chats, "m", may_erase=False, is_group=True)
     command = persona_command()
     assert "only its administrators" in await command.fn(ctx, "Be loud.")
     assert not files.persona.exists()
-    admin = CommandContext(ctx.key, files, ctx.session, store, "m", may_erase=True, is_group=True)
+    admin = CommandContext(key, await chats.open(key), chats, "m", may_erase=True, is_group=True)
     assert (await command.fn(admin, "Be loud.")).startswith("Persona set")
+    ctx = CommandContext(key, await chats.open(key), chats, "m", may_erase=False, is_group=True)
     assert "Be loud." in await command.fn(ctx, "")

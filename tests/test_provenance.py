@@ -2,12 +2,19 @@
 
 import re
 
+from bot import remembering
+from bot.events import ChatKey
 from memory import files as memfiles
 from memory import tombstones
 from tests.conftest import running
 from tests.fakes.fake_llm import Reply, last_user_text
 from tests.test_console_api import call
 from tests import kept
+
+async def forgotten(tusk, chat):
+    """The chat's tombstones (forgotten.json), as its store keeps them."""
+    return await remembering.stones(tusk.chats.handle(ChatKey("http", chat)))
+
 
 FACT = re.compile(r"\bmy (\w[\w ]*?) is ([\w' -]+)", re.IGNORECASE)
 
@@ -74,12 +81,12 @@ async def test_a_forgotten_fact_stays_forgotten_until_said_again(tusk, fake_llm)
     files = kept.files(tusk, "http", "f")
     assert "green tea" not in memfiles.read_memory(files) and "Lisbon" in memfiles.read_memory(files)
     await tusk.say("f", "/new")
-    assert "green tea" not in memfiles.read_memory(files) and tombstones.load(files)
+    assert "green tea" not in memfiles.read_memory(files) and await forgotten(tusk, "f")
     request = fake_llm.requests[-1]["messages"][0]["content"]
     assert "Do not re-add them" in request and "drink: green tea" in request
     await tusk.say("f", "my drink is green tea again, really")
     await tusk.say("f", "/new")
-    assert "drink: green tea" in memfiles.read_memory(files) and not tombstones.load(files)
+    assert "drink: green tea" in memfiles.read_memory(files) and not await forgotten(tusk, "f")
     assert "green tea again" in (await tusk.say("f", "/memory why drink"))[0]
 
 
@@ -115,25 +122,21 @@ async def test_a_model_copying_the_forgotten_notice_brings_nothing_back(tusk, fa
     assert memfiles.read_memory(files) == "- city: Lisbon\n"
     last_entry = memfiles.history_entries(files)[-1]
     assert "They talked." in last_entry and "Rex" not in last_entry and "forgotten" not in last_entry
-    assert tombstones.load(files)  # still forgotten: nothing said it again
+    assert await forgotten(tusk, "n")  # still forgotten: nothing said it again
     request = fake_llm.requests[-1]["messages"][0]["content"]
     assert "dog: Rex the beagle" in request and "\n- dog: Rex the beagle" not in request  # no memory-shaped line
 
 
-def test_the_older_notice_form_is_recognised_as_the_forgotten_fact(tmp_path):
+def test_the_older_notice_form_is_recognised_as_the_forgotten_fact():
     """`- fact (forgotten DATE)`, the notice's older form, and its bracketed or quoted variants are the forgotten
     fact itself: enforce drops them; a fact that merely mentions forgetting stays as written."""
-    from memory.paths import ChatFiles
-
-    files = ChatFiles(tmp_path / "chat")
-    files.dir.mkdir()
-    memfiles.write_memory(files, "- dog: Rex the beagle\n- Ann forgot her keys (again)\n")
-    tombstones.forget(files, [f for f in tombstones.facts(memfiles.read_memory(files)) if "dog" in f.line])
+    memory = "- dog: Rex the beagle\n- Ann forgot her keys (again)\n"
+    memory, stones = tombstones.forget(memory, [], [f for f in tombstones.facts(memory) if "dog" in f.line])
     copied = ("- dog: Rex the beagle (forgotten 2026-12-04 19:54 UTC)\n- \"dog: Rex the beagle\" [forgotten 2026-12-04]\n"
               "- forgotten 2026-12-04 19:54 UTC: \"dog: Rex the beagle\"\n- Ann forgot her keys (again)\n"
               "- Ann said \"hi\"\n")
-    assert tombstones.enforce(files, memfiles.read_memory(files), copied, []) == (
-        "- Ann forgot her keys (again)\n- Ann said \"hi\"\n")
+    assert tombstones.enforce(stones, memory, copied, []) == (
+        "- Ann forgot her keys (again)\n- Ann said \"hi\"\n", stones)
 
 
 async def test_forget_is_undone_by_memory_undo(tusk, fake_llm):

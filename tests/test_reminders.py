@@ -174,13 +174,15 @@ async def test_forget_from_the_cli_removes_reminders_and_a_running_bot_drops_the
     """`tusk forget` lists and removes a chat's saved reminders; one still held by a running bot never fires."""
     from bot.ops import admin
     from bot.events import ChatKey
+    from store import open_files
 
     fake_llm.script(setting("in 0.8 seconds", "call Bob"), Reply(text="ok"))
     async with started(make_settings) as (app, box):
         await say(app, box, "eve", "remind me soon to call Bob")
         key = ChatKey("http", "eve")
-        assert "1 reminder or schedule (removed" in await admin.forget(app.settings.home, key, confirm=False)
-        report = await admin.forget(app.settings.home, key, confirm=True)
+        chats = open_files(app.settings.home).chats  # the CLI's own store over the same home
+        assert "1 reminder or schedule (removed" in await admin.forget(chats, app.settings.home, key, confirm=False)
+        report = await admin.forget(chats, app.settings.home, key, confirm=True)
         assert "deleted 1 reminder or schedule (removed from reminders.json)" in report and stored(app) == []
         await asyncio.sleep(1.2)
     assert reminder_requests(fake_llm) == [] and box.to("eve") == ["ok"]

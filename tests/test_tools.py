@@ -78,7 +78,7 @@ async def test_bound_methods_with_context_and_constraints():
     fn = box.schemas[0]["function"]
     assert fn["name"] == "greet" and fn["description"] == "Greet someone.\n\nLonger explanation."
     assert fn["parameters"]["required"] == ["name"]
-    ctx = ToolContext(key=None, files=None)
+    ctx = ToolContext(key=None, chat=None)
     ok = await box.run(ToolCall("1", "greet", '{"name": "Bo", "times": 2}'), ctx)
     assert ok.for_model() == "hi hi Bo" and seen == [ctx]
     bad = await box.run(ToolCall("2", "greet", '{"name": "Bartholomew"}'), ctx)

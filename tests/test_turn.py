@@ -132,18 +132,24 @@ async def test_workspace_files_and_own_memory_in_system_prompt(tusk, fake_llm):
     assert "Miso" in sys_a and "Miso" not in json.dumps(fake_llm.requests[1])
 
 
-def test_system_prompt_follows_every_change_of_its_files(tmp_path):
+async def test_system_prompt_follows_every_change_of_its_files(tmp_path):
     """The prompt is kept between turns but rebuilt when MEMORY.md or AGENTS.md changes, even to the same size."""
     from bot.context import ContextBuilder
+    from bot.events import ChatKey
     from memory import files as memfiles
     from memory.paths import ChatFiles
+    from store import open_files
 
-    builder = ContextBuilder(tmp_path, "Tusk", [])
+    builder, chats = ContextBuilder(tmp_path, "Tusk", []), open_files(tmp_path).chats
     files = ChatFiles.locate(tmp_path, "http", "a")
-    assert "nothing remembered yet" in builder.system_prompt(files)
+
+    async def prompt():  # as a turn builds it: from the chat as the store loads it
+        return builder.system_prompt(await chats.open(ChatKey("http", "a")))
+
+    assert "nothing remembered yet" in await prompt()
     memfiles.write_memory(files, "- likes tea")
-    assert "- likes tea" in builder.system_prompt(files)
+    assert "- likes tea" in await prompt()
     files.memory.write_text("- likes tee")  # edited in place, same size
-    assert "- likes tee" in builder.system_prompt(files)
+    assert "- likes tee" in await prompt()
     (tmp_path / "AGENTS.md").write_text("Be brief.")
-    assert "Be brief." in builder.system_prompt(files)
+    assert "Be brief." in await prompt()

@@ -234,10 +234,15 @@ class FileChat:
         memfiles.append_history(self.files, entry.text, entry.at, entry.until)
 
     async def replace_history(self, entries: Sequence[Entry]) -> None:
-        if not entries and not self.files.history.exists():
+        """HISTORY.md rewritten whole with `entries`; what a person wrote above its first entry is kept."""
+        old = _read(self.files.history)
+        if not entries and old is None:
             return
+        first = memfiles.ENTRY_HEADING.search(old or "")
+        preamble = (old or "")[:first.start() if first else None].strip()
         self.files.ensure()
-        memfiles.write_atomic(self.files.history, "".join(f"{e.heading}\n\n" for e in entries))
+        memfiles.write_atomic(self.files.history, (f"{preamble}\n\n" if preamble else "")
+                              + "".join(f"{e.heading}\n\n" for e in entries))
 
     async def doc(self, name: str) -> str | None:
         if name not in DOCS:
