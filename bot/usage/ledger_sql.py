@@ -114,6 +114,13 @@ def limit_key(salt: bytes, kind: str, channel: str | None, ident: str | None) ->
     return hmac.new(salt, f"{kind}\0{channel}\0{ident}".encode(), hashlib.sha256).digest()
 
 
+def _costliest(r: Row) -> tuple:
+    """Costliest first, then most calls; ties in the order of the ids (None first, as SQL sorts NULL), so that
+    both databases list them alike."""
+    return (r.cost_usd is None, -(r.cost_usd or 0), -r.calls, r.channel is not None, r.channel or "",
+            r.key is not None, r.key or "")
+
+
 def _add(a: float | None, b: float | None) -> float | None:
     return b if a is None else a if b is None else a + b
 
@@ -237,7 +244,7 @@ class SqlLedger:
         rows = self._rows(f"SELECT {keys}, {SUMS} FROM {self.table} {hint} WHERE {where} GROUP BY {group}", args)
         if by != "day":
             result = [Row(*r) for r in rows]
-            return sorted(result, key=lambda r: (r.cost_usd is None, -(r.cost_usd or 0), -r.calls))
+            return sorted(result, key=_costliest)
         days: dict[str, list] = {}
         for _, bucket, *sums in rows:
             day = datetime.fromtimestamp(bucket * BUCKET_S, zone).date().isoformat()
