@@ -128,3 +128,34 @@ def pg_url(pg_server):
     url = pg_server.new_database()
     yield url
     pg_server.drop_database(url.rsplit("/", 1)[1])
+
+
+def migrated(url: str) -> None:
+    """The database at `url` brought to the current schema (store/postgres/migrations.py), from sync code."""
+    import asyncio
+    import concurrent.futures
+
+    from store.postgres import migrations
+    from store.postgres.pool import Database
+
+    async def upgrade() -> None:
+        db = Database(url)
+        await db.open()
+        try:
+            await migrations.require_current(db)
+        finally:
+            await db.close()
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:  # its own event loop, whoever runs this test's
+        pool.submit(asyncio.run, upgrade()).result()
+
+
+@pytest.fixture
+def shared_db(pg_url):
+    """The test database at the current schema, through the sync pool of the shared stores (closed after)."""
+    from store.postgres.pool import SyncDatabase
+
+    migrated(pg_url)
+    db = SyncDatabase(pg_url)
+    yield db
+    db.close()

@@ -78,7 +78,7 @@ class PriceCheck:
 
     def _seen(self, model: str) -> tuple[int, int]:
         """(calls with a cost, calls without) of the model in the ledger's last days; (0, 0) without a ledger."""
-        if self.ledger is None or not self.ledger.path.is_file():
+        if self.ledger is None or not self.ledger.exists():
             return 0, 0
         return self.ledger.model_calls(model, self.since)
 
