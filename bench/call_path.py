@@ -2,8 +2,10 @@
 
 Against a real OpenAI-compatible server on 127.0.0.1 that answers at once (tests/fakes/fake_llm.py):
 the same request (Tusk's system prompt and tool schemas, a short conversation) sent directly with
-aiohttp and through `bot.llm.LLM.complete` (litellm), whole and streamed, with litellm's defaults
-and with its documented logging switches off. Medians over `calls` requests after a warm-up.
+aiohttp, through `bot.llm.LLM.complete` with its own client on the OpenAI wire (bot/llm/direct.py, the
+default) and through `LLM.complete` with litellm (TUSK_LLM_CLIENT=litellm), whole and streamed, litellm
+with its defaults and with its documented logging switches off. Medians over `calls` requests after a
+warm-up.
 
     python bench/call_path.py [--calls 200]
 """
@@ -27,7 +29,7 @@ import aiohttp  # noqa: E402
 
 from bot.context import ContextBuilder  # noqa: E402
 from bot.events import ChatKey, InboundMessage  # noqa: E402
-from bot.llm import LLM, LLMSettings, litellm  # noqa: E402
+from bot.llm import LLM, LLMSettings, litellm, load_litellm  # noqa: E402
 from bot.stream import Live  # noqa: E402
 from bot.tools.box import BUILTIN_TOOLS, ToolBox  # noqa: E402
 from memory.session import Message  # noqa: E402
@@ -72,13 +74,17 @@ async def call_path(calls: int) -> None:
         messages, tools = await request(Path(tmp))
     async with FakeLLM() as fake, aiohttp.ClientSession() as http:
         fake.responder = lambda body: Reply(text=ANSWER)
-        llm = LLM(LLMSettings(model="openai/fake-model", api_base=fake.base_url, api_key="sk-bench", retries=0))
+        llm = LLM(LLMSettings(model="openai/fake-model", api_base=fake.base_url, api_key="sk-bench", retries=0,
+                              direct=False))
+        own = LLM(LLMSettings(model="openai/fake-model", api_base=fake.base_url, api_key="sk-bench", retries=0))
+        load_litellm().result()  # loaded before the measures (the litellm path needs it)
         url = f"{fake.base_url}/chat/completions"
         rows = []
         for stream in (False, True):
             body = {"model": "fake-model", "messages": messages, "tools": tools,
                     **({"stream": True, "stream_options": {"include_usage": True}} if stream else {})}
             plain = await timed(calls, lambda: direct(http, url, body))
+            mine = await timed(calls, lambda: own.complete(messages, tools, live=Live(None) if stream else None))
             through = []
             for switches in ({}, TUNED):
                 lib = litellm()
@@ -89,13 +95,15 @@ async def call_path(calls: int) -> None:
                                                                        live=Live(None) if stream else None)))
                 for k, v in before.items():
                     setattr(lib, k, v)
-            rows.append(("streamed" if stream else "whole", plain, *through))
+            rows.append(("streamed" if stream else "whole", plain, mine, *through))
         await llm.aclose()
+        await own.aclose()
     print(f"one chat request ({len(json.dumps(messages)) // 1024} KiB prompt, {len(tools)} tools), median of {calls}:")
-    print(f"{'reply':>9} {'direct HTTP':>12} {'via litellm':>12} {'share':>8} {'logging off':>12} {'share':>8}")
-    for kind, plain, default, tuned in rows:
-        print(f"{kind:>9} {plain:>9.2f} ms {default:>9.2f} ms {default - plain:>5.2f} ms "
-              f"{tuned:>9.2f} ms {tuned - plain:>5.2f} ms")
+    print(f"{'reply':>9} {'raw aiohttp':>12} {'Tusk direct':>12} {'share':>8} {'via litellm':>12} {'share':>8} "
+          f"{'logging off':>12}")
+    for kind, plain, mine, default, tuned in rows:
+        print(f"{kind:>9} {plain:>9.2f} ms {mine:>9.2f} ms {mine - plain:>5.2f} ms {default:>9.2f} ms "
+              f"{default - plain:>5.2f} ms {tuned:>9.2f} ms")
 
 
 if __name__ == "__main__":

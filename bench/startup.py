@@ -3,14 +3,18 @@
 Starts the real `tusk` as a child process (a clean environment, a fresh data dir, the loopback
 fake LLM of tests/fakes/) a few times and measures, from the moment the process is spawned:
 
-- `tusk run`: the first 200 from `/healthz` (and the CPU time used until then); then the reply to a message posted at that moment
-  (it waits for litellm, which loads in the background); RSS when ready and once idle after it.
+- `tusk run`: the first 200 from `/healthz` (and the CPU time used until then); then the reply to a message
+  posted at that moment, and how long after ready its bytes came (litellm still loads in the background
+  then: the request goes out on the OpenAI wire directly, bot/llm/direct.py); RSS when ready and once idle
+  after it. Three models: `openai/fake-model` (a model litellm does not know) and `openai/gpt-4o-mini` (one
+  it knows: its window comes from litellm's list) at the fake server, and `openai/tiny` at the real
+  llama.cpp server on 127.0.0.1:18790 when one answers there (`--local-port`).
 - `tusk run` with Telegram: the first `getUpdates` the fake Telegram server sees (from then on
   messages are taken and journaled).
 - `tusk chat` (in a pseudo-terminal): the prompt; then the reply to a first line typed at once;
   RSS at the prompt and idle after the reply.
 
-    python bench/startup.py [--runs 5]
+    python bench/startup.py [--runs 5] [--local-port 18790]
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import statistics
 import sys
 import tempfile
 import time
+import urllib.request
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -73,9 +78,9 @@ async def until(check: Callable[[], Awaitable[bool]], timeout: float = 60.0) -> 
         await asyncio.sleep(0.005)
 
 
-async def run_http(llm: FakeLLM) -> dict[str, float]:
+async def run_http(llm: FakeLLM, model: str = "openai/fake-model", base: str | None = None) -> dict[str, float]:
     home, port = tempfile.mkdtemp(prefix="tusk-startup-"), free_port()
-    env = clean_env(home, TUSK_MODEL="openai/fake-model", TUSK_API_BASE=llm.base_url, TUSK_API_KEY="sk-bench",
+    env = clean_env(home, TUSK_MODEL=model, TUSK_API_BASE=base or llm.base_url, TUSK_API_KEY="sk-bench",
                     TUSK_HTTP_PORT=str(port), TUSK_HTTP_TOKEN="off")
     url = f"http://127.0.0.1:{port}"
     started = time.monotonic()
@@ -94,9 +99,10 @@ async def run_http(llm: FakeLLM) -> dict[str, float]:
             ready, ready_rss, ready_cpu = time.monotonic() - started, rss_mb(proc.pid), cpu_s(proc.pid)
             async with client.post(f"{url}/v1/chats/bench/messages", json={"text": "hello"}) as resp:
                 assert resp.status == 200, await resp.text()
-            first = time.monotonic() - started
+            first, first_cpu = time.monotonic() - started, cpu_s(proc.pid)
             await asyncio.sleep(IDLE)
-            return {"ready": ready, "CPU to ready": ready_cpu, "first reply": first, "RSS ready": ready_rss,
+            return {"ready": ready, "CPU to ready": ready_cpu, "first reply": first,
+                    "reply after ready": first - ready, "CPU to reply": first_cpu, "RSS ready": ready_rss,
                     "RSS idle": rss_mb(proc.pid)}
     finally:
         proc.kill()
@@ -160,10 +166,10 @@ async def run_chat(llm: FakeLLM) -> dict[str, float]:
         ready, ready_rss, ready_cpu = time.monotonic() - started, rss_mb(proc.pid), cpu_s(proc.pid)
         os.write(master, b"hello\r")
         await shows(PROMPT, await shows(b"Tusk>", at))  # the reply, then the next prompt
-        first = time.monotonic() - started
+        first, first_cpu = time.monotonic() - started, cpu_s(proc.pid)
         await asyncio.sleep(IDLE)
-        return {"prompt": ready, "CPU to prompt": ready_cpu, "first reply": first, "RSS prompt": ready_rss,
-                "RSS idle": rss_mb(proc.pid)}
+        return {"prompt": ready, "CPU to prompt": ready_cpu, "first reply": first, "reply after prompt": first - ready,
+                "CPU to reply": first_cpu, "RSS prompt": ready_rss, "RSS idle": rss_mb(proc.pid)}
     finally:
         loop.remove_reader(master)
         proc.kill()
@@ -180,15 +186,32 @@ def report(name: str, runs: list[dict[str, float]]) -> None:
               f"[{fmt.format(min(values))}-{fmt.format(max(values))}]")
 
 
-async def main(runs: int) -> None:
+def local_server(port: int) -> str | None:
+    base = f"http://127.0.0.1:{port}/v1"
+    try:
+        with urllib.request.urlopen(f"{base}/models", timeout=2) as resp:
+            return base if resp.status == 200 else None
+    except OSError:
+        return None
+
+
+async def main(runs: int, local_port: int) -> None:
+    local = local_server(local_port)
     async with FakeLLM() as llm:
-        for name, scenario in (("tusk run (HTTP only): /healthz", run_http),
-                               ("tusk run with Telegram: polling", run_telegram),
-                               ("tusk chat: the prompt", run_chat)):
+        scenarios = [("tusk run (HTTP only), openai/fake-model at the fake server", run_http),
+                     ("tusk run (HTTP only), openai/gpt-4o-mini (litellm knows it) at the fake server",
+                      lambda fake: run_http(fake, "openai/gpt-4o-mini")),
+                     *([(f"tusk run (HTTP only), openai/tiny at the llama.cpp server on :{local_port}",
+                         lambda fake: run_http(fake, "openai/tiny", local))] if local else []),
+                     ("tusk run with Telegram: polling", run_telegram),
+                     ("tusk chat: the prompt", run_chat)]
+        for name, scenario in scenarios:
             report(name, [await scenario(llm) for _ in range(runs)])
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
-    asyncio.run(main(parser.parse_args().runs))
+    parser.add_argument("--local-port", type=int, default=18790, help="a real llama.cpp server's port")
+    args = parser.parse_args()
+    asyncio.run(main(args.runs, args.local_port))

@@ -33,6 +33,7 @@ from bot.llm import LLM, LLMReply
 from bot.llm.choice import ModelChoices
 from bot.fitting import PromptFit
 from bot.llm.learned import Learner
+from bot.llm.slots import housekeeping
 from bot.llm.streams import StreamCut
 from bot.media import Attached, MediaReader
 from bot.media import turn as media_turn
@@ -107,6 +108,10 @@ class ChatAgent:
         self._turns = 0  # turns running now, in any chat
         self._idle = asyncio.Event()
         self._idle.set()
+
+    def busy(self) -> bool:
+        """Whether a turn is running now, in any chat (housekeeping requests wait: bot/llm/slots.py)."""
+        return self._turns > 0
 
     async def until_idle(self) -> None:
         """Return once no turn is running (background consolidation waits for it: replies go first)."""
@@ -397,7 +402,7 @@ class ChatAgent:
         """Consolidate this chat if it is over budget (the post-turn hook and the scheduled sweep)."""
         chat = await self.chats.open(key)
         assert self.consolidator is not None
-        with usage.scope(key, None, "consolidation", self._zone(chat)):
+        with usage.scope(key, None, "consolidation", self._zone(chat)), housekeeping():  # replies go first
             await self.consolidator.run(chat, lambda: self.context.fixed_tokens(chat), background=True)
 
     def _truncate(self, text: str) -> str:

@@ -49,11 +49,13 @@ from bot.skills.views import skills_command
 from bot.stop import Stops, stop_command
 from bot.tools.tasks import Tasks
 from bot.tools.box import BUILTIN_TOOLS, ToolBox
+from bot.llm.slots import Preempted
 from bot.llm.warmup import ModelWarmup
 from bot.llm.choice import ModelChoices
 from bot.commands.model import model_command
 from bot.usage.ledger import Ledger
 from bot.usage.limits import Limits
+from bot.version import installed as installed_version
 from bot.usage import meter as usage
 from bot.usage.meter import Meter
 from bot.usage.prices import configured_prices
@@ -66,7 +68,7 @@ from bot.speech.replies import voice_replies
 from channels.base import Access, Channel
 from memory import chat_settings, tokens
 from bot.consolidation import Consolidator
-from memory.consolidate import Budget
+from memory.consolidate import Budget, Deferred
 from memory.media import MediaStore
 from memory.paths import private_dir
 from store import Store, open_store
@@ -179,7 +181,8 @@ class TuskApp:
                                    self.chats)
         self.checkins = CheckIns(self.schedules)
         reminders = ReminderTools(self.schedules)
-        self.tasks = Tasks(settings.task_settings(self.consolidator.budget.limit), self.llm.complete,
+        self.tasks = Tasks(settings.task_settings(self.consolidator.budget.limit),
+                           self.llm.slots.retrying(self.llm.complete),
                            ToolBox([self.memory_tools.search_history]), self.bus.publish, settings.bot_name)
         self.stops.also(self.tasks.stop)
         self.mcp = _mcp_hub(settings)
@@ -216,7 +219,9 @@ class TuskApp:
                                chat_commands, consolidator=self.consolidator, learner=self.learner, media=media,
                                drafts=self.bus.draft, streaming=settings.stream_settings(), models=self.choices,
                                stops=self.stops, voice=self.voice, runs=self.schedules.turns)
-        self.consolidator.idle = self.agent.until_idle  # background rounds wait for the replies
+        # replies first: background rounds wait for the turns, and on a one-slot server yield to them (bot/llm/slots.py)
+        self.llm.slots.busy, self.llm.slots.idle = self.agent.busy, self.agent.until_idle
+        self.consolidator.idle = self.llm.slots.quiet
         self.consolidator.tools_available = lambda: context.tools_available
         self.consolidator.instructions_for = self.checkins.instructions  # open items, where check-ins are on
         self.skills.tools_available = lambda: context.tools_available  # no tools: no read_skill, so no skills
@@ -234,7 +239,7 @@ class TuskApp:
         from bot.ops import backup
 
         await asyncio.to_thread(backup.scheduled, self.settings.home, self.settings.backup_dir,
-                                self.settings.backup_keep, backup.tusk_version())
+                                self.settings.backup_keep, installed_version())
 
     def _spend_lines(self, ctx: CommandContext) -> Sequence[str]:
         """/status: today's spend against the limits that apply to this chat (bot/usage/view.py)."""
@@ -252,6 +257,8 @@ class TuskApp:
             with usage.scope(person=None, purpose=purpose):  # the chat's, as housekeeping: no person
                 reply = await self.llm.complete(messages, tools or None, tool_choice=forced, temperature=0,
                                                 model=self.settings.consolidation_model, max_tokens=max_tokens)
+        except Preempted as exc:  # a reply went first: the round is sent again later (memory/consolidate.py)
+            raise Deferred(str(exc)) from exc
         except ContextOverflow as exc:
             if not self.settings.consolidation_model:  # the chat model's window: learn it for the chats too
                 self.learner.learn_window(exc)
@@ -273,11 +280,11 @@ class TuskApp:
             await self.voice.ready()  # the language model of voice replies (bot/speech/language.py)
 
     async def _handle(self, msg: InboundMessage) -> None:
-        await self.warmup.ready()  # the first turns after a start wait for litellm ("typing..." meanwhile)
+        await self.warmup.settled()  # the first turns after a start wait for the tokenizer and the window
         await self.agent.handle(msg)
 
     async def _consolidate(self, key: ChatKey) -> None:
-        await self.warmup.ready()  # the budget is settled first
+        await self.warmup.settled()  # the budget is settled first
         await self.agent.consolidate(key)
 
     def add(self, channel: C) -> C:

@@ -31,8 +31,8 @@ from typing import Any
 from bot import remembering
 from bot.errors import LLMError
 from memory import provenance, tombstones
-from memory.consolidate import (ENTRY_TOKENS, Budget, ConsolidationFailed, MemoryTooLong, Summary, parse_summary,
-                                settle)
+from memory.consolidate import (ENTRY_TOKENS, Budget, ConsolidationFailed, Deferred, MemoryTooLong, Summary,
+                                parse_summary, settle)
 from memory.keys import ChatKey
 from memory.round_request import SAVE_MEMORY, Round, chunk_cut, transcript
 from memory.session import Message
@@ -44,6 +44,7 @@ logger = logging.getLogger(__name__)
 
 MAX_ROUNDS = 5
 MAX_FAILURES = 3
+MAX_DEFERRED = 100  # rounds of one run sent again after a reply went first, before the run gives way
 BACKOFF = 30.0  # seconds before a chat's next round after a failure, doubled per failure
 MAX_BACKOFF = 900.0
 
@@ -95,17 +96,23 @@ class Consolidator:
         asked again before each round because MEMORY.md changes. `force` (for /new) consolidates every whole
         turn, over budget or not, and ignores a backoff. `background` runs wait for `idle()` before each round."""
         stats = self.stats.setdefault(chat.key, ChatStats())
-        session, done = chat.session, 0
-        for _ in range(rounds):
+        session, done, deferred = chat.session, 0, 0
+        while done < rounds:
             if not force and (not self.over_budget(chat, fixed_tokens()) and done == 0
                               or time.time() < stats.retry_at):
                 break
             if background and self.idle is not None:
                 await self.idle()
-            async with self.lock(chat.key):
-                excess = session.tokens if force else fixed_tokens() + session.tokens - self.budget.target
-                if excess <= 0 or not await self._round(chat, excess, stats, whole=force):
-                    break
+            try:
+                async with self.lock(chat.key):
+                    excess = session.tokens if force else fixed_tokens() + session.tokens - self.budget.target
+                    if excess <= 0 or not await self._round(chat, excess, stats, whole=force):
+                        break
+            except Deferred:  # a reply went first (bot/llm/slots.py): the same chunk again once it is out
+                deferred += 1
+                if not background or self.idle is None or deferred > MAX_DEFERRED:
+                    break  # the next turn's hook or the sweep starts it again
+                continue
             done += 1
         return done
 

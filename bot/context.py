@@ -130,10 +130,9 @@ class ContextBuilder:
         parts.append(f"## Memory of this chat (MEMORY.md)\n\n{MEMORY_FRAME}\n\n" + (memory or "(empty: nothing remembered yet)"))
         if self.tool_schemas and not self.tools_available:
             parts.append(NO_TOOLS)
-        elif self.tool_schemas:
-            lines = [f"- {t['function']['name']}: {t['function']['description'].splitlines()[0]}"
-                     for t in self.tool_schemas]
-            parts.append("## Tools\n\n" + "\n".join(lines))
+        elif self.tool_schemas:  # named only: each one's description comes with its schema
+            names = ", ".join(t["function"]["name"] for t in self.tool_schemas)
+            parts.append(f"## Tools\n\n{names} (described with the tools).")
         if note:
             parts.append(note)
         return "\n\n".join(parts)

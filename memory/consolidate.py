@@ -21,9 +21,11 @@ marked `[raw]` and the pointer moves anyway, so a broken model cannot make a cha
 After a failure the chat's next round waits (30 s, doubling to 15 min) and takes half the chunk.
 
 Replies first: a run started in the background (the post-turn hook, the sweep) waits before
-each round until no chat turn is running (`idle`), so on a server that answers one request
-at a time a reply waits behind at most the one round already sent. A turn over budget runs
-one round itself and otherwise leaves its oldest turns out of that request.
+each round until no chat turn is running (`idle`). On a server that answers one request at a time
+the LLM boundary also cuts off a round in flight when a reply's request comes (bot/llm/slots.py):
+the model call raises `Deferred`, nothing of the round is written (its answer never came), and the
+run waits for `idle` again and sends the same chunk. A turn over budget runs one round itself and
+otherwise leaves its oldest turns out of that request.
 
 Nothing here calls a model or touches a file.
 """
@@ -78,6 +80,11 @@ class Summary:
 
 class ConsolidationFailed(Exception):
     pass
+
+
+class Deferred(Exception):
+    """The model call did not answer so that a person's reply could go first (a one-slot model server:
+    bot/llm/slots.py): nothing of the round is written, and the run waits and sends the same chunk again."""
 
 
 class MemoryTooLong(ConsolidationFailed):

@@ -4,6 +4,7 @@ import asyncio
 import json
 import shutil
 import signal
+import sqlite3
 import sys
 
 import aiohttp
@@ -52,46 +53,51 @@ def held_litellm(tmp_path):
     return {"PYTHONPATH": str(folder), "HOLD_LITELLM_UNTIL": str(release)}, release
 
 
-async def test_run_serves_and_journals_while_litellm_loads(fake_llm, tmp_path):
-    """With litellm's import held: /healthz answers, a Telegram message is journaled and "typing" shown; the
-    reply comes once the import is let through."""
+async def test_run_answers_while_litellm_loads_then_goes_through_it(fake_llm, tmp_path):
+    """With litellm's import held: /healthz answers and a Telegram message is journaled and answered, its
+    request sent on the OpenAI wire directly and recorded in the usage ledger; once the import is through,
+    with TUSK_LLM_CLIENT=litellm the next turn's request goes through litellm."""
     hold, release = held_litellm(tmp_path)
     async with FakeTelegram() as tg:
         env = env_for(fake_llm, tmp_path, TUSK_HTTP_PORT="0", TELEGRAM_BOT_TOKEN=tg.token,
-                      TELEGRAM_API_BASE=tg.base_url, TELEGRAM_ALLOW_FROM="7", **hold)
+                      TELEGRAM_API_BASE=tg.base_url, TELEGRAM_ALLOW_FROM="7", TUSK_LLM_CLIENT="litellm", **hold)
         proc = await procs.start_tusk("run", env=env, stdout=asyncio.subprocess.PIPE,
-                                      stderr=asyncio.subprocess.DEVNULL)
+                                      stderr=asyncio.subprocess.PIPE)
         line = (await asyncio.wait_for(proc.stdout.readline(), timeout=60)).decode()
         url, _ = api_from(line)
         async with aiohttp.ClientSession() as client, client.get(f"{url}/healthz") as resp:
             assert resp.status == 200
         tg.push_message(chat_id=42, text="are you there?", user_id=7)
-        inbox = tmp_path / "data/inbox.jsonl"
-        await tg.wait_for(lambda: inbox.exists() and "are you there?" in inbox.read_text(), timeout=30)
-        await tg.wait_for(lambda: any(m == "sendChatAction" for m, _ in tg.calls), timeout=30)
-        assert not any(m == "sendMessage" for m, _ in tg.calls) and not fake_llm.requests
-        release.touch()
         await tg.wait_for(lambda: any(m == "sendMessage" for m, _ in tg.calls), timeout=procs.FIRST_TURN)
         sent = [p for m, p in tg.calls if m == "sendMessage"]
-        assert "are you there?" in sent[0]["text"] and len(fake_llm.requests) == 1
+        assert "are you there?" in sent[0]["text"] and fake_llm.agents == ["tusk-direct"]
+        with sqlite3.connect(tmp_path / "data/usage.sqlite") as db:
+            rows = db.execute("SELECT chat, purpose, model, input_tokens, estimated FROM calls").fetchall()
+        assert len(rows) == 1 and rows[0][:3] == ("42", "reply", "openai/fake-model") and rows[0][3] > 0
+        assert rows[0][4] == 0  # the server's own count, not an estimate
+        release.touch()
+        while b"litellm loaded" not in await asyncio.wait_for(proc.stderr.readline(), timeout=procs.FIRST_TURN):
+            pass
+        tg.push_message(chat_id=42, text="and now?", user_id=7)
+        await tg.wait_for(lambda: sum(m == "sendMessage" for m, _ in tg.calls) == 2, timeout=30)
+        assert fake_llm.agents[1].startswith("AsyncOpenAI")  # litellm's OpenAI client
         proc.send_signal(signal.SIGTERM)
+        await asyncio.gather(proc.stdout.read(), proc.stderr.read())
         assert await asyncio.wait_for(proc.wait(), timeout=30) == 0
-        await proc.stdout.read()
 
 
-async def test_chat_prompts_while_litellm_loads(fake_llm, tmp_path):
-    """`tusk chat` shows its prompt with litellm's import held; the first line is answered once it is through."""
+async def test_chat_answers_while_litellm_loads(fake_llm, tmp_path):
+    """`tusk chat` shows its prompt and answers its first line with litellm's import held (the default client:
+    the OpenAI wire directly, before and after the import)."""
     hold, release = held_litellm(tmp_path)
     proc = await procs.start_tusk("chat", env=env_for(fake_llm, tmp_path, **hold), stdin=asyncio.subprocess.PIPE,
                                   stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL)
     assert await asyncio.wait_for(proc.stdout.readuntil(b"you> "), timeout=60)
     proc.stdin.write(b"hello there\n")
     await proc.stdin.drain()
-    await asyncio.sleep(0.3)  # time enough to answer, were litellm not held
-    assert not fake_llm.requests
-    release.touch()
     reply = await asyncio.wait_for(proc.stdout.readuntil(b"you> "), timeout=procs.FIRST_TURN)
-    assert b"hello there" in reply and len(fake_llm.requests) == 1
+    assert b"hello there" in reply and fake_llm.agents == ["tusk-direct"]
+    release.touch()
     proc.stdin.close()
     assert await asyncio.wait_for(proc.wait(), timeout=30) == 0
     await proc.stdout.read()

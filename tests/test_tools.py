@@ -35,7 +35,7 @@ async def test_chat_tools_are_offered_with_schemas_from_their_signatures(tusk, f
     search = schema(tusk, "search_history")["parameters"]
     assert search["required"] == ["query"] and search["properties"]["limit"] == {
         "type": "integer", "default": 5, "minimum": 1, "maximum": 20,
-        "description": "How many results to return, best first."}
+        "description": "How many results, best first."}
     assert schema(tusk, "list_reminders")["parameters"]["properties"] == {}
     assert not any("ctx" in t["function"]["parameters"].get("properties", {}) for t in tusk.tools.schemas)
 
@@ -109,3 +109,23 @@ def test_when_refuses_what_it_cannot_read(when):
     """Anything else is a ValueError that lists the accepted forms."""
     with pytest.raises(ValueError, match="ISO time"):
         parse_when(when, BERLIN, datetime(2026, 1, 1, tzinfo=BERLIN) + timedelta(0))
+
+
+def test_the_first_turns_fixed_prompt_stays_lean(tmp_path, monkeypatch):
+    """A new chat's system prompt and default tool schemas stay under 1,400 tokens as Tusk counts them (the
+    provider counts fewer: bench/prompt.py), and the system prompt names each tool once, without repeating
+    its description."""
+    from bot.app import TuskApp
+    from bot.config import load_settings
+    from bot.events import ChatKey, InboundMessage
+    from memory.paths import ChatFiles
+
+    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.agents/skills of this machine's
+    app = TuskApp(load_settings(TUSK_HOME=str(tmp_path / "data"), TUSK_MODEL="openai/fake-model"))
+    files = ChatFiles.locate(tmp_path / "data", "http", "new")
+    tools = app.tools.for_chat(InboundMessage(ChatKey("http", "new"), "hi", sender_id="u")).schemas
+    prompt = app.agent.context.system_prompt(files)
+    assert app.agent.context.fixed_tokens(files) < 1400 and len(tools) >= 8
+    for schema in tools:
+        name, description = schema["function"]["name"], schema["function"]["description"]
+        assert prompt.count(name) >= 1 and description.splitlines()[0] not in prompt

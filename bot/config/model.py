@@ -31,6 +31,8 @@ class LlmConfig(BaseModel):
     llm_backoff: float = env("TUSK_LLM_BACKOFF", 1.0, ge=0)
     max_reply_tokens: OrUnset[int] = env("TUSK_MAX_REPLY_TOKENS", None, gt=0)
     thinking_budget: OrUnset[int] = env("TUSK_THINKING_BUDGET", None, ge=1024)  # Anthropic extended thinking
+    model_slots: OrUnset[int] = env("TUSK_MODEL_SLOTS", None, ge=1)  # requests the server answers at once
+    llm_client: str = env("TUSK_LLM_CLIENT", "direct", pattern=r"^(direct|litellm)$")  # the OpenAI wire's client
     models: str = env("TUSK_MODELS", "")  # label=model[@IN/OUT],...: the models a chat may pick (bot/usage/prices.py)
 
     def llm_settings(self) -> LLMSettings:
@@ -42,7 +44,7 @@ class LlmConfig(BaseModel):
             api_key=self.api_key.get_secret_value() if self.api_key else None,
             fallbacks=self.fallback_models, timeout=self.llm_timeout, retries=self.llm_retries,
             backoff=self.llm_backoff, max_tokens=self.max_reply_tokens,
-            thinking_budget=self.thinking_budget,
+            thinking_budget=self.thinking_budget, slots=self.model_slots, direct=self.llm_client == "direct",
         )
 
     def model_choices(self) -> dict[str, ModelChoice]:

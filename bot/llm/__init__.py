@@ -1,6 +1,11 @@
 """The LLM boundary: litellm in, Tusk's own types and errors out; what the model's server is and can do.
 
     client.py     `LLM` and its `LLMSettings`: one chat request, retried, then each fallback model
+    direct.py     the OpenAI wire without litellm (aiohttp): `openai/` requests, from the first second after a
+                  start, sent and read as litellm would (`WireError` for what went wrong)
+    slots.py      replies before housekeeping on a server that answers one request at a time (`Slots`,
+                  `housekeeping()`, `Preempted`)
+    catalog.py    litellm's bundled model list read without importing litellm: windows, largest replies, prices
     reply.py      a provider's reply read into `LLMReply` and its `ToolCall`s (`parse`): ids, repaired names
                   and arguments, no `<think>` text, reasoning kept apart, why it finished
     streams.py    a model's stream read back into one reply (`Assembly`, `collect`), feeding who watches it;
@@ -11,6 +16,7 @@
                   Gemini's routes need of a request
     readable.py   an httpx transport for OpenAI-compatible servers (vLLM, LM Studio, llama.cpp, a proxy) that
                   hands their replies to litellm in shapes it reads; imported only when such a client is made
+    shapes.py     those shapes made readable (pure JSON work), for readable.py and direct.py alike
     server.py     small JSON questions to the model's server over aiohttp (`ModelServer`): the models it
                   serves, what its window is
     window.py     the model's real window, and where that figure came from (configured, learned, litellm's
@@ -19,7 +25,8 @@
                   the running Tusk (`Learner`) and kept in $TUSK_HOME/models.json (`ModelBook`)
     loader.py     litellm imported on first use or in a background thread; its model list's window and
                   largest reply for a model
-    warmup.py     what a running Tusk loads once it is up: the tokenizer, litellm, then the model's window
+    warmup.py     what a running Tusk loads once it is up: the tokenizer and the model's window (turns go from
+                  there), the server's slots, then litellm
 
 Callers import from here: `from bot.llm import LLM, LLMSettings, ...`; the modules inside import each
 other, never this file. Importing the package imports neither litellm, nor httpx, nor aiohttp: each waits

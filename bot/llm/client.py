@@ -12,7 +12,11 @@ OpenAI-compatible servers (the `openai/` route with a base URL) litellm is hande
 whose transport reads a message `content` given as a list of parts as its text: litellm's
 own reply model takes only a string there and would refuse the whole reply.
 
-litellm itself is imported on first use or in the background (bot/llm/loader.py).
+litellm itself is imported on first use or in the background (bot/llm/loader.py). `openai/` requests (the
+OpenAI API and every OpenAI-compatible server) go out on the OpenAI wire directly (bot/llm/direct.py): a
+fresh Tusk's first replies do not wait for litellm's import, and each call costs a fraction of litellm's
+(TUSK_LLM_CLIENT=litellm sends them through litellm once it is loaded, directly only until then). Everything above (retries,
+fallbacks, streaming, the meter, the errors) is the same on both paths (tests/test_direct.py).
 """
 
 from __future__ import annotations
@@ -26,9 +30,12 @@ from typing import Any
 
 from bot import logs, metrics
 from bot.errors import LLMError, LLMUnavailable, LLMUnreachable, ModelNotFound, NotAModelServer
-from bot.llm.loader import litellm_loaded
+from bot.llm.direct import DirectClient, body_for, counted_usage
+from bot.llm.direct import route as direct_route
+from bot.llm.loader import litellm_loaded, loaded
 from bot.llm.reply import LLMReply, parse
 from bot.llm.server import served_models
+from bot.llm.slots import Preempted, QuietWatcher, Slots, is_housekeeping
 from bot.llm.streams import StreamCut, StreamEmpty, Watcher, collect
 from bot.llm.translate import translate
 from bot.llm.wire import (GEMINI_ROUTES, for_model, model_name, provider_base, public_url, thinking_options,
@@ -49,6 +56,8 @@ class LLMSettings:
     max_backoff: float = 60.0
     max_tokens: int | None = None
     thinking_budget: int | None = None  # Anthropic extended thinking: tokens it may think (bot/llm/wire.py)
+    slots: int | None = None  # TUSK_MODEL_SLOTS: requests the server answers at once (None: learned or unknown)
+    direct: bool = True  # TUSK_LLM_CLIENT=direct: the OpenAI wire without litellm (bot/llm/direct.py)
 
 
 class LLM:
@@ -63,6 +72,9 @@ class LLM:
         self.on_no_stream: Callable[[str, str, str], None] | None = None
         self.meter: Any = None  # bot/usage/meter.py's Meter: each request checked against the limits, recorded
         self._client: Any = None
+        self.direct = settings.direct  # the OpenAI wire without litellm (bot/llm/direct.py; TUSK_LLM_CLIENT)
+        self._direct: DirectClient | None = None
+        self.slots = Slots(settings.slots)  # who goes first on a one-slot server (bot/llm/slots.py)
 
     async def __aenter__(self) -> LLM:
         return self
@@ -74,6 +86,9 @@ class LLM:
         client, self._client = self._client, None
         if client is not None:
             await client.close()
+        direct, self._direct = self._direct, None
+        if direct is not None:
+            await direct.aclose()
 
     async def _explained(self, error: LLMError, model: str) -> LLMError:
         """`error` with the words a chat user can act on, where the cause is plain."""
@@ -118,7 +133,17 @@ class LLM:
     ) -> LLMReply:
         """One reply for `messages`; raises LLMUnavailable / LLMRejected when none can be had.
         `max_tokens` bounds the reply (else TUSK_MAX_REPLY_TOKENS, if set). With `live`, the reply is
-        streamed into it (bot/llm/streams.py); a stream cut after `live` showed some of it is `StreamCut`."""
+        streamed into it (bot/llm/streams.py); a stream cut after `live` showed some of it is `StreamCut`.
+        On a one-slot server a person's request goes first and housekeeping yields (bot/llm/slots.py:
+        `Preempted`)."""
+        if self.slots.one and is_housekeeping() and live is None:
+            live = QuietWatcher()  # streamed: a closed connection stops the server's generation
+        return await self.slots.run(lambda: self._complete(messages, tools, tool_choice, model, max_tokens, live,
+                                                           temperature))
+
+    async def _complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
+                        tool_choice: str | dict[str, Any] | None, model: str | None, max_tokens: int | None,
+                        live: Watcher | None, temperature: float | None) -> LLMReply:
         models = (model or self.settings.model, *self.settings.fallbacks)
         options = {"tools": tools or None, "tool_choice": tool_choice if tools else None,
                    "max_tokens": max_tokens or self.settings.max_tokens, "temperature": temperature}
@@ -162,6 +187,10 @@ class LLM:
                 reply = await self._once(model, messages, options, live)
                 why = "an empty reply" if _empty(reply) else None
             except StreamEmpty as exc:
+                if isinstance(live, QuietWatcher) and (exc.broken or exc.unfinished):
+                    # housekeeping on a one-slot server that the server itself cut short (llama-cpp-python
+                    # ends a stream when another request waits): later, streamed again, not now and whole
+                    raise Preempted(f"the server ended the stream early ({exc})") from exc
                 why, learn = str(exc), learn and not exc.broken
             if why is not None:
                 logger.warning("the stream from %s brought nothing (%s); asking once more without streaming",
@@ -190,14 +219,21 @@ class LLM:
 
     async def _once(self, model: str, messages: list[dict[str, Any]], options: dict[str, Any],
                     live: Watcher | None = None) -> LLMReply:
-        lib = await litellm_loaded()
         s = self.settings
+        lib = loaded()
+        # while litellm loads, the OpenAI wire goes out directly (bot/llm/direct.py); the rest waits for it
+        # the OpenAI wire goes out directly (bot/llm/direct.py): while litellm loads (the first replies do not
+        # wait for its import), and after it too unless TUSK_LLM_CLIENT=litellm; other routes wait for litellm
+        base = direct_route(model, s.api_base) if self.direct or lib is None else None
+        if base is None:
+            lib = await litellm_loaded()
         kwargs: dict[str, Any] = {"timeout": s.timeout, "num_retries": 0, "max_retries": 0}
         # Ollama runs a model at its own small context and cuts the front of a longer prompt without a word;
         # its native route takes num_ctx (the OpenAI-compatible one ignores it): the window Tusk budgets for.
         num_ctx = self.window if model.startswith(("ollama/", "ollama_chat/")) else None
+        client = self._client_for(model) if base is None else None
         for key, value in (("api_base", provider_base(model, s.api_base)), ("api_key", s.api_key), *options.items(),
-                           ("client", self._client_for(model)), ("num_ctx", num_ctx)):
+                           ("client", client), ("num_ctx", num_ctx)):
             if value is not None:
                 kwargs[key] = value
         kwargs |= thinking_options(model, s.thinking_budget, kwargs)
@@ -207,7 +243,7 @@ class LLM:
         admitted = (self.meter.admit(model, messages, kwargs.get("max_tokens"), kwargs.get("tools"))
                     if self.meter is not None else None)
         try:
-            reply = await self._sent(lib, model, messages, kwargs, live)
+            reply = await self._sent(lib, base, model, messages, kwargs, live)
         except BaseException as exc:
             if admitted is not None:
                 self.meter.release(admitted)
@@ -219,16 +255,28 @@ class LLM:
                               reply.provider_cost, own_output=len(reply.content or "") // 4)
         return reply
 
-    async def _sent(self, lib: Any, model: str, messages: list[dict[str, Any]], kwargs: dict[str, Any],
-                    live: Watcher | None) -> LLMReply:
+    async def _request(self, lib: Any, base: str | None, model: str, messages: list[dict[str, Any]],
+                       kwargs: dict[str, Any]) -> Any:
+        """The request on the wire: through litellm, or (`base`) directly on the OpenAI wire."""
+        messages = for_model(model, messages)
+        if base is None:
+            return await lib.acompletion(model=model, messages=messages, **kwargs)
+        if self._direct is None:
+            self._direct = DirectClient(self.settings.api_key)
+        return await self._direct.send(base, body_for(model, messages, kwargs), self.settings.timeout)
+
+    async def _sent(self, lib: Any, base: str | None, model: str, messages: list[dict[str, Any]],
+                    kwargs: dict[str, Any], live: Watcher | None) -> LLMReply:
         """The request on the wire and its reply read; every failure in Tusk's own errors."""
         timeout = self.settings.timeout
         started = time.monotonic()
         try:  # litellm's timeout bounds each read; a server that trickles bytes is bounded here, stream and all
             async with asyncio.timeout(timeout):
-                response = await lib.acompletion(model=model, messages=for_model(model, messages), **kwargs)
+                response = await self._request(lib, base, model, messages, kwargs)
                 if live is not None:
                     response = await collect(response, live, model)
+                    if base is not None and response.usage is None:  # what litellm counts itself
+                        response.usage = counted_usage(messages, response.choices[0].message)
         except TimeoutError as exc:
             error: LLMError = LLMUnavailable(f"{model} did not answer within {timeout:g}s (TUSK_LLM_TIMEOUT)")
             raise (StreamCut(str(error)) if live is not None and live.shown else error) from exc

@@ -5,7 +5,9 @@ litellm is imported on first use: the import costs seconds, and without
 Tusk starts it in a background thread (`load_litellm`) and requests wait for it there
 (`litellm_loaded`), so nothing blocks the event loop meanwhile.
 
-`model_window(model)` and `model_max_output(model)` read litellm's bundled model list (no network).
+`model_window(model)` and `model_max_output(model)` read litellm's bundled model list (no network):
+through litellm once it is loaded, before that from the file itself (bot/llm/catalog.py), so asking
+never waits for the import. `loaded()` is litellm if its import is done, else None (never waits).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import threading
 from types import ModuleType
 from typing import Any
 
+from bot.llm import catalog
 from bot.threads import in_thread
 
 
@@ -48,6 +51,14 @@ def load_litellm() -> concurrent.futures.Future[ModuleType]:
         return _loading
 
 
+def loaded() -> ModuleType | None:
+    """litellm if its import has finished (and worked), else None: never waits, never imports."""
+    future = _loading
+    if future is None or not future.done() or future.exception() is not None:
+        return None
+    return future.result()
+
+
 async def litellm_loaded() -> ModuleType:
     """litellm, imported in the background thread if it is not yet: the event loop goes on meanwhile."""
     return await asyncio.wrap_future(load_litellm())
@@ -55,6 +66,8 @@ async def litellm_loaded() -> ModuleType:
 
 def _model_info(model: str) -> dict[str, Any]:
     """What litellm's bundled model list says of `model` ({} for a model it does not know)."""
+    if loaded() is None:  # the import would take seconds: the same list, read from its file
+        return catalog.entry(model)
     try:
         return dict(litellm().get_model_info(model))
     except Exception:  # litellm raises plain Exception for unknown models

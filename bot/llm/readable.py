@@ -15,7 +15,8 @@ or drop, streamed or not:
 - a web page (HTML) where the chat API should be: `NotAnApi`, which bot/llm/translate.py reads as a
   misconfigured base URL (`bot.errors.NotAModelServer`), not as an empty reply.
 
-Everything else passes unchanged. Imported only when such a client is made: start-up does
+Everything else passes unchanged. What is fixed, and how, is bot/llm/shapes.py (the direct client,
+bot/llm/direct.py, reads with it too). Imported only when such a client is made: start-up does
 not pay for httpx.
 """
 
@@ -29,67 +30,11 @@ from typing import Any
 
 import httpx
 
+from bot.llm.shapes import as_chunks, flatten_content
 from bot.llm.wire import WEB_PAGE, NotAnApi
 
 _STREAM_ASKED = re.compile(rb'(?<!\\)"stream"\s*:\s*true')
 _NEEDS_READING = (b'"content":[', b'"content": [', b'"arguments":{', b'"arguments": {')
-
-
-def _flatten_message(message: dict[str, Any]) -> bool:
-    """A message (or a streamed delta) with list content turned into text and object arguments into JSON
-    text, in place; True if anything changed."""
-    changed = False
-    for call in message.get("tool_calls") or []:
-        function = call.get("function") if isinstance(call, dict) else None
-        if isinstance(function, dict) and isinstance(function.get("arguments"), dict | list):
-            function["arguments"] = json.dumps(function["arguments"], ensure_ascii=False)
-            changed = True
-    content = message.get("content")
-    if not isinstance(content, list):
-        return changed
-    texts, thoughts = [], []
-    for part in content:
-        if isinstance(part, str):
-            texts.append(part)
-        elif isinstance(part, dict) and part.get("type") in ("thinking", "reasoning"):
-            inner = part.get("thinking") or part.get("text") or ""
-            thoughts.append(inner if isinstance(inner, str) else
-                            "".join(p.get("text", "") for p in inner if isinstance(p, dict)))
-        elif isinstance(part, dict) and isinstance(part.get("text"), str):
-            texts.append(part["text"])
-    message["content"] = "".join(texts)
-    if thoughts and not message.get("reasoning_content"):
-        message["reasoning_content"] = "\n".join(thoughts)
-    return True
-
-
-def flatten_content(body: dict[str, Any]) -> bool:
-    """A chat completion or a streamed chunk made readable in place (see `_flatten_message`); True if changed."""
-    changed = False
-    for choice in body.get("choices") or []:
-        for key in ("message", "delta"):
-            part = choice.get(key) if isinstance(choice, dict) else None
-            if isinstance(part, dict):
-                changed = _flatten_message(part) or changed
-    return changed
-
-
-def as_chunks(body: dict[str, Any]) -> list[dict[str, Any]]:
-    """A whole chat completion as the chunks a stream of it would have been: one delta per choice with its
-    finish reason, then the usage."""
-    base = {k: body[k] for k in ("id", "created", "model", "system_fingerprint") if k in body}
-    choices = []
-    for i, choice in enumerate(body.get("choices") or []):
-        message = dict(choice.get("message") or {}) if isinstance(choice, dict) else {}
-        calls = message.get("tool_calls")
-        if isinstance(calls, list):
-            message["tool_calls"] = [{**c, "index": n} if isinstance(c, dict) else c for n, c in enumerate(calls)]
-        choices.append({"index": choice.get("index", i), "delta": {"role": "assistant", **message},
-                        "finish_reason": choice.get("finish_reason") or "stop"})
-    chunks = [{**base, "object": "chat.completion.chunk", "choices": choices}]
-    if isinstance(body.get("usage"), dict):
-        chunks.append({**base, "object": "chat.completion.chunk", "choices": [], "usage": body["usage"]})
-    return chunks
 
 
 def _events(payloads: list[dict[str, Any]]) -> bytes:

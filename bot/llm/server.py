@@ -1,6 +1,8 @@
 """Small JSON questions to the model's server, over aiohttp: what models it serves, what window it runs.
 
     served_models(api_base)   the ids it lists at /v1/models, else the names at Ollama's /api/tags
+    served_slots(api_base)    how many requests it answers at once, where it says: llama.cpp's /props
+                              `total_slots` (bot/llm/slots.py)
     ModelServer               one short session for such questions: bot/llm/window.py asks vLLM's /v1/models,
                               LM Studio's /api/v0/models/<name>, Ollama's /api/show and llama.cpp's /props
 
@@ -60,3 +62,11 @@ async def served_models(api_base: str) -> list[str]:
             if names:
                 return [str(n) for n in names]
     return []
+
+
+async def served_slots(api_base: str, api_key: str | None = None) -> int | None:
+    """The requests the server answers at once, as llama.cpp's server says at /props (`total_slots`), or None."""
+    async with ModelServer(api_base, api_key) as server:
+        props = await server.ask("/props")
+    slots = props.get("total_slots") if isinstance(props, dict) else None
+    return slots if isinstance(slots, int) and not isinstance(slots, bool) and slots > 0 else None

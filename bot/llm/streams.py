@@ -42,9 +42,10 @@ class StreamEmpty(LLMError):
     once more without streaming, which gives the server's real answer or error. `broken`: it broke (a
     dropped connection, a server error inside it), which says nothing about what the server can stream."""
 
-    def __init__(self, message: str, broken: bool = False) -> None:
+    def __init__(self, message: str, broken: bool = False, unfinished: bool = False) -> None:
         super().__init__(message)
         self.broken = broken
+        self.unfinished = unfinished  # chunks came, then it ended without a finish reason (a server that stopped)
 
 
 @dataclass(slots=True)
@@ -156,6 +157,6 @@ async def collect(stream: Any, live: Watcher, model: str) -> Any:
         raise StreamEmpty("no chunk" if not whole.chunks else "no choices")
     if whole.finish_reason is None:
         if not live.shown:
-            raise StreamEmpty("a stream that ended before the reply did")
+            raise StreamEmpty("a stream that ended before the reply did", unfinished=True)
         raise LLMUnavailable(f"the stream from {model} ended before the reply did")
     return whole.response()

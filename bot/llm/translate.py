@@ -10,13 +10,16 @@
     429, 5xx, timeouts           LLMUnavailable (retried; `retry_after` from Retry-After or Google's RetryInfo)
     anything else                LLMRejected
 
-What the servers' words mean is read in bot/llm/wire.py.
+What the servers' words mean is read in bot/llm/wire.py. The direct client's errors (bot/llm/direct.py's
+`WireError`, the first requests while litellm loads) are read by the same rules: what litellm's exception
+type says there, the HTTP status says here.
 """
 
 from __future__ import annotations
 
 from bot.errors import (ContextOverflow, LLMAuthFailed, LLMError, LLMFiltered, LLMRejected, LLMUnavailable,
                         LLMUnreachable, ModelNotFound, NotAModelServer, ToolsUnsupported)
+from bot.llm.direct import WireError
 from bot.llm.loader import litellm
 from bot.llm.wire import model_missing, overflow_window, retry_delay, tools_refused, unreachable_reason, web_page
 
@@ -26,11 +29,16 @@ TRANSIENT_STATUS = frozenset({408, 409, 425, 429}) | frozenset(range(500, 600))
 def translate(exc: Exception) -> LLMError:
     """Tusk's error for one of litellm's (or the server's, as litellm hands it on)."""
     status = getattr(exc, "status_code", None)
-    lib = litellm()
-    transient = (lib.Timeout, lib.APIConnectionError, lib.RateLimitError, lib.ServiceUnavailableError,
-                 lib.InternalServerError)
+    if isinstance(exc, WireError):
+        overflow_type = auth_type = filter_type = transient_type = False
+    else:
+        lib = litellm()
+        overflow_type, auth_type = isinstance(exc, lib.ContextWindowExceededError), isinstance(exc, lib.AuthenticationError)
+        filter_type = isinstance(exc, lib.ContentPolicyViolationError)
+        transient_type = isinstance(exc, (lib.Timeout, lib.APIConnectionError, lib.RateLimitError,
+                                          lib.ServiceUnavailableError, lib.InternalServerError))
     text = f"{type(exc).__name__}: {str(exc)[:300]}"
-    overflow = overflow_window(exc, isinstance(exc, lib.ContextWindowExceededError))
+    overflow = overflow_window(exc, overflow_type)
     if overflow is not None:
         return ContextOverflow(text, window=overflow or None)
     if web_page(exc, html_counts=status not in TRANSIENT_STATUS):  # a proxy's 502 page is an outage
@@ -39,13 +47,13 @@ def translate(exc: Exception) -> LLMError:
         return ToolsUnsupported(text)
     if status in (400, 404) and model_missing(exc):
         return ModelNotFound(text)
-    if status in (401, 403) or isinstance(exc, lib.AuthenticationError):
+    if status in (401, 403) or auth_type:
         return LLMAuthFailed(text, status=status if isinstance(status, int) else None)
     if (reason := unreachable_reason(exc)) is not None:
         return LLMUnreachable(text, reason=reason)
-    if isinstance(exc, lib.ContentPolicyViolationError):
+    if filter_type:
         return LLMFiltered(text)
-    if isinstance(exc, transient) or status in TRANSIENT_STATUS or not isinstance(status, int):
+    if transient_type or status in TRANSIENT_STATUS or not isinstance(status, int):
         return LLMUnavailable(text, retry_after=_retry_after(exc))
     return LLMRejected(text)
 

@@ -127,26 +127,3 @@ def export_command(args: argparse.Namespace, settings: Settings) -> int:
     target, names = on_store(settings, lambda store: export_chat(store, args.chat, args.output))
     print(f"Wrote {target} ({len(names)} files)")
     return 0
-
-
-def forget_command(args: argparse.Namespace, settings: Settings) -> int:
-    """`tusk forget`: the running Tusk's own /forget when one serves the home, else the files' (bot/ops/beside.py)."""
-    from bot.ops.beside import forgetting
-
-    with forgetting(settings) as forget:
-        print(asyncio.run(forget(args.chat, False)))
-        if not args.yes and not _confirmed("Delete it all? [y/N] "):
-            print("Nothing deleted.")
-            return 1
-        print(asyncio.run(forget(args.chat, True)))
-    return 0
-
-
-def _confirmed(question: str) -> bool:
-    """A yes on stdin; no answer at all (no terminal, stdin closed) is an error that names `--yes`."""
-    try:
-        answer = input(question)
-    except EOFError:
-        raise ValueError("no answer to the question (stdin is not a terminal or is closed): "
-                         "add --yes to delete without asking") from None
-    return answer.strip().lower() in ("y", "yes")

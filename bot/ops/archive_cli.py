@@ -34,7 +34,7 @@ def add_arguments(command, chat_key) -> None:
 def backup_command(args: argparse.Namespace, settings) -> int:
     """`tusk backup [FILE] [--with-secrets]`, or `--verify FILE`. BackupError (a ValueError): a one-line error."""
     from bot.ops import backup
-    from bot.ops.cli import version
+    from bot.version import installed as version
 
     if args.verify:
         if args.file is None:
@@ -53,7 +53,7 @@ def backup_command(args: argparse.Namespace, settings) -> int:
 
 def restore_command(args: argparse.Namespace, settings) -> int:
     from bot.ops import restore
-    from bot.ops.cli import version
+    from bot.version import installed as version
 
     done = restore.restore(args.file, settings.home, version(), force=args.force)
     if done.saved:

@@ -298,14 +298,6 @@ def scheduled(home: Path, folder: Path, keep: int, version: str) -> Path | None:
     return target
 
 
-def tusk_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("tuskbot")
-    except PackageNotFoundError:
-        return "unknown"
-
 
 def doctor_check(home: Path, folder: Path | None) -> tuple[str, str, str] | None:
     """(verdict, detail, fix) of the scheduled backups, or None when none are set up or made."""

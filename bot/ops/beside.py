@@ -13,6 +13,8 @@ way) and writes it back, so a command must not change those files behind its bac
 
 from __future__ import annotations
 
+import argparse
+import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
@@ -82,3 +84,24 @@ def forgetting(settings: Settings) -> Iterator[Forget]:
 
     api = LocalApi(there.url, http_access(settings, create=False).token)
     yield api.forget
+
+
+def forget_command(args: argparse.Namespace, settings: Settings) -> int:
+    """`tusk forget`: the running Tusk's own /forget when one serves the home, else the files' (bot/ops/beside.py)."""
+    with forgetting(settings) as forget:
+        print(asyncio.run(forget(args.chat, False)))
+        if not args.yes and not _confirmed("Delete it all? [y/N] "):
+            print("Nothing deleted.")
+            return 1
+        print(asyncio.run(forget(args.chat, True)))
+    return 0
+
+
+def _confirmed(question: str) -> bool:
+    """A yes on stdin; no answer at all (no terminal, stdin closed) is an error that names `--yes`."""
+    try:
+        answer = input(question)
+    except EOFError:
+        raise ValueError("no answer to the question (stdin is not a terminal or is closed): "
+                         "add --yes to delete without asking") from None
+    return answer.strip().lower() in ("y", "yes")

@@ -25,6 +25,7 @@ from bot import logs
 from bot.config import load_settings
 from bot.errors import ConfigError, HomeBusy, RemoteTuskError, TuskError
 from store.errors import StorageUnavailable, StoreSetupError
+from bot.version import installed
 
 
 def _chat_name(value: str) -> str:
@@ -45,15 +46,6 @@ def _chat_key(value: str):
         raise argparse.ArgumentTypeError(str(exc)) from exc
 
 
-def version() -> str:
-    """The installed package's version (pyproject.toml), as pip recorded it."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("tuskbot")
-    except PackageNotFoundError:  # run from a source tree that was never installed
-        return "unknown (not installed: pip install -e .)"
-
 
 def _command(sub, name: str, handler: str, help: str, *, quiet: bool = True, starts: bool = False,
              settings: bool = True) -> argparse.ArgumentParser:
@@ -66,7 +58,7 @@ def _command(sub, name: str, handler: str, help: str, *, quiet: bool = True, sta
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tusk", description="Tusk: a chat bot in which every chat keeps its own memory.")
-    parser.add_argument("--version", action="version", version=f"tusk {version()}")
+    parser.add_argument("--version", action="version", version=f"tusk {installed()}")
     command = functools.partial(_command, parser.add_subparsers(dest="command", metavar="COMMAND"))
     command("run", "bot.ops.serve:run", "start every configured channel plus the local HTTP API", quiet=False,
             starts=True)
@@ -86,7 +78,7 @@ def _parser() -> argparse.ArgumentParser:
     memory.add_argument("what", choices=["show", "history"])
     memory.add_argument("chat", type=_chat_key, help="CHANNEL:ID as `tusk chats` lists it")
     memory.add_argument("-n", type=int, default=10, help="history entries to show (default 10)")
-    forget = command("forget", "bot.ops.admin:forget_command", "delete everything Tusk keeps about a chat (like /forget)")
+    forget = command("forget", "bot.ops.beside:forget_command", "delete everything Tusk keeps about a chat (like /forget)")
     forget.add_argument("chat", type=_chat_key, help="CHANNEL:ID as `tusk chats` lists it")
     forget.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     export = command("export", "bot.ops.admin:export_command", "write a chat's files into a .tar.gz")

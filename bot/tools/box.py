@@ -180,7 +180,7 @@ class ToolBox:
 
 
 async def current_time(timezone: str = "UTC") -> str:
-    """The current date and time in an IANA time zone such as Europe/Paris or America/New_York."""
+    """The current date and time in an IANA time zone (e.g. Europe/Paris)."""
     try:
         zone = ZoneInfo(timezone)
     except (ZoneInfoNotFoundError, ValueError) as exc:

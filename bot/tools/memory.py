@@ -33,10 +33,10 @@ logger = logging.getLogger(__name__)
 NOTICE_CHARS = 200
 
 Query = Annotated[str, Field(min_length=1, max_length=300, description=(
-    "The question or keywords, e.g. 'What did Ana say about her trip in May?' or 'trip Lisbon train'."))]
-Limit = Annotated[int, Field(ge=1, le=20, description="How many results to return, best first.")]
+    "The question or keywords, e.g. 'What did Ana say about her trip in May?'"))]
+Limit = Annotated[int, Field(ge=1, le=20, description="How many results, best first.")]
 Fact = Annotated[str, Field(min_length=1, max_length=500, description=(
-    "One self-contained fact, in the user's language, with absolute dates: 'Bob's birthday is 12 May'."))]
+    "One self-contained fact in the user's language, with absolute dates: 'Bob's birthday is 12 May'."))]
 
 
 def asked_by(ctx: ToolContext) -> str:
@@ -60,14 +60,12 @@ class MemoryTools:
         self.everyone_in_groups = everyone_in_groups  # TUSK_GROUP_REMEMBER=everyone
 
     async def search_history(self, ctx: ToolContext, query: Query, limit: Limit = 5) -> str:
-        """Search this chat's older conversation (HISTORY.md summaries and earlier messages) and the text
-        of the documents and web pages read here (PDFs and files people sent, pages web_fetch read).
+        """Search this chat's older conversation (HISTORY.md and earlier messages) and the documents and
+        web pages read here, for a detail that MEMORY.md and the recent messages lack.
 
-        Use it when MEMORY.md and the recent messages do not hold a detail. Ask the question
-        itself: names of people here favour what they said, dates ("in May", "last year")
-        favour what was said then. Results are ranked, best first, each dated (UTC); a message
-        comes with the one before and after it, and its speaker; a document passage with its
-        name, page and who sent it."""
+        Ask the question itself: names favour what those people said, dates ("in May") what was said
+        then. Results are ranked and dated (UTC): a message with its neighbours and speaker, a document
+        passage with its name, page and sender."""
         zone = chat_settings.zone_of(ctx.prefs, self.default_zone)
         hits = await self.index.search(ctx.key, query, limit, zone)
         if not hits:
@@ -100,10 +98,10 @@ class MemoryTools:
         return out
 
     async def remember(self, ctx: ToolContext, fact: Fact) -> str:
-        """Save one fact to this chat's long-term memory (MEMORY.md) right away.
+        """Save one fact to this chat's long-term memory (MEMORY.md) now.
 
-        Use it when the user asks you to remember something, or states a lasting fact or preference.
-        Tusk itself shows the user a short "Noted: ..." notice; do not announce it yourself."""
+        Use it when the user asks you to remember something or states a lasting fact or preference.
+        Tusk shows the user a "Noted" notice itself: do not announce it."""
         if ctx.is_group and not ctx.sender_is_admin and not self.everyone_in_groups:
             raise PermissionError("in this group only its admins can have facts saved to MEMORY.md: nothing was "
                                   "saved. Tell the user (the facts of the conversation are still summarised later).")

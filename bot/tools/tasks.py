@@ -38,7 +38,7 @@ SENDER = "tusk"
 Complete = Callable[[list[dict[str, Any]], list[dict[str, Any]]], Awaitable[LLMReply]]
 Publish = Callable[[InboundMessage], asyncio.Future[None]]
 Instructions = Annotated[str, Field(min_length=1, max_length=4000, description=(
-    "What the task should find out or work through, self-contained: the helper does not see this conversation."))]
+    "What to find out or work through, self-contained: the helper does not see this conversation."))]
 
 WORKER_PROMPT = """You are a background helper of {name}, an assistant in one chat. It is {now}.
 Carry out the instructions you are given. You cannot see the conversation, only the chat's long-term
@@ -89,8 +89,8 @@ class Tasks:
     async def start_task(self, ctx: ToolContext, instructions: Instructions) -> str:
         """Start a background task that works on its own while the conversation goes on.
 
-        A helper follows the instructions (it can search this chat's older history). This returns
-        at once; the result comes back to this chat later, as a new turn."""
+        A helper follows the instructions (it can search this chat's older history); this returns at
+        once and the result comes back to this chat later, as a new turn."""
         if len(self.of(ctx.key)) >= self.settings.max_running:
             raise RuntimeError(f"this chat already has {self.settings.max_running} tasks running; "
                                "wait for one to finish")

@@ -78,11 +78,14 @@ def configured_prices(choices: dict[str, ModelChoice]) -> dict[str, ModelPrice]:
 
 
 def table_cost(model: str, input_tokens: int, output_tokens: int, cached_tokens: int) -> float | None:
-    """litellm's price table's figure for the call, or None for a model it does not know."""
-    from bot.llm import litellm  # importing litellm takes seconds: only here, and after the warm-up
+    """litellm's price table's figure for the call, or None for a model it does not know. While litellm is
+    still loading (a fresh Tusk's first calls), the same table read from its file (bot/llm/catalog.py)."""
+    from bot.llm import catalog, loader  # importing litellm takes seconds: never here
 
+    if (lib := loader.loaded()) is None:
+        return catalog.cost(model, input_tokens, output_tokens, cached_tokens)
     try:
-        cost_in, cost_out = litellm().cost_per_token(model=model, prompt_tokens=input_tokens,
+        cost_in, cost_out = lib.cost_per_token(model=model, prompt_tokens=input_tokens,
                                                      completion_tokens=output_tokens,
                                                      cache_read_input_tokens=cached_tokens)
     except Exception:  # litellm raises plain Exception (or its own kinds) for models it has no price for

@@ -36,6 +36,10 @@ has tool calls (Ollama's /v1, ollama#9632); "ignores_stream": one whole JSON bod
 chunk (Ollama with tools, ollama#9092); "error_in_stream": the reply's `raw_body` (an error object)
 sent as an event of a 200 stream.
 
+`one_slot` answers chat completions one at a time (a one-slot llama.cpp server, whose `/props` says
+`total_slots` when `props` is set); a streamed client that hangs up stops its answer (`hangups`);
+`finished` says when each answer was all sent.
+
 Images in a request are checked as OpenAI checks them: every `image_url` part must be a
 `data:image/<png|jpeg|gif|webp>;base64,` URI that decodes to an image of at most
 `IMAGE_MAX_BYTES`; anything else gets OpenAI's 400 (and is not scripted). Audio sent to
@@ -79,6 +83,9 @@ from PIL import Image, UnidentifiedImageError
 from tests.fakes import anthropic_wire as anthropic
 from tests.fakes import gemini_wire as gemini
 from tests.fakes.loopback import serve, wait_until
+
+
+INDEX = web.RequestKey("index", int)  # a request's place in FakeLLM.requests
 
 
 @dataclass
@@ -278,6 +285,12 @@ class FakeLLM:
         self.streams = 0  # streamed replies begun
         self.first_tokens: list[float] = []  # time.monotonic() when each stream's first text chunk was written
         self.last_tokens: list[float] = []  # ... and when each complete stream's last chunk was
+        self.agents: list[str] = []  # the User-Agent of each chat completions request (the client that sent it)
+        self.props: dict[str, Any] | None = None  # set: GET /props answers it, as llama.cpp's server does
+        self.one_slot = False  # True: chat completions are answered one at a time, as a one-slot llama.cpp server
+        self.hangups = 0  # streams whose client closed the connection before their end
+        self.finished: dict[int, float] = {}  # index in `requests` -> time.monotonic() its answer was all sent
+        self._slot = asyncio.Lock()
         self.headers: list[dict[str, str]] = []  # Anthropic wire: each /v1/messages request's headers (lower-case)
         self.refusals: list[str] = []  # Anthropic wire: the 400 message of each request refused as invalid
         self.claude_models: set[str] | None = None  # set: any other model gets Anthropic's 404 not_found_error
@@ -297,6 +310,7 @@ class FakeLLM:
         app.router.add_post("/v1/chat/completions", self._complete)
         app.router.add_post("/chat/completions", self._complete)
         app.router.add_get("/v1/models", self._models)
+        app.router.add_get("/props", self._props)
         app.router.add_post("/v1/audio/transcriptions", self._transcribe)
         app.router.add_post("/api/chat", self._ollama_chat)  # Ollama's native API (litellm's ollama_chat/ route)
         app.router.add_post("/api/show", self._ollama_show)
@@ -325,12 +339,18 @@ class FakeLLM:
             return self.responder(body)
         return Reply(text=f"echo: {last_user_text(body)}")
 
+    async def _props(self, request: web.Request) -> web.Response:
+        if self.props is None:
+            return web.json_response({"error": {"code": 404, "message": "File Not Found"}}, status=404)
+        return web.json_response(self.props)
+
     async def _models(self, request: web.Request) -> web.Response:
         return web.json_response({"object": "list", "data": self.models})
 
     async def _take(self, request: web.Request, view: Callable[[dict], dict] | None = None
                     ) -> tuple[dict[str, Any], Reply]:
         body = await request.json()
+        request[INDEX] = len(self.requests)
         self.requests.append(body)
         self.arrivals.append(time.monotonic())
         reply = self._next(view(body) if view else body)  # `view`: the body as responders read it
@@ -505,7 +525,15 @@ class FakeLLM:
         return web.json_response({"text": text})
 
     async def _complete(self, request: web.Request) -> web.StreamResponse:
+        async with self._slot if self.one_slot else contextlib.nullcontext():
+            resp = await self._answer(request)
+            if INDEX in request:  # a request taken from the script or the responder
+                self.finished[request[INDEX]] = time.monotonic()
+            return resp
+
+    async def _answer(self, request: web.Request) -> web.StreamResponse:
         raw = await request.json()
+        self.agents.append(request.headers.get("User-Agent", ""))
         if (refused := self._refused_key(request)) is not None:
             self.requests.append(raw)
             return refused
@@ -652,7 +680,11 @@ class FakeLLM:
                 request.transport.close()  # the connection drops: no [DONE], an incomplete chunked body
                 self.cuts += 1
                 return resp
-            await resp.write(f"data: {json.dumps(chunk)}\n\n".encode())
+            try:
+                await resp.write(f"data: {json.dumps(chunk)}\n\n".encode())
+            except ConnectionResetError:  # the client hung up: the generation stops, as llama.cpp's does
+                self.hangups += 1
+                return resp
             if reply.hold is not None and i + 1 == reply.hold_after:  # the test looks at what arrived so far
                 await _first(reply.hold.wait(), self._closing.wait())
             if len(self.first_tokens) < self.streams and any(c.get("delta", {}).get("content")

@@ -39,7 +39,7 @@ ROBOTS_AGENT = "Tusk"
 ROBOTS_TTL = 3600.0
 ROBOTS_MAX_BYTES = 512 * 1024
 ROBOTS_HOSTS = 256
-Url = Annotated[str, Field(min_length=1, max_length=2000, description="The http(s) URL of the page, e.g. one the user pasted.")]
+Url = Annotated[str, Field(min_length=1, max_length=2000, description="The http(s) URL, e.g. one the user pasted.")]
 
 
 class HostPacer:
@@ -111,8 +111,8 @@ class WebFetch:
         return GuardedClient(guard or self.guard, s.user_agent, s.timeout, s.max_redirects)
 
     async def web_fetch(self, url: Url, ctx: ToolContext | None = None) -> str:
-        """Read a web page (HTML, PDF or plain text) and get its main text, title and date. Use it when the
-        user asks about a link or when a search result needs reading; the text is data from the web."""
+        """Read a web page (HTML, PDF or text): its main text, title and date. For a link the user gives or
+        a search result worth reading; the text is data from the web."""
         s = self.settings
         parsed = URL(url.strip())
         if not parsed.scheme and "://" not in url:
