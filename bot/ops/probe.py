@@ -25,7 +25,8 @@ from ipaddress import ip_address
 from urllib.parse import urlparse
 
 from bot.config import Settings
-from bot.errors import ConfigError, LLMAuthFailed, LLMError, LLMUnreachable, ModelNotFound, NotAModelServer
+from bot.errors import (ConfigError, LLMAuthFailed, LLMError, LLMUnreachable, ModelNotFound, NotAModelServer,
+                        ToolsUnsupported)
 from bot.llm import LLM, LLMSettings, model_window
 from bot.llm.learned import ModelBook
 from bot.llm.loader import litellm, litellm_loaded
@@ -75,13 +76,16 @@ async def _checks(settings: Settings, s: LLMSettings, llm: LLM, loaded: float) -
     started = time.monotonic()
     try:
         reply = await llm.complete([{"role": "user", "content": "What time is it? Call the tool."}], [PROBE_TOOL])
-    except LLMError as exc:
-        if "tools" not in str(exc).lower():
-            return [_failed(s, exc)]
+    except ToolsUnsupported as exc:
         out.append(Check("tools", "warn", f"the server refused tools: {exc}",
                          "Tusk answers without tools and keeps memory in a plain-text form"))
         started = time.monotonic()
-        reply = await llm.complete([{"role": "user", "content": "Say OK."}])
+        try:
+            reply = await llm.complete([{"role": "user", "content": "Say OK."}])
+        except LLMError as again:
+            return [_failed(s, again)]
+    except LLMError as exc:  # an error that merely quotes the request (its "tools") is no refusal of tools
+        return [_failed(s, exc)]
     elapsed = time.monotonic() - started
     loading = f" (loading litellm took {loaded:.1f}s)" if loaded >= 0.05 else ""
     out.insert(0, Check("LLM", "ok", f"{reply.model} answered in {elapsed:.1f}s{loading}"))
