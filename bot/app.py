@@ -239,7 +239,7 @@ class TuskApp:
         from bot.ops import backup
 
         await asyncio.to_thread(backup.scheduled, self.settings.home, self.settings.backup_dir,
-                                self.settings.backup_keep, installed_version())
+                                self.settings.backup_keep, installed_version(), self.settings.store_url())
 
     def _spend_lines(self, ctx: CommandContext) -> Sequence[str]:
         """/status: today's spend against the limits that apply to this chat (bot/usage/view.py)."""

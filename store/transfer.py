@@ -7,6 +7,7 @@ store made it and a home moves onto PostgreSQL, or back, by a backup and a resto
                          these live in the database, the rest of the home (console token, .env) stays a file
     await dump(store, d) the database's part written under d as a files home would hold it
     await load(store, h) the stored files under home h into the database (each chat replaced whole)
+    await empty(store)   every chat and shared document deleted (a forced restore)
 """
 
 from __future__ import annotations
@@ -74,6 +75,21 @@ async def load(store, home: Path) -> int:
     for key, folder in folders:
         await read_folder(store.databases[0], key, folder)
     return len(folders)
+
+
+async def empty(store) -> int:
+    """Every chat and shared document the database keeps, deleted (a forced restore replaces them); chats."""
+    if store.kind == "files":
+        return 0
+    from store.shared import write
+
+    infos = await store.chats.chats()
+    for info in infos:
+        await store.chats.erase(info.key)
+    for name in sorted(SHARED):
+        if store.doc(name).read() is not None:
+            write(store.doc(name), None)
+    return len(infos)
 
 
 async def holds_anything(store) -> bool:
