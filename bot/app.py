@@ -128,15 +128,21 @@ def _mcp_hub(settings: Settings) -> McpHub | None:
     return McpHub(servers, settings.mcp_settings())
 
 
-async def _started(store: Store) -> None:
-    """`store.start()`, its errors said as Tusk's: a setting that cannot work is a ConfigError (one line naming
+@contextlib.contextmanager
+def _told() -> Iterator[None]:
+    """The store's errors said as Tusk's: a setting that cannot work is a ConfigError (one line naming
     TUSK_DATABASE_URL), a database that does not answer StorageDown."""
     try:
-        await store.start()
+        yield
     except StoreSetupError as exc:
         raise ConfigError(str(exc)) from None
     except StorageUnavailable as exc:
         raise StorageDown(str(exc)) from None
+
+
+async def _started(store: Store) -> None:
+    with _told():
+        await store.start()
 
 
 class TuskApp:
@@ -151,6 +157,8 @@ class TuskApp:
             raise ConfigError(str(exc)) from exc
         url = settings.database_url.get_secret_value() if settings.database_url else None
         self.store = open_store(settings.home, url)  # what Tusk keeps (store/): files, or PostgreSQL
+        with _told():
+            self.store.prepare()  # the database's schema current before anything below reads it
         self.chats = self.store.chats
         self.media = MediaStore(self.chats, settings.media_limits())  # every channel keeps files here (memory/media.py)
         self.inbox = Inbox(settings.home / "inbox.jsonl")

@@ -14,6 +14,8 @@ where it is kept. Nothing here imports `bot/` or `channels/`.
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -58,6 +60,26 @@ class Store:
 
             await self.databases[0].open()
             await migrations.require_current(self.databases[0])
+
+    def prepare(self) -> None:
+        """The database's schema brought up to date now, from synchronous code (the parts built before the
+        start read shared documents): one short connection of its own, in a thread with its own event loop.
+        Raises as `start` does; nothing to do on files."""
+        if self.kind != "postgres":
+            return
+        from store.postgres import migrations
+        from store.postgres.pool import Database
+
+        async def once() -> None:
+            db = Database(self.databases[0].url, min_size=0, max_size=1, name="tusk-migrate")
+            await db.open()
+            try:
+                await migrations.require_current(db)
+            finally:
+                await db.close()
+
+        with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="tusk-migrate") as pool:
+            pool.submit(asyncio.run, once()).result()
 
     async def close(self) -> None:
         for db in self.databases:

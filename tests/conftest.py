@@ -47,8 +47,21 @@ async def fake_llm():
         yield llm
 
 
+def pytest_generate_tests(metafunc):
+    """A module marked `both_stores` runs each of its tests that make settings on the files and on PostgreSQL."""
+    if "store_backend" in metafunc.fixturenames and metafunc.definition.get_closest_marker("both_stores"):
+        metafunc.parametrize("store_backend", ["files", "postgres"], indirect=True)
+
+
 @pytest.fixture
-def make_settings(tmp_path, fake_llm, monkeypatch):
+def store_backend(request):
+    """Which store the test's Tusk keeps its data in: files (the default), or a fresh PostgreSQL database."""
+    return getattr(request, "param", "files")
+
+
+@pytest.fixture
+def make_settings(tmp_path, fake_llm, monkeypatch, store_backend, request):
+    database_url = request.getfixturevalue("pg_url") if store_backend == "postgres" else None
     for name in list(os.environ):
         if name.startswith(("TUSK_", "TELEGRAM_", "DISCORD_", "SLACK_")):
             monkeypatch.delenv(name)
@@ -59,6 +72,8 @@ def make_settings(tmp_path, fake_llm, monkeypatch):
                 "TUSK_API_BASE": fake_llm.base_url, "TUSK_API_KEY": "sk-test-secret-key",
                 "TUSK_HTTP_PORT": "0", "TUSK_LLM_RETRIES": "0", "TUSK_LLM_BACKOFF": "0.01", "TUSK_SHUTDOWN_GRACE": "5",
                 "TUSK_DM_POLICY": "open"}  # tests about who may talk set their own policy
+        if database_url:
+            base["TUSK_DATABASE_URL"] = database_url
         return load_settings(**{**base, **{k: str(v) for k, v in env.items()}})
 
     return make

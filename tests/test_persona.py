@@ -1,5 +1,6 @@
 """/persona: a chat's own persona, in its system prompt only, under the owner's instructions."""
 
+import pytest
 import stat
 import tarfile
 
@@ -10,6 +11,8 @@ from memory.chats import export
 from memory.paths import ChatFiles
 from store import open_files
 from tests import kept
+
+pytestmark = pytest.mark.both_stores
 
 
 def system_of(body):

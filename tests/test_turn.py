@@ -1,5 +1,6 @@
 """End to end: HTTP channel -> bus -> agent -> real litellm -> fake LLM -> reply."""
 
+import pytest
 import asyncio
 import json
 import time
@@ -9,6 +10,8 @@ from tests.fakes.fake_llm import Reply
 from tests.outbox import attach
 from tests.legality import violations
 from tests import kept
+
+pytestmark = pytest.mark.both_stores
 
 
 async def test_message_gets_the_model_reply_and_is_saved(tusk, fake_llm):
