@@ -26,7 +26,7 @@ def stored(app):
 def purposes(home):
     ledger = Ledger(home)
     try:
-        return [r[0] for r in ledger._read("SELECT purpose FROM calls ORDER BY id", [])]
+        return [r[0] for r in ledger._rows("SELECT purpose FROM calls ORDER BY id", [])]
     finally:
         ledger.close()
 
