@@ -16,22 +16,20 @@ from zoneinfo import ZoneInfo
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
-from bot import running
+from bot import running, stores
 from bot.agent import ChatAgent
 from bot.bus import MessageBus
 from bot.chat_move import ChatMoves
 from bot.commands import Commands
-from bot.commands.erasure import (DocumentMembers, InboxMembers, MediaMembers, MemberErasure, ReminderMembers,
-                                  SearchMembers, model_rewrite)
+from bot.commands.erasure import (DocumentMembers, MediaMembers, MemberErasure, ReminderMembers, SearchMembers,
+                                  model_rewrite)
 from bot.config import Settings
 from bot.ops import access
-from bot.dedupe import SeenStore
 from bot.errors import ConfigError, StorageDown, ContextOverflow, ToolsUnsupported
 from bot.context import ContextBuilder
 from bot.events import ChatKey, InboundMessage
 from bot.access.api_keys import ApiKeys
 from bot.access.flood import FloodGate
-from bot.inbox import Inbox
 from bot.llm import LLM
 from bot.llm.learned import Learner, ModelBook
 from bot.media import MediaReader
@@ -53,7 +51,6 @@ from bot.llm.slots import Preempted
 from bot.llm.warmup import ModelWarmup
 from bot.llm.choice import ModelChoices
 from bot.commands.model import model_command
-from bot.usage.ledger import Ledger
 from bot.usage.limits import Limits
 from bot.version import installed as installed_version
 from bot.usage import meter as usage
@@ -161,13 +158,13 @@ class TuskApp:
             self.store.prepare()  # the database's schema current before anything below reads it
         self.chats = self.store.chats
         self.media = MediaStore(self.chats, settings.media_limits())  # every channel keeps files here (memory/media.py)
-        self.inbox = Inbox(settings.home / "inbox.jsonl")
-        self.seen = SeenStore(settings.home)  # platform messages taken already: never answered twice (bot/dedupe.py)
+        self.inbox = stores.inbox(self.store)  # inbox.jsonl or the database's `inbox` (bot/stores.py)
+        self.seen = stores.seen(self.store)  # platform messages taken already: never answered twice (bot/dedupe.py)
         self.stops = Stops()  # /stop: answered by the bus as it arrives (bot/stop.py)
         self.bus = MessageBus(self._handle, self.inbox, durable=_durable, at_once=self.stops.answer)
         self.llm = LLM(llm_settings)
-        self.ledger = Ledger(settings.home)  # every model call, its tokens and cost (bot/usage/)
-        self.limits = Limits(self.ledger, settings.limit_settings())
+        self.ledger = stores.ledger(self.store)  # every model call, its tokens and cost (bot/usage/)
+        self.limits = Limits(self.ledger, settings.limit_settings(), doc=stores.budgets(self.store))
         self.models = settings.model_choices()
         self.choices = ModelChoices(llm_settings.model, {c.label: c.model for c in self.models.values()})
         self.llm.meter = Meter(self.ledger, self.limits, configured_prices(self.models))
@@ -186,7 +183,7 @@ class TuskApp:
                                         default_zone=ZoneInfo(settings.timezone),
                                         everyone_in_groups=settings.group_remember == "everyone")
         self.schedules = Schedules(settings.home, settings.schedule_settings(), self.bus.publish,  # bot/schedules/
-                                   self.chats)
+                                   self.chats, store=stores.schedules(self.store))
         self.checkins = CheckIns(self.schedules)
         reminders = ReminderTools(self.schedules)
         self.tasks = Tasks(settings.task_settings(self.consolidator.budget.limit),
@@ -213,7 +210,7 @@ class TuskApp:
                                         voice_command(speech, lambda key: self.bus.voice(key) is not None)],
                                  status_extra=[self._spend_lines], erasure=MemberErasure(
                                      model_rewrite(self.llm.complete, settings.consolidation_model),
-                                     [ReminderMembers(self.schedules), InboxMembers(self.inbox.path),
+                                     [ReminderMembers(self.schedules), stores.inbox_members(self.inbox),
                                       MediaMembers(), DocumentMembers(), SearchMembers(self.store.search),
                                       usage_records]),
                                  persona_max_tokens=settings.persona_max_tokens)
@@ -430,6 +427,8 @@ class TuskApp:
         await self.llm.aclose()
         self.ledger.close()
         self.seen.close()
+        if hasattr(self.inbox, "close"):
+            self.inbox.close()  # the database's: this run's lock let go (its open turns: none, all drained)
         for channel in reversed(self.channels):
             try:
                 await channel.stop()

@@ -15,9 +15,8 @@ where it is kept. Nothing here imports `bot/` or `channels/`.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -62,15 +61,18 @@ class Store:
             await migrations.require_current(self.databases[0])
 
     def prepare(self) -> None:
-        """The database's schema brought up to date now, from synchronous code (the parts built before the
-        start read shared documents): one short connection of its own, in a thread with its own event loop.
-        Raises as `start` does; nothing to do on files."""
+        """`start`'s work from synchronous code, before any event loop of the caller's runs it: the database
+        reached and its schema brought up to date (in a thread of its own, on a connection of its own), so
+        that the shared stores a constructor reads (models.json, budgets.json) find their tables. Errors as
+        `start`'s. Nothing to do on files."""
         if self.kind != "postgres":
             return
+        import concurrent.futures
+
         from store.postgres import migrations
         from store.postgres.pool import Database
 
-        async def once() -> None:
+        async def upgrade() -> None:
             db = Database(self.databases[0].url, min_size=0, max_size=1, name="tusk-migrate")
             await db.open()
             try:
@@ -78,8 +80,13 @@ class Store:
             finally:
                 await db.close()
 
-        with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="tusk-migrate") as pool:
-            pool.submit(asyncio.run, once()).result()
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:  # its own event loop, whoever's runs here
+            pool.submit(asyncio.run, upgrade()).result()
+
+    def close_sync(self) -> None:
+        """Close what synchronous callers opened (the sync pool); for a store that `prepare` alone started."""
+        if self.sync_db is not None:
+            self.sync_db.close()
 
     async def close(self) -> None:
         for db in self.databases:
@@ -116,6 +123,18 @@ async def opened(home: Path, database_url: str | None = None) -> AsyncIterator[S
         yield store
     finally:
         await store.close()
+
+
+@contextlib.contextmanager
+def prepared(home: Path, database_url: str | None = None) -> Iterator[Store]:
+    """`open_store`, prepared (the schema current) for synchronous callers (`tusk usage`, `tusk budget`, the
+    doctor), and its sync pool closed when the block ends."""
+    store = open_store(home, database_url)
+    try:
+        store.prepare()
+        yield store
+    finally:
+        store.close_sync()
 
 
 def _pg_search(db: Any) -> ChatSearch:

@@ -80,7 +80,7 @@ async def test_open_items_are_asked_once_the_day_after_without_tools(make_settin
     assert sorted(item for b in asked for item in ("Ann's job interview", "Bob returns the drill")
                   if f"2026-03-27: {item}" in b["messages"][-1]["content"]) == ["Ann's job interview", "Bob returns the drill"]
     ledger = Ledger(app.settings.home)
-    assert [r[0] for r in ledger._read("SELECT purpose FROM calls WHERE purpose = 'checkin'", [])] == ["checkin"] * 2
+    assert [r[0] for r in ledger._rows("SELECT purpose FROM calls WHERE purpose = 'checkin'", [])] == ["checkin"] * 2
     ledger.close()
     clock.set(berlin(2026, 3, 29, 12, 0))
     async with clocked(make_settings, clock, **env) as (app2, box2):

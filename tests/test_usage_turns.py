@@ -21,7 +21,7 @@ def usage(prompt, completion, **extra):
 def rows(tusk):
     ledger = Ledger(tusk.settings.home)
     try:
-        got = ledger._read("SELECT purpose, channel, chat, person, input_tokens, output_tokens, cached_tokens, "
+        got = ledger._rows("SELECT purpose, channel, chat, person, input_tokens, output_tokens, cached_tokens, "
                            "estimated, cost_usd, cost_source FROM calls ORDER BY id", [])
     finally:
         ledger.close()

@@ -16,6 +16,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TypeVar
 
+from bot import stores
 from bot.commands import Commands
 from bot.commands.base import CommandContext
 from bot.config import Settings
@@ -72,11 +73,15 @@ async def show_history(chats: ChatStore, key: ChatKey, n: int) -> str:
     return "\n\n".join(e.heading for e in entries) or "(no history entries)"
 
 
-async def forget(chats: ChatStore, home: Path, key: ChatKey, confirm: bool) -> str:
-    """`/forget` (what would go) or `/forget confirm` (delete and report) for this chat."""
+async def forget(chats: ChatStore, home: Path, key: ChatKey, confirm: bool, store: Store | None = None) -> str:
+    """`/forget` (what would go) or `/forget confirm` (delete and report) for this chat; the schedules and the
+    inbox journal of `store` (the database's rows), else those of the files under `home`."""
     await _existing(chats, key)
     ctx = CommandContext(key, await chats.open(key), chats, model="")
-    holders = [SavedSchedules(home), Inbox(home / "inbox.jsonl")]
+    if store is not None and store.kind == "postgres":
+        holders = [stores.saved_schedules(store), stores.inbox(store)]
+    else:
+        holders = [SavedSchedules(home), Inbox(home / "inbox.jsonl")]
     return await Commands(holders=holders).run("forget", "confirm" if confirm else "", ctx)
 
 

@@ -68,7 +68,7 @@ def forgetting(settings: Settings) -> Iterator[Forget]:
 
     async def here(key: ChatKey, confirm: bool) -> str:  # the store itself: its files, or the database
         async with opened(settings.home, settings.store_url()) as store:
-            return await admin.forget(store.chats, settings.home, key, confirm)
+            return await admin.forget(store.chats, settings.home, key, confirm, store=store)
 
     held = running.exclusive(settings.home, "tusk forget")
     if held is not None:

@@ -36,6 +36,7 @@ from bot.schedules.store import FILE, FileStore, ScheduleStore
 from memory import chat_settings
 from memory.chat_settings import ChatSettings
 from store.base import Chat, ChatStore
+from store.errors import StorageUnavailable
 
 logger = logging.getLogger(__name__)
 
@@ -199,7 +200,7 @@ class Schedules:
         try:
             if not self.store.claim(updated, s.due):
                 return False  # another process runs it
-        except OSError:  # not on disk: run it anyway (a restart may repeat it), rather than lose it
+        except (OSError, StorageUnavailable):  # not kept: run it anyway (a restart may repeat it), rather than lose it
             logger.exception("could not record that %s %s started", s.kind, s.id)
         self._all[s.id] = updated
         return True
@@ -226,7 +227,7 @@ class Schedules:
         self._flush = None
         try:
             self.store.flush()
-        except OSError:
+        except (OSError, StorageUnavailable):
             logger.exception("could not write the outcome of schedule runs")
 
     # -- the book --------------------------------------------------------------------------------
@@ -318,4 +319,4 @@ class Schedules:
                 for s in [s for s in self._all.values() if s.key == key]:
                     self._drop(s)
 
-        return [Owned(f"{counted(len(mine), 'reminder or schedule', 'reminders and schedules')} (cancelled and removed from reminders.json)", cancel_all)]
+        return [Owned(f"{counted(len(mine), 'reminder or schedule', 'reminders and schedules')} (cancelled and removed from {getattr(self.store, 'where', FILE)})", cancel_all)]
