@@ -1,7 +1,6 @@
 """Documents stay searchable: the text read from a PDF, a text file or a web page goes into the chat's search
 index with its date and sender, within caps, and /forget and /forget me take it out again."""
 
-import pytest
 import json
 import os
 
@@ -20,8 +19,6 @@ from tests.fakes.fake_web import FakeWeb
 from tests.media_files import pdf_bytes
 from tests.test_media_turn import upload
 from tests import kept
-
-pytestmark = pytest.mark.both_stores
 
 FILLER = " ".join(f"filler{i}" for i in range(40))
 PAGES = ["Harbour survey 2026, prepared for the town council.",

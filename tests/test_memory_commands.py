@@ -1,12 +1,9 @@
 """/memory, /forget, /new and /status as a user sees them."""
 
-import pytest
 
 from memory import files as memfiles
 from tests.fakes.fake_llm import Reply
 from tests import kept
-
-pytestmark = pytest.mark.both_stores
 
 
 def save_memory_responder(memory):

@@ -1,6 +1,5 @@
 """search_history and remember, through real litellm against the fake LLM."""
 
-import pytest
 import asyncio
 import time
 
@@ -13,8 +12,6 @@ from store.base import Entry
 from tests.fakes.fake_llm import Reply
 from tests.outbox import attach
 from tests import kept
-
-pytestmark = pytest.mark.both_stores
 
 DAY = 86_400
 

@@ -1,6 +1,5 @@
 """/model: a chat picks one of the owner's TUSK_MODELS; only that chat's requests go to it."""
 
-import pytest
 
 from bot.commands import CommandContext
 from bot.commands.model import model_command
@@ -8,8 +7,6 @@ from bot.events import ChatKey
 from bot.llm.choice import ModelChoices
 from store import open_files
 from tests.conftest import running
-
-pytestmark = pytest.mark.both_stores
 
 MODELS = "fast=openai/fast-model,big=openai/big-model@3/15"
 

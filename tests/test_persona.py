@@ -1,6 +1,5 @@
 """/persona: a chat's own persona, in its system prompt only, under the owner's instructions."""
 
-import pytest
 import stat
 import tarfile
 
@@ -11,8 +10,6 @@ from memory.chats import export
 from memory.paths import ChatFiles
 from store import open_files
 from tests import kept
-
-pytestmark = pytest.mark.both_stores
 
 
 def system_of(body):

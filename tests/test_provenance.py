@@ -1,6 +1,5 @@
 """Where a fact came from (/memory why) and forgetting one fact for good (/memory forget), end to end."""
 
-import pytest
 import re
 
 from bot import remembering
@@ -11,8 +10,6 @@ from tests.conftest import running
 from tests.fakes.fake_llm import Reply, last_user_text
 from tests.test_console_api import call
 from tests import kept
-
-pytestmark = pytest.mark.both_stores
 
 async def forgotten(tusk, chat):
     """The chat's tombstones (forgotten.json), as its store keeps them."""

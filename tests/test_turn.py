@@ -1,6 +1,5 @@
 """End to end: HTTP channel -> bus -> agent -> real litellm -> fake LLM -> reply."""
 
-import pytest
 import asyncio
 import json
 import time
@@ -10,8 +9,6 @@ from tests.fakes.fake_llm import Reply
 from tests.outbox import attach
 from tests.legality import violations
 from tests import kept
-
-pytestmark = pytest.mark.both_stores
 
 
 async def test_message_gets_the_model_reply_and_is_saved(tusk, fake_llm):
