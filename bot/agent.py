@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING, Protocol
 
 from bot import commands, logs, metrics, stream
 from bot.context import ContextBuilder
-from bot.delivery import Delivery, Drafts, Send
+from bot.delivery import Delivery, Send
 from bot.errors import ContextOverflow, LLMError, LLMUnavailable, MediaRefused, ToolsUnsupported
-from bot.events import ChatKey, InboundMessage, OutboundMessage
+from bot.events import ChatKey, InboundMessage, OutboundMessage, TurnResult
 from bot.llm import LLM, LLMReply
 from bot.llm.choice import ModelChoices
 from bot.fitting import PromptFit
@@ -40,7 +40,7 @@ from bot.media import turn as media_turn
 from bot.replies import (CRASH_REPLY, STORAGE_REPLY, EMPTY_REPLY, MALFORMED_REPLY, NO_TEXT_REPLY, OUT_OF_ROOM_REPLY,
                          STEP_LIMIT_REPLY, Answer, MessageTooLong, own, shown_text, user_message)
 from bot.stop import Stopped, Stops, stopped_turn
-from bot.stream import Live, StreamSettings
+from bot.stream import Drafts, Live, StreamSettings
 from bot.threads import Spawned
 from bot.tools.box import ToolBox, ToolContext, Toolset
 from bot.usage import meter as usage
@@ -118,21 +118,22 @@ class ChatAgent:
         while self._turns:
             await self._idle.wait()
 
-    async def handle(self, msg: InboundMessage) -> None:
+    async def handle(self, msg: InboundMessage) -> TurnResult | None:
+        """The turn for `msg`, answered; how it ended (None for group chatter, which is no turn)."""
         self._turns += 1
         self._idle.clear()
         try:
-            await self._handle(msg)
+            return await self._handle(msg)
         finally:
             self._turns -= 1
             if not self._turns:
                 self._idle.set()
 
-    async def _handle(self, msg: InboundMessage) -> None:
+    async def _handle(self, msg: InboundMessage) -> TurnResult | None:
         if not msg.addressed:  # group chatter: saved if the chat listens, never answered
             await self._overheard(msg)
-            return
-        stats = msg.client.stats if msg.client is not None else logs.TurnStats()
+            return None
+        stats = logs.TurnStats()  # the turn's tally while it runs (LLM calls add to it); its result is frozen
         purpose = msg.injected.source if msg.injected is not None else "reply"
         try:
             chat = await self.chats.open(msg.key)
@@ -161,7 +162,7 @@ class ChatAgent:
                 logger.exception("turn crashed")
                 answer, stats.outcome = own(CRASH_REPLY), "crash"
             run = msg.injected.run if msg.injected is not None else ""
-            reply = OutboundMessage(msg.key, answer.text, reply_to=msg.id, verbatim=answer.verbatim)
+            reply = OutboundMessage.answer(msg, answer.text, answer.verbatim)
             if run and not answer.text:  # a run's repeated failure says nothing
                 delivered = False
             elif speaking and stats.outcome == "ok" and not answer.verbatim:  # Tusk's own words stay text
@@ -176,6 +177,7 @@ class ChatAgent:
             figures = stats.fields()  # time to the reply; hooks run after it
             metrics.turn_done(msg.key.channel, stats)
             self._spawn(self._finish(msg.key, figures, runs_before), f"hooks {msg.key}")
+            return TurnResult(stats.outcome, stats.tokens_in, stats.tokens_out)
 
     async def _overheard(self, msg: InboundMessage) -> None:
         """A group message not addressed to the bot: with /listen on, saved with its sender (no reply, no LLM
@@ -306,7 +308,7 @@ class ChatAgent:
         prompt, room, sent = await self._prompt(chat, msg, new, attached)
 
         async def notify(text: str) -> None:  # Tusk's own words in the chat, through the reply path
-            await self.send(OutboundMessage(msg.key, text, reply_to=msg.id, verbatim=True))
+            await self.send(OutboundMessage.answer(msg, text, verbatim=True))
 
         ctx = ToolContext(msg.key, chat, self.chats, notify, sender_id=msg.sender_id, sender_name=msg.sender_name,
                           is_group=msg.is_group, sender_is_admin=msg.sender_is_admin, message_text=msg.text)

@@ -27,7 +27,7 @@ from bot.config import Settings
 from bot.ops import access
 from bot.errors import ConfigError, StorageDown, ContextOverflow, ToolsUnsupported
 from bot.context import ContextBuilder
-from bot.events import ChatKey, InboundMessage
+from bot.events import ChatKey, InboundMessage, TurnResult
 from bot.access.api_keys import ApiKeys
 from bot.access.flood import FloodGate
 from bot.llm import LLM
@@ -284,9 +284,9 @@ class TuskApp:
         if self.voice is not None:
             await self.voice.ready()  # the language model of voice replies (bot/speech/language.py)
 
-    async def _handle(self, msg: InboundMessage) -> None:
+    async def _handle(self, msg: InboundMessage) -> TurnResult | None:
         await self.warmup.settled()  # the first turns after a start wait for the tokenizer and the window
-        await self.agent.handle(msg)
+        return await self.agent.handle(msg)
 
     async def _consolidate(self, key: ChatKey) -> None:
         await self.warmup.settled()  # the budget is settled first

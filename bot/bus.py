@@ -16,27 +16,35 @@ import time
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from bot.errors import BusClosed, DeliveryError
-from bot.events import ChatKey, InboundMessage, OutboundMessage
-from bot.stream import Draft
+from bot.events import ChatKey, InboundMessage, OutboundMessage, TurnResult
+from bot.stream import Draft, Drafts
 from bot.threads import Spawned
 from store.errors import StorageUnavailable
 
+if TYPE_CHECKING:
+    from bot.speech.replies import VoiceOutlet
+
 logger = logging.getLogger(__name__)
 
-Handler = Callable[[InboundMessage], Awaitable[None]]
+Handler = Callable[[InboundMessage], Awaitable[TurnResult | None]]  # a turn, and how it ended
 Job = Callable[[], Awaitable[Any]]  # work that must take its place in a chat's order (the console's Forget)
 AtOnce = Callable[[InboundMessage], str | None]  # the answer to a message that takes no turn (/stop), else None
 
 
 class Outlet(Protocol):
-    """What the bus needs of a channel to deliver replies."""
+    """What the bus needs of a channel to deliver replies: its `name`, `send`, and the abilities a channel
+    may have, each None where it has not: `draft`, the reply shown while it is written (bot/stream.py), and
+    `voice`, replies as the platform's voice messages (bot/speech/replies.py)."""
 
     name: str
+    draft: Drafts | None
+    voice: VoiceOutlet | None
 
-    async def send(self, msg: OutboundMessage) -> None: ...
+    async def send(self, msg: OutboundMessage) -> None:
+        """Deliver a reply (split, formatted, rate-limited as the platform needs)."""
 
 
 class Journal(Protocol):
@@ -82,8 +90,9 @@ class MessageBus:
             out[key.channel] = (n + len(queue), max([oldest, *ages]))
         return out
 
-    def publish(self, msg: InboundMessage) -> asyncio.Future[None]:
-        """Queue `msg` behind its chat's earlier messages; the future resolves when its turn is done."""
+    def publish(self, msg: InboundMessage) -> asyncio.Future[TurnResult | None]:
+        """Queue `msg` behind its chat's earlier messages; the future resolves when its turn is done, with its
+        `TurnResult` (None: no turn ran, as for /stop, or it failed)."""
         if self._at_once is not None and (answer := self._at_once(msg)) is not None:
             return self._answer_now(msg, answer)  # also while shutting down: it takes no turn (/stop ends one)
         if not self._accepting:
@@ -96,14 +105,14 @@ class MessageBus:
                 logger.exception("could not journal a message for %s", msg.key)
         return self._enqueue(msg.key, msg)
 
-    def _answer_now(self, msg: InboundMessage, answer: str) -> asyncio.Future[None]:
+    def _answer_now(self, msg: InboundMessage, answer: str) -> asyncio.Future[TurnResult | None]:
         """A message that takes no turn: its answer (if any) sent now; the future resolves once it is out."""
-        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        done: asyncio.Future[TurnResult | None] = asyncio.get_running_loop().create_future()
 
         async def answering() -> None:
             try:
                 if answer:
-                    await self.send(OutboundMessage(msg.key, answer, reply_to=msg.id))
+                    await self.send(OutboundMessage.answer(msg, answer))
             finally:
                 if not done.done():
                     done.set_result(None)
@@ -141,8 +150,9 @@ class MessageBus:
                 if not isinstance(msg, InboundMessage):
                     await self._run_job(msg, done)
                     continue
+                result = None
                 try:
-                    await self._handler(msg)
+                    result = await self._handler(msg)
                 except asyncio.CancelledError:
                     done.cancel()
                     raise
@@ -150,7 +160,7 @@ class MessageBus:
                     logger.exception("turn failed in %s", key)
                 self._settled(msg)
                 if not done.done():
-                    done.set_result(None)
+                    done.set_result(result)
         finally:  # no await between the emptiness check and here: nothing can slip in
             for _, done in queue:
                 done.cancel()
@@ -194,15 +204,15 @@ class MessageBus:
             return False
         return True
 
-    def voice(self, key: ChatKey) -> Any:
-        """The channel of `key`'s chat if it sends voice messages (`send_voice`: bot/speech/replies.py), else None."""
+    def voice(self, key: ChatKey) -> VoiceOutlet | None:
+        """How `key`'s channel sends voice messages (bot/speech/replies.py), if it does."""
         outlet = self._outlets.get(key.channel)
-        return outlet if callable(getattr(outlet, "send_voice", None)) else None
+        return outlet.voice if outlet is not None else None
 
-    def draft(self, key: ChatKey, reply_to: int) -> Draft | None:
-        """The channel's draft for a reply being written (bot/stream.py), if it shows replies that way."""
-        make = getattr(self._outlets.get(key.channel), "draft", None)
-        return make(key, reply_to) if make is not None else None
+    def draft(self, msg: InboundMessage) -> Draft | None:
+        """The channel's draft for the reply to `msg` being written (bot/stream.py), if it shows replies that way."""
+        outlet = self._outlets.get(msg.key.channel)
+        return outlet.draft(msg) if outlet is not None and outlet.draft is not None else None
 
     async def close(self, grace: float) -> bool:
         """Stop taking messages, let running turns finish for up to `grace` seconds; True if all did."""

@@ -17,13 +17,12 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from bot.errors import DeliveryError
-from bot.events import ChatKey, InboundMessage, OutboundMessage
-from bot.stream import Draft, Live, StreamSettings
+from bot.events import InboundMessage, OutboundMessage
+from bot.stream import Drafts, Live, StreamSettings
 
 logger = logging.getLogger(__name__)
 
 Send = Callable[[OutboundMessage], Awaitable[bool | None]]  # False: not delivered (bot/bus.py)
-Drafts = Callable[[ChatKey, int], Draft | None]  # the channel's draft for a reply to that message (bot/bus.py)
 
 
 class Delivery:
@@ -36,7 +35,7 @@ class Delivery:
     def live(self, msg: InboundMessage) -> Live | None:
         """The turn's stream (TUSK_STREAM=auto) where someone watches it: a channel's draft (a chat that shows
         replies being written, an SSE client, the terminal). A turn nobody watches is one plain request."""
-        draft = self.drafts(msg.key, msg.id) if self.streaming.on and self.drafts else None
+        draft = self.drafts(msg) if self.streaming.on and self.drafts else None
         return Live(draft, self.streaming.min_chars) if draft is not None else None
 
     async def deliver(self, reply: OutboundMessage, live: Live | None) -> bool:

@@ -5,7 +5,9 @@ Channels build `InboundMessage`s from platform updates; the agent answers with
 and background tasks publish `InboundMessage`s too, carrying their `Injected` context, so
 they take their place in the chat's order like any message.
 A reply read out goes to a channel that takes voice as an `OutboundVoice` (bot/speech/).
-Anything only an adapter needs (a platform message id to reply to) stays in the adapter.
+Where on its platform a reply goes (the message it quotes, its thread, a command's interaction) travels
+with the message as a `ReplyRef` of plain fields, so a reply can be sent from any process that holds the
+event, not only the one that took the update.
 """
 
 from __future__ import annotations
@@ -15,7 +17,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Literal
 
-from bot.logs import TurnStats
 from memory.keys import ChatKey
 
 _ids = itertools.count(1)
@@ -60,14 +61,40 @@ class ClientTurn:
     only. `system` goes under the owner's instructions and is never saved; `model` is a litellm model
     string the owner allows (TUSK_MODELS); `max_tokens` bounds the reply within the reply reserve; `temperature` is sent as given;
     `regenerate` answers the session's last user message again, without that exchange in the prompt,
-    and saves nothing. `stats` is the turn's own tally (tokens, outcome), read by the client once it is done."""
+    and saves nothing. How the turn went comes back as its `TurnResult`."""
 
     system: str | None = None
     model: str | None = None
     max_tokens: int | None = None
     temperature: float | None = None  # the client's sampling temperature, sent to the model as given (0-2)
     regenerate: bool = False
-    stats: TurnStats = field(default_factory=TurnStats, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class TurnResult:
+    """How a turn ended: what its publish future resolves with once it is done (bot/bus.py), for whoever
+    waits on it (the HTTP API, the OpenAI endpoint). `outcome`: ok, stopped, spend_limit, llm_unavailable,
+    llm_error, too_long or crash; the tokens its model calls took. The replies went out through the channel."""
+
+    outcome: str = "ok"
+    tokens_in: int = 0
+    tokens_out: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ReplyRef:
+    """Where on its platform the replies to a message go, beyond its chat key: plain, serialisable fields set
+    by the adapter's `to_inbound`, read by the same platform's `send` (and drafts, voice). Each platform
+    uses what it has: `message`, the platform's id of the message to answer (quoted in Telegram and Discord
+    groups; Slack: its ts, which carries the "thinking" reaction); `thread`, the Slack thread it belongs in;
+    `interaction`, a command's way back (Discord: the interaction's token; Slack: its response_url), with
+    `ephemeral` when only the asker sees the answer; `team`, the asker's Slack team (streamed replies)."""
+
+    message: str | None = None
+    thread: str | None = None
+    interaction: str | None = None
+    ephemeral: bool = False
+    team: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,11 +114,13 @@ class InboundMessage:
     addressed: bool = True  # False: group chatter not for the bot, kept only if the chat listens (/listen)
     attachments: tuple[Attachment, ...] = ()
     client: ClientTurn | None = None  # an API client's wishes for this turn only (the OpenAI endpoint)
+    ref: ReplyRef | None = None  # where its replies go on the platform (None: the chat key alone says)
 
 
 @dataclass(frozen=True, slots=True)
 class OutboundMessage:
-    """Text for a chat; `reply_to` is the `InboundMessage.id` it answers, if any.
+    """Text for a chat; `reply_to` is the `InboundMessage.id` it answers, if any, and `ref` where that
+    message's replies go on its platform (`answer` sets both).
 
     `verbatim`: Tusk's own words (a command's answer, a pairing code, a refusal, a limit's sentence), which
     every channel shows exactly as written: line by line, `3.` still 3, `<persona>` still there. Otherwise
@@ -101,6 +130,12 @@ class OutboundMessage:
     text: str
     reply_to: int | None = None
     verbatim: bool = False
+    ref: ReplyRef | None = None
+
+    @classmethod
+    def answer(cls, msg: InboundMessage, text: str, verbatim: bool = False) -> OutboundMessage:
+        """`text` in answer to `msg`: its chat, tied to it, where its replies go."""
+        return cls(msg.key, text, reply_to=msg.id, verbatim=verbatim, ref=msg.ref)
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,3 +158,4 @@ class OutboundVoice:
     audio: SpokenAudio
     caption: str | None = None
     reply_to: int | None = None
+    ref: ReplyRef | None = None

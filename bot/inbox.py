@@ -36,8 +36,10 @@ logger = logging.getLogger(__name__)
 
 
 def record_of(msg: InboundMessage) -> dict[str, Any]:
+    """The message as a journal line. Its `ref` is not kept: a replay answers by the chat key alone, as
+    before refs existed (a Discord command's interaction would have expired by then)."""
     fields = {f.name: getattr(msg, f.name) for f in dataclasses.fields(msg)
-              if f.name not in ("key", "injected", "attachments")}
+              if f.name not in ("key", "injected", "attachments", "ref")}
     injected = dataclasses.asdict(msg.injected) if msg.injected is not None else None
     files = [dataclasses.asdict(a) for a in msg.attachments]
     return {**fields, "key": [msg.key.channel, msg.key.chat_id], "injected": injected, "attachments": files}

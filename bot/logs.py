@@ -25,7 +25,8 @@ _turn: ContextVar[str] = ContextVar("tusk_turn", default="-")
 
 @dataclass(slots=True)
 class TurnStats:
-    """What one turn cost; LLM calls made while it is bound add to it (tasks it starts included)."""
+    """What one turn cost, tallied while it runs; LLM calls made while it is bound add to it (tasks it starts
+    included). The agent hands the turn's outcome on frozen, as a `TurnResult` (bot/events.py)."""
 
     started: float = field(default_factory=time.monotonic)
     llm_calls: int = 0

@@ -4,7 +4,7 @@
     tool step running                 --status-----> Live -------------> Draft
     turn done                         --final text-> Live.finish -------> Draft.finish (formatted, split)
 
-A channel that can show a reply being written offers `draft(key, reply_to) -> Draft`
+A channel that can show a reply being written offers `draft(msg) -> Draft` (its contract: bot/bus.py)
 (Telegram: sendMessageDraft or edits, Discord: edits, Slack: chat streaming or chat.update,
 HTTP: Server-Sent Events, terminal: the text as it comes). A channel without one gets the
 final reply through `send` as before. Throttling is done here, once, at the draft's own
@@ -26,10 +26,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from bot import logs
+from bot.events import InboundMessage
 from bot.llm.wire import strip_think
 
 logger = logging.getLogger(__name__)
@@ -65,6 +67,9 @@ class Draft(Protocol):
     async def status(self, text: str) -> None: ...
 
     async def finish(self, text: str, verbatim: bool = False) -> None: ...
+
+
+Drafts = Callable[[InboundMessage], Draft | None]  # a channel's draft for the reply to a message, if it shows one
 
 
 def visible(raw: str) -> str:

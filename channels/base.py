@@ -16,13 +16,15 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
+from bot.bus import Outlet
 from bot.errors import DeliveryError
-from bot.events import ChatKey, InboundMessage, OutboundMessage
+from bot.events import ChatKey, InboundMessage, OutboundMessage, TurnResult
 from bot.access.pairing import PairingError, PairingStore
 
 logger = logging.getLogger(__name__)
 
-Publish = Callable[[InboundMessage], asyncio.Future[None]]
+Done = asyncio.Future[TurnResult | None]  # resolved when a published message's turn is done, with how it ended
+Publish = Callable[[InboundMessage], Done]  # the bus's (bot/bus.py)
 
 
 async def tell(send: Callable[[OutboundMessage], Awaitable[None]], key: ChatKey, text: str) -> None:
@@ -127,8 +129,15 @@ class Access:
         return AllowList(entries, variable, channel, self.policy, self.pairing)
 
 
-class Channel(Protocol):
-    name: str
+class Channel(Outlet, Protocol):
+    """A platform (or local) channel: the bus's outlet and a lifecycle. Its abilities are declared, each None
+    where it has not got it (bot/bus.py `Outlet`), never looked up by name:
+
+        draft   the reply shown while it is written (bot/stream.py): Telegram's draft or a message edited in
+                place, Discord's edits, Slack's chat streaming or chat.update, the HTTP API's events
+        voice   replies read out as the platform's voice messages (bot/speech/replies.py)
+
+    A platform channel (`Platform`) has a third, typing, which the intake chain shows (channels/intake.py)."""
 
     async def start(self) -> None:
         """Connect and begin delivering messages; returns once running."""
@@ -140,5 +149,12 @@ class Channel(Protocol):
     async def stop(self) -> None:
         """Stop taking updates and release connections."""
 
-    async def send(self, msg: OutboundMessage) -> None:
-        """Deliver a reply (split, formatted, rate-limited as the platform needs)."""
+
+class Platform(Channel, Protocol):
+    """A chat platform's channel (Telegram, Discord, Slack): what the intake chain (channels/intake.py) uses
+    of it besides `send`."""
+
+    def typing(self, msg: InboundMessage, done: Done) -> Awaitable[None]:
+        """Show in `msg`'s chat that its turn runs (a chat action, Discord's typing, Slack's reaction), until
+        `done`; a failure to show it is logged, never raised (it is cosmetic)."""
+        ...

@@ -1,7 +1,7 @@
 """Files that come with platform messages, kept in the chat's `media/` before the message is published.
 
-    channel: to_inbound() -> allow-list -> the message's files as `Remote`s (platform id, name, declared
-             size, how to fetch): channels/telegram/media.py, discord_media.py, slack_media.py
+    channel: to_inbound() -> allow-list (channels/intake.py) -> the message's files as `Remote`s (platform
+             id, name, declared size, how to fetch): channels/telegram/media.py, discord_bot/media.py, slack/media.py
           -> MediaIntake.attach(): each file streamed into memory/media.py's MediaStore in chunks (a declared
              size over the cap is refused before any byte is fetched; a platform file id seen before is
              never fetched again) -> ONE InboundMessage: the caption as text, the kept files as attachments
@@ -9,7 +9,7 @@
 
 Group gating is the text's: a message not addressed to the bot has its files fetched only when its chat
 listens (/listen); otherwise nothing is downloaded at all. `InOrder` keeps one chat's messages in arrival
-order while one of them downloads, and never makes another chat wait.
+order while one of them downloads (or waits for a platform lookup), and never makes another chat wait.
 """
 
 from __future__ import annotations
@@ -164,7 +164,7 @@ class InOrder:
                     await asyncio.wait([previous])
                 await job()
             except Exception:  # one message's boundary: the chat's next messages still go through
-                logger.exception("taking a message with files failed")
+                logger.exception("taking a message failed")
             finally:
                 tail.set_result(None)
                 if self._tails.get(key) is tail:

@@ -11,7 +11,10 @@ from bot.events import ChatKey, InboundMessage, OutboundMessage
 
 
 class Outbox:
-    """Stands in for a channel's `send` (optionally still passing messages on to the real one)."""
+    """Stands in for a channel's `send` (optionally still passing messages on to the real one); it shows no
+    drafts and sends no voice (the channel contract's abilities, bot/bus.py)."""
+
+    draft = voice = None
 
     def __init__(self, name: str = "http", forward=None) -> None:
         self.name = name

@@ -18,7 +18,9 @@ from bot.errors import ConfigError
 from channels.http import CONSOLE_DIR
 from tests import procs
 from tests.fakes.fake_llm import Reply
+from tests.fakes.loopback import wait_until
 from tests.conftest import with_helpers
+from tests.settle import waiting_on
 from tests.test_cli import env_for
 from tests import kept
 
@@ -130,7 +132,7 @@ async def test_memory_put_waits_for_the_chat_memory_lock(tusk):
     lock = tusk.consolidator.lock(ChatKey("http", "ann"))
     async with lock:
         save = asyncio.ensure_future(call(tusk, "PUT", "/api/chats/http/ann/memory", json={"text": "- later\n"}))
-        await asyncio.sleep(0.2)
+        await wait_until(lambda: waiting_on(lock) or save.done(), what=lambda: "the save never waited for the lock")
         assert not save.done() and files.memory.read_text() == "- Ann likes tea\n"
     assert (await save)[0] == 200 and files.memory.read_text() == "- later\n"
 

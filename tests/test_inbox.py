@@ -16,6 +16,7 @@ from memory.session import Message
 from tests import procs
 from tests.fakes.fake_llm import Reply
 from tests.fakes.fake_telegram import FakeTelegram
+from tests.settle import drained
 from tests.test_cli import env_for
 
 
@@ -281,12 +282,15 @@ async def test_forget_in_a_running_bot_leaves_no_line_of_the_chat_in_the_inbox(m
             await tg.wait_for(lambda: len(texts(tg, 42)) == 3)
             deleted = "deleted 3 messages" if not where else "deleted 1 message"
             assert f"{deleted} in the inbox journal ({where_said})" in texts(tg, 42)[2]
-            tg.push_message(43, "still here", user_id=8)
-            await tg.wait_for(lambda: len(texts(tg, 43)) == 2)
+            await drained(app, ChatKey("telegram", "42"))  # the /forget turn has ended: its own line settled
             if where:
                 assert await journal_rows(where["TUSK_DATABASE_URL"]) == []
+                tg.push_message(43, "still here", user_id=8)
+                await tg.wait_for(lambda: len(texts(tg, 43)) == 2)
                 return
             lines = [json.loads(line) for line in (app.settings.home / "inbox.jsonl").read_text().splitlines()]
             ids = {rec["id"] for rec in lines if "id" in rec}
             assert lines and all(rec.get("key", ["telegram", "43"]) == ["telegram", "43"] for rec in lines)
             assert all(rec["done"] in ids for rec in lines if "done" in rec)  # no stray line of the forgotten turns
+            tg.push_message(43, "still here", user_id=8)
+            await tg.wait_for(lambda: len(texts(tg, 43)) == 2)

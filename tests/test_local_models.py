@@ -12,6 +12,7 @@ from memory import files as memfiles
 from memory.session import Message
 from tests.conftest import running
 from tests.fakes.fake_llm import Reply
+from tests.fakes.loopback import wait_until
 from tests.legality import violations
 from tests import kept
 
@@ -67,7 +68,8 @@ async def test_a_reply_waits_behind_at_most_one_round(make_settings, fake_llm):
     async with running(make_settings(TUSK_CONTEXT_WINDOW=2048)) as tusk:
         await preload(tusk, "slow", 30)
         await tusk.say("slow", "first")  # over budget: rounds continue in the background after the reply
-        await asyncio.sleep(0.1)
+        replied = len(fake_llm.requests)
+        await wait_until(lambda: any(is_consolidation(b) for b in fake_llm.requests[replied:]))  # one under way
         sent = asyncio.get_running_loop().time()
         await tusk.say("slow", "second")
         kinds = ["c" if is_consolidation(b) else "t" for b in fake_llm.requests]

@@ -1,6 +1,7 @@
 """Voice notes, photos and documents sent through the HTTP API (multipart) and straight to the agent:
 what reaches the model, what the session keeps, and the clear replies for what is not taken."""
 
+import io
 import json
 
 import aiohttp
@@ -136,10 +137,9 @@ async def test_files_not_taken_get_a_clear_reply(media_tusk, fake_llm, name, dat
 
 async def test_oversize_file_is_refused_naming_the_limit(make_settings, fake_llm):
     """A file over TUSK_MEDIA_MAX_MB is refused while it streams in, with the limit in the reply; nothing stays."""
-    async with running(make_settings(TUSK_MEDIA_MAX_MB="0.05", **MEDIA_ENV)) as app:
-        (reply,) = await upload(app, "big", ("big.txt", b"a" * 200_000, "text/plain"))
-        assert "0 MB" in reply or "MB" in reply
-        assert "the most I take" in reply and fake_llm.requests == []
+    async with running(make_settings(TUSK_MEDIA_MAX_MB="1", **MEDIA_ENV)) as app:
+        (reply,) = await upload(app, "big", ("big.txt", io.BytesIO(b"a" * 1_500_000), "text/plain"))
+        assert reply == "That file is over 1 MB, the most I take." and fake_llm.requests == []
         assert [p for p in media_dir(app, "big").iterdir()] == []
 
 

@@ -10,8 +10,10 @@ from memory.search import HistorySearch, match_expression
 from memory.session import Message
 from store.base import Entry
 from tests.fakes.fake_llm import Reply
+from tests.fakes.loopback import wait_until
 from tests.outbox import attach
 from tests import kept
+from tests.settle import waiting_on
 
 DAY = 86_400
 
@@ -140,8 +142,8 @@ async def test_remember_waits_for_a_running_consolidation(tusk, fake_llm):
     await lock.acquire()  # as a consolidation holds it between reading and rewriting MEMORY.md
     fake_llm.script(Reply(text=None, tool_calls=[("m1", "remember", {"fact": "new fact"})]), Reply(text="ok"))
     turn = asyncio.create_task(tusk.say("lock", "remember new fact"))
-    await asyncio.sleep(0.3)
-    assert not turn.done() and not files.memory.exists()
+    await wait_until(lambda: waiting_on(lock) or turn.done(), what=lambda: "remember() never waited for the lock")
+    assert not turn.done() and not files.memory.exists() and len(fake_llm.requests) == 1
     memfiles.write_memory(files, "- consolidated summary\n")
     lock.release()
     assert await turn == ["Noted: new fact", "ok"]

@@ -119,6 +119,7 @@ async def test_tusk_chat_shows_command_answers_as_written(fake_llm, tmp_path):
             child.send(command + "\r")
             for _ in range(times):  # the answer's lines that end so (one per fact in /memory why's)
                 child.expect_exact(last_words)
+        child.expect_exact("you>")  # Ctrl-D at the prompt (typed while the answer prints, the terminal eats it)
         child.sendcontrol("d")
         child.expect(pexpect.EOF)
         child.close()

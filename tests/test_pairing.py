@@ -5,15 +5,18 @@ import json
 import re
 import signal
 import stat
+import time
 
 import pytest
 
 from bot.config import load_settings
 from bot.errors import ConfigError
+from bot.events import ChatKey
 from bot.access.pairing import PairingStore
 from tests import procs
 from tests.test_cli import env_for, tusk
-from tests.test_telegram import start_tusk, tg  # noqa: F401  (fixtures)
+from tests.settle import answered, drained
+from tests.test_telegram import start_tusk, texts, tg  # noqa: F401  (fixtures)
 
 CODE = re.compile(r"approve ([A-Z0-9]{8})\b")
 
@@ -31,18 +34,18 @@ async def test_stranger_is_paired_through_the_cli_of_another_process(tg, fake_ll
         assert "running on telegram" in (await asyncio.wait_for(proc.stdout.readline(), timeout=60)).decode()
         tg.push_message(42, "hello, who are you?", user_id=42, username="stranger")
         tg.push_message(42, "hello??", user_id=42, username="stranger")
-        await tg.wait_for(lambda: tg.sent, timeout=20)
-        await asyncio.sleep(0.3)
-        assert len(tg.sent) == 1 and len(codes(tg)) == 1  # the second message: same code, not told again
+        tg.push_message(43, "me too", user_id=43, username="other")  # its code comes once 42's two are handled
+        await tg.wait_for(lambda: codes(tg, 43), timeout=20)
+        assert len(texts(tg, 42)) == 1 and len(codes(tg, 42)) == 1  # the second message: same code, not told again
         assert fake_llm.requests == [] and not (tmp_path / "data" / "chats").exists()
-        code = codes(tg)[0]
+        code = codes(tg, 42)[0]
         listed = await tusk("pairing", "list", env=env)
         assert listed[0] == 0 and code in listed[1] and "telegram:42 user" in listed[1]
         approved = await tusk("pairing", "approve", code.lower(), env=env)
         assert approved[0] == 0 and "Approved telegram:42" in approved[1]
         tg.push_message(42, "and now?", user_id=42, username="stranger")
-        await tg.wait_for(lambda: len(tg.sent) == 2, timeout=20)
-        assert tg.sent[1]["plain"].startswith("echo: ") and len(fake_llm.requests) == 1
+        await tg.wait_for(lambda: answered(tg, "and now?"), timeout=20)
+        assert len(texts(tg, 42)) == 2 and len(fake_llm.requests) == 1
         assert fake_llm.requests[0]["messages"][-1]["content"].endswith("and now?")  # the early ones never went
         assert stat.S_IMODE((tmp_path / "data" / "pairing.json").stat().st_mode) == 0o600
         again = await tusk("pairing", "approve", code, env=env)
@@ -55,13 +58,17 @@ async def test_stranger_is_paired_through_the_cli_of_another_process(tg, fake_ll
 
 async def test_expired_code_is_refused(start_tusk, tg, fake_llm):  # noqa: F811
     """A code past TUSK_PAIRING_TTL cannot be approved; the stranger's next message gets a new code, not an answer."""
-    app = await start_tusk(TUSK_DM_POLICY="pairing", TUSK_PAIRING_TTL="0.01")  # 0.6 s
+    app = await start_tusk(TUSK_DM_POLICY="pairing", TUSK_PAIRING_TTL="10")  # minutes
+    now = [time.time()]
+    app.access.pairing.clock = clock = lambda: now[0]  # the time the running bot's codes are made and held by
     tg.push_message(50, "hi", user_id=50)
     await tg.wait_for(lambda: codes(tg))
     first = codes(tg)[0]
-    await asyncio.sleep(0.7)
+    now[0] += 10 * 60 - 1
+    assert [r.code for r in PairingStore(app.settings.home).state().live(now[0]).pending] == [first]  # not yet
+    now[0] += 2
     with pytest.raises(LookupError, match="expired"):
-        PairingStore(app.settings.home).approve(first)
+        PairingStore(app.settings.home, clock=clock).approve(first)
     tg.push_message(50, "hi again", user_id=50)
     await tg.wait_for(lambda: len(codes(tg)) == 2)
     assert codes(tg)[1] != first and fake_llm.requests == []
@@ -114,11 +121,14 @@ async def test_revoke_takes_an_approval_back(start_tusk, tg, fake_llm):  # noqa:
 
 async def test_allowlist_policy_ignores_strangers_silently(start_tusk, tg, fake_llm):  # noqa: F811
     """TUSK_DM_POLICY=allowlist: a stranger gets no code, no reply, and no pairing request is stored."""
-    app = await start_tusk(TUSK_DM_POLICY="allowlist")
+    app = await start_tusk(TUSK_DM_POLICY="allowlist", TELEGRAM_ALLOW_FROM="8")
     tg.push_message(70, "hi", user_id=70)
     tg.push_message(7, "hi", user_id=7)
-    await asyncio.sleep(0.5)
-    assert tg.sent == [] and fake_llm.requests == [] and not (app.settings.home / "pairing.json").exists()
+    tg.push_message(8, "the owner", user_id=8)  # answered once the two before it are handled
+    await tg.wait_for(lambda: answered(tg, "the owner"))
+    await drained(app, ChatKey("telegram", "70"), ChatKey("telegram", "7"))  # a turn either started has ended
+    assert [m["chat_id"] for m in tg.sent] == [8] and len(fake_llm.requests) == 1
+    assert not (app.settings.home / "pairing.json").exists()
 
 
 @pytest.mark.parametrize("variable,value", [("TELEGRAM_ALLOW_FROM", "7, @bob"), ("TELEGRAM_ALLOW_FROM", "bob"),

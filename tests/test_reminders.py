@@ -7,10 +7,15 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from bot.errors import ConfigError
+from bot.events import ChatKey
 from tests.fakes.fake_llm import Reply
 from tests.legality import violations
 from tests.outbox import say, started
 from tests import kept
+from tests.schedule_clock import Clock, clocked
+from tests.settle import drained
+
+BOB = ChatKey("http", "bob")
 
 
 def setting(when, text, cid="r1"):
@@ -28,10 +33,12 @@ def reminder_requests(fake_llm):
 
 async def test_a_reminder_fires_as_a_turn_of_its_chat(make_settings, fake_llm):
     """A reminder due in 0.5 s runs a turn for its chat with the reminder injected; the reply goes to that chat."""
+    clock = Clock(datetime(2026, 5, 4, 9, 0, tzinfo=timezone.utc))  # stands still until the test moves it
     fake_llm.script(setting("in 0.5 seconds", "call Bob"), Reply(text="I'll remind you."))
-    async with started(make_settings) as (app, box):
+    async with clocked(make_settings, clock) as (app, box):
         assert await say(app, box, "bob", "remind me in a second to call Bob") == ["I'll remind you."]
         assert "set for" in fake_llm.requests[1]["messages"][-1]["content"] and len(stored(app)) == 1
+        clock.set(datetime(2026, 5, 4, 9, 0, 1, tzinfo=timezone.utc))  # APScheduler's next wake-up finds it due
         texts = await box.wait_for("bob", 2, timeout=4)
     fired = reminder_requests(fake_llm)
     assert len(fired) == 1 and not violations(fired[0]["messages"])
@@ -45,20 +52,23 @@ async def test_a_reminder_fires_as_a_turn_of_its_chat(make_settings, fake_llm):
 
 async def test_reminder_survives_a_restart_and_fires_once_marked_late(make_settings, fake_llm):
     """Set, stop before it is due, start a new Tusk on the same home after: it fires once and says it is late."""
-    fake_llm.script(setting("in 0.6 seconds", "call Bob"), Reply(text="ok"))
-    async with started(make_settings) as (app, box):
-        await say(app, box, "bob", "remind me in a second to call Bob")
+    clock = Clock(datetime(2026, 5, 4, 9, 0, tzinfo=timezone.utc))
+    fake_llm.script(setting("in 2 hours", "call Bob"), Reply(text="ok"))
+    async with clocked(make_settings, clock) as (app, box):
+        await say(app, box, "bob", "remind me in two hours to call Bob")
     assert len(stored(app)) == 1
-    await asyncio.sleep(0.9)
-    async with started(make_settings) as (app2, box2):
-        texts = await box2.wait_for("bob", 1, timeout=4)
-        await asyncio.sleep(0.3)
+    clock.set(datetime(2026, 5, 4, 11, 30, tzinfo=timezone.utc))
+    async with clocked(make_settings, clock) as (app2, box2):
+        texts = await box2.wait_for("bob", 1, timeout=4)  # the start's first tick runs it
+        assert await app2.schedules.tick() == 0  # a tick after it starts nothing more
+        await drained(app2, BOB)  # and every turn the ticks started has ended
         assert len(box2.to("bob")) == 1
     assert "call Bob" in texts[0] and "It comes late" in texts[0] and len(reminder_requests(fake_llm)) == 1
     assert stored(app2) == []
-    async with started(make_settings) as (app3, box3):
-        await asyncio.sleep(0.2)
-    assert box3.sent == []
+    async with clocked(make_settings, clock) as (app3, box3):
+        assert await app3.schedules.tick() == 0
+        await drained(app3, BOB)
+    assert box3.sent == [] and len(reminder_requests(fake_llm)) == 1
 
 
 async def test_missed_reminders_fire_late_within_the_grace_period_and_are_dropped_after(make_settings, fake_llm):
@@ -74,8 +84,9 @@ async def test_missed_reminders_fire_late_within_the_grace_period_and_are_droppe
     (home / "reminders.json").write_text(json.dumps({"schema": 1, "reminders": [
         record("rold", timedelta(days=2), "stale thing"), record("rhour", timedelta(hours=1), "water plants")]}))
     async with started(make_settings) as (app, box):
-        texts = await box.wait_for("down", 1)
-        await asyncio.sleep(0.2)
+        await box.wait_for("down", 1)  # the start's first tick took both: one ran, one was dropped
+        await drained(app, ChatKey("http", "down"))  # a turn of the stale one would have ended too
+        texts = box.to("down")
     assert len(texts) == 1 and "water plants" in texts[0] and "It comes late, 1 h after its time" in texts[0]
     assert "stale thing" not in str(fake_llm.requests) and stored(app) == []
 
@@ -176,13 +187,16 @@ async def test_forget_from_the_cli_removes_reminders_and_a_running_bot_drops_the
     from bot.events import ChatKey
     from store import open_files
 
-    fake_llm.script(setting("in 0.8 seconds", "call Bob"), Reply(text="ok"))
-    async with started(make_settings) as (app, box):
+    clock = Clock(datetime(2026, 5, 4, 9, 0, tzinfo=timezone.utc))
+    fake_llm.script(setting("in 2 hours", "call Bob"), Reply(text="ok"))
+    async with clocked(make_settings, clock) as (app, box):
         await say(app, box, "eve", "remind me soon to call Bob")
         key = ChatKey("http", "eve")
         chats = open_files(app.settings.home).chats  # the CLI's own store over the same home
         assert "1 reminder or schedule (removed" in await admin.forget(chats, app.settings.home, key, confirm=False)
         report = await admin.forget(chats, app.settings.home, key, confirm=True)
         assert "deleted 1 reminder or schedule (removed from reminders.json)" in report and stored(app) == []
-        await asyncio.sleep(1.2)
+        clock.set(datetime(2026, 5, 4, 12, 0, tzinfo=timezone.utc))  # past its time
+        assert await app.schedules.tick() == 0  # the running bot's tick starts nothing
+        await drained(app, key)
     assert reminder_requests(fake_llm) == [] and box.to("eve") == ["ok"]

@@ -324,8 +324,7 @@ async def test_a_run_cut_short_is_run_again_from_the_inbox_or_recorded_as_cut(ma
         clock.set(berlin(2026, 6, 1, 9, 0))
         asked = len(fake_llm.requests)
         assert await app.schedules.tick() == 1
-        while len(fake_llm.requests) == asked:  # the run's model call is under way
-            await asyncio.sleep(0.01)
+        await fake_llm.wait_for_requests(asked + 1)  # the run's model call is under way
         assert app.bus.cancel(ChatKey("http", "cut"))  # cut short, as a crash would
     assert only(app, "cut").runs[-1].status == "fired"
     fake_llm.script(Reply(text="Here is your brief."))
@@ -337,8 +336,7 @@ async def test_a_run_cut_short_is_run_again_from_the_inbox_or_recorded_as_cut(ma
     async with clocked(make_settings, clock, **env) as (app3, box3):
         asked = len(fake_llm.requests)
         assert await app3.schedules.tick() == 1
-        while len(fake_llm.requests) == asked:
-            await asyncio.sleep(0.01)
+        await fake_llm.wait_for_requests(asked + 1)
         assert app3.bus.cancel(ChatKey("http", "cut"))
     lose_the_journal(app3, where)  # the journal's record lost too
     async with clocked(make_settings, clock, **env) as (app4, box4):

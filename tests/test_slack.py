@@ -19,6 +19,7 @@ from tests.fakes.fake_llm import Reply
 from tests.fakes.fake_slack import FakeSlack
 from tests.own_words import ANSWERS, PERSONA, WHY, seed
 from tests import kept
+from tests.settle import idle
 
 BOT = "U0TUSK"
 
@@ -238,7 +239,7 @@ async def test_without_thread_sessions_a_channel_is_one_chat(settings, slack, fa
 
 async def test_retried_and_doubled_events_are_answered_once(settings, slack, fake_llm):
     """A Slack retry of an event, and a second event for the same message, never give a second answer."""
-    async with running(settings()):
+    async with running(settings()) as (app, _):
         await slack.wait_connected()
         event = slack.dm("once")
         envelopes = [await slack.send_event(event, event_id="Ev0001"),
@@ -246,9 +247,9 @@ async def test_retried_and_doubled_events_are_answered_once(settings, slack, fak
                      await slack.send_event({**event, "type": "app_mention"}, event_id="Ev0002")]
         for envelope in envelopes:
             await slack.wait_acked(envelope)
-        await slack.send_event(slack.dm("then this"))
-        await slack.wait_for(lambda: len(slack.posted) >= 2)
-        await asyncio.sleep(0.05)
+        await slack.send_event(slack.dm("then this"))  # the chat's turns run in order: a second "once" first
+        await slack.wait_for(lambda: any(t.endswith("then this") for t in slack.texts()))
+        await idle(app)
     assert len(slack.posted) == 2 and len(fake_llm.requests) == 2
     assert user_texts(fake_llm)[-1].endswith("then this")
 
@@ -310,14 +311,14 @@ async def test_forget_in_a_dm_needs_no_admin(settings, slack, fake_llm):
 async def test_users_outside_the_allow_list_cost_nothing(settings, slack, fake_llm):
     """No LLM call, no session folder, no API call and no reply for senders not in SLACK_ALLOW_FROM."""
     s = settings(SLACK_ALLOW_FROM="U0BOSS")
-    async with running(s):
+    async with running(s) as (app, _):
         await slack.wait_connected()
         await slack.send_event(slack.dm("hi", user="U0ANN", channel="D0ANN"))
         await slack.send_event(slack.mention("hi", user="U0ANN"))
         await slack.wait_acked(await slack.send_command("/status", user="U0ANN"))
         await slack.send_event(slack.dm("hi", user="U0BOSS", channel="D0BOSS"))
-        await slack.wait_for(lambda: slack.posted and len(slack.reactions) == 2)
-        await asyncio.sleep(0.05)
+        await slack.wait_for(lambda: slack.posted and len(slack.reactions) == 2)  # ann's came first: refused by now
+        await idle(app)  # and a turn of theirs would have ended
     assert chats(s) == ["D0BOSS"] and len(fake_llm.requests) == 1
     assert [p["channel"] for p in slack.posted] == ["D0BOSS"] and not slack.responses
     assert all(p["channel"] == "D0BOSS" for _, p in slack.reactions)

@@ -2,7 +2,6 @@
 rich_text blocks, edits, Slack Connect fields and the Web API's `ok: false` errors, through TuskApp and the
 Slack channel against the fake Slack (tests/fakes/fake_slack.py)."""
 
-import asyncio
 import contextlib
 import logging
 
@@ -15,6 +14,7 @@ from channels.slack.events import EDIT_WINDOW, to_inbound
 from channels.slack.format import from_slack
 from channels.slack.rich import rich_text
 from tests.fakes.fake_llm import Reply
+from tests.settle import idle
 from tests.test_slack import BOT, slack  # noqa: F401  (the fake Slack and its three people)
 from tests import kept
 
@@ -51,11 +51,21 @@ def last_user_text(fake_llm):
     return [m["content"] for m in fake_llm.requests[-1]["messages"] if m["role"] == "user"][-1].rsplit("\n\n", 1)[-1]
 
 
-async def settle(slack, fake_llm, posts, requests):
-    """Wait for `posts` replies and `requests` LLM calls, then a moment for any that should not come."""
+async def settle(app, slack, fake_llm, posts, requests):
+    """Wait for `posts` replies and `requests` LLM calls, then for the answer to a last /status (an ephemeral
+    response, no post, no model call): Socket Mode envelopes are taken in the order they arrive, so every event
+    before it has been answered or dropped by then; and for every turn published so far to end."""
     await slack.wait_for(lambda: len(slack.posted) + len({c["ts"] for c in slack.stream_calls}) >= posts)
     await fake_llm.wait_for_requests(requests)
-    await asyncio.sleep(0.1)
+    await status_answered(slack)
+    await idle(app)
+
+
+async def status_answered(slack):
+    """Send /status as the last envelope and wait for its ephemeral answer."""
+    before = len(slack.responses)
+    await slack.send_command("/status", user="U0ANN", channel="D0ANN")
+    await slack.wait_for(lambda: len(slack.responses) > before)
 
 
 # -- which events carry a message --------------------------------------------------------------
@@ -154,7 +164,8 @@ async def test_nothing_is_answered_or_kept_for_events_that_say_nothing(settings,
             await slack.send_event({**event, **thread} if event.get("channel", "").startswith("C") else event)
         await slack.send_event(slack.channel_message("real chatter", user="U0CAROL", thread_ts=top["ts"]))
         await slack.wait_for(lambda: any("real chatter" in c for _, c in saved(app, f"C0GENERAL-{top['ts']}")))
-        await asyncio.sleep(0.1)
+        await status_answered(slack)  # after every event above: each has been kept or dropped
+        await idle(app)
     contents = [c for _, c in saved(app, f"C0GENERAL-{top['ts']}")]
     assert len(slack.posted) == 1 and not fake_llm.requests and not slack.stream_calls
     assert [c for c in contents if "listen" not in c.lower()] == ["real chatter"]
@@ -164,7 +175,7 @@ async def test_nothing_is_answered_or_kept_for_events_that_say_nothing(settings,
 async def test_a_mention_and_its_message_twin_and_retries_are_answered_once(settings, slack, fake_llm):
     """`message` + `app_mention` for one channel message, in either order, and Socket Mode redeliveries
     (retry_attempt > 0, same event_id): one answer each."""
-    async with running(settings(), slack):
+    async with running(settings(), slack) as (app, _):
         first, second = slack.mention("first"), slack.mention("second")
         await slack.send_event(slack.as_message(first))
         await slack.send_event(first, event_id="Ev1")
@@ -172,7 +183,7 @@ async def test_a_mention_and_its_message_twin_and_retries_are_answered_once(sett
         await slack.send_event(second, event_id="Ev2")
         await slack.send_event(slack.as_message(second))
         await slack.send_event(second, event_id="Ev2", retry_attempt=2, retry_reason="timeout")
-        await settle(slack, fake_llm, 2, 2)
+        await settle(app, slack, fake_llm, 2, 2)
     assert len(fake_llm.requests) == 2 and sorted(p["thread_ts"] for p in slack.posted) == [first["ts"], second["ts"]]
 
 
@@ -186,7 +197,7 @@ async def test_mentions_of_people_reach_the_model_as_names(settings, slack, fake
         reply = slack.mention("ask <@U0CAROL>, <@U0BOSS|boss> and <@U0NOBODY> in <#C0DEV|dev> :tada:",
                               thread_ts=top["ts"], parent_user_id="U0ANN")
         await slack.send_event(reply)
-        await settle(slack, fake_llm, 2, 2)
+        await settle(app, slack, fake_llm, 2, 2)
     assert last_user_text(fake_llm) == "ask @carol, @boss and @U0NOBODY in #dev :tada:"
     assert sorted(p["user"] for p in slack.calls_to("users.info")) == ["U0ANN", "U0CAROL", "U0NOBODY"]
     assert [c for r, c in saved(app, f"C0GENERAL-{top['ts']}") if r == "user"] == [
@@ -213,7 +224,7 @@ async def test_an_edit_is_not_answered_again_unless_it_adds_the_mention(settings
         dm = slack.dm("hello")
         await slack.send_event(dm)
         await slack.send_event(slack.edited(dm, "hello again"))
-        await settle(slack, fake_llm, 3, 3)
+        await settle(app, slack, fake_llm, 3, 3)
     asked = [[m["content"] for m in body["messages"] if m["role"] == "user"][-1].rsplit("\n\n", 1)[-1]
              for body in fake_llm.requests]
     assert sorted(asked) == ["forgot to ask", "hello", "what is 2+2?"] and len(slack.posted) == 3
@@ -221,7 +232,7 @@ async def test_an_edit_is_not_answered_again_unless_it_adds_the_mention(settings
     assert [c for r, c in saved(app, f"C0GENERAL-{top['ts']}") if r == "user"] == ["what is 2+2?", "forgot to ask"]
 
 
-async def test_slack_connect_and_enterprise_fields(settings, slack, fake_llm):
+async def test_slack_connect_and_enterprise_fields(settings, slack, fake_llm, caplog):
     """A user of another workspace in a shared channel (enterprise fields in the envelope): the allow-list
     judges the user id alone, the chat key is the channel's, and a streamed reply names the user's own team."""
     slack.add_user("U0EVE", "eve", team="T0OTHER")
@@ -231,12 +242,14 @@ async def test_slack_connect_and_enterprise_fields(settings, slack, fake_llm):
     grid = {"enterprise_id": "E0GRID", "is_ext_shared_channel": True,
             "authorizations": [{"enterprise_id": "E0GRID", "team_id": slack.team_id, "user_id": BOT, "is_bot": True,
                                 "is_enterprise_install": False}]}
-    async with running(s, slack):
+    caplog.set_level(logging.INFO, logger="channels.base")
+    async with running(s, slack) as (app, _):
         for user in ("U0MALLORY", "U0EVE"):
             event = slack.mention("hi from afar", user=user, channel="C0SHARED")
             await slack.send_body(slack.event_body(event, **grid))
         await slack.wait_for(lambda: any(c["method"] == "chat.stopStream" for c in slack.stream_calls))
-        await asyncio.sleep(0.1)
+        await slack.wait_for(lambda: "ignoring messages from U0MALLORY: not in SLACK_ALLOW_FROM" in caplog.text)
+        await idle(app)
     start = slack.stream_calls[0]
     assert len(fake_llm.requests) == 1 and "from eve (id U0EVE)" in str(fake_llm.requests[0]["messages"])
     assert (start["channel"], start["thread_ts"]) == ("C0SHARED", event["ts"])
@@ -319,8 +332,10 @@ async def test_http_events_retried_by_slack_are_answered_once(make_settings, sla
         body = slack.event_body(slack.dm("once over http"))
         for retry in (None, 1, 2):
             assert (await slack.deliver(url, body, retry_num=retry))[0] == 200
-        await settle(slack, fake_llm, 1, 1)
-    assert len(slack.posted) == 1 and len(fake_llm.requests) == 1
+        assert (await slack.deliver(url, slack.event_body(slack.dm("and then?"))))[0] == 200
+        await slack.wait_for(lambda: any(t.endswith("and then?") for t in slack.texts()))  # the chat's turns: in order
+        await idle(app)
+    assert len(slack.posted) == 2 and len(fake_llm.requests) == 2
 
 
 async def test_tusks_own_messages_coming_back_are_never_answered(settings, slack, fake_llm):
@@ -328,12 +343,13 @@ async def test_tusks_own_messages_coming_back_are_never_answered(settings, slack
     both come back (and are acknowledged), and each message still gets exactly one answer (no loop)."""
     slack.echo_own = True
     fake_llm.script(Reply(text=LONG, token_delay=0.002), Reply(text="short"))
-    async with running(settings(), slack):
+    async with running(settings(), slack) as (app, _):
         await slack.send_event(slack.dm("write a lot"))
         await slack.wait_for(lambda: slack.texts("D0ANN") == [LONG])
         await slack.send_event(slack.mention("and here", channel="C0GENERAL"))
         await slack.wait_for(lambda: slack.texts("C0GENERAL") == ["short"])
         echoes = len(slack.posted) + len([u for u in slack.updates if u["method"] == "chat.update"])
         await slack.wait_for(lambda: len(slack.acks) == 2 + echoes)
-        await asyncio.sleep(0.2)
+        await status_answered(slack)  # after every echo: each has been dropped or answered
+        await idle(app)
     assert len(fake_llm.requests) == 2 and len(slack.posted) == 2 and echoes > 2

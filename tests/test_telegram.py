@@ -19,6 +19,7 @@ from tests.fakes.fake_llm import Reply
 from tests.fakes.fake_telegram import FakeTelegram
 from tests.media_files import audio_bytes, image_bytes
 from tests.own_words import ANSWERS, PERSONA, WHY, seed
+from tests.settle import answered, drained
 from tests.test_cli import env_for
 from tests import kept
 
@@ -110,7 +111,7 @@ async def test_group_messages_need_a_mention_reply_or_command(tusk_tg, tg, fake_
     await tg.wait_for(lambda: len(tg.sent) == 2)
     tg.push_message(-100, "/status@tusk_bot", chat_type="supergroup")
     await tg.wait_for(lambda: any("Model:" in m["plain"] for m in tg.sent))
-    await asyncio.sleep(0.2)
+    await drained(tusk_tg, ChatKey("telegram", "-100"))  # anything /status started has ended
     assert len(fake_llm.requests) == 2 and [m["method"] for m in tg.sent].count("sendMessage") == 3
 
 
@@ -186,8 +187,8 @@ async def test_allow_list_by_id(start_tusk, tg, fake_llm):
     tg.push_message(50, "let me in", user_id=50, username="mallory")
     tg.push_message(51, "hi", user_id=51, username="bob")
     tg.push_message(7, "hi", user_id=7, username=None)
-    await tg.wait_for(lambda: len(tg.sent) == 2)
-    await asyncio.sleep(0.2)
+    await tg.wait_for(lambda: len(tg.sent) == 2)  # 7's answered: mallory's message, before it, has been handled
+    await drained(app, ChatKey("telegram", "50"))  # and a turn it started would have ended
     assert {m["chat_id"] for m in tg.sent} == {51, 7} and len(fake_llm.requests) == 2
     assert not (app.settings.home / "chats" / "telegram" / "50").exists()
 
@@ -200,9 +201,9 @@ async def test_media_edits_and_bots(tusk_tg, tg, fake_llm):
     tg.push_message(42, "hi", edited=True)
     tg.push_message(42, "I am a bot", is_bot=True, user_id=99)
     tg.push_message(42, "still there?")
-    await tg.wait_for(lambda: len(tg.sent) == 2)
-    await asyncio.sleep(0.2)
-    assert len(fake_llm.requests) == 2 and fake_llm.requests[1]["messages"][-1]["content"].endswith("there?")
+    await tg.wait_for(lambda: answered(tg, "still there?"))  # the chat's turns run in order: the two came first
+    assert len(tg.sent) == 2 and len(fake_llm.requests) == 2
+    assert fake_llm.requests[1]["messages"][-1]["content"].endswith("\n\nstill there?")
 
 
 async def test_voice_and_photo_reach_the_model(start_tusk, tg, fake_llm):
@@ -305,8 +306,11 @@ async def test_webhook_refuses_big_bodies_before_reading_them(start_tusk, tg, fa
                 assert resp.status == 400
         except aiohttp.ClientError:
             pass  # or the connection is closed on the sender
-    await asyncio.sleep(0.2)
-    assert fake_llm.requests == [] and tg.sent == []
+        async with client.post(f"http://127.0.0.1:{port}/tg/hook", json=tg.push_message(42, "a small one"),
+                               headers={"X-Telegram-Bot-Api-Secret-Token": "hook-secret-123"}) as resp:
+            assert resp.status == 200
+    await tg.wait_for(lambda: answered(tg, "a small one"))  # the chat's turns run in order: the big one's first
+    assert len(fake_llm.requests) == 1 and len(tg.sent) == 1
 
 
 async def test_shutdown_finishes_the_running_turn(start_tusk, tg, fake_llm):

@@ -1,7 +1,6 @@
 """Telegram updates as real chats send them (shapes from the Bot API docs and python-telegram-bot's tests),
 pushed whole through the fake Bot API to Tusk's real Telegram channel."""
 
-import asyncio
 import json
 import logging
 import socket
@@ -18,6 +17,7 @@ from memory.chat_settings import ChatSettings
 from memory.files import append_history
 from memory.move import move_chat
 from tests.fakes.fake_llm import Reply
+from tests.settle import answered, drained
 from tests.test_telegram import start_tusk, tg  # noqa: F401  (the fake Bot API and a Tusk started on it)
 from tests import kept
 
@@ -53,10 +53,19 @@ def last_prompt(fake_llm):
     return fake_llm.requests[-1]["messages"][-1]["content"]
 
 
-async def quiet(tg, fake_llm, sent, requests):
-    """Give stray turns time to show, then check none did."""
-    await asyncio.sleep(0.3)
-    assert (len(tg.sent), len(fake_llm.requests)) == (sent, requests)
+CHATS = [ChatKey("telegram", str(chat["id"])) for chat in (DM, GROUP, SUPER, CHANNEL)]
+
+
+async def quiet(app, tg, fake_llm, sent, requests):
+    """No more than `sent` messages went out (sendMessage: a group's reply may also be edited in place, as it is
+    written) and `requests` went to the model: checked once a last DM, pushed after everything else, is answered
+    (every update before it has been handled) and the queues of this file's chats have drained behind it (every
+    turn those updates started has ended)."""
+    push(tg, DM, text="last, as a sentinel")
+    await tg.wait_for(lambda: answered(tg, "last, as a sentinel"))
+    await drained(app, *CHATS)
+    messages = [m["plain"] for m in tg.sent if m["method"] == "sendMessage"]
+    assert (len(messages), len(fake_llm.requests)) == (sent + 1, requests + 1), messages
 
 
 async def test_service_messages_are_no_turns_and_nothing_is_kept(app, tg, fake_llm):
@@ -78,9 +87,9 @@ async def test_service_messages_are_no_turns_and_nothing_is_kept(app, tg, fake_l
                                        "old_chat_member": {"status": "left", "user": BOT},
                                        "new_chat_member": {"status": "member", "user": BOT}}})
     push(tg, DM, text="still there?")
-    await tg.wait_for(lambda: tg.sent)
-    await quiet(tg, fake_llm, 1, 1)
-    assert last_prompt(fake_llm).endswith("still there?")
+    await tg.wait_for(lambda: answered(tg, "still there?"))  # every update before it has been handled
+    await drained(app, *CHATS)  # and every turn they started has ended
+    assert (len(tg.sent), len(fake_llm.requests)) == (1, 1) and last_prompt(fake_llm).endswith("still there?")
     assert kept.on_disk(app, "telegram", "-1004001").unconsolidated == []
     assert [m.content for m in kept.on_disk(app, "telegram", "7").unconsolidated][0] == "still there?"
 
@@ -171,7 +180,7 @@ async def test_stickers_places_contacts_polls_and_dice_are_read(app, tg, fake_ll
         assert last_prompt(fake_llm).endswith(seen)
     push(tg, DM, video={"file_id": "v", "file_unique_id": "vu", "width": 1, "height": 1, "duration": 3})
     await tg.wait_for(lambda: any("only read text" in m["plain"] for m in tg.sent))
-    await quiet(tg, fake_llm, len(things) + 1, len(things))
+    await quiet(app, tg, fake_llm, len(things) + 1, len(things))
 
 
 async def test_group_senders_channels_and_entities(app, tg, fake_llm):
@@ -197,7 +206,7 @@ async def test_group_senders_channels_and_entities(app, tg, fake_llm):
          **mention("New trail report, ask @tusk_bot"))
     push(tg, SUPER, text="/help@tusk_bot", entities=[{"type": "bot_command", "offset": 0, "length": 14}])
     await tg.wait_for(lambda: any("/forget" in m["plain"] for m in tg.sent))
-    await quiet(tg, fake_llm, len(tg.sent), 4)
+    await quiet(app, tg, fake_llm, 5, 4)  # four answers and /help's
 
 
 async def test_linked_channel_posts_are_kept_as_the_channels_when_the_group_listens(app, tg, fake_llm):
@@ -210,7 +219,7 @@ async def test_linked_channel_posts_are_kept_as_the_channels_when_the_group_list
     (post,) = kept.on_disk(app, "telegram", "-1004001").unconsolidated
     assert (post.sender_id, post.sender_name) == ("-1009999", "Hiking News")
     assert post.content == "[a post of the linked channel Hiking News]\nTrail 4 reopens Monday"
-    await quiet(tg, fake_llm, 0, 0)
+    await quiet(app, tg, fake_llm, 0, 0)
 
 
 async def test_unreadable_updates_are_skipped_once_and_polling_goes_on(app, tg, fake_llm, caplog):
@@ -241,8 +250,8 @@ async def test_webhook_skips_what_it_does_not_answer(start_tusk, tg, fake_llm, c
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    await start_tusk(TELEGRAM_WEBHOOK_URL="https://bot.example.org/tg/hook", TELEGRAM_WEBHOOK_PORT=port,
-                     TELEGRAM_WEBHOOK_SECRET="hook-secret-123")
+    app = await start_tusk(TELEGRAM_WEBHOOK_URL="https://bot.example.org/tg/hook", TELEGRAM_WEBHOOK_PORT=port,
+                           TELEGRAM_WEBHOOK_SECRET="hook-secret-123")
     now = int(time.time())
     updates = [{"edited_message": message(tg, DM, text="hi (edited)", edit_date=now)},
                {"edited_message": message(tg, DM, text="again", edit_date=now)},
@@ -260,9 +269,9 @@ async def test_webhook_skips_what_it_does_not_answer(start_tusk, tg, fake_llm, c
                 async with client.post(f"http://127.0.0.1:{port}/tg/hook", json={"update_id": n, **update},
                                        headers={"X-Telegram-Bot-Api-Secret-Token": "hook-secret-123"}) as resp:
                     assert resp.status == 200
-        await tg.wait_for(lambda: tg.sent)
-        await quiet(tg, fake_llm, 1, 1)
-    assert last_prompt(fake_llm).endswith("answer me")
+        await tg.wait_for(lambda: answered(tg, "answer me"))  # the last update: every one before it was handled
+    await drained(app, *CHATS)  # and every turn they started has ended
+    assert (len(tg.sent), len(fake_llm.requests)) == (1, 1) and last_prompt(fake_llm).endswith("answer me")
     skipped = [r.getMessage() for r in caplog.records if r.getMessage().startswith(("skipping Telegram", "skipping a"))]
     assert len(skipped) == 7 and any("edited_message" in s for s in skipped) and not any("news" in s for s in skipped)
     assert any("cannot read" in s for s in skipped) and not any("callback_query" in s for s in skipped)

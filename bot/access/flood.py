@@ -111,7 +111,7 @@ class FloodGate:
             self._warned = {k: t for k, t in self._warned.items() if now - t < self._windows[k[0]].span}
         self._warned[(limit, key)] = now
         logger.warning("flood limit (%s) reached in %s by sender %s: not answered", limit, msg.key, msg.sender_id)
-        notice = OutboundMessage(msg.key, REPLIES[limit], reply_to=msg.id, verbatim=True)
+        notice = OutboundMessage.answer(msg, REPLIES[limit], verbatim=True)
         task = self._replies.start(self._send(notice), f"flood notice {msg.key}")
         task.add_done_callback(lambda _: done.done() or done.set_result(None))
         return done

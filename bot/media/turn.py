@@ -29,5 +29,5 @@ async def attach(reader: MediaReader | None, msg: InboundMessage, max_chars: int
         raise MediaRefused(f"That caption is {len(msg.text):,} characters long; I can read up to {max_chars:,}.")
     attached = await reader.read(msg)
     if attached.note:  # the transcript, shown before the reply (TUSK_SHOW_TRANSCRIPT)
-        await send(OutboundMessage(msg.key, attached.note, reply_to=msg.id, verbatim=True))
+        await send(OutboundMessage.answer(msg, attached.note, verbatim=True))
     return attached

@@ -118,7 +118,7 @@ class VoiceReplies:
             return await self.send(reply) is not False
         caption = reply.text if self.settings.text_as == "caption" and outlet.voice_caption(reply.text) else None
         try:
-            await outlet.send_voice(OutboundVoice(reply.key, audio, caption, reply.reply_to))
+            await outlet.send_voice(OutboundVoice(reply.key, audio, caption, reply.reply_to, reply.ref))
         except Exception as exc:  # delivery boundary: the platform refused the voice; the text still goes, once
             logger.warning("the voice message was not sent (%s); the reply goes as text", exc,
                            exc_info=not isinstance(exc, DeliveryError))  # a refusal needs no traceback
@@ -165,7 +165,7 @@ class VoiceReplies:
             self._told.clear()
         self._told.add(mark)
         await self.send(OutboundMessage(reply.key, PAUSED.format(limit=refusal.sentence()), reply_to=reply.reply_to,
-                                          verbatim=True))  # Tusk's own words: shown as written
+                                          verbatim=True, ref=reply.ref))  # Tusk's own words: shown as written
 
 
 def voice_replies(settings: SpeechSettings, ledger: Ledger, limits: Limits | None, home: Path, outlets: Outlets,

@@ -1,13 +1,15 @@
 """Discord, on discord.py 2.7's `Client`, run inside Tusk's own event loop.
 
     MESSAGE_CREATE -> to_inbound() (inbound.py, pure: message types, bots, empty messages, mentions as names,
-                      replies quoted, chat key, admin flag)
-                   -> allow-list -> attachments kept in media/ (channels/discord_bot/media.py; the channel's
-                      later messages wait for them) -> taken before? (bot/dedupe.py: a MESSAGE_CREATE replayed
-                      after a RESUME is dropped) -> publish -> typing until done
+                      replies quoted, chat key, admin flag); in guilds the reply quotes it (its ReplyRef)
+                   -> the intake chain (channels/intake.py): allow-list -> attachments kept in media/
+                      (channels/discord_bot/media.py; the channel's later messages wait for them) -> taken
+                      before? (bot/dedupe.py: a MESSAGE_CREATE replayed after a RESUME is dropped) -> publish
+                      -> typing until done
     INTERACTION    -> a chat command (/memory, /forget, ...: the app's menu as application commands,
                       synced at start) -> command_to_inbound() -> allow-list
-                   -> defer (ephemeral where it fits) -> publish "/memory undo" as if typed
+                   -> defer (ephemeral where it fits) -> publish "/memory undo" as if typed, answered through
+                      the interaction: its followup webhook, rebuilt from the token in the ReplyRef alone
     STOP PRESSED   -> the Stop button under a draft (channels/discord_bot/stream.py) -> the presser through the
                       allow-list -> "/stop" published for that chat (the bus answers it at once, bot/stop.py)
                       -> the press answered, to the presser only
@@ -28,41 +30,39 @@ members intent. Discord's refusals (a channel the bot may not post in, 4014) are
 (refusals.py); 429s are waited out by discord.py up to MAX_RATE_WAIT seconds, then the reply fails.
 
 DISCORD_API_BASE and DISCORD_GATEWAY_URL (REST proxies such as nirn-proxy, and the tests)
-point discord.py elsewhere through the two class attributes it reads them from; see `_aim`.
+point discord.py elsewhere through the two class attributes it reads them from (gateway.py).
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
+import dataclasses
 import logging
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Optional
-from urllib.parse import urlsplit
 
 import aiohttp
-import yarl
 
 with warnings.catch_warnings():  # discord.py imports audioop (deprecated since 3.11) for voice, which Tusk never uses
     warnings.filterwarnings("ignore", "'audioop' is deprecated", DeprecationWarning)
     import discord
 from discord import app_commands
 
-from bot.dedupe import MemorySeen, Seen, is_repeat
-from bot.errors import BusClosed, ConfigError, DeliveryError
-from bot.events import ChatKey, InboundMessage, OutboundMessage, OutboundVoice
-from bot.threads import Spawned
+from bot.dedupe import Seen
+from bot.errors import ConfigError, DeliveryError
+from bot.events import ChatKey, InboundMessage, OutboundMessage, OutboundVoice, ReplyRef
 from channels.discord_bot import media as discord_media
 from channels.discord_bot import refusals
 from channels.discord_bot import voice as discord_voice
-from channels.base import Access, Publish, tell
+from channels.base import Access, Done, Publish
+from channels.discord_bot.gateway import aim, api_root, connect_error  # noqa: F401 (api_root: API)
 from channels.discord_bot.inbound import command_to_inbound, guild_id, to_inbound  # noqa: F401 (API)
 from channels.discord_bot.presses import STOPPED_ALREADY, Presses  # noqa: F401 (STOPPED_ALREADY: API)
 from channels.discord_bot.stream import DiscordDraft
 from channels.discord_bot.text import pieces
-from channels.media_in import InOrder, MediaIntake, Remote
+from channels.intake import Arrival, Intake
 from memory.media import MediaStore
 
 logger = logging.getLogger(__name__)
@@ -93,51 +93,19 @@ class DiscordSettings:
     guild_id: int | None = None  # sync the slash commands to this guild only (instant, for development)
 
 
-def api_root(api_base: str) -> str:
-    """The REST root discord.py should prefix paths with: a bare host gets `/api/v10`, a path is kept."""
-    base = api_base.rstrip("/")
-    return base if urlsplit(base).path else f"{base}/api/v{discord.http.INTERNAL_API_VERSION}"
+def _group(guild: Any, guild_id: int | None) -> tuple[str | None, str]:
+    """The guild's id and name for the allow-list (for a guild no longer in the cache its id alone); no
+    group in a DM."""
+    if guild is not None:
+        return str(guild.id), guild.name or ""
+    return (str(guild_id) if guild_id else None), ""
 
 
-def _aim(api_base: str | None, gateway_url: str | None) -> Callable[[], None]:
-    """Point discord.py's REST and gateway at other hosts; returns the undo.
-
-    discord.py reads both from class attributes: `http.Route.BASE` (what its own
-    `_set_api_version` sets; read each time a request is built) and
-    `gateway.DiscordWebSocket.DEFAULT_GATEWAY` (read at each fresh connect). Setting the
-    attributes, rather than installing subclasses, also reaches the webhook adapter that
-    carries interaction replies: it imported `Route` itself. The cost: it is per process,
-    which is fine as Tusk runs one Discord bot per process.
-    """
-    route, socket = discord.http.Route, discord.gateway.DiscordWebSocket
-    before = route.BASE, socket.DEFAULT_GATEWAY
-    if api_base:
-        route.BASE = api_root(api_base)
-    if gateway_url:
-        socket.DEFAULT_GATEWAY = yarl.URL(gateway_url)
-
-    def undo() -> None:
-        route.BASE, socket.DEFAULT_GATEWAY = before
-
-    return undo
-
-
-def _connect_error(connection: asyncio.Task[None]) -> Exception:
-    """Why the gateway connection failed or never became ready, with the fix where there is one."""
-    exc = connection.exception() if connection.done() and not connection.cancelled() else None
-    if isinstance(exc, discord.PrivilegedIntentsRequired):
-        return ConfigError(f"Discord refused the Message Content intent (gateway close 4014): switch on "
-                           f"{refusals.PORTAL}, then restart Tusk")
-    where = discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY
-    return DeliveryError(f"could not connect to the Discord gateway at {where}: {exc or 'timed out'}")
-
-
-@dataclass(frozen=True, slots=True)
-class _Slash:
-    """Where a slash command's answer goes: its interaction's followup."""
-
-    interaction: discord.Interaction
-    ephemeral: bool
+def reference(key: ChatKey, ref: ReplyRef | None) -> discord.MessageReference | None:
+    """The message a reply quotes (guild messages: channels/discord_bot/inbound.py); None if it quotes none."""
+    if ref is None or not ref.message:
+        return None
+    return discord.MessageReference(message_id=int(ref.message), channel_id=int(key.chat_id), fail_if_not_exists=False)
 
 
 class DiscordChannel:
@@ -146,21 +114,17 @@ class DiscordChannel:
     def __init__(self, settings: DiscordSettings, publish: Publish, menu: list[tuple[str, str]],
                  access: Access = Access(), media: MediaStore | None = None, seen: Seen | None = None) -> None:
         self.settings = settings
-        self._publish = publish
         self._menu = menu
-        self._seen = seen or MemorySeen()  # messages taken already (bot/dedupe.py)
-        self._routes: dict[int, discord.MessageReference | _Slash] = {}  # InboundMessage.id -> reply target
-        self._typing = Spawned()  # the typing indicators of running turns
-        self._allow = access.allow_list(settings.allow_from, "DISCORD_ALLOW_FROM", self.name)
+        allow = access.allow_list(settings.allow_from, "DISCORD_ALLOW_FROM", self.name)
+        self._intake = Intake("Discord", self, allow, publish, media, seen)  # the way in
         self._accepting = False
         self._undo_aim: Callable[[], None] | None = None
         self._connection: asyncio.Task[None] | None = None
         self._fallback: asyncio.Task[None] | None = None  # reconnecting without Message Content after a 4014
         self.client: discord.Client | None = None
-        self._intake = MediaIntake(media, "Discord") if media is not None else None  # None: files are not taken
-        self._in_order = InOrder()  # a channel's messages wait for its earlier ones' downloads
         self._refusals = refusals.Refusals()
-        self._presses = Presses(self._allow, self._take, lambda: self._accepting)  # the Stop buttons
+        self._presses = Presses(allow, self._take, lambda: self._accepting)  # the Stop buttons
+        self.voice = self  # replies read out go as voice messages (send_voice)
 
     def _build(self, intents: discord.Intents) -> tuple[discord.Client, app_commands.CommandTree]:
         discord.VoiceClient.warn_nacl = discord.VoiceClient.warn_dave = False  # no voice: no warnings about it
@@ -190,7 +154,7 @@ class DiscordChannel:
 
     async def start(self) -> None:
         # discord.py logs request bodies and gateway payloads (message text) at DEBUG; Tusk logs no message text
-        self._undo_aim = _aim(self.settings.api_base, self.settings.gateway_url)
+        self._undo_aim = aim(self.settings.api_base, self.settings.gateway_url)
         try:
             tree = await self._login(INTENTS)
             assert self.client is not None and self.client.application is not None
@@ -227,7 +191,7 @@ class DiscordChannel:
             exc = connection.exception() if connection.done() and not connection.cancelled() else None
             if isinstance(exc, discord.PrivilegedIntentsRequired) and client.intents.message_content:
                 raise exc  # start() tries again without the intent
-            raise _connect_error(connection)
+            raise connect_error(connection)
         connection.add_done_callback(self._on_connection_end)
 
     def _on_connection_end(self, connection: asyncio.Task[None]) -> None:
@@ -240,7 +204,7 @@ class DiscordChannel:
             logger.error(refusals.DISALLOWED)
             self._fallback = asyncio.create_task(self._without_content(), name="discord without message content")
             return
-        logger.error("the Discord connection ended and will not come back: %s", _connect_error(connection))
+        logger.error("the Discord connection ended and will not come back: %s", connect_error(connection))
 
     async def _without_content(self) -> None:
         try:
@@ -279,16 +243,12 @@ class DiscordChannel:
     async def pause(self) -> None:
         """Take no more messages (Discord does not hold them back for us); replies can still be sent."""
         self._accepting = False
-        await self._in_order.drain()  # messages still downloading their files are published
+        await self._intake.drain()  # messages still downloading their files are published
 
     async def stop(self) -> None:
         await self.pause()
-        await self._typing.cancel()
-        await self._in_order.cancel()
-        if self._intake is not None:
-            await self._intake.aclose()
+        await self._intake.aclose()
         await self._close()
-        self._routes.clear()
 
     async def _close(self) -> None:
         self._accepting = False
@@ -306,54 +266,24 @@ class DiscordChannel:
             self._undo_aim()
             self._undo_aim = None
 
-    async def _admit(self, msg: InboundMessage, guild: Any) -> bool:
-        """The allow-list's verdict; a stranger's pairing code is told here, outside any turn."""
-        if not self._accepting:
-            return False
-        verdict = self._allow.check(msg.sender_id, msg.sender_name, group=str(guild.id) if guild else None,
-                                    group_name=getattr(guild, "name", "") or "", addressed=msg.addressed)
-        if verdict.reply:
-            try:
-                await self.send(OutboundMessage(msg.key, verdict.reply, verbatim=True))
-            except DeliveryError as exc:
-                logger.warning("could not tell %s its pairing code: %s", msg.key, exc)
-        return verdict.admitted
-
     async def on_message(self, message: discord.Message) -> None:
         assert self.client is not None and self.client.user is not None
-        msg = to_inbound(message, self.client.user.id)
-        gid = guild_id(message)  # also for a guild no longer in the cache
-        if msg is None or not await self._admit(msg, message.guild or (discord.Object(gid) if gid else None)):
+        msg = to_inbound(message, self.client.user.id) if self._accepting else None
+        if msg is None:
             return
-        files = self._intake.files_for(msg, discord_media.files_of(message, self._intake)) if self._intake else []
-        if files or self._in_order.busy(msg.key):
-            self._in_order.run(msg.key, lambda: self._take_message(message, msg, files))
-            return
-        await self._take_message(message, msg)
-
-    async def _take_message(self, message: discord.Message, msg: InboundMessage,
-                            files: list[Remote] | None = None) -> None:
-        """Publish `msg` (its attachments downloaded first), then show "typing" until its turn is done."""
-        if files and self._intake is not None:
-            if (with_files := await self._intake.attach(msg, files, functools.partial(tell, self.send))) is None:
-                return
-            msg = with_files
-        if is_repeat(self._seen, self.name, str(message.id)):  # then published at once, no await between
-            return
-        if not msg.addressed:  # no typing, no reply: the agent keeps it or drops it
-            self._take(msg)
-            return
-        reference = message.to_reference(fail_if_not_exists=False) if msg.is_group else None
-        if reference is not None:
-            self._routes[msg.id] = reference
-        if (done := self._take(msg)) is None:
-            return
-        self._typing.start(self._keep_typing(message.channel.id, done), f"typing {msg.key}")
+        if msg.is_group:  # the reply quotes the question
+            msg = dataclasses.replace(msg, ref=ReplyRef(message=str(message.id)))
+        group, name = _group(message.guild, guild_id(message))
+        media = self._intake.media
+        await self._intake.take(Arrival(msg, str(message.id), group, name,
+                                        lambda: discord_media.files_of(message, media) if media else []))
 
     async def on_command(self, interaction: discord.Interaction, name: str, args: str) -> None:
         msg = command_to_inbound(interaction, name, args)
-        if msg is None or not await self._admit(msg, interaction.guild or (
-                discord.Object(interaction.guild_id) if interaction.guild_id else None)):
+        if msg is None or not self._accepting:
+            return
+        group, group_name = _group(interaction.guild, interaction.guild_id)
+        if not await self._intake.admit(Arrival(msg, group=group, group_name=group_name)):
             return
         ephemeral = msg.is_group and name in PRIVATE
         try:
@@ -361,27 +291,28 @@ class DiscordChannel:
         except SEND_ERRORS as exc:
             logger.warning("could not acknowledge /%s in %s: %s", name, msg.key, exc)
             return
-        self._routes[msg.id] = _Slash(interaction, ephemeral)
+        msg = dataclasses.replace(msg, ref=ReplyRef(interaction=interaction.token, ephemeral=ephemeral))
         if name != "stop":
             self._take(msg)
             return
         self._presses.expect(msg.id)  # a reply stopped is its own answer: the interaction still needs one
         await self._presses.close_slash(msg.id, self._take(msg), interaction, ephemeral)
 
-    def _take(self, msg: InboundMessage) -> asyncio.Future[None] | None:
-        """Publish; the reply target is forgotten once the turn is done."""
-        try:
-            done = self._publish(msg)
-        except BusClosed:
-            logger.warning("a Discord message arrived while shutting down; it was not taken")
-            self._routes.pop(msg.id, None)
-            return None
-        done.add_done_callback(lambda _: self._routes.pop(msg.id, None))
-        return done
+    def _take(self, msg: InboundMessage) -> Done | None:
+        """Publish a command or a press (no typing: it is answered at once)."""
+        return self._intake.publish(msg, typing=False)
 
-    async def _keep_typing(self, channel_id: int, done: asyncio.Future[None]) -> None:
+    def _followup(self, token: str) -> discord.Webhook:
+        """The way back to a slash command from its token alone (what `Interaction.followup` builds: the
+        application's webhook), so any process of this bot can answer it while the token lasts (15 min)."""
+        assert self.client is not None and self.client.application_id is not None
+        payload: Any = {"id": self.client.application_id, "type": 3, "token": token}  # 3: an application webhook
+        return discord.Webhook.from_state(payload, state=self.client._connection)
+
+    async def typing(self, msg: InboundMessage, done: Done) -> None:
         """Show "typing" until the turn is done."""
         assert self.client is not None
+        channel_id = int(msg.key.chat_id)
         channel = self.client.get_partial_messageable(channel_id)
         while not done.done() and not self._refusals.quiet(channel_id):
             try:
@@ -392,24 +323,23 @@ class DiscordChannel:
                 logger.debug("typing indicator not shown: %s", exc)
             await asyncio.wait([done], timeout=TYPING_EVERY)
 
-    def draft(self, key: ChatKey, reply_to: int) -> DiscordDraft | None:
+    def draft(self, msg: InboundMessage) -> DiscordDraft | None:
         """The reply while it is written (channels/discord_bot/stream.py); slash commands answer at once."""
-        route = self._routes.get(reply_to)
-        if self.client is None or isinstance(route, _Slash) or self._refusals.quiet(int(key.chat_id)):
+        key, ref = msg.key, msg.ref
+        if self.client is None or ref is not None and ref.interaction or self._refusals.quiet(int(key.chat_id)):
             return None
-        return DiscordDraft(self.client.get_partial_messageable(int(key.chat_id)), route, MENTIONS, self._refusals,
-                            stop=self._presses.view, buttons=self._presses.buttons, key=key)
+        return DiscordDraft(self.client.get_partial_messageable(int(key.chat_id)), reference(key, ref), MENTIONS,
+                            self._refusals, stop=self._presses.view, buttons=self._presses.buttons, key=key)
 
     def voice_caption(self, text: str) -> bool:
         return False  # a voice message holds nothing else: the text follows it
 
     async def send_voice(self, msg: OutboundVoice) -> None:
         """A reply read out, as a voice message; DeliveryError if Discord refused it (the text then goes alone)."""
-        route = self._routes.get(msg.reply_to) if msg.reply_to is not None else None
-        if self.client is None or isinstance(route, _Slash):
+        if self.client is None or msg.ref is not None and msg.ref.interaction:
             raise DeliveryError("no voice message: the Discord channel is not running, or this answers a command")
         try:
-            await discord_voice.send(self.client, int(msg.key.chat_id), msg.audio, route)
+            await discord_voice.send(self.client, int(msg.key.chat_id), msg.audio, reference(msg.key, msg.ref))
         except (*SEND_ERRORS, discord.InvalidData) as exc:
             raise DeliveryError(f"Discord did not take the voice message: {exc}") from exc
 
@@ -418,23 +348,26 @@ class DiscordChannel:
             raise DeliveryError("the Discord channel is not running")
         if await self._presses.answered(msg):  # the answer to a Stop button, to the presser only
             return
-        route = self._routes.get(msg.reply_to) if msg.reply_to is not None else None
+        ref = msg.ref
+        slash = self._followup(ref.interaction) if ref is not None and ref.interaction else None
+        quote = reference(msg.key, ref)
         try:
             for i, piece in enumerate(pieces(msg.text, msg.verbatim)):
-                if isinstance(route, _Slash):
-                    await route.interaction.followup.send(piece, ephemeral=route.ephemeral, allowed_mentions=MENTIONS)
+                if slash is not None:
+                    assert ref is not None
+                    await slash.send(piece, ephemeral=ref.ephemeral, allowed_mentions=MENTIONS)
                 else:
                     channel = self.client.get_partial_messageable(int(msg.key.chat_id))
-                    await channel.send(piece, reference=route if i == 0 else None)  # type: ignore[arg-type]
+                    await channel.send(piece, reference=quote if i == 0 else None)  # type: ignore[arg-type]
         except discord.RateLimited as exc:
             raise DeliveryError(f"Discord asks for a {exc.retry_after:.0f} s wait before the bot posts again "
                                 f"(a rate limit past MAX_RATE_WAIT): the reply was not sent") from exc
         except SEND_ERRORS as exc:
-            if not isinstance(route, _Slash) and refusals.is_refusal(exc):
+            if slash is None and refusals.is_refusal(exc):
                 assert isinstance(exc, discord.HTTPException)
                 if (error := self._refusals.refused(exc, int(msg.key.chat_id))) is None:
                     return  # told already (refusals.py): not again for every reply
                 raise error from exc
             raise DeliveryError(f"Discord refused the reply: {exc}") from exc
-        if not isinstance(route, _Slash):
+        if slash is None:
             self._refusals.delivered(int(msg.key.chat_id))

@@ -29,7 +29,7 @@ answered (no DNS rebinding). A token for any other address must be at least 32 c
 (`bind_problem`, the rule `tusk run` and `tusk doctor` share). Requests that change state
 (POST, PUT, DELETE, ...) need `Content-Type: application/json` and may not come from another
 origin (a foreign `Origin` or `Sec-Fetch-Site` is refused), so no other site open in the same browser
-can send them (CSRF); with a bearer token that is all (API clients send no `Origin`), without one
+can send them (CSRF: channels/http/requests.py); with a bearer token that is all (API clients send no `Origin`), without one
 (TUSK_HTTP_TOKEN=off) they must say they come from this server's own pages. Connections are bounded in number and idle time
 (channels/http/limits.py). Every error is a JSON body `{"error": "..."}` with a 4xx status: bad
 JSON, missing text, bodies over 1 MiB, chat ids that are empty, too long or hold control characters.
@@ -42,10 +42,8 @@ from __future__ import annotations
 import asyncio
 import hmac
 import logging
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pydantic
@@ -53,7 +51,7 @@ from aiohttp import web
 
 from bot.access.api_keys import ApiKey, ApiKeys
 from bot.errors import BusClosed, ConfigError, DeliveryError, MediaRefused
-from bot.events import ChatKey, InboundMessage, OutboundMessage, OutboundVoice
+from bot.events import ChatKey, InboundMessage, OutboundMessage, OutboundVoice, TurnResult
 from channels.base import Publish
 from channels.http.binding import (bind_error, bind_problem, host_name, is_loopback,  # bind_problem: for doctor
                                    local_url)
@@ -61,6 +59,9 @@ from channels.http.files import MAX_FILES, read_upload
 from channels.http.limits import ConnectionLimit, upload_deadline
 from channels.http import voice as voice_files
 from channels.http.stream import MARKDOWN, PLAIN, EventStream
+from channels.http.requests import (ASSET_NAME, CONSOLE_DIR, CONTENT_TYPES, CONTROL, MESSAGES_PATH,  # noqa: F401
+                                    OPENAI_PATHS, MessageBody, StopBody, chat_key, error, is_upload,
+                                    load_assets, problems, write_refusal)
 from memory.media import MediaStore
 
 if TYPE_CHECKING:
@@ -69,14 +70,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 MAX_BODY = 1024 * 1024
-CONSOLE_DIR = Path(__file__).parent.parent / "console"
-ASSET_NAME = re.compile(r"[a-z0-9_-]+\.(js|css|html|svg)")
-CONTENT_TYPES = {"js": "text/javascript", "css": "text/css", "html": "text/html", "svg": "image/svg+xml"}
-CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 API_KEY = web.RequestKey("api_key", ApiKey)  # the owner's API key a request came with (bot/access/api_keys.py)
-OPENAI_PATHS = frozenset({"/v1/chat/completions", "/v1/models"})  # channels/http/openai_api.py
-MESSAGES_PATH = re.compile(r"/v1/chats/[^/]+/messages")
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
                                "connect-src 'self'; media-src 'self' blob:; base-uri 'none'; form-action 'none'; "
@@ -101,77 +96,6 @@ class HttpSettings:
             raise ConfigError(problem)
 
 
-class StopBody(pydantic.BaseModel):
-    model_config = pydantic.ConfigDict(extra="ignore")
-    user: str = pydantic.Field("http", min_length=1, max_length=200)
-
-
-class MessageBody(pydantic.BaseModel):
-    model_config = pydantic.ConfigDict(extra="ignore")
-    text: str = pydantic.Field(min_length=1)
-    user: str = pydantic.Field("http", min_length=1, max_length=200)
-    stream: bool = False
-
-
-def is_upload(request: web.Request) -> bool:
-    """A message with files (multipart/form-data to the messages route): streamed, not read whole."""
-    return request.content_type == "multipart/form-data" and MESSAGES_PATH.fullmatch(request.path) is not None
-
-
-def write_refusal(request: web.Request, bearer: bool = False) -> tuple[int, str] | None:
-    """(status, reason) if a request that changes state is not JSON (or a file upload) from this server's own
-    origin. With `bearer` (the server has a token and the request carries one: checked next, in `_auth`)
-    no `Origin` is needed: API clients (curl, scripts, OpenAI clients) send none, and a browser cannot add
-    that header to a cross-site request without a CORS grant, which Tusk never gives. A foreign `Origin`
-    or `Sec-Fetch-Site` is refused all the same."""
-    if request.content_type != "application/json" and not is_upload(request):
-        return 415, (f"requests that change state must send Content-Type: application/json "
-                     f"(got {request.content_type or 'none'})")
-    fetch_site = request.headers.get("Sec-Fetch-Site")
-    if fetch_site is not None and fetch_site != "same-origin":
-        return 403, f"request from another site refused (Sec-Fetch-Site: {fetch_site})"
-    origin = request.headers.get("Origin")
-    if origin is None:
-        if fetch_site is None and not bearer:
-            return 403, (f"requests that change state must say where they come from: send "
-                         f"'Origin: http://{request.host}' (browsers do this by themselves)")
-    elif origin not in (f"http://{request.host}", f"https://{request.host}"):
-        return 403, f"cross-origin request from {origin} refused"
-    return None
-
-
-def error(status: int, message: str, request: web.Request | None = None) -> web.Response:
-    """The JSON error answer; on the OpenAI-compatible routes, in OpenAI's error format (its clients read it)."""
-    if request is not None and request.path in OPENAI_PATHS:
-        kind = "authentication_error" if status == 401 else "invalid_request_error"
-        body = {"message": message, "type": kind, "param": None, "code": None}
-        return web.json_response({"error": body}, status=status)
-    return web.json_response({"error": message}, status=status)
-
-
-def problems(exc: pydantic.ValidationError) -> str:
-    """A validation error as one line: `text: Input should be a valid string; ...`."""
-    return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'body'}: {e['msg']}" for e in exc.errors())
-
-
-def chat_key(channel: str, chat_id: str) -> ChatKey:
-    """The key for a chat named in a URL; raises web.HTTPBadRequest with the reason."""
-    if CONTROL.search(chat_id):
-        raise web.HTTPBadRequest(text="bad chat id: control characters (NUL, newlines, ...) are not allowed")
-    try:
-        return ChatKey(channel, chat_id)
-    except ValueError as exc:
-        raise web.HTTPBadRequest(text=f"bad chat: {exc}") from exc
-
-
-def load_assets(folder: Path = CONSOLE_DIR) -> dict[str, tuple[bytes, str]]:
-    """The console's files by name: (content, content type). Only plain names are ever served."""
-    if not folder.is_dir():
-        return {}
-    return {p.name: (p.read_bytes(), CONTENT_TYPES[p.suffix[1:]]) for p in sorted(folder.iterdir())
-            if p.is_file() and ASSET_NAME.fullmatch(p.name)}
-
-
 class HttpChannel:
     name = "http"
 
@@ -179,6 +103,7 @@ class HttpChannel:
         settings.check()
         self.settings = settings
         self.media = media  # where uploaded files go (None: uploads are refused)
+        self.voice = self  # spoken replies are kept and linked from the answer (send_voice)
         self._publish = publish
         self._waiting: dict[int, list[str]] = {}  # InboundMessage.id -> replies of that turn so far
         self._formats: dict[int, list[str]] = {}  # InboundMessage.id -> each reply's format, if the route says them
@@ -246,15 +171,16 @@ class HttpChannel:
             await self._server.wait_closed()
             self._server = None
 
-    def draft(self, key: ChatKey, reply_to: int) -> Draft | None:
-        """The event stream of the request that `reply_to` came from, if it asked for one."""
-        return self._streams.get(reply_to)
+    def draft(self, msg: InboundMessage) -> Draft | None:
+        """The event stream of the request that `msg` came from, if it asked for one."""
+        return self._streams.get(msg.id)
 
     async def run_turn(self, msg: InboundMessage, replies: list[str], draft: Draft | None = None,
-                       formats: list[str] | None = None, voices: list[dict] | None = None) -> None:
+                       formats: list[str] | None = None, voices: list[dict] | None = None) -> TurnResult:
         """Publish `msg` and wait until its turn is done, its replies put in `replies` and their formats in
         `formats` if given (MARKDOWN, PLAIN), the reply written to `draft` as it comes if given, the spoken
-        replies' references in `voices`: the path every route of this channel takes (BusClosed at shutdown)."""
+        replies' references in `voices`: the path every route of this channel takes (BusClosed at shutdown).
+        How it ended: its `TurnResult` (a plain "ok" when no turn ran: /stop is answered at once)."""
         self._waiting[msg.id] = replies
         if formats is not None:
             self._formats[msg.id] = formats
@@ -263,7 +189,7 @@ class HttpChannel:
         if voices is not None:
             self._voices[msg.id] = voices
         try:
-            await self._publish(msg)
+            return await self._publish(msg) or TurnResult()
         finally:
             del self._waiting[msg.id]
             self._formats.pop(msg.id, None)

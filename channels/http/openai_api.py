@@ -33,7 +33,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from aiohttp import web
 
 from bot.errors import BusClosed, MediaRefused
-from bot.events import Attachment, ChatKey, ClientTurn, InboundMessage
+from bot.events import Attachment, ChatKey, ClientTurn, InboundMessage, TurnResult
 from channels.http import API_KEY, CONTROL, SECURITY_HEADERS, HttpChannel
 from channels.http.openai_wire import ApiError, ChatRequest, chunk, completion, parse, reconcile, usage_body
 from memory.media import chunks_of
@@ -205,36 +205,35 @@ class OpenAIApi:
         replies: list[str] = []
         voices: list[dict] = []
         try:
-            await self.channel.run_turn(msg, replies, voices=voices)
+            result = await self.channel.run_turn(msg, replies, voices=voices)
         except BusClosed as exc:
             raise ApiError(503, str(exc), "server_error", code="shutting_down") from exc
-        self._refused(client, replies)
-        answer = completion(id_, req.model, "\n\n".join(replies), client.stats.tokens_in, client.stats.tokens_out)
+        self._refused(result, replies)
+        answer = completion(id_, req.model, "\n\n".join(replies), result.tokens_in, result.tokens_out)
         if voices:
             answer["choices"][0]["message"]["tusk_voice"] = voices[-1]
         return web.json_response(answer)
 
     @staticmethod
-    def _refused(client: ClientTurn, replies: Sequence[str]) -> None:
+    def _refused(result: TurnResult, replies: Sequence[str]) -> None:
         """The turn's failure as OpenAI's error (its reply, the reason with the fix, is the message)."""
-        if (failed := OUTCOMES.get(client.stats.outcome)) is not None:
+        if (failed := OUTCOMES.get(result.outcome)) is not None:
             status, kind, code = failed
-            raise ApiError(status, "\n\n".join(replies) or client.stats.outcome, kind, code=code)
+            raise ApiError(status, "\n\n".join(replies) or result.outcome, kind, code=code)
 
     async def _streamed(self, request: web.Request, msg: InboundMessage, req: ChatRequest,
                         id_: str) -> web.StreamResponse:
-        assert msg.client is not None
         out = CompletionStream(request, id_, req.model)
+        result = TurnResult()
         try:
-            await self.channel.run_turn(msg, out.replies, out, voices=out.voices)
+            result = await self.channel.run_turn(msg, out.replies, out, voices=out.voices)
         except BusClosed as exc:
             if not out.response.prepared:
                 raise ApiError(503, str(exc), "server_error", code="shutting_down") from exc
         if not out.response.prepared:
-            self._refused(msg.client, out.replies)
-        stats = msg.client.stats
+            self._refused(result, out.replies)
         try:
-            await out.end(stats.tokens_in, stats.tokens_out,
+            await out.end(result.tokens_in, result.tokens_out,
                           bool(req.stream_options and req.stream_options.include_usage))
         except ConnectionResetError:  # the client went away: the turn ran and its answer is saved
             pass

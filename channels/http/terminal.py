@@ -98,6 +98,7 @@ class TerminalRelay:
     connected terminals of the chat (else they are kept for the next one)."""
 
     name = "terminal"
+    voice = None  # replies are text only
 
     def __init__(self, publish: Publish, cancel: Callable[[ChatKey], bool]) -> None:
         self._publish = publish
@@ -122,8 +123,8 @@ class TerminalRelay:
             for queue in queues:
                 queue.put_nowait(None)
 
-    def draft(self, key: ChatKey, reply_to: int) -> TurnStream | None:
-        return self._turns.get(reply_to)
+    def draft(self, msg: InboundMessage) -> TurnStream | None:
+        return self._turns.get(msg.id)
 
     async def send(self, msg: OutboundMessage) -> None:
         turn = self._turns.get(msg.reply_to) if msg.reply_to is not None else None

@@ -12,7 +12,7 @@ Bot messages, edits, deletions and other subtypes are not answered (the list: ch
 across a restart (bot/dedupe.py).
 Mentions of people reach the model as `@name` (channels/slack/people.py); Web API errors are
 read in channels/slack/api.py. An hourglass reaction marks a message while its turn runs.
-Senders outside SLACK_ALLOW_FROM cost no API or LLM call. `send` finds a reply's place from the inbound message it answers, else from the chat key
+Messages take the intake chain (channels/intake.py); senders outside SLACK_ALLOW_FROM cost no API or LLM call. `send` finds a reply's place from the inbound message it answers, else from the chat key
 alone (`C123` or `C123-1700000000.000100`), so reminders work with no message to answer.
 Payload mapping: channels/slack/events.py; Markdown to mrkdwn: channels/slack/format.py; replies read out
 are uploaded as audio files: channels/slack/voice.py.
@@ -21,12 +21,11 @@ are uploaded as audio files: channels/slack/voice.py.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import functools
 import logging
 import re
-from collections.abc import Iterable
+from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,16 +39,16 @@ from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetry
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import dedupe
-from bot.errors import BusClosed, ConfigError
+from bot.errors import ConfigError
 from bot.events import ChatKey, InboundMessage, OutboundMessage, OutboundVoice
-from bot.threads import Spawned
 from channels.slack import media as slack_media
 from channels.slack import voice as slack_voice
-from channels.base import Access, Publish, tell
-from channels.media_in import MediaIntake, Remote
+from channels.base import Access, Done, Publish, tell
+from channels.intake import Arrival, Intake
+from channels.media_in import Remote
 from channels.slack.api import (GONE, ConnectionRetry, ServerErrorRetry, SlackError, error_code as _error_code, failure,
                                 library_log as _library_log, scope_hint as _scope_hint)
-from channels.slack.events import Route, Seen, chat_id, command_to_inbound, reply_route, route_of, to_inbound
+from channels.slack.events import Route, Seen, command_to_inbound, route_of, to_inbound
 from channels.slack.format import LIMIT, escape, escaped_len, mrkdwn_len, to_mrkdwn
 from channels.slack.people import People
 from channels.split import split_message
@@ -86,25 +85,21 @@ class SlackChannel:
                  access: Access = Access(), media: MediaStore | None = None,
                  seen: dedupe.Seen | None = None) -> None:
         self.settings = settings
-        self._publish = publish
-        self._durable_seen = seen or dedupe.MemorySeen()  # messages taken already, across restarts (bot/dedupe.py)
         self._commands = frozenset(name for name, _ in menu)
-        self._allow = access.allow_list(settings.allow_from, "SLACK_ALLOW_FROM", self.name)
-        self._routes: dict[int, Route] = {}  # InboundMessage.id -> where its replies go, until its turn is done
-        self._askers: dict[int, tuple[str | None, str]] = {}  # InboundMessage.id -> (team, user): a stream's recipient
+        allow = access.allow_list(settings.allow_from, "SLACK_ALLOW_FROM", self.name)
+        self._intake = Intake("Slack", self, allow, publish, media, seen, self._tell)  # the way in
+        self._running: dict[int, InboundMessage] = {}  # InboundMessage.id -> it, while its turn runs (/stop's thread)
         self.team_id: str | None = None  # from auth.test
         self._streaming = True  # False once the workspace refused chat streaming
-        self._seen = Seen()
+        self._seen = Seen()  # events of one message (a retry, `message` and `app_mention`), in this process
         self._people: People | None = None  # users.info, cached: once started
-        self._tails: dict[ChatKey, asyncio.Future[None]] = {}  # per chat: the last message still being accepted
-        self._tasks = Spawned()  # each running turn's thinking marker
         self._session: aiohttp.ClientSession | None = None
         self._client: AsyncWebClient | None = None
         self._socket: AsyncSocketModeHandler | None = None
         self._runner: web.AppRunner | None = None
         self.bot_user_id: str | None = None
         self.port: int | None = None  # the HTTP events port once started (HTTP mode)
-        self._intake = MediaIntake(media, "Slack") if media is not None else None  # None: files are not taken
+        self.voice = self  # replies read out are uploaded as audio files (send_voice)
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -142,7 +137,7 @@ class SlackChannel:
                               "check SLACK_API_URL and the network.") from exc
         self.bot_user_id = auth.get("user_id")
         scopes = next((v for k, v in (auth.headers or {}).items() if k.lower() == "x-oauth-scopes"), None)
-        if self._intake is not None and scopes is not None and slack_media.SCOPE not in scopes.split(","):
+        if self._intake.media is not None and scopes is not None and slack_media.SCOPE not in scopes.split(","):
             logger.warning("Slack: the app lacks the %s scope: files people share cannot be read (add it under "
                            "OAuth & Permissions -> Bot Token Scopes, then reinstall the app)", slack_media.SCOPE)
         self.team_id = auth.get("team_id")
@@ -202,15 +197,14 @@ class SlackChannel:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        await self._intake.drain()  # messages still being taken (names, files) are published
 
     async def stop(self) -> None:
         await self.pause()
-        await self._tasks.cancel(grace=5)  # thinking markers still being taken off
+        await self._intake.aclose(grace=5)  # thinking markers still being taken off
         if self._session is not None:
             await self._session.close()
             self._session = None
-        if self._intake is not None:
-            await self._intake.aclose()
         self._client = None
 
     # -- inbound -----------------------------------------------------------------------------
@@ -225,19 +219,23 @@ class SlackChannel:
         if not self._seen.first(*keys, *([("event", body["event_id"])] if body.get("event_id") else [])):
             logger.info("Slack event %s for a message already taken: ignored", body.get("event_id"))
             return
-        if not await self._admit(msg, event["channel"]):
-            return
-        team = event.get("user_team") or event.get("team") or self.team_id  # Slack Connect: the sender's own
         origin = f"{event['channel']}:{event['ts']}" + ("" if msg.addressed else ":overheard")
-        await self._accept(msg, reply_route(event, self.settings.thread_sessions), (event["channel"], event["ts"]),
-                           self._files(event, msg), team, origin)
+        await self._intake.take(Arrival(msg, origin, event["channel"] if msg.is_group else None,
+                                        files=functools.partial(self._files, event), lookup=self._named))
 
-    def _files(self, event: dict[str, Any], msg: InboundMessage) -> list[Remote]:
-        """The event's files to download: none without a media store, or for chatter the chat does not keep."""
-        if self._intake is None or not event.get("files"):
+    def _files(self, event: dict[str, Any]) -> list[Remote]:
+        """The event's files, to download if the chat keeps them (the intake chain asks)."""
+        if self._intake.media is None or not event.get("files"):
             return []
-        return self._intake.files_for(msg, slack_media.files_of(event, self._intake, self.settings.bot_token,
-                                                                 self.settings.api_url))
+        return slack_media.files_of(event, self._intake.media, self.settings.bot_token, self.settings.api_url)
+
+    async def _named(self, msg: InboundMessage) -> InboundMessage:
+        """Who sent `msg` (users.info: name, workspace admin, or in SLACK_ADMINS) and the names of those it
+        mentions."""
+        assert self._people is not None
+        sender = await self._people.sender(msg.sender_id)
+        return dataclasses.replace(msg, text=await self._people.named(msg.text), sender_name=sender.name,
+                                   sender_is_admin=sender.is_admin or msg.sender_id in self.settings.admins)
 
     async def _on_command(self, ack: Any, command: dict[str, Any]) -> None:
         await ack()  # within Slack's 3 seconds; the answer follows through response_url
@@ -246,87 +244,46 @@ class SlackChannel:
             return
         if msg.text == "/stop" and (thread := self._asked_in(msg.key.chat_id, msg.sender_id)) is not None:
             msg = dataclasses.replace(msg, key=thread)  # a slash command has no thread: the sender's reply there
-        if not await self._admit(msg, command.get("channel_id", ""), command.get("response_url")):
-            return
-        await self._accept(msg, Route(msg.key.chat_id, response_url=command.get("response_url")), None,
-                           team=command.get("team_id"), origin=f"command:{command.get('trigger_id') or msg.id}")
+        await self._intake.take(Arrival(msg, f"command:{command.get('trigger_id') or msg.id}",
+                                        command.get("channel_id", "") if msg.is_group else None, lookup=self._named))
 
     def _asked_in(self, channel: str, user: str) -> ChatKey | None:
         """With thread sessions, the chat of the latest running reply `user` asked for in `channel`'s threads."""
         if not self.settings.thread_sessions:
             return None
-        asked = [(msg_id, route) for msg_id, route in self._routes.items()
-                 if route.channel == channel and route.thread_ts and not route.response_url
-                 and self._askers.get(msg_id, (None, None))[1] == user]
-        if not asked:
-            return None
-        route = max(asked, key=lambda pair: pair[0])[1]
-        return ChatKey(self.name, chat_id(route.channel, route.thread_ts))
+        asked = [msg for msg in self._running.values() if msg.sender_id == user and msg.ref is not None
+                 and msg.ref.thread and not msg.ref.interaction and route_of(msg.key).channel == channel]
+        return max(asked, key=lambda msg: msg.id).key if asked else None
 
-    async def _admit(self, msg: InboundMessage, channel: str, response_url: str | None = None) -> bool:
-        """The allow-list's verdict (no API call for a refused sender); a pairing code is told here."""
-        verdict = self._allow.check(msg.sender_id, group=channel if msg.is_group else None, addressed=msg.addressed)
-        if verdict.reply:
-            try:
-                if response_url:
-                    await self._respond(response_url, escape(verdict.reply), verbatim=True)
-                else:
-                    await self.send(OutboundMessage(msg.key, verdict.reply, verbatim=True))
-            except SlackError as exc:
-                logger.warning("could not tell %s its pairing code: %s", msg.key, exc)
-        return verdict.admitted
+    async def _tell(self, msg: InboundMessage, text: str) -> None:
+        """Tusk's own words about `msg` (a pairing code, a file not taken): to a slash command's asker alone
+        (its response_url), else in the chat."""
+        if msg.ref is None or not msg.ref.interaction:
+            await tell(self.send, msg.key, text)
+            return
+        try:
+            await self._respond(msg.ref.interaction, escape(text), verbatim=True)
+        except SlackError as exc:
+            logger.warning("could not answer a slash command in %s: %s", msg.key, exc)
 
     async def _on_other_event(self) -> None:
         return None
 
-    async def _accept(self, msg: InboundMessage, route: Route, marker: tuple[str, str] | None,
-                      files: list[Remote] | None = None, team: str | None = None, origin: str = "") -> None:
-        """Learn who sent `msg` (and the names of those it mentions) and download its files, then publish it;
-        messages of one chat are published in arrival order."""
-        previous = self._tails.get(msg.key)
-        tail: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._tails[msg.key] = tail
-        try:
-            assert self._people is not None
-            sender = await self._people.sender(msg.sender_id)
-            msg = dataclasses.replace(msg, text=await self._people.named(msg.text), sender_name=sender.name,
-                                      sender_is_admin=sender.is_admin or msg.sender_id in self.settings.admins)
-            if previous is not None:
-                await asyncio.wait([previous])
-            with_files = await self._intake.attach(msg, files, functools.partial(tell, self.send)) if files and self._intake else msg
-            if with_files is not None and not dedupe.is_repeat(self._durable_seen, self.name, origin):
-                self._dispatch(with_files, route, marker, team)  # published at once, no await between
-        finally:
-            tail.set_result(None)
-            if self._tails.get(msg.key) is tail:
-                del self._tails[msg.key]
+    def typing(self, msg: InboundMessage, done: Done) -> Awaitable[None]:
+        """While the turn runs: the turn known to /stop from the moment it is published (a `/tusk stop` right
+        after finds it), and the thinking marker on the user's message."""
+        self._running[msg.id] = msg
+        return self._marked(msg, done)
 
-    def _dispatch(self, msg: InboundMessage, route: Route, marker: tuple[str, str] | None,
-                  team: str | None = None) -> None:
-        if not msg.addressed:  # channel chatter: no reply, no marker; the agent keeps it or drops it
-            with contextlib.suppress(BusClosed):
-                self._publish(msg)
-            return
-        self._routes[msg.id] = route
-        self._askers[msg.id] = (team, msg.sender_id)
-        try:
-            done = self._publish(msg)
-        except BusClosed:
-            del self._routes[msg.id], self._askers[msg.id]
-            logger.info("a Slack message arrived while shutting down: not taken")
-            return
-        self._tasks.start(self._follow(msg.id, done, marker), f"slack turn {msg.id}")
-
-    async def _follow(self, msg_id: int, done: asyncio.Future[None], marker: tuple[str, str] | None) -> None:
-        """The thinking marker on the user's message while its turn runs; the route forgotten after."""
+    async def _marked(self, msg: InboundMessage, done: Done) -> None:
+        marker = (route_of(msg.key).channel, msg.ref.message) if msg.ref is not None and msg.ref.message else None
         marked = False
         try:
             if marker is not None:
                 marked = await self._react("reactions_add", *marker)
             await asyncio.wait([done])
         finally:
-            self._routes.pop(msg_id, None)
-            self._askers.pop(msg_id, None)
+            self._running.pop(msg.id, None)
             if marked:
                 assert marker is not None
                 await self._react("reactions_remove", *marker)
@@ -344,23 +301,22 @@ class SlackChannel:
 
     # -- outbound ----------------------------------------------------------------------------
 
-    def draft(self, key: ChatKey, reply_to: int) -> SlackDraft | None:
-        """The reply while it is written (channels/slack/stream.py); slash commands answer at once."""
-        route = self._routes.get(reply_to)
-        if route is None or route.response_url or self._client is None:
+    def draft(self, msg: InboundMessage) -> SlackDraft | None:
+        """The reply while it is written (channels/slack/stream.py); slash commands answer at once, and a
+        message with no place of its own (a reminder) gets its reply whole."""
+        if msg.ref is None or msg.ref.interaction or self._client is None:
             return None
 
         def refused() -> None:
             self._streaming = False
 
-        team, user = self._askers.get(reply_to, (None, None))
-        return SlackDraft(self._client, route, (team or self.team_id) if self._streaming else None, user, refused)
+        team = (msg.ref.team or self.team_id) if self._streaming else None  # Slack Connect: the sender's own
+        return SlackDraft(self._client, route_of(msg.key, msg.ref), team, msg.sender_id, refused)
 
     async def send(self, msg: OutboundMessage) -> None:
         """Post the reply (as mrkdwn, in pieces of at most 3,000 characters; Tusk's own words escaped, not
         converted, and posted with `mrkdwn: false`); raises SlackError on failure."""
-        route = self._routes.get(msg.reply_to) if msg.reply_to is not None else None
-        await self._send_pieces(route or route_of(msg.key), msg.text, LIMIT, msg.verbatim)
+        await self._send_pieces(route_of(msg.key, msg.ref), msg.text, LIMIT, msg.verbatim)
 
     def voice_caption(self, text: str) -> bool:
         return slack_voice.fits_caption(text)
@@ -369,8 +325,7 @@ class SlackChannel:
         """A reply read out, uploaded as an audio file where the reply goes (channels/slack/voice.py)."""
         if self._client is None:
             raise SlackError("the Slack channel is not running")
-        route = self._routes.get(msg.reply_to) if msg.reply_to is not None else None
-        await slack_voice.send(self._client, route or route_of(msg.key), msg.audio, msg.caption)
+        await slack_voice.send(self._client, route_of(msg.key, msg.ref), msg.audio, msg.caption)
 
     async def _send_pieces(self, route: Route, text: str, limit: int, verbatim: bool = False) -> None:
         """`text` in pieces of at most `limit` characters once made Slack text; a piece Slack calls too long is

@@ -3,7 +3,7 @@
 
     to_inbound(event, bot_user_id=..., thread_sessions=True)  -> InboundMessage | None
     command_to_inbound(payload, known_commands)               -> InboundMessage | None
-    reply_route(event, thread_sessions) / route_of(chat key)  -> Route (channel, thread, response_url)
+    route_of(chat key, ref)                                   -> Route (channel, thread, response_url)
 
 Which events carry a message for Tusk (real Slack sends many more than user messages):
 
@@ -20,7 +20,8 @@ Which events carry a message for Tusk (real Slack sends many more than user mess
 
 Chat ids are `D123` (a DM), `C123` (a channel, thread sessions off) or `C123-1700000000.000100`
 (a thread): readable, plain folder names, and parsed back by `route_of`. Slack channel ids
-never contain `-`.
+never contain `-`. A message's `ref` (bot/events.py ReplyRef) holds the rest of where its replies go:
+its ts (the "thinking" reaction's place), its thread, a slash command's response_url, the asker's team.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from bot.events import ChatKey, InboundMessage
+from bot.events import ChatKey, InboundMessage, ReplyRef
 from channels.slack.format import from_slack
 from channels.slack.rich import rich_text
 
@@ -70,10 +71,11 @@ def chat_id(channel: str, thread_ts: str | None) -> str:
     return f"{channel}-{thread_ts}" if thread_ts else channel
 
 
-def route_of(key: ChatKey) -> Route:
-    """The place a chat key names (the inverse of `chat_id`), for messages that answer nothing."""
+def route_of(key: ChatKey, ref: ReplyRef | None = None) -> Route:
+    """Where a reply goes: the place a chat key names (the inverse of `chat_id`), or within that channel the
+    thread and response_url of the message it answers (`ref`)."""
     channel, _, thread_ts = key.chat_id.partition("-")
-    return Route(channel, thread_ts or None)
+    return Route(channel, thread_ts or None) if ref is None else Route(channel, ref.thread, ref.interaction)
 
 
 def _direct(event: dict[str, Any]) -> bool:
@@ -88,11 +90,6 @@ def _thread(event: dict[str, Any], thread_sessions: bool) -> str | None:
     if event.get("thread_ts"):
         return event["thread_ts"]
     return None if _direct(event) or not thread_sessions else event.get("ts")
-
-
-def reply_route(event: dict[str, Any], thread_sessions: bool) -> Route:
-    """Where the answer to a message event goes: its DM, its thread, or (thread sessions) a thread under it."""
-    return Route(event["channel"], _thread(event, thread_sessions))
 
 
 def to_inbound(event: dict[str, Any], *, bot_user_id: str | None,
@@ -110,10 +107,11 @@ def to_inbound(event: dict[str, Any], *, bot_user_id: str | None,
     direct = _direct(event)
     if kind == "message" and not direct:
         return _overheard(event, bot_user_id, thread_sessions)
-    thread = _thread(event, thread_sessions) if thread_sessions else None
+    thread = _thread(event, thread_sessions)  # where the answer goes: its DM, its thread, or a thread under it
     text = from_slack(raw_text(event), bot_user_id)
-    return InboundMessage(ChatKey("slack", chat_id(channel, thread)), text, sender_id=user, is_group=not direct,
-                          ts=_seconds(event["ts"]))
+    ref = ReplyRef(message=event["ts"], thread=thread, team=event.get("user_team") or event.get("team"))
+    return InboundMessage(ChatKey("slack", chat_id(channel, thread if thread_sessions else None)), text,
+                          sender_id=user, is_group=not direct, ts=_seconds(event["ts"]), ref=ref)
 
 
 def _overheard(event: dict[str, Any], bot_user_id: str | None, thread_sessions: bool) -> InboundMessage | None:
@@ -171,7 +169,9 @@ def command_to_inbound(payload: dict[str, Any], known: Iterable[str]) -> Inbound
         return None
     direct = payload.get("channel_name") == "directmessage"
     text = command_text(payload["command"], payload.get("text") or "", known)
-    return InboundMessage(ChatKey("slack", channel), text, sender_id=user, is_group=not direct)
+    url = payload.get("response_url")  # the answer goes there, to the asker alone
+    return InboundMessage(ChatKey("slack", channel), text, sender_id=user, is_group=not direct,
+                          ref=ReplyRef(interaction=url) if url else None)
 
 
 @dataclass(frozen=True, slots=True)

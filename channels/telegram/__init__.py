@@ -5,10 +5,11 @@
            -> a group upgraded to a supergroup (migrate_to/from_chat_id): replies go to the new id, and the
               chat's files move there (bot/chat_move.py) before the new chat's next message is published
            -> to_inbound() (channels/telegram/inbound.py, pure: service messages dropped, forwards, replies,
-              stickers, places framed; gating, mention stripping, chat key)
-           -> allow-list / pairing -> files kept in media/ (channels/telegram/media.py; the chat's later
-              messages wait for them) -> admin check (groups; cached) -> taken before? (bot/dedupe.py: an
-              update delivered again after a restart or a webhook retry is dropped) -> publish -> typing
+              stickers, places framed; gating, mention stripping, chat key, the message a group reply quotes)
+           -> the intake chain (channels/intake.py): allow-list / pairing -> files kept in media/
+              (channels/telegram/media.py; an album gathered into one message) -> admin check (groups;
+              cached) -> taken before? (bot/dedupe.py: an update delivered again after a restart or a
+              webhook retry is dropped) -> publish -> typing
     Stop   -> a draft's Stop button (channels/telegram/stream.py): a `callback_query` in a group, a
               `stopped_message_generation` in a private chat -> the presser through the allow-list -> "/stop"
               published for that chat (the bus answers it at once, bot/stop.py); the query is answered
@@ -34,7 +35,6 @@ how to use the bot once someone mentions it.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import functools
 import logging
@@ -50,14 +50,14 @@ from telegram.constants import ChatAction, ChatMemberStatus, MessageLimit, Parse
 from telegram.error import BadRequest, ChatMigrated, InvalidToken, NetworkError, RetryAfter, TelegramError, TimedOut
 from telegram.ext import AIORateLimiter, Application, ContextTypes, TypeHandler
 
-from bot.dedupe import MemorySeen, Seen, is_repeat
-from bot.errors import BusClosed, ConfigError, DeliveryError
-from bot.events import ChatKey, InboundMessage, OutboundMessage, OutboundVoice
-from bot.threads import Spawned
+from bot.dedupe import Seen
+from bot.errors import ConfigError, DeliveryError
+from bot.events import ChatKey, InboundMessage, OutboundMessage, OutboundVoice, ReplyRef
 from channels.telegram import media as telegram_media
 from channels.telegram import voice as telegram_voice
-from channels.base import Access, Publish, tell
-from channels.media_in import InOrder, MediaIntake, Remote
+from channels.base import Access, Done, Publish
+from channels.intake import Arrival, Intake
+from channels.media_in import Remote
 from channels.split import split_message, utf16_len
 from channels.telegram.inbound import ALIASES, chat_id_of, to_inbound
 from channels.telegram.sieve import SievingRequest, SievingServer
@@ -110,6 +110,11 @@ def target(key: ChatKey) -> tuple[int, int | None]:
     return int(chat), int(thread) if thread else None
 
 
+def quoted(ref: ReplyRef | None) -> int | None:
+    """The Telegram message a reply quotes (set for group messages: channels/telegram/inbound.py)."""
+    return int(ref.message) if ref is not None and ref.message else None
+
+
 def maybe_carried_out(exc: NetworkError) -> bool:
     """Whether a request that failed so may have been carried out all the same: its answer was lost (a read
     timeout, a connection broken after sending, a gateway timeout). A connection that never opened, or a
@@ -134,23 +139,20 @@ class TelegramChannel:
                  access: Access = Access(), media: MediaStore | None = None, move: Move | None = None,
                  seen: Seen | None = None) -> None:
         self.settings = settings
-        self._seen = seen or MemorySeen()  # messages taken already (bot/dedupe.py)
-        self._publish = publish
         self._menu = menu
         self._commands = frozenset(name for name, _ in menu) | frozenset(ALIASES)
-        self._allow = access.allow_list(settings.allow_from, "TELEGRAM_ALLOW_FROM", self.name)
-        self._replying_to: dict[int, int] = {}  # InboundMessage.id -> Telegram message id, while its turn runs
-        self._typing = Spawned()  # the typing indicators of running turns
+        allow = access.allow_list(settings.allow_from, "TELEGRAM_ALLOW_FROM", self.name)
+        self._intake = Intake("Telegram", self, allow, publish, media, seen)  # the way in
         self._admins: dict[tuple[int, int], tuple[float, bool]] = {}  # (chat, user) -> (valid until, is admin)
         self.app: Application | None = None
         self._move = move
         self._moved: dict[int, int] = {}  # old group id -> its supergroup's id, once Telegram said so
         self._skipped: set[str] = set()  # kinds of update already logged as skipped
-        self._intake = MediaIntake(media, "Telegram") if media is not None else None  # None: files are not taken
-        self._in_order = InOrder()  # a chat's messages wait for its earlier ones' downloads
-        self._albums = telegram_media.Albums(self._in_order, self._take, self._album_files,
-                                             self._intake.wanted) if self._intake is not None else None
-        self._presses = Presses(self._allow, publish, lambda: self.app.bot if self.app else None)  # Stop buttons
+        files = self._intake.media  # None: files are not taken
+        self._albums = telegram_media.Albums(self._intake.order, self._land_album, self._album_files,
+                                             files.wanted) if files is not None else None
+        self._presses = Presses(allow, publish, lambda: self.app.bot if self.app else None)  # Stop buttons
+        self.voice = self  # replies read out go as voice messages (send_voice)
 
     def _build(self) -> Application:
         base = self.settings.api_base.rstrip("/")
@@ -193,16 +195,13 @@ class TelegramChannel:
             await self.app.updater.stop()  # confirms the fetched updates to Telegram
         if self.app.running:
             await self.app.stop()  # hands every fetched update to the bus
-        await self._in_order.drain()  # messages still downloading their files are published too
+        await self._intake.drain()  # messages still downloading their files are published too
 
     async def stop(self) -> None:
         if self.app is None:
             return
         await self.pause()
-        await self._typing.cancel()
-        await self._in_order.cancel()
-        if self._intake is not None:
-            await self._intake.aclose()
+        await self._intake.aclose()
         await self.app.shutdown()
         self.app = None
 
@@ -232,63 +231,26 @@ class TelegramChannel:
                 self._skip_once("messages without a sender")
             return
         message = update.message
-        album = message.media_group_id and self._albums is not None  # an open album gathers its items at once
-        if self._in_order.busy(msg.key) and not album:  # earlier messages' files, or an upgrade's move, go first
-            self._in_order.run(msg.key, lambda: self._admit(message, msg, queued=True))
-            return
-        await self._admit(message, msg)
-
-    async def _admit(self, message: Message, msg: InboundMessage, queued: bool = False) -> None:
-        """Allow-list, then publish (files downloaded first, in the chat's order unless `queued` there already)."""
-        chat = message.chat
-        verdict = self._allow.check(msg.sender_id, msg.sender_name, group=str(chat.id) if msg.is_group else None,
-                                    group_name=chat.title or "", addressed=msg.addressed)
-        if not verdict.admitted:
-            if verdict.reply:
-                await tell(self.send, msg.key, verdict.reply)
-            return
-        if message.media_group_id and self._albums is not None:  # one message for the whole album
+        arrival = self._arrival(message, msg)
+        if not message.media_group_id or self._albums is None:
+            await self._intake.take(arrival)
+        elif await self._intake.admit(arrival):  # an open album gathers its items at once, into one message
             self._albums.add(message, msg)
-            return
-        files = self._files(message, msg)
-        if files and not queued:
-            self._in_order.run(msg.key, lambda: self._take(message, msg, files))
-            return
-        await self._take(message, msg, files)
 
-    def _files(self, message: Message, msg: InboundMessage) -> list[Remote]:
-        """The files of `message` to download: none without a media store, or for chatter the chat does not keep."""
-        if self._intake is None or self.app is None:
-            return []
-        return self._intake.files_for(msg, telegram_media.files_of(message, self.app.bot, self._intake))
+    def _arrival(self, message: Message, msg: InboundMessage) -> Arrival:
+        """What the intake chain needs to know of `message` besides `msg`."""
+        assert self.app is not None
+        bot, files = self.app.bot, self._intake.media
+        return Arrival(msg, f"{message.chat_id}:{message.message_id}", str(message.chat.id) if msg.is_group else None,
+                       message.chat.title or "", lambda: telegram_media.files_of(message, bot, files) if files else [],
+                       functools.partial(self._with_admin_rights, message))
 
     def _album_files(self, message: Message) -> list[Remote]:
-        assert self.app is not None and self._intake is not None
-        return telegram_media.files_of(message, self.app.bot, self._intake)
+        assert self.app is not None and self._intake.media is not None
+        return telegram_media.files_of(message, self.app.bot, self._intake.media)
 
-    async def _take(self, message: Message, msg: InboundMessage, files: list[Remote] | None = None) -> None:
-        """Publish `msg` (its files downloaded first), then show "typing" until its turn is done."""
-        if files and self._intake is not None:
-            if (with_files := await self._intake.attach(msg, files, functools.partial(tell, self.send))) is None:
-                return
-            msg = with_files
-        if not msg.addressed:  # no typing, no reply: the agent keeps it or drops it
-            if not is_repeat(self._seen, self.name, f"{message.chat_id}:{message.message_id}"):
-                with contextlib.suppress(BusClosed):
-                    self._publish(msg)
-            return
-        if msg.is_group and not msg.sender_is_admin and message.from_user and message.sender_chat is None:
-            msg = await self._with_admin_rights(msg, message.chat_id, message.from_user.id)  # for commands, remember
-        if is_repeat(self._seen, self.name, f"{message.chat_id}:{message.message_id}"):  # then published at once
-            return
-        try:
-            done = self._publish(msg)
-        except BusClosed:
-            logger.warning("a Telegram message arrived while shutting down; it was not taken")
-            return
-        if msg.is_group:
-            self._replying_to[msg.id] = message.message_id
-        self._typing.start(self._keep_typing(msg, done), f"typing {msg.key}")
+    async def _land_album(self, message: Message, msg: InboundMessage, files: list[Remote]) -> None:
+        await self._intake.land(self._arrival(message, msg), files)
 
     def _skip(self, update: Update) -> None:
         """An update that is not a new message (an edit, a channel post, a button press, a kind from a newer Bot
@@ -319,11 +281,17 @@ class TelegramChannel:
         self._moved[old] = new
         if self._move is not None:  # again for a second notice: it finds the files moved (and re-keys what is left)
             move, old_key, new_key = self._move, ChatKey(self.name, str(old)), ChatKey(self.name, str(new))
-            self._in_order.run(new_key, lambda: move(old_key, new_key))
+            self._intake.order.run(new_key, lambda: move(old_key, new_key))
 
-    async def _with_admin_rights(self, msg: InboundMessage, chat_id: int, user_id: int) -> InboundMessage:
-        """`sender_is_admin` from getChatMember, trusted for ADMIN_TTL seconds per group and user."""
+    async def _with_admin_rights(self, message: Message, msg: InboundMessage) -> InboundMessage:
+        """`sender_is_admin` of a group's sender (for commands: /forget, /memory undo) from getChatMember,
+        trusted for ADMIN_TTL seconds per group and user."""
         assert self.app is not None
+        user = message.from_user
+        if not msg.addressed or not msg.is_group or msg.sender_is_admin or user is None \
+                or message.sender_chat is not None:  # an anonymous admin, a channel: said by to_inbound
+            return msg
+        chat_id, user_id = message.chat_id, user.id
         now = time.monotonic()
         cached = self._admins.get((chat_id, user_id))
         if cached is not None and cached[0] > now:
@@ -338,41 +306,36 @@ class TelegramChannel:
         self._admins[(chat_id, user_id)] = (now + ADMIN_TTL, member.status in ADMINS)
         return dataclasses.replace(msg, sender_is_admin=member.status in ADMINS)
 
-    async def _keep_typing(self, msg: InboundMessage, done: asyncio.Future[None]) -> None:
-        """Show "typing" until the turn is done (the reply is out), then forget the turn."""
+    async def typing(self, msg: InboundMessage, done: Done) -> None:
+        """Show "typing" until the turn is done (the reply is out)."""
         assert self.app is not None
         chat_id, thread = target(msg.key)
-        try:
-            while not done.done():
-                try:
-                    await self.app.bot.send_chat_action(chat_id, ChatAction.TYPING, message_thread_id=thread)
-                except TelegramError as exc:
-                    logger.debug("typing indicator not shown: %s", exc)
-                await asyncio.wait([done], timeout=TYPING_EVERY)
-        finally:
-            self._replying_to.pop(msg.id, None)
+        while not done.done():
+            try:
+                await self.app.bot.send_chat_action(chat_id, ChatAction.TYPING, message_thread_id=thread)
+            except TelegramError as exc:
+                logger.debug("typing indicator not shown: %s", exc)
+            await asyncio.wait([done], timeout=TYPING_EVERY)
 
-    def draft(self, key: ChatKey, reply_to: int) -> TelegramDraft | None:
-        """The reply to `reply_to` while it is written (channels/telegram/stream.py): a draft in a private
+    def draft(self, msg: InboundMessage) -> TelegramDraft | None:
+        """The reply to `msg` while it is written (channels/telegram/stream.py): a draft in a private
         chat (user ids are positive, group ids negative), a message edited in place in a group."""
         if self.app is None:
             return None
-        chat_id, thread = target(key)
-        chat_id = self._moved.get(chat_id, chat_id)
+        chat_id, thread = self._target(msg.key)
 
         async def send_final(text: str, verbatim: bool = False) -> None:
-            await self.send(OutboundMessage(key, text, reply_to=reply_to, verbatim=verbatim))
+            await self.send(OutboundMessage.answer(msg, text, verbatim))
 
-        return TelegramDraft(self.app.bot, chat_id, thread, self._replying_to.get(reply_to), chat_id > 0,
-                             send_final, buttons=self._presses.buttons, key=key)
+        return TelegramDraft(self.app.bot, chat_id, thread, quoted(msg.ref), chat_id > 0,
+                             send_final, buttons=self._presses.buttons, key=msg.key)
 
     async def send(self, msg: OutboundMessage) -> None:
         assert self.app is not None
         if await self._presses.answered(msg):  # the answer to a Stop button: a notice to the presser
             return
-        chat_id, thread = target(msg.key)
-        chat_id = self._moved.get(chat_id, chat_id)
-        reply_to = self._replying_to.get(msg.reply_to) if msg.reply_to is not None else None
+        chat_id, thread = self._target(msg.key)
+        reply_to = quoted(msg.ref)
         measure = utf16_len if msg.verbatim else _measure
         for piece in split_message(msg.text, MessageLimit.MAX_TEXT_LENGTH, measure, verbatim=msg.verbatim):
             await self._send_piece(chat_id, thread, piece, reply_to, msg.verbatim)
@@ -384,10 +347,13 @@ class TelegramChannel:
     async def send_voice(self, msg: OutboundVoice) -> None:
         """A reply read out, as a voice message (the caption on it if set); DeliveryError if refused."""
         assert self.app is not None
-        chat_id, thread = target(msg.key)
-        chat_id = self._moved.get(chat_id, chat_id)
-        reply_to = self._replying_to.get(msg.reply_to) if msg.reply_to is not None else None
-        await telegram_voice.send(self.app.bot, chat_id, thread, msg.audio, msg.caption, reply_to)
+        chat_id, thread = self._target(msg.key)
+        await telegram_voice.send(self.app.bot, chat_id, thread, msg.audio, msg.caption, quoted(msg.ref))
+
+    def _target(self, key: ChatKey) -> tuple[int, int | None]:
+        """The chat and topic to send to: the key's, or the supergroup its group became."""
+        chat_id, thread = target(key)
+        return self._moved.get(chat_id, chat_id), thread
 
     async def _send_piece(self, chat_id: int, thread: int | None, piece: str, reply_to: int | None,
                           verbatim: bool = False) -> None:

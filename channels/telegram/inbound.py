@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from telegram import Chat, Message, MessageEntity, MessageOrigin, User
 
-from bot.events import ChatKey, InboundMessage
+from bot.events import ChatKey, InboundMessage, ReplyRef
 
 ALIASES = {"start": "help"}  # Telegram clients send /start when a user first opens the bot
 QUOTE_CHARS = 500  # of a replied-to message's text, when the user did not pick a quote
@@ -148,6 +148,7 @@ def to_inbound(message: Message | None, me: User, commands: frozenset[str]) -> I
 
     Media without a caption becomes an empty text; the channel adds the files it downloads
     (channels/telegram/media.py). The allow-list and admin rights are checked by the channel (they need state).
+    In groups the reply quotes the message (`ref`).
     """
     if message is None or message.chat is None or message.chat.type == Chat.CHANNEL or not has_content(message):
         return None
@@ -169,4 +170,5 @@ def to_inbound(message: Message | None, me: User, commands: frozenset[str]) -> I
     elif addressed:
         body = _alias(body)
     return InboundMessage(key, body, sender_id=sender_id, sender_name=sender_name, is_group=is_group,
-                          sender_is_admin=is_admin, ts=message.date.timestamp(), addressed=addressed)
+                          sender_is_admin=is_admin, ts=message.date.timestamp(), addressed=addressed,
+                          ref=ReplyRef(message=str(message.message_id)) if is_group else None)  # quoted in groups

@@ -51,6 +51,7 @@ def interactive(stdin: TextIO | None = None, stdout: TextIO | None = None) -> bo
 
 class TerminalChannel:
     name = "terminal"
+    voice = None  # replies are text only
 
     def __init__(self, chat: str, publish: Publish, stdin: TextIO | None = None, stdout: TextIO | None = None,
                  bot_name: str = "Tusk", cancel: Callable[[ChatKey], bool] | None = None,
@@ -91,7 +92,7 @@ class TerminalChannel:
     async def stop(self) -> None:
         self._lines.put_nowait(None)
 
-    def draft(self, key: ChatKey, reply_to: int) -> WriterDraft:
+    def draft(self, msg: InboundMessage) -> WriterDraft:
         """The reply printed as it is written (channels/terminal/stream.py); at a terminal it is then drawn
         again, rendered, in its place."""
         if not self._rich:
@@ -115,7 +116,10 @@ class TerminalChannel:
 
         console = Console(file=self._out, highlight=False)
         console.print(Text(f"{self._bot_name}>", style="bold cyan"))
-        console.print(Text(text) if verbatim else Markdown(text, code_theme="ansi_dark"))
+        if verbatim:  # Tusk's own words: its line breaks only (the terminal folds a long line, rich does not)
+            console.print(Text(text), soft_wrap=True)
+        else:
+            console.print(Markdown(text, code_theme="ansi_dark"))
         console.print()
 
     def note(self, text: str) -> None:

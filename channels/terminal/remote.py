@@ -128,7 +128,7 @@ class RemoteTusk:
                 if resp.status != 200:
                     terminal.note(f"(the running Tusk did not take that message: {await _reason(resp)})")
                     return
-                await self._draw(server_events(resp.content), terminal.draft(self.key, msg.id), done)
+                await self._draw(server_events(resp.content), terminal.draft(msg), done)
         except (aiohttp.ClientError, OSError, ValueError) as exc:
             terminal.note(f"(the connection to the Tusk running on this home broke: {exc or type(exc).__name__}; "
                           "that message may not have been answered)")
