@@ -1,6 +1,5 @@
 """Reminders through real litellm and APScheduler: set, fire, list, cancel, restart, late, isolation."""
 
-import asyncio
 import json
 from datetime import datetime, timedelta, timezone
 

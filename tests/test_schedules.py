@@ -2,7 +2,6 @@
 run as turns of their chat, through a restart and daylight-saving changes, failures said once, limits,
 pause, resume, cancel, the most a chat may have, and reminders.json's schema."""
 
-import asyncio
 import functools
 import json
 from datetime import timedelta, timezone

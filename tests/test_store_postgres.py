@@ -7,8 +7,8 @@ import pytest
 
 from memory.keys import ChatKey
 from memory.session import Message
-from store.base import Entry, RoundCommit
-from store.errors import SchemaTooNew, StaleWrite, StorageUnavailable, StoreSetupError
+from store.base import Entry
+from store.errors import SchemaTooNew, StorageUnavailable, StoreSetupError
 from store.postgres import migrations
 from store.postgres.chats import PgChats
 from store.postgres.pool import Database
