@@ -43,7 +43,9 @@ async def test_export_includes_media(make_settings, fake_llm, tmp_path):
         key = ChatKey("http", "exp")
         path = await send_file(app, key, "ann", "a.png", image_bytes(), "image/png")
         home = app.settings.home
-    target, names = admin.export_chat(home, key, tmp_path / "out.tar.gz")
+    from store import open_files
+
+    target, names = await admin.export_chat(open_files(home), key, tmp_path / "out.tar.gz")
     assert f"exp/media/{path.name}" in names and "exp/session.jsonl" in names
     with tarfile.open(target) as tar:
         assert tar.extractfile(f"exp/media/{path.name}").read() == path.read_bytes()

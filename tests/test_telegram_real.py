@@ -275,8 +275,8 @@ async def test_webhook_skips_what_it_does_not_answer(start_tusk, tg, fake_llm, c
     skipped = [r.getMessage() for r in caplog.records if r.getMessage().startswith(("skipping Telegram", "skipping a"))]
     assert len(skipped) == 7 and any("edited_message" in s for s in skipped) and not any("news" in s for s in skipped)
     assert any("cannot read" in s for s in skipped) and not any("callback_query" in s for s in skipped)
-    answered = [(p["callback_query_id"], p["text"]) for m, p in tg.calls if m == "answerCallbackQuery"]
-    assert answered == [("1", "That reply is already finished.")]  # (the fake refuses it: it never sent query 1)
+    presses = [(p["callback_query_id"], p["text"]) for m, p in tg.calls if m == "answerCallbackQuery"]
+    assert presses == [("1", "That reply is already finished.")]  # (the fake refuses it: it never sent query 1)
     assert not any("secret words" in r.getMessage() or r.levelno >= logging.CRITICAL for r in caplog.records)
 
 

@@ -111,18 +111,17 @@ def test_when_refuses_what_it_cannot_read(when):
         parse_when(when, BERLIN, datetime(2026, 1, 1, tzinfo=BERLIN) + timedelta(0))
 
 
-def test_the_first_turns_fixed_prompt_stays_lean(tmp_path, monkeypatch):
+async def test_the_first_turns_fixed_prompt_stays_lean(tmp_path, monkeypatch):
     """A new chat's system prompt and default tool schemas stay under 1,400 tokens as Tusk counts them (the
     provider counts fewer: bench/prompt.py), and the system prompt names each tool once, without repeating
     its description."""
     from bot.app import TuskApp
     from bot.config import load_settings
     from bot.events import ChatKey, InboundMessage
-    from memory.paths import ChatFiles
 
     monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.agents/skills of this machine's
     app = TuskApp(load_settings(TUSK_HOME=str(tmp_path / "data"), TUSK_MODEL="openai/fake-model"))
-    files = ChatFiles.locate(tmp_path / "data", "http", "new")
+    files = await app.chats.open(ChatKey("http", "new"))  # the chat as a turn loads it
     tools = app.tools.for_chat(InboundMessage(ChatKey("http", "new"), "hi", sender_id="u")).schemas
     prompt = app.agent.context.system_prompt(files)
     assert app.agent.context.fixed_tokens(files) < 1400 and len(tools) >= 8
