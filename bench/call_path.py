@@ -32,20 +32,20 @@ from bot.events import ChatKey, InboundMessage  # noqa: E402
 from bot.llm import LLM, LLMSettings, litellm, load_litellm  # noqa: E402
 from bot.stream import Live  # noqa: E402
 from bot.tools.box import BUILTIN_TOOLS, ToolBox  # noqa: E402
-from memory.paths import ChatFiles  # noqa: E402
 from memory.session import Message  # noqa: E402
+from store import open_files  # noqa: E402
 from tests.fakes.fake_llm import FakeLLM, Reply  # noqa: E402
 
 ANSWER = " ".join(f"word{i}" for i in range(60))
 TUNED = {"turn_off_message_logging": True, "disable_streaming_logging": True}
 
 
-def request(home: Path) -> tuple[list[dict], list[dict]]:
+async def request(home: Path) -> tuple[list[dict], list[dict]]:
     tools = ToolBox(BUILTIN_TOOLS)
-    files = ChatFiles.locate(home, "bench", "c")
+    chat = await open_files(home).chats.open(ChatKey("bench", "c"))
     history = [Message("user" if i % 2 == 0 else "assistant", f"message {i} of an ordinary chat") for i in range(20)]
     msg = InboundMessage(ChatKey("bench", "c"), "how are you?", sender_id="u")
-    return ContextBuilder(home, "Tusk", tools.schemas).build(files, history, msg), tools.schemas
+    return ContextBuilder(home, "Tusk", tools.schemas).build(chat, history, msg), tools.schemas
 
 
 async def direct(http: aiohttp.ClientSession, url: str, body: dict) -> None:
@@ -71,7 +71,7 @@ async def timed(calls: int, once) -> float:
 
 async def call_path(calls: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        messages, tools = request(Path(tmp))
+        messages, tools = await request(Path(tmp))
     async with FakeLLM() as fake, aiohttp.ClientSession() as http:
         fake.responder = lambda body: Reply(text=ANSWER)
         llm = LLM(LLMSettings(model="openai/fake-model", api_base=fake.base_url, api_key="sk-bench", retries=0,

@@ -27,8 +27,9 @@ from bot.context import ContextBuilder  # noqa: E402
 from bot.events import ChatKey, InboundMessage  # noqa: E402
 from bot.llm import LLMReply  # noqa: E402
 from bot.tools.box import BUILTIN_TOOLS, ToolBox  # noqa: E402
-from memory.consolidate import Budget, Consolidator  # noqa: E402
-from memory.session import SessionStore  # noqa: E402
+from bot.consolidation import Consolidator  # noqa: E402
+from memory.consolidate import Budget  # noqa: E402
+from store import open_files  # noqa: E402
 from memory.tokens import count_message, count_text  # noqa: E402
 
 WORDS = " ".join(f"w{i}" for i in range(60))
@@ -63,12 +64,12 @@ async def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
         llm = ScriptedLLM()
-        store = SessionStore(home)
+        chats = open_files(home).chats
         tools = ToolBox(BUILTIN_TOOLS)
         budget = Budget.for_window(args.window)
-        consolidator = Consolidator(store, llm.consolidate, budget, args.window // 10)
+        consolidator = Consolidator(chats, llm.consolidate, budget, args.window // 10)
         bus = MessageBus(lambda m: agent.handle(m))
-        agent = ChatAgent(AgentSettings(model="scripted"), store, llm, tools,
+        agent = ChatAgent(AgentSettings(model="scripted"), chats, llm, tools,
                           ContextBuilder(home, "Tusk", tools.schemas), bus.send, consolidator=consolidator)
 
         class Sink:
@@ -85,7 +86,7 @@ async def main() -> None:
             await bus.publish(InboundMessage(key, f"turn {i}: {WORDS}", sender_id="u"))
             await agent.aclose()  # include the post-turn hook in the figure
             times.append(time.perf_counter() - start)
-        session = store.get("bench", "long")
+        session = (await chats.open(key)).session
     print(f"turns: {args.turns}, window: {args.window:,} (budget {budget.limit:,}, target {budget.target:,})")
     print(f"consolidation calls: {llm.consolidations} ({llm.consolidations / args.turns:.3f} per turn)")
     print(f"tokens sent to consolidation: {llm.consolidation_tokens:,} "

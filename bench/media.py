@@ -30,6 +30,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from bot.events import ChatKey, InboundMessage  # noqa: E402
 from bot.media import MediaReader, MediaSettings  # noqa: E402
+from store.files.chats import FileChats
 from memory.media import MB, MediaLimits, MediaStore  # noqa: E402
 from memory.session import Message  # noqa: E402
 from memory.tokens import IMAGE_TOKENS  # noqa: E402
@@ -111,7 +112,7 @@ async def _chunks(path: Path):
 
 async def run_case(path: Path, name: str, mime: str) -> dict:
     home = Path(tempfile.mkdtemp(prefix="tusk-bench-media-"))
-    store = MediaStore(home, MediaLimits(file_bytes=64 * MB))
+    store = MediaStore(FileChats(home), MediaLimits(file_bytes=64 * MB))
     reader = MediaReader(MediaSettings(vision=True), store, "openai/gpt-4o-mini")
     reset_peak()
     before = status_kb("VmRSS")

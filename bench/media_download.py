@@ -27,6 +27,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 from channels.discord_bot import DiscordChannel, DiscordSettings  # noqa: E402
 from channels.slack import SlackChannel, SlackSettings  # noqa: E402
 from channels.telegram import TelegramChannel, TelegramSettings  # noqa: E402
+from store.files.chats import FileChats
 from memory.media import MB, MediaLimits, MediaStore  # noqa: E402
 from tests.fakes.fake_discord import FakeDiscord, snowflake  # noqa: E402
 from tests.fakes.fake_slack import FakeSlack  # noqa: E402
@@ -44,7 +45,7 @@ def peak_mb() -> float:
 
 async def measure(name: str, data: bytes, start, send) -> None:
     with tempfile.TemporaryDirectory() as home:
-        store = MediaStore(Path(home), MediaLimits(file_bytes=len(data) + MB))
+        store = MediaStore(FileChats(Path(home)), MediaLimits(file_bytes=len(data) + MB))
         published = Published()
         channel = await start(store, published)
         try:

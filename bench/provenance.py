@@ -30,10 +30,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.recall_data import Chat, generate  # noqa: E402
-from memory import files as memfiles  # noqa: E402
-from memory import provenance, tombstones  # noqa: E402
-from memory.consolidate import Budget, Consolidator  # noqa: E402
-from memory.session import Message, SessionStore  # noqa: E402
+from bot import remembering  # noqa: E402
+from bot.consolidation import Consolidator  # noqa: E402
+from memory import provenance  # noqa: E402
+from memory.consolidate import Budget  # noqa: E402
+from memory.keys import ChatKey  # noqa: E402
+from memory.session import Message  # noqa: E402
+from store import open_files  # noqa: E402
 
 NEWS = re.compile(r"^- (\w+)'s news: (.+?)(?: \(still so\))?$")
 
@@ -80,23 +83,24 @@ async def measure(chat: Chat, home: Path, chunk_size: int) -> tuple[list[bool], 
             news[turn.text] = (turn.speaker, ask.answer)
             evidence.setdefault((turn.speaker, ask.answer), set()).add(pos_of[e])
     model = NewsModel(news)
-    store = SessionStore(home)
-    session = store.get("http", chat.name)
-    consolidator = Consolidator(store, model.complete, Budget.for_window(200_000), 20_000)
+    chats, key = open_files(home).chats, ChatKey("http", chat.name)
+    consolidator = Consolidator(chats, model.complete, Budget.for_window(200_000), 20_000)
     baseline: dict[str, int | None] = {}
     for start in range(0, len(chat.turns), chunk_size):
         batch = [Message("user", t.text, ts=t.ts, sender_id=t.speaker.lower(), sender_name=t.speaker)
                  for t in chat.turns[start:start + chunk_size]]
-        store.append(session, batch)
-        before = {f.key for f in provenance.facts(memfiles.read_memory(session.files))}
-        numbered = list(enumerate(session.unconsolidated, session.last_consolidated))
-        await consolidator.run(session, lambda: 0, force=True)
-        for fact in provenance.facts(memfiles.read_memory(session.files)):
+        opened = await chats.open(key)
+        await chats.append(opened, batch)
+        before = {f.key for f in provenance.facts(opened.memory.text)}
+        numbered = list(enumerate(opened.session.unconsolidated, opened.session.last_consolidated))
+        await consolidator.run(opened, lambda: 0, force=True)
+        for fact in provenance.facts((await chats.open(key)).memory.text):
             if fact.key not in before and (m := NEWS.match(fact.line)) and fact.key not in baseline:
                 baseline[fact.key] = naive(fact.text, numbered)
-    links = provenance.load(session.files)
+    links = await remembering.links(chats.handle(key))
+    memory = (await chats.open(key)).memory.text
     precise, covered, base_precise, base_covered = [], [], [], []
-    for fact in provenance.facts(memfiles.read_memory(session.files)):
+    for fact in provenance.facts(memory):
         m = NEWS.match(fact.line)
         if not m:
             continue
@@ -114,24 +118,25 @@ async def forgetting(home: Path, rounds: int) -> tuple[int, bool]:
     """(rounds after which the forgotten fact was back, whether a new statement brought it back)."""
     said = "We adopted a pair of rabbits on Saturday!"
     model = NewsModel({said: ("Quinn", "pair of rabbits")}, reword=0)
-    store = SessionStore(home)
-    session = store.get("http", "forgetting")
-    consolidator = Consolidator(store, model.complete, Budget.for_window(200_000), 20_000)
+    chats, key = open_files(home).chats, ChatKey("http", "forgetting")
+    consolidator = Consolidator(chats, model.complete, Budget.for_window(200_000), 20_000)
+
+    async def say(text: str, ts: float | None = None) -> str:
+        """One message of Quinn's, then a round over it; MEMORY.md after it."""
+        opened = await chats.open(key)
+        await chats.append(opened, [Message("user", text, ts=ts or time.time(), sender_id="q", sender_name="Quinn")])
+        await consolidator.run(opened, lambda: 0, force=True)
+        return (await chats.open(key)).memory.text
+
     old = time.time() - 86_400
-    store.append(session, [Message("user", said, ts=old, sender_id="q", sender_name="Quinn")])
-    await consolidator.run(session, lambda: 0, force=True)
-    fact = next(f for f in provenance.facts(memfiles.read_memory(session.files)) if "rabbits" in f.line)
-    store.append(session, [Message("user", said, ts=old + 1, sender_id="q", sender_name="Quinn")])  # still said
-    tombstones.forget(session.files, [fact], "q")
+    fact = next(f for f in provenance.facts(await say(said, old)) if "rabbits" in f.line)
+    opened = await chats.open(key)
+    await chats.append(opened, [Message("user", said, ts=old + 1, sender_id="q", sender_name="Quinn")])  # still said
+    await remembering.forget_facts(chats.handle(key), [fact], "q")
     back = 0
     for i in range(rounds):
-        store.append(session, [Message("user", said if i % 2 == 0 else "The new cafe by the station is nice.",
-                                       ts=old + 2 + i, sender_id="q", sender_name="Quinn")])
-        await consolidator.run(session, lambda: 0, force=True)
-        back += "rabbits" in memfiles.read_memory(session.files)
-    store.append(session, [Message("user", said, sender_id="q", sender_name="Quinn")])  # said again, now
-    await consolidator.run(session, lambda: 0, force=True)
-    return back, "rabbits" in memfiles.read_memory(session.files)
+        back += "rabbits" in await say(said if i % 2 == 0 else "The new cafe by the station is nice.", old + 2 + i)
+    return back, "rabbits" in await say(said)  # said again, now
 
 
 def share(values: list[bool]) -> str:

@@ -16,6 +16,7 @@ consolidated messages, then measures through `memory.search.HistorySearch`:
 from __future__ import annotations
 
 import argparse
+import asyncio
 import random
 import statistics
 import sys
@@ -44,29 +45,98 @@ def paragraph(rng: random.Random, vocab: tuple[list[str], list[float]], n: int) 
     return " ".join(rng.choices(vocab[0], weights=vocab[1], k=n)).capitalize() + "."
 
 
-def seed(home: Path, entries: int, messages: int) -> SessionStore:
+def long_chat(entries: int, messages: int) -> tuple[list[tuple[float, str]], list[Message]]:
+    """The chat: (time, text) HISTORY.md entries and messages, a planted answer in each."""
     rng = random.Random(8)
     vocab = vocabulary(rng)
-    store = SessionStore(home)
-    session = store.get("bench", "longchat")
     start = time.time() - entries * DAY / 4
-    lines = []
+    history = []
     for i in range(entries):
-        stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(start + i * DAY / 4))
         text = paragraph(rng, vocab, 70)
         if i == entries // 3:
             text = "We decided the summer trip goes to Lisbon in May; Bob books the night train."
-        lines.append(f"## {stamp}\n\n{text}\n\n")
-    session.files.dir.mkdir(parents=True, exist_ok=True)
-    session.files.history.write_text("".join(lines), encoding="utf-8")
+        history.append((start + i * DAY / 4, text))
     batch = [Message("user" if i % 2 == 0 else "assistant", paragraph(rng, vocab, 25), ts=start + i * 60)
              for i in range(messages)]
     if messages:
         batch[messages // 3] = Message("user", "We decided: the summer trip goes to Lisbon in May, I book the night train.",
                                        ts=start + messages // 3 * 60, sender_id="7", sender_name="Bob")
+    return history, batch
+
+
+def seed(home: Path, entries: int, messages: int) -> SessionStore:
+    history, batch = long_chat(entries, messages)
+    store = SessionStore(home)
+    session = store.get("bench", "longchat")
+    lines = [f"## {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(at))}\n\n{text}\n\n" for at, text in history]
+    session.files.dir.mkdir(parents=True, exist_ok=True)
+    session.files.history.write_text("".join(lines), encoding="utf-8")
     store.append(session, batch)
     store.set_pointer(session, max(0, messages - 20))
     return store
+
+
+def warm_queries(count: int) -> list[str]:
+    rng = random.Random(1)
+    words = vocabulary(random.Random(8))[0]
+    return [" ".join(rng.sample(words[:800], 3)) for _ in range(count)]
+
+
+def report_warm(times: list[float], count: int) -> str:
+    times = sorted(times)
+    return (f"warm query ({count} three-word queries, limit 5): median {statistics.median(times) * 1000:.2f} ms, "
+            f"p95 {times[int(len(times) * 0.95)] * 1000:.2f} ms")
+
+
+async def postgres(url: str, entries: int, messages: int, queries: int) -> None:
+    """The same chat in PostgreSQL: written through the store, searched through store/postgres/search.py."""
+    import psycopg
+
+    from memory.keys import ChatKey
+    from store.base import Entry
+    from store.postgres import migrations
+    from store.postgres.chats import PgChats
+    from store.postgres.pool import Database
+    from store.postgres.search import PgSearch
+
+    db = Database(url)
+    await db.open()
+    try:
+        await migrations.require_current(db)
+        chats, key = PgChats(db), ChatKey("bench", "longchat")
+        history, batch = long_chat(entries, messages)
+        t = time.perf_counter()
+        chat = await chats.open(key)
+        for i in range(0, len(batch), 100):  # a turn's messages are appended in one transaction each
+            await chats.append(chat, batch[i:i + 100])
+        await chats.set_pointer(chat, max(0, messages - 20))
+        await chats.handle(key).replace_history([Entry(at, text) for at, text in history])
+        wrote = time.perf_counter() - t
+        async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+            await conn.execute("VACUUM ANALYZE")  # as autovacuum would have by now
+            size = (await (await conn.execute(
+                "SELECT pg_total_relation_size('search_docs') + pg_total_relation_size('search_words')")).fetchone())[0]
+        print(f"postgres: written through the store in {wrote:,.1f} s (messages in transactions of 100, then the "
+              f"history replaced and the index rebuilt); index {size / 1e6:.1f} MB with its GIN indexes")
+        search = PgSearch(db)
+        hits = await search.search(key, "what did Bob decide about the summer trip?")
+        print(f"  planted entry or message ranks first: {bool(hits) and 'Lisbon' in hits[0].text}")
+        warm = []
+        for query in warm_queries(queries):
+            t = time.perf_counter()
+            await search.search(key, query, 5)
+            warm.append(time.perf_counter() - t)
+        print("postgres " + report_warm(warm, queries))
+        t = time.perf_counter()
+        await chats.append(chat, [Message("user", "The plumber comes on Tuesday."), Message("assistant", "Noted.")])
+        appended = time.perf_counter() - t
+        await chats.set_pointer(chat, chat.session.total)
+        t = time.perf_counter()
+        hits = await search.search(key, "plumber")
+        print(f"postgres append of a turn (two messages, indexed in its transaction): {appended * 1000:.2f} ms; "
+              f"then a query: {(time.perf_counter() - t) * 1000:.2f} ms, found: {bool(hits)}")
+    finally:
+        await db.close()
 
 
 def rss_kib() -> int:
@@ -79,6 +149,7 @@ def main() -> None:
     parser.add_argument("--entries", type=int, default=10_000)
     parser.add_argument("--messages", type=int, default=20_000)
     parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--postgres", action="store_true", help="also the same chat in PostgreSQL")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         store = seed(Path(tmp), args.entries, args.messages)
@@ -108,20 +179,15 @@ def main() -> None:
         print(f"first query after a restart (persisted index): {statistics.median(restarts) * 1000:.1f} ms")
         print(f"  planted entry or message ranks first: {'Lisbon' in first}")
 
-        rng = random.Random(1)
-        words = vocabulary(random.Random(8))[0]
         warm, warm_cpu = [], []
-        for _ in range(args.queries):
-            query = " ".join(rng.sample(words[:800], 3))
+        for query in warm_queries(args.queries):
             t, cpu = time.perf_counter(), time.process_time()
             search.search(files, query, 5)
             warm.append(time.perf_counter() - t)
             warm_cpu.append(time.process_time() - cpu)
-        warm.sort()
         warm_cpu.sort()
         p95 = int(len(warm) * 0.95)
-        print(f"warm query ({args.queries} three-word queries, limit 5): median {statistics.median(warm) * 1000:.2f} ms, "
-              f"p95 {warm[p95] * 1000:.2f} ms (CPU: median {statistics.median(warm_cpu) * 1000:.2f}, "
+        print(f"{report_warm(warm, args.queries)} (CPU: median {statistics.median(warm_cpu) * 1000:.2f}, "
               f"p95 {warm_cpu[p95] * 1000:.2f} ms)")
 
         memfiles.append_history(files, "The plumber comes on Tuesday.")
@@ -130,6 +196,11 @@ def main() -> None:
         hits = search.search(files, "plumber")
         print(f"query after an append (incremental read): {(time.perf_counter() - t) * 1000:.2f} ms, "
               f"found: {bool(hits)}")
+    if args.postgres:
+        from tests.pg_server import PgServer
+
+        with PgServer() as server:
+            asyncio.run(postgres(server.new_database(), args.entries, args.messages, args.queries))
 
 
 if __name__ == "__main__":

@@ -34,8 +34,10 @@ from bot.context import ContextBuilder  # noqa: E402
 from bot.events import ChatKey, InboundMessage  # noqa: E402
 from bot.llm import LLMReply  # noqa: E402
 from bot.tools.box import BUILTIN_TOOLS, ToolBox  # noqa: E402
-from memory.consolidate import Budget, Consolidator  # noqa: E402
-from memory.session import Message, SessionStore  # noqa: E402
+from bot.consolidation import Consolidator  # noqa: E402
+from memory.consolidate import Budget  # noqa: E402
+from memory.session import Message  # noqa: E402
+from store import open_files  # noqa: E402
 from bench.call_path import call_path  # noqa: E402
 
 
@@ -51,20 +53,20 @@ class Sink:
         pass
 
 
-def seed(home: Path, chat: str, n: int) -> None:
-    store = SessionStore(home)
-    session = store.get("bench", chat)
+async def seed(home: Path, chat: str, n: int) -> None:
+    chats = open_files(home).chats
+    opened = await chats.open(ChatKey("bench", chat))
     text = "a message of ordinary length, about as long as people write in a chat " * 2
-    store.append(session, [Message("user" if i % 2 == 0 else "assistant", f"{i}: {text}") for i in range(n)])
-    store.set_pointer(session, n - 50)
+    await chats.append(opened, [Message("user" if i % 2 == 0 else "assistant", f"{i}: {text}") for i in range(n)])
+    await chats.set_pointer(opened, n - 50)
 
 
 async def measure(home: Path, chat: str, turns: int) -> tuple[float, float]:
-    store = SessionStore(home)
+    chats = open_files(home).chats
     tools = ToolBox(BUILTIN_TOOLS)
     bus = MessageBus(lambda m: agent.handle(m))
-    consolidator = Consolidator(store, InstantLLM().complete, Budget.for_window(65_536), 6_553)
-    agent = ChatAgent(AgentSettings(model="instant"), store, InstantLLM(), tools,
+    consolidator = Consolidator(chats, InstantLLM().complete, Budget.for_window(65_536), 6_553)
+    agent = ChatAgent(AgentSettings(model="instant"), chats, InstantLLM(), tools,
                       ContextBuilder(home, "Tusk", tools.schemas), bus.send, consolidator=consolidator)
     bus.register(Sink())
     key = ChatKey("bench", chat)
@@ -76,7 +78,8 @@ async def measure(home: Path, chat: str, turns: int) -> tuple[float, float]:
         start = time.perf_counter()
         await bus.publish(InboundMessage(key, f"how are you {i}", sender_id="u"))
         times.append(time.perf_counter() - start)
-        store.set_pointer(store.get("bench", chat), store.get("bench", chat).total - 50)  # keep 50 unconsolidated
+        opened = await chats.open(key)
+        await chats.set_pointer(opened, opened.session.total - 50)  # keep 50 unconsolidated
     return cold, statistics.median(times)
 
 
@@ -89,7 +92,7 @@ async def main() -> None:
         home = Path(tmp)
         rows = []
         for n in (10, 1_000, 10_000):
-            seed(home, f"c{n}", n)
+            await seed(home, f"c{n}", n)
             cold, warm = await measure(home, f"c{n}", args.turns)
             rows.append((n, cold, warm))
     print(f"{'messages in file':>17} {'first turn (cold)':>18} {'turn (warm, median)':>20}")

@@ -37,7 +37,7 @@ from bot.llm.slots import housekeeping
 from bot.llm.streams import StreamCut
 from bot.media import Attached, MediaReader
 from bot.media import turn as media_turn
-from bot.replies import (CRASH_REPLY, EMPTY_REPLY, MALFORMED_REPLY, NO_TEXT_REPLY, OUT_OF_ROOM_REPLY,
+from bot.replies import (CRASH_REPLY, STORAGE_REPLY, EMPTY_REPLY, MALFORMED_REPLY, NO_TEXT_REPLY, OUT_OF_ROOM_REPLY,
                          STEP_LIMIT_REPLY, Answer, MessageTooLong, own, shown_text, user_message)
 from bot.stop import Stopped, Stops, stopped_turn
 from bot.stream import Drafts, Live, StreamSettings
@@ -45,11 +45,12 @@ from bot.threads import Spawned
 from bot.tools.box import ToolBox, ToolContext, Toolset
 from bot.usage import meter as usage
 from memory import chat_settings
-from memory.consolidate import Consolidator
-from memory.paths import ChatFiles
-from memory.session import Message, Session, SessionStore
+from memory.session import Message
+from store.base import Chat, ChatStore
+from store.errors import StorageUnavailable
 
 if TYPE_CHECKING:
+    from bot.consolidation import Consolidator
     from bot.speech.replies import VoiceReplies
 
 logger = logging.getLogger(__name__)
@@ -79,7 +80,7 @@ class AgentSettings:
 
 
 class ChatAgent:
-    def __init__(self, settings: AgentSettings, store: SessionStore, llm: LLM, tools: ToolBox,
+    def __init__(self, settings: AgentSettings, chats: ChatStore, llm: LLM, tools: ToolBox,
                  context: ContextBuilder, send: Send, chat_commands: commands.Commands | None = None,
                  consolidator: Consolidator | None = None, learner: Learner | None = None,
                  media: MediaReader | None = None, drafts: Drafts | None = None,
@@ -89,7 +90,7 @@ class ChatAgent:
         self.settings = settings
         self.models = models or ModelChoices(settings.model, {})  # a chat's /model pick (bot/llm/choice.py)
         self.fit = PromptFit(context, self.models, consolidator, learner)  # the turn's budget (bot/fitting.py)
-        self.store = store
+        self.chats = chats  # what each chat keeps (store/base.py): loaded, appended to, consolidated
         self.llm = llm
         self.tools = tools
         self.context = context
@@ -134,15 +135,23 @@ class ChatAgent:
             return None
         stats = logs.TurnStats()  # the turn's tally while it runs (LLM calls add to it); its result is frozen
         purpose = msg.injected.source if msg.injected is not None else "reply"
+        try:
+            chat = await self.chats.open(msg.key)
+        except StorageUnavailable as exc:  # nothing was taken from the chat: the person can send it again
+            logger.error("turn refused: %s", exc)
+            stats.outcome = "storage_unavailable"
+            await self.delivery.deliver(OutboundMessage(msg.key, STORAGE_REPLY, reply_to=msg.id, verbatim=True), None)
+            metrics.turn_done(msg.key.channel, stats)
+            return
         with logs.bound(msg.key, msg.id, stats), usage.scope(msg.key, msg.sender_id or None, purpose,
-                                                              self._zone(msg.key)):
+                                                              self._zone(chat)):
             if self.settings.log_content:
                 logger.info("message from %s: %s", msg.sender_id, msg.text)
             runs_before = self._consolidation_runs(msg.key)
-            speaking = self.voice is not None and self.voice.wants_voice(msg)
+            speaking = self.voice is not None and self.voice.wants_voice(msg, chat.prefs)
             live = None if speaking else self.delivery.live(msg)  # a reply read out is not shown as written
             try:
-                answer = await self._answer(msg, live)
+                answer = await self._answer(msg, chat, live)
             except MessageTooLong as exc:
                 answer, stats.outcome = own(str(exc)), "too_long"
             except LLMError as exc:
@@ -174,15 +183,15 @@ class ChatAgent:
         """A group message not addressed to the bot: with /listen on, saved with its sender (no reply, no LLM
         call; the post-turn hooks may consolidate); otherwise dropped, its text never logged."""
         with logs.bound(msg.key, msg.id, logs.TurnStats()):
-            session = self.store.get(msg.key.channel, msg.key.chat_id)
+            chat = await self.chats.open(msg.key)
             if msg.attachments and self.media is not None:  # their placeholders, not read: no model call
                 msg = replace(msg, text=self.media.placeholders(msg))
-            if msg.injected is not None or not msg.text.strip() or not chat_settings.read(session.files).listen:
+            if msg.injected is not None or not msg.text.strip() or not chat.prefs.listen:
                 return
             if len(msg.text) > self.settings.max_message_chars:
                 logger.info("an overheard message over TUSK_MAX_MESSAGE_CHARS was not kept")
                 return
-            self.store.append(session, [replace(user_message(msg), media=tuple(a.path for a in msg.attachments))])
+            await self.chats.append(chat, [replace(user_message(msg), media=tuple(a.path for a in msg.attachments))])
             self._spawn(self._run_hooks(msg.key), f"hooks {msg.key}")
 
     async def _finish(self, key: ChatKey, figures: dict[str, object], runs_before: int) -> None:
@@ -195,18 +204,17 @@ class ChatAgent:
     def _consolidation_runs(self, key: ChatKey) -> int:
         if self.consolidator is None:
             return 0
-        stats = self.consolidator.stats.get(ChatFiles.locate(self.store.home, key.channel, key.chat_id).dir)
+        stats = self.consolidator.stats.get(key)
         return stats.runs if stats else 0
 
-    async def _answer(self, msg: InboundMessage, live: Live | None = None) -> Answer:
-        session = self.store.get(msg.key.channel, msg.key.chat_id)
+    async def _answer(self, msg: InboundMessage, chat: Chat, live: Live | None = None) -> Answer:
         if msg.injected is not None:
-            return await self._answer_injected(msg, session, live)
+            return await self._answer_injected(msg, chat, live)
         if msg.attachments:
-            return await self._answer_media(msg, session, live)
+            return await self._answer_media(msg, chat, live)
         if (command := commands.parse(msg.text)) is not None:
-            ctx = commands.CommandContext(msg.key, session.files, session, self.store, self.settings.model,
-                                          self.consolidator, self.context.fixed_tokens(session.files),
+            ctx = commands.CommandContext(msg.key, chat, self.chats, self.settings.model,
+                                          self.consolidator, self.context.fixed_tokens(chat),
                                           may_erase=not msg.is_group or msg.sender_is_admin,
                                           model_notes=self.learner.notes() if self.learner else (),
                                           tool_status=tuple(self.tools.status(msg)),
@@ -218,12 +226,12 @@ class ChatAgent:
                        "Send it in parts.")
         if not msg.text.strip():
             return own(NO_TEXT_REPLY)
-        new, reply = await self._kept_if_refused(self._converse(msg, session, live=live), session, msg)
+        new, reply = await self._kept_if_refused(self._converse(msg, chat, live=live), chat, msg)
         if not regenerating(msg):
-            self.store.append(session, new)
+            await self.chats.append(chat, new)
         return Answer(reply)
 
-    async def _kept_if_refused(self, conversing: Awaitable[tuple[list[Message], str]], session: Session,
+    async def _kept_if_refused(self, conversing: Awaitable[tuple[list[Message], str]], chat: Chat,
                                msg: InboundMessage, attached: Attached | None = None) -> tuple[list[Message], str]:
         """The turn's conversation; when a spend limit stops it, the message is still saved (nothing reached
         the model) and the limit's sentence is the answer."""
@@ -231,15 +239,14 @@ class ChatAgent:
             return await conversing
         except usage.SpendLimitReached:
             if not regenerating(msg):
-                self.store.append(session, [user_message(msg, attached)])
+                await self.chats.append(chat, [user_message(msg, attached)])
             raise
 
-    def _zone(self, key: ChatKey) -> str:
+    def _zone(self, chat: Chat) -> str:
         """The chat's time zone (where its spending day ends)."""
-        files = ChatFiles.locate(self.store.home, key.channel, key.chat_id)
-        return chat_settings.chat_zone(files, self.context.default_zone).key
+        return chat_settings.zone_of(chat.prefs, self.context.default_zone).key
 
-    async def _answer_media(self, msg: InboundMessage, session: Session, live: Live | None = None) -> Answer:
+    async def _answer_media(self, msg: InboundMessage, chat: Chat, live: Live | None = None) -> Answer:
         """A message with files: read into this turn (bot/media/turn.py); a file Tusk does not take is answered
         with the reason, and nothing is saved or sent to the model. The caption is never a command."""
         try:
@@ -247,11 +254,11 @@ class ChatAgent:
         except MediaRefused as exc:
             return own(str(exc))
         new, reply = await self._kept_if_refused(
-            self._converse(replace(msg, text=attached.prompt), session, attached, live), session, msg, attached)
-        self.store.append(session, new)
+            self._converse(replace(msg, text=attached.prompt), chat, attached, live), chat, msg, attached)
+        await self.chats.append(chat, new)
         return Answer(reply)
 
-    async def _answer_injected(self, msg: InboundMessage, session: Session, live: Live | None = None) -> Answer:
+    async def _answer_injected(self, msg: InboundMessage, chat: Chat, live: Live | None = None) -> Answer:
         """A turn Tusk started itself (a reminder, a schedule's run, a task result). If the model cannot be
         reached, the fallback text goes to the chat instead and is saved as the reply: a reminder is never lost
         to an outage. A schedule's run asks `runs` what to say instead ("": nothing, and nothing is saved);
@@ -263,22 +270,22 @@ class ChatAgent:
                 reply = injected.fallback
                 new = [user_message(msg), Message(role="assistant", content=reply)]
             else:
-                new, reply = await self._converse(msg, session, live=live)
+                new, reply = await self._converse(msg, chat, live=live)
         except LLMError as exc:
             if injected.run and self.runs is not None:
                 said = self.runs.failed(msg, exc)  # the failure said once (Tusk's own words), else nothing
                 if not said:
                     return Answer("")
-                self.store.append(session, [user_message(msg), Message(role="assistant", content=said)])
+                await self.chats.append(chat, [user_message(msg), Message(role="assistant", content=said)])
                 return own(said)
             else:
                 logger.warning("%s turn answered without the model: %s", injected.source, exc)
                 reply = injected.fallback
             new = [user_message(msg), Message(role="assistant", content=reply)]
-        self.store.append(session, new)
+        await self.chats.append(chat, new)
         return Answer(reply)  # the fallback too: a reminder's or a task's text, saved as the reply
 
-    async def _converse(self, msg: InboundMessage, session: Session,
+    async def _converse(self, msg: InboundMessage, chat: Chat,
                         attached: Attached | None = None, live: Live | None = None) -> tuple[list[Message], str]:
         """Run the LLM/tool loop; returns the messages to save and the text for the user. With `attached`,
         `msg.text` is the text this turn's request carries; the session keeps `attached.saved`. A stream
@@ -287,26 +294,26 @@ class ChatAgent:
         new = [user_message(msg, attached)]
         try:
             async with self.stops.stoppable(msg.key):
-                return await self._conversation(msg, session, new, attached, live)
+                return await self._conversation(msg, chat, new, attached, live)
         except Stopped as stop:
             if (stats := logs.current_stats()) is not None:
                 stats.outcome = "stopped"  # /metrics: tusk_turns_total{outcome="stopped"}
             return stopped_turn(new, live.text if live is not None else "", stop.by)
 
-    async def _conversation(self, msg: InboundMessage, session: Session, new: list[Message],
+    async def _conversation(self, msg: InboundMessage, chat: Chat, new: list[Message],
                             attached: Attached | None, live: Live | None) -> tuple[list[Message], str]:
         """The loop itself; `new` (the user message) grows with each tool step as it runs."""
         # the built-in tools, plus the MCP servers this chat may use; none for a turn Tusk starts without them
         tools = self.tools.for_chat(msg) if msg.injected is None or msg.injected.tools else NO_TOOLS
-        prompt, room, sent = await self._prompt(session, msg, new, attached)
+        prompt, room, sent = await self._prompt(chat, msg, new, attached)
 
         async def notify(text: str) -> None:  # Tusk's own words in the chat, through the reply path
             await self.send(OutboundMessage.answer(msg, text, verbatim=True))
 
-        ctx = ToolContext(msg.key, session.files, notify, sender_id=msg.sender_id, sender_name=msg.sender_name,
+        ctx = ToolContext(msg.key, chat, self.chats, notify, sender_id=msg.sender_id, sender_name=msg.sender_name,
                           is_group=msg.is_group, sender_is_admin=msg.sender_is_admin, message_text=msg.text)
         overflows = cut_retries = 0
-        model = self.fit.model(session, msg)
+        model = self.fit.model(chat, msg)
         cap = msg.client.max_tokens if msg.client is not None else None
         temperature = msg.client.temperature if msg.client is not None else None
         for _ in range(self.settings.max_tool_iterations):
@@ -321,13 +328,13 @@ class ChatAgent:
                 overflows += 1
                 if overflows > MAX_OVERFLOWS or self.learner is None or not self.learner.learn_window(exc, model):
                     raise
-                prompt, room, sent = await self._prompt(session, msg, new, attached)
+                prompt, room, sent = await self._prompt(chat, msg, new, attached)
                 continue
             except ToolsUnsupported as exc:  # asked again without tools; the prompt says there are none
                 if self.learner is None or not self.learner.takes_tools(model):
                     raise
                 self.learner.tools_refused(exc, model)
-                prompt, room, sent = await self._prompt(session, msg, new, attached)
+                prompt, room, sent = await self._prompt(chat, msg, new, attached)
                 continue
             if self.learner is not None:
                 self.learner.prompt_counted(sent, reply.prompt_tokens)
@@ -364,19 +371,19 @@ class ChatAgent:
         return await self.llm.complete(prompt, tools.schemas if takes else None, live=live, max_tokens=reserve,
                                        model=None if model == self.settings.model else model, temperature=temperature)
 
-    async def _prompt(self, session: Session, msg: InboundMessage, new: list[Message],
+    async def _prompt(self, chat: Chat, msg: InboundMessage, new: list[Message],
                       attached: Attached | None = None) -> tuple[list[dict[str, object]], int, int]:
         """The request for this turn so far (history fitted to the budget, the message, the tool steps
         already taken), the tokens further steps may still add, and the prompt's estimate without tools."""
-        history = await self.fit.history(session, msg, attached)
+        history = await self.fit.history(chat, msg, attached)
         if regenerating(msg):  # asked again: the last exchange is what is being answered anew
             history = history[:max((i for i, m in enumerate(history) if m.role == "user"), default=0)]
         steps = new[1:]
         images = attached.images if attached else ()
-        prompt = self.context.build(session.files, history, msg, images) + [m.to_llm() for m in steps]
+        prompt = self.context.build(chat, history, msg, images) + [m.to_llm() for m in steps]
         used = sum(m.tokens for m in history) + sum(m.tokens for m in steps)
-        room = self.fit.room(session, msg, attached) - used
-        sent = self.context.fixed_tokens(session.files) - self.context.tool_tokens + used
+        room = self.fit.room(chat, msg, attached) - used
+        sent = self.context.fixed_tokens(chat) - self.context.tool_tokens + used
         return prompt, room, sent
 
     async def _run_step(self, reply: LLMReply, ctx: ToolContext, tools: Toolset, new: list[Message],
@@ -395,10 +402,10 @@ class ChatAgent:
 
     async def consolidate(self, key: ChatKey) -> None:
         """Consolidate this chat if it is over budget (the post-turn hook and the scheduled sweep)."""
-        session = self.store.get(key.channel, key.chat_id)
+        chat = await self.chats.open(key)
         assert self.consolidator is not None
-        with usage.scope(key, None, "consolidation", self._zone(key)), housekeeping():  # replies go first
-            await self.consolidator.run(session, lambda: self.context.fixed_tokens(session.files), background=True)
+        with usage.scope(key, None, "consolidation", self._zone(chat)), housekeeping():  # replies go first
+            await self.consolidator.run(chat, lambda: self.context.fixed_tokens(chat), background=True)
 
     def _truncate(self, text: str) -> str:
         limit = self.settings.tool_result_max_chars

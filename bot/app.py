@@ -16,22 +16,20 @@ from zoneinfo import ZoneInfo
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
-from bot import running
+from bot import running, stores
 from bot.agent import ChatAgent
 from bot.bus import MessageBus
 from bot.chat_move import ChatMoves
 from bot.commands import Commands
-from bot.commands.erasure import (DocumentMembers, InboxMembers, MediaMembers, MemberErasure, ReminderMembers,
-                                  SearchMembers, model_rewrite)
+from bot.commands.erasure import (DocumentMembers, MediaMembers, MemberErasure, ReminderMembers, SearchMembers,
+                                  model_rewrite)
 from bot.config import Settings
 from bot.ops import access
-from bot.dedupe import SeenStore
-from bot.errors import ConfigError, ContextOverflow, ToolsUnsupported
+from bot.errors import ConfigError, StorageDown, ContextOverflow, ToolsUnsupported
 from bot.context import ContextBuilder
 from bot.events import ChatKey, InboundMessage, TurnResult
 from bot.access.api_keys import ApiKeys
 from bot.access.flood import FloodGate
-from bot.inbox import Inbox
 from bot.llm import LLM
 from bot.llm.learned import Learner, ModelBook
 from bot.media import MediaReader
@@ -53,7 +51,6 @@ from bot.llm.slots import Preempted
 from bot.llm.warmup import ModelWarmup
 from bot.llm.choice import ModelChoices
 from bot.commands.model import model_command
-from bot.usage.ledger import Ledger
 from bot.usage.limits import Limits
 from bot.version import installed as installed_version
 from bot.usage import meter as usage
@@ -67,11 +64,12 @@ from bot.speech.command import voice_command
 from bot.speech.replies import voice_replies
 from channels.base import Access, Channel
 from memory import chat_settings, tokens
-from memory.consolidate import Budget, Consolidator, Deferred
+from bot.consolidation import Consolidator
+from memory.consolidate import Budget, Deferred
 from memory.media import MediaStore
-from memory.paths import ChatFiles, private_dir
-from memory.search import HistorySearch
-from memory.session import SessionStore
+from memory.paths import private_dir
+from store import Store, open_store
+from store.errors import StorageUnavailable, StoreSetupError
 
 if TYPE_CHECKING:
     from bot.tools.mcp.hub import McpHub
@@ -127,6 +125,23 @@ def _mcp_hub(settings: Settings) -> McpHub | None:
     return McpHub(servers, settings.mcp_settings())
 
 
+@contextlib.contextmanager
+def _told() -> Iterator[None]:
+    """The store's errors said as Tusk's: a setting that cannot work is a ConfigError (one line naming
+    TUSK_DATABASE_URL), a database that does not answer StorageDown."""
+    try:
+        yield
+    except StoreSetupError as exc:
+        raise ConfigError(str(exc)) from None
+    except StorageUnavailable as exc:
+        raise StorageDown(str(exc)) from None
+
+
+async def _started(store: Store) -> None:
+    with _told():
+        await store.start()
+
+
 class TuskApp:
     def __init__(self, settings: Settings, command: str = "tusk run") -> None:
         self.settings = settings
@@ -137,33 +152,38 @@ class TuskApp:
             tokens.check()  # fail at start, not in a chat, if token counting is impossible (built later)
         except tokens.TokenizerUnavailable as exc:
             raise ConfigError(str(exc)) from exc
-        self.store = SessionStore(settings.home)
-        self.media = MediaStore(settings.home, settings.media_limits())  # every channel keeps files here (memory/media.py)
-        self.inbox = Inbox(settings.home / "inbox.jsonl")
-        self.seen = SeenStore(settings.home)  # platform messages taken already: never answered twice (bot/dedupe.py)
+        url = settings.database_url.get_secret_value() if settings.database_url else None
+        self.store = open_store(settings.home, url)  # what Tusk keeps (store/): files, or PostgreSQL
+        with _told():
+            self.store.prepare()  # the database's schema current before anything below reads it
+        self.chats = self.store.chats
+        self.media = MediaStore(self.chats, settings.media_limits())  # every channel keeps files here (memory/media.py)
+        self.inbox = stores.inbox(self.store)  # inbox.jsonl or the database's `inbox` (bot/stores.py)
+        self.seen = stores.seen(self.store)  # platform messages taken already: never answered twice (bot/dedupe.py)
         self.stops = Stops()  # /stop: answered by the bus as it arrives (bot/stop.py)
         self.bus = MessageBus(self._handle, self.inbox, durable=_durable, at_once=self.stops.answer)
         self.llm = LLM(llm_settings)
-        self.ledger = Ledger(settings.home)  # every model call, its tokens and cost (bot/usage/)
-        self.limits = Limits(self.ledger, settings.limit_settings())
+        self.ledger = stores.ledger(self.store)  # every model call, its tokens and cost (bot/usage/)
+        self.limits = Limits(self.ledger, settings.limit_settings(), doc=stores.budgets(self.store))
         self.models = settings.model_choices()
         self.choices = ModelChoices(llm_settings.model, {c.label: c.model for c in self.models.values()})
         self.llm.meter = Meter(self.ledger, self.limits, configured_prices(self.models))
-        self.unpriced = Unpriced(settings.home, ModelsInUse.of(settings), configured_prices(self.models), self.ledger,
+        self.unpriced = Unpriced(self.chats.prefs_now, ModelsInUse.of(settings), configured_prices(self.models), self.ledger,
                                  self.limits)  # USD limits that cannot count a model: said in /status, the console
-        book = ModelBook(settings.home)
+        book = ModelBook(self.store.doc("models.json"))
         # litellm (seconds to import) loads once Tusk is up (bot/llm/warmup.py); until then, no litellm figures
         window = ModelWarmup.provisional(settings.context_window, book.get(llm_settings.model).window)
         known_output = None
-        self.consolidator = Consolidator(self.store, self._consolidation_call,
+        self.consolidator = Consolidator(self.chats, self._consolidation_call,
                                          Budget.for_window(window.tokens, reply_cap(settings.max_reply_tokens,
                                                            known_output, window.source), window.source),
                                          settings.memory_max_tokens or window.tokens // 10)
-        self.memory_tools = MemoryTools(HistorySearch(), self.consolidator.lock, self.consolidator.max_memory_tokens,
+        self.memory_tools = MemoryTools(self.store.search, self.consolidator.lock, self.consolidator.max_memory_tokens,
                                         notices=settings.memory_notices, bot_name=settings.bot_name,
                                         default_zone=ZoneInfo(settings.timezone),
                                         everyone_in_groups=settings.group_remember == "everyone")
-        self.schedules = Schedules(settings.home, settings.schedule_settings(), self.bus.publish)  # bot/schedules/
+        self.schedules = Schedules(settings.home, settings.schedule_settings(), self.bus.publish,  # bot/schedules/
+                                   self.chats, store=stores.schedules(self.store))
         self.checkins = CheckIns(self.schedules)
         reminders = ReminderTools(self.schedules)
         self.tasks = Tasks(settings.task_settings(self.consolidator.budget.limit),
@@ -190,8 +210,8 @@ class TuskApp:
                                         voice_command(speech, lambda key: self.bus.voice(key) is not None)],
                                  status_extra=[self._spend_lines], erasure=MemberErasure(
                                      model_rewrite(self.llm.complete, settings.consolidation_model),
-                                     [ReminderMembers(self.schedules), InboxMembers(self.inbox.path),
-                                      MediaMembers(), DocumentMembers(), SearchMembers(self.memory_tools.index),
+                                     [ReminderMembers(self.schedules), stores.inbox_members(self.inbox),
+                                      MediaMembers(), DocumentMembers(), SearchMembers(self.store.search),
                                       usage_records]),
                                  persona_max_tokens=settings.persona_max_tokens)
         context = ContextBuilder(settings.home, settings.bot_name, self.tools.schemas, settings.timezone,
@@ -200,7 +220,7 @@ class TuskApp:
                                settings.max_reply_tokens, settings.memory_max_tokens, known_output)
         media = MediaReader(settings.media_settings(), self.media, llm_settings.model, self.llm.complete, self.llm.meter)
         self.warmup = ModelWarmup(llm_settings, settings.context_window, self.learner)
-        self.agent = ChatAgent(settings.agent_settings(), self.store, self.llm, self.tools, context, self.bus.send,
+        self.agent = ChatAgent(settings.agent_settings(), self.chats, self.llm, self.tools, context, self.bus.send,
                                chat_commands, consolidator=self.consolidator, learner=self.learner, media=media,
                                drafts=self.bus.draft, streaming=settings.stream_settings(), models=self.choices,
                                stops=self.stops, voice=self.voice, runs=self.schedules.turns)
@@ -211,11 +231,11 @@ class TuskApp:
         self.consolidator.instructions_for = self.checkins.instructions  # open items, where check-ins are on
         self.skills.tools_available = lambda: context.tools_available  # no tools: no read_skill, so no skills
         self.channels: list[Channel] = []
-        self.access = Access(settings.dm_policy, PairingStore(settings.home, settings.pairing_ttl * 60,
+        self.access = Access(settings.dm_policy, PairingStore(self.store.doc("pairing.json"), settings.pairing_ttl * 60,
                                                               settings.pairing_max_pending))
-        self.flood = FloodGate(settings.flood_limits(), self.bus.publish, self.bus.send, self._known)
-        self.sweeper = Sweeper(settings.home, self._consolidate)
-        self.moves = ChatMoves(settings.home, self.store, self.bus.in_order, self.consolidator.lock,
+        self.flood = FloodGate(settings.flood_limits(), self.bus.publish, self.bus.send, self.chats.known)
+        self.sweeper = Sweeper(self.chats, self._consolidate)
+        self.moves = ChatMoves(self.chats, self.bus.in_order, self.consolidator.lock,
                                [self.schedules, *filter(None, [self.access.pairing])])  # a Telegram group upgraded
         self._scheduler: AsyncIOScheduler | None = None
 
@@ -224,11 +244,11 @@ class TuskApp:
         from bot.ops import backup
 
         await asyncio.to_thread(backup.scheduled, self.settings.home, self.settings.backup_dir,
-                                self.settings.backup_keep, installed_version())
+                                self.settings.backup_keep, installed_version(), self.settings.store_url())
 
     def _spend_lines(self, ctx: CommandContext) -> Sequence[str]:
         """/status: today's spend against the limits that apply to this chat (bot/usage/view.py)."""
-        zone = chat_settings.chat_zone(ctx.files, ZoneInfo(self.settings.timezone))
+        zone = chat_settings.zone_of(ctx.prefs, ZoneInfo(self.settings.timezone))
         return status_lines(self.ledger, self.limits, ctx, zone, self.unpriced)
 
     async def _consolidation_call(self, messages: list[dict], tools: list[dict], max_tokens: int) -> str | None:
@@ -258,10 +278,6 @@ class TuskApp:
                 return called.arguments if called.error is None else called.error
         return reply.content
 
-    def _known(self, key: ChatKey) -> bool:
-        """A chat Tusk already keeps files for (not a new chat for the flood limits)."""
-        return ChatFiles.locate(self.settings.home, key.channel, key.chat_id).dir.exists()
-
     async def ready(self) -> None:
         """Return once litellm is loaded and the model's window settled (bot/llm/warmup.py)."""
         await self.warmup.ready()
@@ -290,7 +306,7 @@ class TuskApp:
         s = self.settings
         self.http_access = access.http_access(s)  # the console token, made at first start
         http = HttpChannel(s.http_settings(self.http_access.token), self.bus.publish, media=self.media)
-        http.add_routes(Console(s.home, self.store, self.agent.commands, self.consolidator,
+        http.add_routes(Console(self.chats, self.agent.commands, self.consolidator,
                                 self.agent.context.fixed_tokens, s.model or "", self.consolidator.lock,
                                 self.bus.in_order, ledger=self.ledger, limits=self.limits,
                                 unpriced=self.unpriced).routes())
@@ -306,7 +322,7 @@ class TuskApp:
         from channels.http.openai_api import OpenAIApi
 
         http.add_routes(OpenAIApi(http, self.choices.default, self.choices.choices, self._said).routes())
-        http.api_keys = ApiKeys(s.home)  # `tusk apikey create`: keys for the OpenAI routes, each for a chat prefix
+        http.api_keys = ApiKeys(self.store.doc("api-keys.json"))  # `tusk apikey create`: keys for the OpenAI routes, each for a chat prefix
         from channels.http.terminal import TerminalRelay
 
         relay = TerminalRelay(self.bus.publish, self.bus.cancel)  # `tusk chat` beside this Tusk talks through it
@@ -323,9 +339,9 @@ class TuskApp:
         self.add(relay)  # after the HTTP channel, so stopped before it: its event streams end first
         return http
 
-    def _said(self, key: ChatKey) -> list[tuple[str, str]]:
+    async def _said(self, key: ChatKey) -> list[tuple[str, str]]:
         """A chat's unconsolidated user and assistant texts (tool steps left out), for the OpenAI endpoint."""
-        return [(m.role, m.content or "") for m in self.store.get(key.channel, key.chat_id).unconsolidated
+        return [(m.role, m.content or "") for m in (await self.chats.open(key)).session.unconsolidated
                 if m.role in ("user", "assistant") and not m.tool_calls and isinstance(m.content, str)]
 
     def menu(self) -> list[tuple[str, str]]:
@@ -362,6 +378,7 @@ class TuskApp:
         self._running = running.claim(self.settings.home, self.command)  # one Tusk per home: else HomeBusy
         started: list[Channel] = []
         try:
+            await _started(self.store)  # the database reached and its schema current, or one line saying why
             if self.mcp is not None:  # MCP servers start with Tusk, before any turn can want them
                 await self.mcp.start()
             for channel in self.channels:
@@ -372,6 +389,7 @@ class TuskApp:
                 await channel.stop()
             if self.mcp is not None:
                 await self.mcp.stop()
+            await self.store.close()
             self._running.release()
             raise
         if self.http is not None:  # where `tusk chat` beside it (and `tusk forget`, `tusk doctor`) find it
@@ -409,6 +427,8 @@ class TuskApp:
         await self.llm.aclose()
         self.ledger.close()
         self.seen.close()
+        if hasattr(self.inbox, "close"):
+            self.inbox.close()  # the database's: this run's lock let go (its open turns: none, all drained)
         for channel in reversed(self.channels):
             try:
                 await channel.stop()
@@ -416,4 +436,5 @@ class TuskApp:
                 logger.exception("channel %s did not stop cleanly", channel.name)
         if self.mcp is not None:
             await self.mcp.stop()
+        await self.store.close()
         self._running.release()  # a second __aexit__ is a no-op: the claim knows it was released

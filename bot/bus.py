@@ -22,6 +22,7 @@ from bot.errors import BusClosed, DeliveryError
 from bot.events import ChatKey, InboundMessage, OutboundMessage, TurnResult
 from bot.stream import Draft, Drafts
 from bot.threads import Spawned
+from store.errors import StorageUnavailable
 
 if TYPE_CHECKING:
     from bot.speech.replies import VoiceOutlet
@@ -99,7 +100,8 @@ class MessageBus:
         if self._journal is not None and self._durable(msg):
             try:
                 self._journal.record(msg)
-            except OSError:  # a full disk must not cost the message: it is answered, just not journaled
+            except (OSError, StorageUnavailable):  # a full disk, a database gone: the message is answered, just
+                # not journaled
                 logger.exception("could not journal a message for %s", msg.key)
         return self._enqueue(msg.key, msg)
 
@@ -182,7 +184,7 @@ class MessageBus:
         if self._journal is not None:
             try:
                 self._journal.done(msg)
-            except OSError:
+            except (OSError, StorageUnavailable):  # the database's row stays: replayed after a restart
                 logger.exception("could not mark a journaled message of %s as done", msg.key)
 
     async def send(self, msg: OutboundMessage) -> bool:

@@ -3,8 +3,8 @@ and channels/telegram/ calls `ChatMoves(old key, new key)`.
 
     ChatMoves(old, new)
       in the old chat's order (bot/bus.py: after the turns queued there) and under its MEMORY.md lock
-      (no consolidation round is writing into it) -> memory/move.py renames the folder (once: the second
-      notice finds it moved) -> both keys' cached sessions dropped -> the chat's reminders re-keyed
+      (no consolidation round is writing into it) -> the store moves the chat whole (once: the second notice
+      finds it moved; store/base.py `move`) -> the chat's reminders re-keyed
 
 The channel runs it before the new chat's next message is published, so the new id's first turn already
 sees the old memory.
@@ -15,14 +15,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any, Protocol
 
 from bot.errors import BusClosed
 from bot.events import ChatKey
-from memory.move import move_chat
-from memory.paths import ChatFiles
-from memory.session import SessionStore
+from store.base import ChatStore
 
 logger = logging.getLogger(__name__)
 
@@ -36,9 +33,9 @@ class Rekeyed(Protocol):
 
 
 class ChatMoves:
-    def __init__(self, home: Path, store: SessionStore, in_order: InOrder,
-                 lock: Callable[[Path], asyncio.Lock], rekeyed: list[Rekeyed]) -> None:
-        self.home, self.store, self.in_order, self.lock, self.rekeyed = Path(home), store, in_order, lock, rekeyed
+    def __init__(self, chats: ChatStore, in_order: InOrder, lock: Callable[[ChatKey], asyncio.Lock],
+                 rekeyed: list[Rekeyed]) -> None:
+        self.chats, self.in_order, self.lock, self.rekeyed = chats, in_order, lock, rekeyed
 
     async def __call__(self, old: ChatKey, new: ChatKey) -> None:
         """Move chat `old`'s files and reminders to `new`, once; safe to call again for the same move."""
@@ -48,15 +45,11 @@ class ChatMoves:
             logger.warning("%s became %s while Tusk was stopping: its files move at the next notice", old, new)
 
     async def _move(self, old: ChatKey, new: ChatKey) -> None:
-        old_files = ChatFiles.locate(self.home, old.channel, old.chat_id)
-        new_files = ChatFiles.locate(self.home, new.channel, new.chat_id)
-        async with self.lock(old_files.dir):
-            done = move_chat(self.home, old.channel, old.chat_id, new.chat_id)
-        self.store.forget(old_files)
-        self.store.forget(new_files)
+        async with self.lock(old):
+            done = await self.chats.move(old, new)
         rekeyed = sum(holder.move(old, new) for holder in self.rekeyed) if done != "kept both" else 0
         if done == "moved":
             logger.info("chat %s is now %s: its memory moved with it (%d reminder(s) too)", old, new, rekeyed)
         elif done == "kept both":
             logger.warning("chat %s is now %s, which already has files of its own: the old chat's files stay in "
-                           "%s (nothing merged); move them by hand if wanted", old, new, old_files.dir)
+                           "place (nothing merged); move them by hand if wanted", old, new)

@@ -27,12 +27,12 @@ from pathlib import Path
 from typing import Any, Protocol
 from zoneinfo import ZoneInfo
 
-from bot.events import InboundMessage
+from bot.events import ChatKey, InboundMessage
 from memory import chat_settings
 from memory.history import legal_history
-from memory.paths import ChatFiles
 from memory.session import Message
 from memory.speakers import named
+from store.base import Chat
 from memory.tokens import count_text
 
 logger = logging.getLogger(__name__)
@@ -86,9 +86,9 @@ def _read(path: Path) -> str:
 class ChatToolInfo(Protocol):
     """Tools only some chats get (MCP servers): their note in the system prompt, their schemas' tokens."""
 
-    def prompt_note(self, files: ChatFiles) -> str: ...
+    def prompt_note(self, key: ChatKey) -> str: ...
 
-    def schema_tokens(self, files: ChatFiles) -> int: ...
+    def schema_tokens(self, key: ChatKey) -> int: ...
 
 
 class ContextBuilder:
@@ -101,32 +101,32 @@ class ContextBuilder:
         self.tool_schemas = tool_schemas
         self._tool_tokens = count_text(json.dumps(tool_schemas)) if tool_schemas else 0
         self.tools_available = True  # False once the model's server refused tools (bot/llm/learned.py)
-        self._prompts: OrderedDict[Path, tuple[tuple[object, ...], str]] = OrderedDict()  # chat dir -> (stamp, prompt)
+        self._prompts: OrderedDict[ChatKey, tuple[tuple[object, ...], str]] = OrderedDict()  # chat -> (stamp, prompt)
 
-    def system_prompt(self, files: ChatFiles) -> str:
-        """Built once per version of its files: a turn asks for it several times (budget checks, the
-        request), and most turns find AGENTS.md, SOUL.md and MEMORY.md unchanged."""
-        paths = (self.home / WORKSPACE_FILES[0], self.home / WORKSPACE_FILES[1], files.persona, files.memory)
-        note = self.chat_tools.prompt_note(files) if self.chat_tools is not None else ""
-        stamp = (*map(_stamp, paths), self.tools_available, note)
-        cached = self._prompts.get(files.dir)
+    def system_prompt(self, chat: Chat) -> str:
+        """Built once per version of what it holds: a turn asks for it several times (budget checks, the
+        request), and most turns find AGENTS.md, SOUL.md, the persona and MEMORY.md unchanged."""
+        note = self.chat_tools.prompt_note(chat.key) if self.chat_tools is not None else ""
+        stamp = (*map(_stamp, (self.home / WORKSPACE_FILES[0], self.home / WORKSPACE_FILES[1])), chat.persona,
+                 chat.memory.version, chat.memory.text, self.tools_available, note)
+        cached = self._prompts.get(chat.key)
         if cached is not None and cached[0] == stamp:
-            self._prompts.move_to_end(files.dir)
+            self._prompts.move_to_end(chat.key)
             return cached[1]
-        prompt = self._build_system_prompt(files, note)
-        self._prompts[files.dir] = (stamp, prompt)
+        prompt = self._build_system_prompt(chat, note)
+        self._prompts[chat.key] = (stamp, prompt)
         if len(self._prompts) > PROMPT_CACHE:
             self._prompts.popitem(last=False)
         return prompt
 
-    def _build_system_prompt(self, files: ChatFiles, note: str = "") -> str:
+    def _build_system_prompt(self, chat: Chat, note: str = "") -> str:
         parts = [IDENTITY.format(name=self.bot_name)]
         for name in WORKSPACE_FILES:
             if text := _read(self.home / name):
                 parts.append(f"## {name}\n\n{text}")
-        if persona := _read(files.persona):
+        if persona := chat.persona:
             parts.append(f"## This chat's persona (PERSONA.md)\n\n{PERSONA_FRAME}\n\n{persona}")
-        memory = _read(files.memory)
+        memory = chat.memory.text.strip()
         parts.append(f"## Memory of this chat (MEMORY.md)\n\n{MEMORY_FRAME}\n\n" + (memory or "(empty: nothing remembered yet)"))
         if self.tool_schemas and not self.tools_available:
             parts.append(NO_TOOLS)
@@ -142,10 +142,10 @@ class ContextBuilder:
         """Estimated tokens of the tool schemas sent with each request (none when tools are unavailable)."""
         return self._tool_tokens if self.tools_available else 0
 
-    def fixed_tokens(self, files: ChatFiles) -> int:
+    def fixed_tokens(self, chat: Chat) -> int:
         """Estimated tokens of everything in the prompt except the history: system prompt and tools."""
-        extra = self.chat_tools.schema_tokens(files) if self.chat_tools is not None else 0
-        return _count(self.system_prompt(files)) + self.tool_tokens + extra
+        extra = self.chat_tools.schema_tokens(chat.key) if self.chat_tools is not None else 0
+        return _count(self.system_prompt(chat)) + self.tool_tokens + extra
 
     @staticmethod
     def runtime_block(msg: InboundMessage, zone: ZoneInfo) -> str:
@@ -157,16 +157,16 @@ class ContextBuilder:
         who = f"{msg.sender_name} (id {msg.sender_id})" if msg.sender_name else f"id {msg.sender_id}"
         return f"[context: {when}; {msg.key.channel} {where}; from {who}]"
 
-    def build(self, files: ChatFiles, history: list[Message], msg: InboundMessage,
+    def build(self, chat: Chat, history: list[Message], msg: InboundMessage,
               images: Sequence[dict[str, Any]] = ()) -> list[dict[str, Any]]:
         """The request; `images` (this turn's image parts, bot/media/) go with the new message only."""
         text = msg.injected.text if msg.injected is not None else msg.text
-        block = self.runtime_block(msg, chat_settings.chat_zone(files, self.default_zone))
+        block = self.runtime_block(msg, chat_settings.zone_of(chat.prefs, self.default_zone))
         user = Message(role="user", content=f"{block}\n\n{text}", ts=msg.ts)
         if msg.is_group:  # who said what: `Name: text` for each earlier user message
             history = named(history, [(msg.sender_id, msg.sender_name)])
         convo = legal_history([*history, user])
-        system = self.system_prompt(files)
+        system = self.system_prompt(chat)
         if msg.client is not None and msg.client.system:
             system += f"\n\n## The client app's instructions (this request only)\n\n{CLIENT_FRAME}\n\n{msg.client.system}"
         out = [{"role": "system", "content": system}, *(m.to_llm() for m in convo)]

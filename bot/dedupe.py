@@ -24,9 +24,9 @@ The files backend is one small SQLite table (0600, never through a symlink), a r
 came, pruned to the last KEEP_DAYS days and at most KEEP_ROWS rows: platforms redeliver within minutes
 (Slack), a day (Telegram keeps updates 24 hours), so a week is ample. It holds ids only, never text. A
 commit survives the process being killed (WAL, no fsync per message: a power cut may forget the last
-ids). A damaged file is set aside and started anew (logged): either can cost a repeat, never a message. A database
-backend (wave 4) implements the same call with a unique index on (platform, message_id), which makes it
-hold across processes.
+ids). A damaged file is set aside and started anew (logged): either can cost a repeat, never a message. The
+database's (store/postgres/seen.py, chosen by bot/stores.py) is the same call on a table whose primary key is
+(platform, message_id), which makes it hold across processes.
 """
 
 from __future__ import annotations
@@ -37,6 +37,8 @@ import sqlite3
 import time
 from pathlib import Path
 from typing import Protocol
+
+from store.errors import StorageUnavailable
 
 logger = logging.getLogger(__name__)
 
@@ -142,7 +144,7 @@ def is_repeat(seen: Seen, platform: str, message_id: str) -> bool:
     a repeat answered again is better than a message lost."""
     try:
         repeat = seen.seen(platform, message_id)
-    except (sqlite3.Error, OSError):
+    except (sqlite3.Error, OSError, StorageUnavailable):
         logger.exception("could not check whether a %s message was taken before; taking it", platform)
         return False
     if repeat:

@@ -2,6 +2,7 @@
 
     TuskError
     ├── ConfigError          settings missing or invalid; the message says what to set
+    ├── StorageDown          the database (TUSK_DATABASE_URL) does not answer now; the message says where
     ├── BusClosed            a message arrived while shutting down
     ├── HomeBusy             another Tusk holds this home (bot/running.py); the message names it
     ├── RemoteTuskError      the Tusk running on this home did not answer as asked (its local API)
@@ -37,6 +38,10 @@ class TuskError(Exception):
 
 
 class ConfigError(TuskError):
+    pass
+
+
+class StorageDown(TuskError):
     pass
 
 

@@ -17,26 +17,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Literal
 
-from memory.paths import CHANNEL_NAME, chat_dir_name
+from memory.keys import ChatKey
 
 _ids = itertools.count(1)
-
-
-@dataclass(frozen=True, slots=True, order=True)
-class ChatKey:
-    """One conversation: a platform (`telegram`, `http`, ...) and that platform's chat id."""
-
-    channel: str
-    chat_id: str
-
-    def __post_init__(self) -> None:
-        """Every key names a folder of its own: a bad channel or an unusable id fails here, at the edge."""
-        if not CHANNEL_NAME.fullmatch(self.channel):
-            raise ValueError(f"bad channel name {self.channel!r}")
-        chat_dir_name(self.chat_id)
-
-    def __str__(self) -> str:  # for logs only; never parsed back
-        return f"{self.channel}:{self.chat_id}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,7 +35,7 @@ from memory.paths import open_private
 logger = logging.getLogger(__name__)
 
 
-def _record(msg: InboundMessage) -> dict[str, Any]:
+def record_of(msg: InboundMessage) -> dict[str, Any]:
     """The message as a journal line. Its `ref` is not kept: a replay answers by the chat key alone, as
     before refs existed (a Discord command's interaction would have expired by then)."""
     fields = {f.name: getattr(msg, f.name) for f in dataclasses.fields(msg)
@@ -45,7 +45,7 @@ def _record(msg: InboundMessage) -> dict[str, Any]:
     return {**fields, "key": [msg.key.channel, msg.key.chat_id], "injected": injected, "attachments": files}
 
 
-def _message(rec: dict[str, Any]) -> InboundMessage:
+def message_of(rec: dict[str, Any]) -> InboundMessage:
     """The message a record stands for (a new process-unique id: replies tie to this run's ids)."""
     fields = {k: v for k, v in rec.items() if k not in ("id", "key", "injected", "attachments")}
     injected = Injected(**rec["injected"]) if rec.get("injected") else None
@@ -66,7 +66,7 @@ class Inbox:
         return f"{self._run}:{msg.id}"
 
     def _line(self, msg: InboundMessage) -> str:
-        return json.dumps({**_record(msg), "id": self._jid(msg)}, ensure_ascii=False, separators=(",", ":")) + "\n"
+        return json.dumps({**record_of(msg), "id": self._jid(msg)}, ensure_ascii=False, separators=(",", ":")) + "\n"
 
     def _append(self, line: str) -> None:
         flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
@@ -177,7 +177,7 @@ class Inbox:
         messages = []
         for rec in (rec for rec in old if channels is None or _channel(rec) in channels):
             try:
-                messages.append(_message(rec))
+                messages.append(message_of(rec))
             except (ValueError, TypeError, KeyError) as exc:
                 logger.error("%s: cannot replay a message (%s)", self.path, exc)
         kept = "".join(json.dumps(rec, ensure_ascii=False, separators=(",", ":")) + "\n" for rec in ours + later)

@@ -16,6 +16,7 @@ from bot.media import Attached
 from memory.session import Message
 
 CRASH_REPLY = "Something went wrong on my side and your message was not processed. Please try again."
+STORAGE_REPLY = "My storage is unavailable right now, so your message was not processed. Please try again in a minute."
 STEP_LIMIT_REPLY = "I stopped after {n} tool steps without finishing. Try asking for something smaller."
 
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
@@ -25,7 +24,7 @@ from bot import logs
 from bot.events import ChatKey
 from bot.schedules.checkins import CheckIns
 from bot.schedules.service import Schedules
-from memory.paths import chat_id_from_dir
+from store.base import ChatStore
 
 logger = logging.getLogger(__name__)
 
@@ -36,27 +35,22 @@ Consolidate = Callable[[ChatKey], Awaitable[None]]
 
 
 class Sweeper:
-    def __init__(self, home: Path, consolidate: Consolidate) -> None:
-        self.home = Path(home)
+    def __init__(self, chats: ChatStore, consolidate: Consolidate) -> None:
+        self.chats = chats
         self.consolidate = consolidate
-        self._seen: dict[Path, float] = {}  # session file -> mtime when last checked
+        self._seen: dict[ChatKey, float | None] = {}  # chat -> its last activity when last checked
 
-    def changed_chats(self) -> list[ChatKey]:
+    async def changed_chats(self) -> list[ChatKey]:
         keys = []
-        for path in sorted((self.home / "chats").glob("*/*/session.jsonl")):
-            try:
-                mtime = path.stat().st_mtime
-                key = ChatKey(path.parent.parent.name, chat_id_from_dir(path.parent.name))
-            except (OSError, ValueError):
-                continue  # vanished meanwhile (forget) or a folder Tusk did not make
-            if self._seen.get(path) != mtime:
-                self._seen[path] = mtime
-                keys.append(key)
+        for chat in await self.chats.chats():
+            if chat.messages and self._seen.get(chat.key, -1.0) != chat.last_active:
+                self._seen[chat.key] = chat.last_active
+                keys.append(chat.key)
         return keys
 
     async def sweep(self) -> int:
         """Consolidate every changed chat that is over budget; returns how many chats were checked."""
-        keys = self.changed_chats()
+        keys = await self.changed_chats()
         for key in keys:
             with logs.bound(key, "sweep"):
                 try:

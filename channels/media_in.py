@@ -26,9 +26,8 @@ import aiohttp
 from bot.errors import MediaRefused, MediaUnreachable
 from bot.events import Attachment, ChatKey, InboundMessage, MediaKind
 from bot.threads import Spawned
-from memory import chat_settings
 from memory.media import MediaStore
-from memory.paths import ChatFiles, UnsafePathError
+from memory.paths import UnsafePathError
 
 logger = logging.getLogger(__name__)
 
@@ -76,16 +75,14 @@ class MediaIntake:
     def file_cap(self) -> int:
         return self.store.limits.file_bytes
 
-    def wanted(self, msg: InboundMessage) -> bool:
+    async def wanted(self, msg: InboundMessage) -> bool:
         """Are this message's files to be fetched? Addressed messages: yes; group chatter: only if the chat listens."""
-        if msg.addressed:
-            return True
-        files = ChatFiles.locate(self.store.home, msg.key.channel, msg.key.chat_id)
-        return chat_settings.read(files).listen
+        return msg.addressed or await self.store.listens(msg.key)
 
     def files_for(self, msg: InboundMessage, found: list[Remote]) -> list[Remote]:
-        """`found` if `msg`'s files are to be fetched (see `wanted`), else none."""
-        return found if found and self.wanted(msg) else []
+        """The files of `msg` to fetch in its turn (`attach` leaves group chatter's out where the chat does not
+        listen)."""
+        return found
 
     async def stream(self, url: str, *, headers: dict[str, str] | None = None,
                      login_page: str | None = None) -> AsyncIterator[bytes]:
@@ -128,7 +125,10 @@ class MediaIntake:
 
     async def attach(self, msg: InboundMessage, files: Sequence[Remote], tell: Tell) -> InboundMessage | None:
         """`msg` with its files kept as attachments; a refusal is told in the chat (not for group chatter,
-        which gets no reply). None when nothing is left to publish (no caption, no file taken)."""
+        which gets no reply). None when nothing is left to publish (no caption, no file taken). Group chatter
+        whose chat does not listen is published as it came, its files never fetched."""
+        if not files or not await self.wanted(msg):
+            return msg
         taken = await self.take(msg.key, files)
         if (reply := taken.reply()) and msg.addressed:
             await tell(msg.key, reply)

@@ -1,4 +1,4 @@
-"""A chat's own settings, in its folder: `settings.json`: its time zone, whether a group's
+"""A chat's own settings, its `settings.json` document (store/base.py): its time zone, whether a group's
 messages not addressed to the bot are kept (`listen`, /listen; default off), the label of
 the model it picked with /model (one of TUSK_MODELS; none: the default model), whether its
 replies are read out (`voice`, /voice: on, off or auto; none: TUSK_VOICE_REPLIES), and whether Tusk
@@ -7,20 +7,19 @@ checks in on its open items (`checkins`, /checkins; default off).
     {"schema": 1, "timezone": "Europe/Berlin", "listen": false, "model": "fast", "voice": "auto",
      "checkins": false}
 
-Written atomically and deleted with the rest of the chat by /forget. A missing file means
-the defaults; an unreadable one is logged and read as the defaults, never fatal.
+Pure: the store reads and writes the document whole (`parse`, `dump`); /forget deletes it with the rest of
+the chat. A missing document means the defaults; an unreadable one is logged and read as the defaults.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from dataclasses import dataclass
 from typing import Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from memory.files import read_text, write_atomic
-from memory.paths import ChatFiles
 
 logger = logging.getLogger(__name__)
 
@@ -45,9 +44,14 @@ def zone(name: str) -> ZoneInfo:
                          "America/New_York or Asia/Tokyo") from exc
 
 
-def read(files: ChatFiles) -> ChatSettings:
+@functools.lru_cache(maxsize=1024)
+def parse(text: str | None) -> ChatSettings:
+    """The settings in settings.json's text: the defaults when there is none; an unreadable one (a hand edit
+    gone wrong) is logged and read as the defaults, never fatal."""
+    if text is None:
+        return ChatSettings()
     try:
-        raw = json.loads(read_text(files.settings))
+        raw = json.loads(text)
         tz = raw.get("timezone")
         if tz is not None:
             zone(tz)
@@ -63,20 +67,17 @@ def read(files: ChatFiles) -> ChatSettings:
             raise ValueError(f"checkins is {checkins!r}, not true or false")
         return ChatSettings(timezone=tz, listen=listen, model=model if isinstance(model, str) and model else None,
                             voice=voice, checkins=checkins)
-    except FileNotFoundError:
-        return ChatSettings()
-    except (OSError, ValueError, AttributeError) as exc:  # a hand edit gone wrong: defaults, and say so
-        logger.warning("%s is unreadable (%s); using the default settings", files.settings, exc)
+    except (ValueError, AttributeError) as exc:
+        logger.warning("a chat's settings.json is unreadable (%s); using the default settings", exc)
         return ChatSettings()
 
 
-def write(files: ChatFiles, settings: ChatSettings) -> None:
+def dump(settings: ChatSettings) -> str:
     record = {"schema": SCHEMA, "timezone": settings.timezone, "listen": settings.listen, "model": settings.model,
               "voice": settings.voice, "checkins": settings.checkins}
-    write_atomic(files.settings, json.dumps(record, ensure_ascii=False, indent=1) + "\n")
+    return json.dumps(record, ensure_ascii=False, indent=1) + "\n"
 
 
-def chat_zone(files: ChatFiles, default: ZoneInfo) -> ZoneInfo:
+def zone_of(settings: ChatSettings, default: ZoneInfo) -> ZoneInfo:
     """The chat's own time zone, else `default`."""
-    name = read(files).timezone
-    return zone(name) if name else default
+    return zone(settings.timezone) if settings.timezone else default

@@ -1,5 +1,6 @@
-"""Consolidation: summarise a chat's oldest whole turns into HISTORY.md and MEMORY.md, then
-move the session's pointer past them.
+"""Consolidation's pure step: how large a budget is, how a model's answer is read, and what a round
+writes (`settle`). The runner that picks the chunk, asks the model, backs off and has the store write a
+round whole is bot/consolidation.py; the request itself is memory/round_request.py.
 
     budget = window - reply reserve       reserve = min(max reply tokens, window / 4)
     trigger: prompt estimate > budget     target: prompt estimate <= budget / 2
@@ -22,49 +23,30 @@ After a failure the chat's next round waits (30 s, doubling to 15 min) and takes
 Replies first: a run started in the background (the post-turn hook, the sweep) waits before
 each round until no chat turn is running (`idle`). On a server that answers one request at a time
 the LLM boundary also cuts off a round in flight when a reply's request comes (bot/llm/slots.py):
-`complete` raises `Deferred`, nothing of the round is written (its answer never came), and the run
-waits for `idle` again and sends the same chunk. A turn over budget runs one round itself and
+the model call raises `Deferred`, nothing of the round is written (its answer never came), and the
+run waits for `idle` again and sends the same chunk. A turn over budget runs one round itself and
 otherwise leaves its oldest turns out of that request.
 
-This module knows nothing of the bot: the LLM call arrives as `complete`, a function
-from (messages, tools, max_tokens) to the `save_memory` arguments (a dict or JSON text), the
-reply's text when the model answered in text, or None (or raising `Deferred`); `tools_available()` says whether to
-offer the tool at all, and `idle()` waits until no chat turn is running.
+Nothing here calls a model or touches a file.
 """
 
 from __future__ import annotations
 
-import asyncio
 import re
-import logging
 import time
-import weakref
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from pathlib import Path
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from memory import files as memfiles
 from memory import provenance, tombstones
 from memory.round_request import (  # noqa: F401 (INSTRUCTIONS, SAVE_MEMORY, transcript: also read from here)
-    INSTRUCTIONS, SAVE_MEMORY, Round, chunk_cut, pick_cut, transcript,
+    INSTRUCTIONS, SAVE_MEMORY, pick_cut, transcript,
 )
-from memory.paths import ChatFiles
-from memory.session import Message, Session, SessionStore
+from memory.session import Message
 from memory.tokens import count_text
 from memory.wire import parse_lenient
 
-logger = logging.getLogger(__name__)
-
-MAX_ROUNDS = 5
-MAX_FAILURES = 3
-MAX_DEFERRED = 100  # rounds of one run sent again after a reply went first, before the run gives way
-BACKOFF = 30.0  # seconds before a chat's next round after a failure, doubled per failure
-MAX_BACKOFF = 900.0
 ENTRY_TOKENS = 600  # room for the history entry (and the call's JSON) in a round's answer
-
-Complete = Callable[[list[dict[str, Any]], list[dict[str, Any]], int], Awaitable[dict[str, Any] | str | None]]
 
 _LABEL = re.compile(r"^[\s#*_>`-]*(history[ _]entry|summary|memory[ _]update|memory(?:\.md)?)[\s*_`]*:?[\s*_`]*(.*)$",
                     re.IGNORECASE)
@@ -101,8 +83,8 @@ class ConsolidationFailed(Exception):
 
 
 class Deferred(Exception):
-    """`complete` did not answer so that a person's reply could go first (a one-slot model server: bot/llm/slots.py):
-    nothing of the round is written, and the run waits (`idle`) and sends the same chunk again."""
+    """The model call did not answer so that a person's reply could go first (a one-slot model server:
+    bot/llm/slots.py): nothing of the round is written, and the run waits and sends the same chunk again."""
 
 
 class MemoryTooLong(ConsolidationFailed):
@@ -151,151 +133,27 @@ def span(chunk: Sequence[Message]) -> tuple[float, float]:
     return min(times), max(times)
 
 
-@dataclass
-class ChatStats:
-    runs: int = 0  # successful rounds
-    tokens_sent: int = 0  # estimated tokens of consolidation requests
-    failures: int = 0  # consecutive failures on the current chunk
-    last_error: str = ""
-    shrink: bool = False  # the last memory_update was too long: ask for a shorter one
-    last_run: float | None = None
-    retry_at: float = 0.0  # after a failure, no round before this time (backoff)
+@dataclass(frozen=True, slots=True)
+class Settled:
+    """What a round writes, once the model's answer is read and Tusk's own rules applied to it."""
+
+    memory: str  # the new MEMORY.md, forgotten facts kept out
+    entry: str  # the HISTORY.md entry, copied notices about forgotten facts taken out
+    first: float  # the span of the messages it summarises
+    last: float
+    links: dict[str, dict[str, Any]]  # provenance.json's links after the round
+    stones: list[tombstones.Tombstone]  # the tombstones left (those of facts said again are lifted)
 
 
-@dataclass
-class Consolidator:
-    store: SessionStore
-    complete: Complete
-    budget: Budget
-    max_memory_tokens: int
-    stats: dict[Path, ChatStats] = field(default_factory=dict)
-    tools_available: Callable[[], bool] = lambda: True
-    idle: Callable[[], Awaitable[None]] | None = None  # returns once no chat turn is running
-    # what a chat's own settings add to the instructions (its open items, with check-ins on: memory/open_items.py)
-    instructions_for: Callable[[ChatFiles], str] = lambda files: ""
-    rounds_ok: int = 0  # rounds since start, in every chat (/metrics)
-    rounds_failed: int = 0
-    _locks: weakref.WeakValueDictionary[Path, asyncio.Lock] = field(default_factory=weakref.WeakValueDictionary)
-
-    def rounds(self) -> tuple[int, int]:
-        """Rounds since start: (ok, failed)."""
-        return self.rounds_ok, self.rounds_failed
-
-    def lock(self, chat_dir: Path) -> asyncio.Lock:
-        """The chat's MEMORY.md lock, held by a round from reading MEMORY.md to rewriting it: anything
-        else that rewrites MEMORY.md (the remember tool) takes it too, so neither loses the other's write."""
-        return self._locks.setdefault(chat_dir, asyncio.Lock())  # weak: gone once nobody holds it
-
-    def over_budget(self, session: Session, fixed_tokens: int) -> bool:
-        return fixed_tokens + session.tokens > self.budget.limit
-
-    async def run(self, session: Session, fixed_tokens: Callable[[], int], force: bool = False,
-                  rounds: int = MAX_ROUNDS, background: bool = False) -> int:
-        """Consolidate `session` if it is over budget, down to the target; returns rounds that succeeded.
-
-        `fixed_tokens()` is the rest of the prompt (system prompt with MEMORY.md, tools, pending
-        message); it is asked again before each round because MEMORY.md changes. `force` (for /new)
-        consolidates every whole turn, over budget or not, and ignores a backoff. `background` runs
-        wait for `idle()` before each round, so replies go first."""
-        stats = self.stats.setdefault(session.files.dir, ChatStats())
-        done = deferred = 0
-        while done < rounds:
-            if not force and (not self.over_budget(session, fixed_tokens()) and done == 0
-                              or time.time() < stats.retry_at):
-                break
-            if background and self.idle is not None:
-                await self.idle()
-            try:
-                async with self.lock(session.files.dir):
-                    excess = session.tokens if force else fixed_tokens() + session.tokens - self.budget.target
-                    if excess <= 0 or not await self._round(session, excess, stats, whole=force):
-                        break
-            except Deferred:
-                deferred += 1
-                if not background or self.idle is None or deferred > MAX_DEFERRED:
-                    break  # the next turn's hook or the sweep starts it again
-                continue
-            done += 1
-        return done
-
-    async def fold(self, session: Session, keep: int = 0) -> int:
-        """Consolidate `session` in rounds of bounded chunks until at most `keep` tokens of it are left
-        unconsolidated (`keep=0`: all of it, the last round taking the whole rest): an imported history
-        (bot/ops/imports/fold.py). Not over budget, not waiting for replies, no backoff: the caller is the
-        owner at a terminal. A chunk that fails twice raises ConsolidationFailed, so a dead model never turns
-        an import into raw transcripts. Returns the messages folded."""
-        stats = self.stats.setdefault(session.files.dir, ChatStats())
-        folded = 0
-        while session.unconsolidated and session.tokens > keep:
-            before = session.last_consolidated
-            async with self.lock(session.files.dir):
-                done = await self._round(session, session.tokens - keep, stats, rest=keep == 0)
-            if not done and stats.failures == 0:
-                raise ConsolidationFailed("no whole turn to consolidate")
-            if not done and stats.failures >= MAX_FAILURES - 1:  # before the raw fallback of the next failure
-                raise ConsolidationFailed(stats.last_error)
-            folded += session.last_consolidated - before  # a first failure: tried again with half the chunk
-        return folded
-
-    def transcript_room(self, old_memory: str = "") -> int:
-        """Tokens of transcript one round's request has room for beside the instructions, `old_memory`, the
-        tool schema and the answer (memory/round_request.py)."""
-        return max(1, self._ask(old_memory, ChatStats()).room(self.budget.window))
-
-    @property
-    def answer_tokens(self) -> int:
-        """max_tokens of a round's request: the whole new memory and the history entry."""
-        return self.max_memory_tokens + ENTRY_TOKENS
-
-    def _ask(self, old_memory: str, stats: ChatStats, forgotten: str = "") -> Round:
-        return Round(datetime.now(timezone.utc).strftime("%Y-%m-%d"), old_memory, self.max_memory_tokens,
-                     self.answer_tokens, [SAVE_MEMORY] if self.tools_available() else [], stats.shrink, forgotten)
-
-    async def _round(self, session: Session, excess: int, stats: ChatStats, whole: bool = False,
-                     rest: bool = False) -> bool:
-        """One round, its request within the window; `whole` (/new) takes every message that fits, `rest`
-        the whole rest where it fits or holds no earlier cut (an import's last round)."""
-        old_memory = memfiles.read_memory(session.files)
-        ask = self._ask(old_memory, stats, tombstones.request_note(session.files) + self.instructions_for(session.files))
-        cut = chunk_cut(session.unconsolidated, excess, ask, self.budget.window, stats.failures, rest=whole or rest)
-        if not cut:
-            return False
-        start, chunk = session.last_consolidated, session.unconsolidated[:cut]
-        try:
-            summary = await self._summarise(chunk, ask, stats)
-        except ConsolidationFailed as exc:
-            stats.failures += 1
-            self.rounds_failed += 1
-            stats.last_error, stats.shrink = str(exc), isinstance(exc, MemoryTooLong)
-            stats.retry_at = time.time() + min(MAX_BACKOFF, BACKOFF * 2 ** (stats.failures - 1))
-            logger.warning("consolidation failed (%d in a row): %s", stats.failures, exc)
-            if stats.failures < MAX_FAILURES:
-                return False
-            summary = Summary(f"[raw] {transcript(chunk)}", old_memory)
-        if self.store.cached(session.files) is not session or session.last_consolidated != start:
-            logger.info("consolidation result discarded: the chat was reset while it ran")
-            return False
-        numbered, (first, last) = list(enumerate(chunk, start)), span(chunk)
-        older = memfiles.history_entries(session.files)
-        memory_update = tombstones.enforce(session.files, old_memory, summary.memory_update, numbered)
-        entry = tombstones.clean_entry(session.files, summary.history_entry)
-        memfiles.append_history(session.files, entry, first, last)
-        memfiles.write_memory(session.files, memory_update)
-        provenance.after_round(session.files, old_memory, memory_update, numbered, older,
-                               provenance.round_entry(first, entry, last))
-        self.store.set_pointer(session, start + cut)
-        stats.failures, stats.last_error, stats.shrink, stats.runs = 0, "", False, stats.runs + 1
-        self.rounds_ok += 1
-        stats.last_run, stats.retry_at = time.time(), 0.0
-        return True
-
-    async def _summarise(self, chunk: Sequence[Message], ask: Round, stats: ChatStats) -> Summary:
-        prompt = ask.prompt(chunk)
-        stats.tokens_sent += sum(count_text(m["content"]) for m in prompt)
-        try:
-            raw = await self.complete(prompt, ask.tools, ask.answer_tokens)
-        except Deferred:
-            raise  # not a failure: the same chunk goes again once the replies are out
-        except Exception as exc:  # the LLM boundary already translated errors; any failure counts alike
-            raise ConsolidationFailed(f"LLM call failed: {exc}") from exc
-        return parse_summary(raw, ask.old_memory, self.max_memory_tokens)
+def settle(summary: Summary, old_memory: str, chunk: Sequence[Message], start: int,
+           stones: Sequence[tombstones.Tombstone], links: dict[str, dict[str, Any]],
+           older: Sequence[str]) -> Settled:
+    """A round's result from the model's `summary` of `chunk` (messages `start`... of the session): tombstoned
+    facts kept out (memory/tombstones.py), each fact linked to what said it (memory/provenance.py), the entry
+    dated with its messages' span. Pure: the caller writes it whole."""
+    numbered, (first, last) = list(enumerate(chunk, start)), span(chunk)
+    memory, left = tombstones.enforce(stones, old_memory, summary.memory_update, numbered)
+    entry = tombstones.clean_entry(stones, summary.history_entry)
+    links = provenance.after_round(links, old_memory, memory, numbered, older,
+                                   provenance.round_entry(first, entry, last))
+    return Settled(memory, entry, first, last, links, left)

@@ -1,6 +1,6 @@
-"""The text Tusk read from documents, kept per chat so `search_history` finds it later.
+"""The text Tusk read from documents, kept per chat so `search_history` finds it later: one JSON record per
+document under its id, kept by the store (store/base.py; the files backend's `documents/<id>.json`):
 
-    documents/<id>.json   one per document (0600, in a 0700 folder), replaced whole:
         {"schema": 1, "name": "report.pdf", "source": "file", "url": null, "what": "PDF, 12 pages",
          "ts": 1764680000.0, "sender_id": "7", "sender_name": "Ann", "chars": 41233, "cut": false,
          "text": "--- page 1 ---\n..."}
@@ -20,14 +20,10 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import time
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Literal
-
-from memory.files import write_atomic
-from memory.paths import ChatFiles, open_private
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Literal, Protocol
 
 logger = logging.getLogger(__name__)
 
@@ -56,80 +52,83 @@ class KeptDocument:
     url: str | None = None
     what: str = ""  # "PDF, 12 pages", "text", "web page"
     cut: bool = False  # the text was cut at the per-document cap
-    path: Path | None = field(default=None, compare=False)  # where it is kept (set when read back)
+    id: str = field(default="", compare=False)  # under which it is kept (set when read back)
 
-    def record(self) -> dict[str, object]:
-        return {"schema": SCHEMA, "name": self.name, "source": self.source, "url": self.url, "what": self.what,
-                "ts": self.ts, "sender_id": self.sender_id, "sender_name": self.sender_name,
-                "chars": len(self.text), "cut": self.cut, "text": self.text}
+    def record(self) -> str:
+        return json.dumps({"schema": SCHEMA, "name": self.name, "source": self.source, "url": self.url,
+                           "what": self.what, "ts": self.ts, "sender_id": self.sender_id,
+                           "sender_name": self.sender_name, "chars": len(self.text), "cut": self.cut,
+                           "text": self.text}, ensure_ascii=False)
 
 
-def _id(doc: KeptDocument) -> str:
+class Kept(Protocol):
+    """Where a chat's documents are kept (a ChatHandle of store/base.py)."""
+
+    async def documents(self) -> dict[str, str]: ...
+
+    async def keep_document(self, doc_id: str, record: str) -> None: ...
+
+    async def drop_documents(self, doc_ids: Sequence[str]) -> int: ...
+
+
+def doc_id(doc: KeptDocument) -> str:
+    """The same document from the same person is kept once."""
     return hashlib.sha256(f"{doc.sender_id}\0{doc.source}\0{doc.text}".encode()).hexdigest()[:24]
 
 
-def keep(files: ChatFiles, doc: KeptDocument, limits: DocumentLimits) -> Path | None:
-    """Keep `doc`'s text for search (cut to the cap), then hold the chat to its cap; its path, or None when
+def parse(key: str, text: str) -> KeptDocument | None:
+    """The document kept under `key`; None (logged) if the record is not one."""
+    try:
+        rec = json.loads(text)
+        if not isinstance(rec, dict) or rec.get("schema") != SCHEMA or not isinstance(rec.get("text"), str):
+            raise ValueError("not a kept document")
+        source: Source = "web" if rec.get("source") == "web" else "file"
+        return KeptDocument(str(rec.get("name") or key), source, rec["text"], float(rec.get("ts") or 0),
+                            str(rec.get("sender_id") or ""), str(rec.get("sender_name") or ""),
+                            rec.get("url") if isinstance(rec.get("url"), str) else None, str(rec.get("what") or ""),
+                            bool(rec.get("cut")), key)
+    except (ValueError, TypeError) as exc:
+        logger.warning("document %s is not a kept document (%s): skipped", key, exc)
+        return None
+
+
+async def kept(where: Kept) -> list[KeptDocument]:
+    """The chat's kept documents, oldest first."""
+    docs = [doc for key, text in (await where.documents()).items() if (doc := parse(key, text)) is not None]
+    return sorted(docs, key=lambda d: (d.ts, d.id))
+
+
+async def of_sender(where: Kept, sender_id: str) -> list[KeptDocument]:
+    """The documents `sender_id` sent (or had read) in this chat."""
+    return [doc for doc in await kept(where) if doc.sender_id == sender_id]
+
+
+async def keep(where: Kept, doc: KeptDocument, limits: DocumentLimits) -> str | None:
+    """Keep `doc`'s text for search (cut to the cap), then hold the chat to its cap; its id, or None when
     documents are not kept or it has no text."""
     if not limits.on or not doc.text.strip():
         return None
     if len(doc.text) > limits.max_chars:
-        doc = KeptDocument(doc.name, doc.source, doc.text[:limits.max_chars], doc.ts, doc.sender_id, doc.sender_name,
-                           doc.url, doc.what, cut=True)
-    files.ensure()
-    path = files.documents / f"{_id(doc)}.json"
-    write_atomic(path, json.dumps(doc.record(), ensure_ascii=False))
-    _hold_to_cap(files, limits.chat_max_chars, path)
-    return path
+        doc = replace(doc, text=doc.text[:limits.max_chars], cut=True)
+    key = doc_id(doc)
+    await where.keep_document(key, doc.record())
+    await _hold_to_cap(where, limits.chat_max_chars, key)
+    return key
 
 
-def _hold_to_cap(files: ChatFiles, chat_max_chars: int, newest: Path) -> None:
+async def _hold_to_cap(where: Kept, chat_max_chars: int, newest: str) -> None:
     """Remove the oldest documents (never `newest`) while the chat's texts are over `chat_max_chars`."""
-    docs = kept(files)
+    docs = await kept(where)
     total = sum(len(d.text) for d in docs)
+    drop = []
     for doc in docs:
         if total <= chat_max_chars:
             break
-        if doc.path is None or doc.path == newest:
+        if doc.id == newest:
             continue
-        doc.path.unlink(missing_ok=True)
+        drop.append(doc.id)
         total -= len(doc.text)
-        logger.info("documents/ over its cap: the text of %s (%s) is no longer kept for search", doc.path.name,
+        logger.info("documents over their cap: the text of %s (%s) is no longer kept for search", doc.id,
                     time.strftime("%Y-%m-%d", time.gmtime(doc.ts)))
-
-
-def read(path: Path) -> KeptDocument | None:
-    """The document kept at `path`; None (logged) if it is not one."""
-    try:
-        with os.fdopen(open_private(path, os.O_RDONLY), encoding="utf-8") as fh:
-            rec = json.load(fh)
-        if not isinstance(rec, dict) or rec.get("schema") != SCHEMA or not isinstance(rec.get("text"), str):
-            raise ValueError("not a kept document")
-        source: Source = "web" if rec.get("source") == "web" else "file"
-        return KeptDocument(str(rec.get("name") or path.stem), source, rec["text"], float(rec.get("ts") or 0),
-                            str(rec.get("sender_id") or ""), str(rec.get("sender_name") or ""),
-                            rec.get("url") if isinstance(rec.get("url"), str) else None, str(rec.get("what") or ""),
-                            bool(rec.get("cut")), path)
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError, TypeError) as exc:
-        logger.warning("%s is not a kept document (%s): skipped", path, exc)
-        return None
-
-
-def kept_paths(files: ChatFiles) -> list[Path]:
-    """The chat's kept documents' files (temporary writes left out)."""
-    if not files.documents.is_dir():
-        return []
-    return sorted(p for p in files.documents.iterdir() if p.suffix == ".json" and not p.name.startswith("."))
-
-
-def kept(files: ChatFiles) -> list[KeptDocument]:
-    """The chat's kept documents, oldest first."""
-    docs = [doc for path in kept_paths(files) if (doc := read(path)) is not None]
-    return sorted(docs, key=lambda d: (d.ts, d.path.name if d.path else ""))
-
-
-def of_sender(files: ChatFiles, sender_id: str) -> list[KeptDocument]:
-    """The documents `sender_id` sent (or had read) in this chat."""
-    return [doc for doc in kept(files) if doc.sender_id == sender_id]
+    if drop:
+        await where.drop_documents(drop)

@@ -64,11 +64,23 @@ def write_memory(files: ChatFiles, text: str) -> None:
     if old == text:
         return
     if old:
-        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%f")
-        write_atomic(files.versions / f"MEMORY.{stamp}.md", old)
+        write_atomic(files.versions / version_name(time.time()), old)
         for stale in versions(files)[:-KEEP_VERSIONS]:
             stale.unlink(missing_ok=True)
     write_atomic(files.memory, text)
+
+
+def version_name(saved: float) -> str:
+    """A kept MEMORY.md text's file name: `MEMORY.<UTC time to the microsecond>.md` (names sort by age)."""
+    return f"MEMORY.{datetime.fromtimestamp(saved, timezone.utc).strftime('%Y%m%dT%H%M%S%f')}.md"
+
+
+def history_blocks(text: str) -> list[str]:
+    """HISTORY.md cut before each dated heading, nothing dropped: joined again they are the text (the first
+    block is what came before the first heading when that is not empty)."""
+    starts = [m.start() for m in ENTRY_HEADING.finditer(text)]
+    cuts = [0, *[a for a in starts if a > 0], len(text)]
+    return [text[a:b] for a, b in zip(cuts, cuts[1:]) if b > a]
 
 
 def restore_previous(files: ChatFiles) -> bool:

@@ -1,8 +1,8 @@
-"""Files that came with messages, kept per chat under `media/` (voice notes, photos, documents).
+"""Files that came with messages, kept per chat (voice notes, photos, documents): the files backend's
+`media/` folder, the database's rows (store/base.py `keep_media`).
 
-A channel streams a download into `MediaStore.keep`, which writes it to a temporary name in the
-chat's `media/` folder (0600, never through a symlink), refuses it the moment it passes the
-per-file cap, and renames it into place. Nothing is downloaded twice: a file carries a short hash
+A channel streams a download into `MediaStore.keep`, which the store writes as it comes, refusing it the
+moment it passes the per-file cap (nothing of it is kept). Nothing is downloaded twice: a file carries a short hash
 of the platform's own file id in its name, and `keep` returns the kept copy without reading the
 download when that id was seen before. After each file the chat's caps are enforced (total bytes,
 file count): the oldest files go first, and each removal is logged (names only, never contents).
@@ -10,18 +10,20 @@ file count): the oldest files go first, and each removal is logged (names only, 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
 import re
+import tempfile
 import time
-from collections.abc import AsyncIterable
+from collections.abc import AsyncIterable, AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Protocol
 
 from bot.errors import MediaRefused
 from bot.events import Attachment, ChatKey, MediaKind
-from memory.paths import ChatFiles, open_private, private_dir
 
 logger = logging.getLogger(__name__)
 
@@ -38,38 +40,14 @@ class MediaLimits:
 
 @dataclass(frozen=True, slots=True)
 class KeptFile:
-    path: Path
+    path: str  # "media/<name>", as session records and attachments name it
     size: int
     mtime: float
-
-
-def kept_files(folder: Path) -> list[KeptFile]:
-    """The files in a chat's media folder, oldest first (temporary downloads left out)."""
-    if not folder.is_dir():
-        return []
-    kept = []
-    for entry in os.scandir(folder):
-        if entry.is_file(follow_symlinks=False) and not entry.name.startswith("."):
-            info = entry.stat(follow_symlinks=False)
-            kept.append(KeptFile(Path(entry.path), info.st_size, info.st_mtime))
-    return sorted(kept, key=lambda f: (f.mtime, f.path.name))
-
-
-def usage(folder: Path) -> tuple[int, int]:
-    """(number of files, total bytes) in a chat's media folder."""
-    kept = kept_files(folder)
-    return len(kept), sum(f.size for f in kept)
 
 
 def size_text(size: int) -> str:
     """`1.2 MB`, `340 KB` (at least 1 KB for a file that is not empty)."""
     return f"{size / MB:.1f} MB" if size >= MB // 10 else f"{max(1, round(size / 1024)) if size else 0} KB"
-
-
-def usage_text(folder: Path) -> str:
-    """`3 (1.2 MB in media/)`, for /memory and /forget."""
-    count, size = usage(folder)
-    return f"{count} ({size_text(size)} in media/)"
 
 
 def safe_name(name: str, fallback: str = "file") -> str:
@@ -93,76 +71,112 @@ def kind_of(mime: str, name: str = "") -> MediaKind:
     return "document"
 
 
+class Kept(Protocol):
+    """Where one chat's files are kept (a ChatHandle of store/base.py)."""
+
+    async def keep_media(self, name: str, chunks: AsyncIterable[bytes], max_bytes: int) -> Any: ...
+
+    def read_media(self, path: str) -> AsyncIterator[bytes]: ...
+
+    async def media(self) -> list[Any]: ...  # each with .path ("media/<name>"), .size, .created; oldest first
+
+    async def delete_media(self, paths: Sequence[str]) -> int: ...
+
+
+class Keeping(Protocol):
+    def handle(self, key: ChatKey) -> Kept: ...
+
+    async def open(self, key: ChatKey) -> Any: ...  # the chat as loaded: its `prefs.listen`
+
+
 class MediaStore:
-    def __init__(self, home: Path, limits: MediaLimits = MediaLimits()) -> None:
-        self.home = Path(home)
+    def __init__(self, chats: Keeping, limits: MediaLimits = MediaLimits()) -> None:
+        self.chats = chats
         self.limits = limits
 
-    def folder(self, key: ChatKey) -> Path:
-        return ChatFiles.locate(self.home, key.channel, key.chat_id).dir / "media"
+    async def listens(self, key: ChatKey) -> bool:
+        """Does the chat keep its group chatter (/listen on), files included?"""
+        return bool((await self.chats.open(key)).prefs.listen)
 
-    def path(self, key: ChatKey, attachment: Attachment) -> Path:
-        """Where `attachment` of `key`'s chat is on disk (its `path` is relative to the chat's folder)."""
-        return ChatFiles.locate(self.home, key.channel, key.chat_id).dir / attachment.path
+    async def files(self, key: ChatKey) -> list[KeptFile]:
+        """The chat's kept files, oldest first."""
+        return [KeptFile(m.path, m.size, m.created) for m in await self.chats.handle(key).media()]
 
-    def files(self, key: ChatKey) -> list[KeptFile]:
-        """The chat's kept files, oldest first (temporary downloads left out)."""
-        return kept_files(self.folder(key))
-
-    def usage(self, key: ChatKey) -> tuple[int, int]:
+    async def usage(self, key: ChatKey) -> tuple[int, int]:
         """(number of files, total bytes) the chat keeps."""
-        return usage(self.folder(key))
+        kept = await self.files(key)
+        return len(kept), sum(f.size for f in kept)
+
+    def read(self, key: ChatKey, path: str) -> AsyncIterator[bytes]:
+        """A kept file's bytes, streamed (FileNotFoundError when the chat has no such file)."""
+        return self.chats.handle(key).read_media(path)
+
+    @contextlib.asynccontextmanager
+    async def local(self, key: ChatKey, attachment: Attachment) -> AsyncIterator[Path]:
+        """A path to `attachment` on this machine for as long as the block runs (a library that reads a
+        file by name: a transcriber, Pillow, pypdf): the kept copy itself, or a temporary one."""
+        where = getattr(self.chats, "local_path", None)
+        if where is not None and (path := where(key, attachment.path)) is not None:
+            yield path
+            return
+        with tempfile.TemporaryDirectory(prefix="tusk-media-") as tmp:
+            path = Path(tmp) / safe_name(attachment.name, attachment.kind)
+            with open(path, "wb") as fh:
+                async for chunk in self.read(key, attachment.path):
+                    fh.write(chunk)
+            yield path
+
+    async def remove(self, key: ChatKey, paths: Sequence[str]) -> int:
+        return await self.chats.handle(key).delete_media(paths)
 
     async def keep(self, key: ChatKey, chunks: AsyncIterable[bytes], *, name: str, mime: str,
                    kind: MediaKind | None = None, source_id: str = "", size: int | None = None,
                    duration: float | None = None) -> Attachment:
-        """Write the download `chunks` under the chat's `media/` and describe it. `source_id` is the
-        platform's id of the file (seen before: the kept copy is returned and `chunks` is never read);
-        `size` is the size the platform declared (over the cap: refused before downloading)."""
+        """Keep the download `chunks` with the chat and describe it. `source_id` is the platform's id of the
+        file (seen before: the kept copy is returned and `chunks` is never read); `size` is the size the
+        platform declared (over the cap: refused before downloading)."""
         cap = self.limits.file_bytes
         if size is not None and size > cap:
             raise MediaRefused(f"That file is {size / MB:.1f} MB; I take files up to {cap / MB:.0f} MB.")
         kind = kind or kind_of(mime, name)
         shown = safe_name(name, fallback=kind)
-        folder = private_dir(self.folder(key))
         tag = hashlib.sha256(source_id.encode()).hexdigest()[:12] if source_id else ""
+        handle = self.chats.handle(key)
         if tag:
-            for old in folder.glob(f"*-{tag}-*"):
-                if not old.name.startswith("."):
-                    return Attachment(kind, name or shown, mime, old.stat().st_size, f"media/{old.name}", duration)
+            for old in await self.files(key):
+                if f"-{tag}-" in old.path:
+                    return Attachment(kind, name or shown, mime, old.size, old.path, duration)
         stem = f"{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{tag or os.urandom(6).hex()}-{shown}"
-        tmp, final = folder / f".{stem}.{os.urandom(4).hex()}.part", folder / stem  # two uploads never share it
-        written = 0
-        fd = open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                async for chunk in chunks:
-                    written += len(chunk)
-                    if written > cap:
-                        raise MediaRefused(f"That file is over {cap / MB:.0f} MB, the most I take.")
-                    fh.write(chunk)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, final)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
-        self._enforce_caps(key, keep=final)
-        return Attachment(kind, name or shown, mime, written, f"media/{final.name}", duration)
+        kept = await handle.keep_media(stem, _capped(chunks, cap), cap)
+        await self._enforce_caps(key, keep=kept.path)
+        return Attachment(kind, name or shown, mime, kept.size, kept.path, duration)
 
-    def _enforce_caps(self, key: ChatKey, keep: Path) -> None:
+    async def _enforce_caps(self, key: ChatKey, keep: str) -> None:
         """Remove the chat's oldest files until it is within its caps (never the file just kept)."""
-        kept = self.files(key)
-        total = sum(f.size for f in kept)
+        kept = await self.files(key)
+        total, drop = sum(f.size for f in kept), []
         for old in kept:
-            if len(kept) <= self.limits.chat_files and total <= self.limits.chat_bytes:
-                return
+            if len(kept) - len(drop) <= self.limits.chat_files and total <= self.limits.chat_bytes:
+                break
             if old.path == keep:
                 continue
-            old.path.unlink(missing_ok=True)
-            kept = [f for f in kept if f is not old]
+            drop.append(old.path)
             total -= old.size
-            logger.info("removed %s (%d bytes) from %s: the chat's media is over its cap", old.path.name, old.size, key)
+            logger.info("removed %s (%d bytes) from %s: the chat's media is over its cap", old.path, old.size, key)
+        if drop:
+            await self.remove(key, drop)
+
+
+async def _capped(chunks: AsyncIterable[bytes], cap: int) -> AsyncIterator[bytes]:
+    """`chunks`, refused (MediaRefused) the moment they pass `cap` bytes: the store drops what it wrote. The
+    refusal is told here rather than read from the store's own ValueError, which a path Tusk will not follow
+    (memory/paths.py UnsafePathError) also is."""
+    written = 0
+    async for piece in chunks:
+        written += len(piece)
+        if written > cap:
+            raise MediaRefused(f"That file is over {cap / MB:.0f} MB, the most I take.")
+        yield piece
 
 
 async def chunks_of(data: bytes, size: int = 1 << 16) -> AsyncIterable[bytes]:

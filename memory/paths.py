@@ -19,9 +19,9 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from memory.keys import CHANNEL_NAME, check_chat_id
+
 SAFE_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,99}")
-CHANNEL_NAME = re.compile(r"[a-z][a-z0-9_]{0,31}")
-MAX_ID_BYTES = 180  # base64 of 180 bytes is 240 characters: within every filesystem's 255
 
 
 class UnsafePathError(ValueError):
@@ -62,9 +62,7 @@ def open_private(path: Path, flags: int) -> int:
 def chat_dir_name(chat_id: str) -> str:
     if SAFE_ID.fullmatch(chat_id):
         return chat_id
-    raw = chat_id.encode("utf-8", "surrogatepass")
-    if not raw or len(raw) > MAX_ID_BYTES:
-        raise ValueError(f"chat id must be 1 to {MAX_ID_BYTES} bytes long, got {len(raw)}")
+    raw = check_chat_id(chat_id)
     return "~" + base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
 
 

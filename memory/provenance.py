@@ -1,5 +1,5 @@
-"""Where each fact of MEMORY.md came from: `$chat/provenance.json`, beside MEMORY.md (owner-only, written
-atomically, never in the prompt).
+"""Where each fact of MEMORY.md came from: the chat's `provenance.json` document (store/base.py; never in
+the prompt). Pure: the caller reads and writes the document through the store (`parse`, `dump`).
 
     {"schema": 1, "facts": {"<key>": {"fact": "- Bob drinks green tea", "section": "Bob", "seen": 1733...,
                                       "sources": [{"kind": "message", "pos": 12, "ts": 1733..., "sender_id": "8",
@@ -27,11 +27,9 @@ import re
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
-from memory.files import entry_stamp, read_text, write_atomic
-from memory.paths import ChatFiles
+from memory.files import entry_stamp
 
 SCHEMA = 1
 QUOTE_CHARS = 240
@@ -105,23 +103,19 @@ def trim(text: str, limit: int = QUOTE_CHARS) -> str:
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
-# -- the file -------------------------------------------------------------------------------------------
+# -- the document ----------------------------------------------------------------------------------------
 
-def path(files: ChatFiles) -> Path:
-    return files.dir / "provenance.json"
-
-
-def load(files: ChatFiles) -> dict[str, dict[str, Any]]:
-    """The chat's links by fact key ({} when there are none or the file cannot be read)."""
+def parse(text: str | None) -> dict[str, dict[str, Any]]:
+    """The chat's links by fact key, from provenance.json's text ({} when there are none or it is unreadable)."""
     try:
-        data = json.loads(read_text(path(files)))
-    except (FileNotFoundError, ValueError):
+        data = json.loads(text) if text else {}
+    except ValueError:
         return {}
     return data.get("facts", {}) if isinstance(data, dict) and isinstance(data.get("facts"), dict) else {}
 
 
-def save(files: ChatFiles, links: dict[str, dict[str, Any]]) -> None:
-    write_atomic(path(files), json.dumps({"schema": SCHEMA, "facts": links}, ensure_ascii=False, indent=1) + "\n")
+def dump(links: dict[str, dict[str, Any]]) -> str:
+    return json.dumps({"schema": SCHEMA, "facts": links}, ensure_ascii=False, indent=1) + "\n"
 
 
 def sources_of(entry: dict[str, Any] | None) -> list[Source]:
@@ -212,31 +206,33 @@ def relink(links: dict[str, dict[str, Any]], old_memory: str, new_memory: str,
     return out
 
 
-def after_round(files: ChatFiles, old_memory: str, new_memory: str, chunk: Sequence[tuple[int, Any]],
-                history: Sequence[str], entry: Source) -> None:
-    """Link the facts of a consolidation round's new MEMORY.md: to the chunk's messages that say them, else
-    to the earlier HISTORY.md entries that do, else to the round's own entry (`entry`)."""
+def after_round(links: dict[str, dict[str, Any]], old_memory: str, new_memory: str,
+                chunk: Sequence[tuple[int, Any]], history: Sequence[str], entry: Source) -> dict[str, dict[str, Any]]:
+    """The links once a consolidation round wrote `new_memory`: each fact to the chunk's messages that say it,
+    else to the earlier HISTORY.md entries that do, else to the round's own entry (`entry`)."""
     messages, older = message_candidates(chunk), history_candidates(history)
 
     def match(fact: Fact) -> list[Source]:
         said = f"{fact.section} {fact.text}"  # a group's `## Alice` names whose fact it is
         return best_matches(said, messages) or best_matches(said, older, limit=1)
 
-    save(files, relink(load(files), old_memory, new_memory, match, fallback=entry))
+    return relink(links, old_memory, new_memory, match, fallback=entry)
 
 
-def after_edit(files: ChatFiles, old_memory: str, new_memory: str, source: Source,
-               exact: Callable[[Fact], bool] = lambda fact: True) -> None:
-    """Link the new or changed facts of an edit that did not come from consolidation (the owner's console
-    edit, the remember tool, an undo) to `source` (those `exact` accepts; the rest keep what they had)."""
-    save(files, relink(load(files), old_memory, new_memory,
-                       lambda fact: [source] if exact(fact) else [], rewrites=source.kind != "remember"))
+def after_edit(links: dict[str, dict[str, Any]], old_memory: str, new_memory: str, source: Source,
+               exact: Callable[[Fact], bool] = lambda fact: True) -> dict[str, dict[str, Any]]:
+    """The links once an edit that did not come from consolidation (the owner's console edit, the remember
+    tool, an undo) made `new_memory`: its new or changed facts linked to `source` (those `exact` accepts;
+    the rest keep what they had)."""
+    return relink(links, old_memory, new_memory,
+                  lambda fact: [source] if exact(fact) else [], rewrites=source.kind != "remember")
 
 
-def forget_member(files: ChatFiles, member_id: str, names: Sequence[str] = ()) -> int:
-    """/forget me: drop a member's links (their messages, summaries naming them) and the facts of their
-    section, kept or gone; returns how many links went."""
-    links, dropped = load(files), 0
+def forget_member(links: dict[str, dict[str, Any]], member_id: str,
+                  names: Sequence[str] = ()) -> tuple[dict[str, dict[str, Any]], int]:
+    """/forget me: the links without a member's (their messages, summaries naming them) and without the facts
+    of their section, kept or gone; and how many links went."""
+    links, dropped = {k: dict(v) for k, v in links.items()}, 0
     folded = [n.casefold() for n in names if n]
     theirs = lambda s: s.get("sender_id") == member_id or any(n in str(s.get("text", "")).casefold()  # noqa: E731
                                                               for n in folded)
@@ -250,8 +246,6 @@ def forget_member(files: ChatFiles, member_id: str, names: Sequence[str] = ()) -
             del links[key]
         else:
             entry["sources"] = kept
-    if path(files).exists():
-        save(files, links)
-    return dropped
+    return links, dropped
 
 

@@ -30,7 +30,6 @@ import logging
 import os
 import re
 import sqlite3
-import string
 import threading
 from pathlib import Path
 
@@ -38,6 +37,7 @@ from memory import documents
 from memory.files import ENTRY_HEADING, entry_span
 from memory.paths import ChatFiles, open_private
 from memory.question import words
+from memory.search_core import vocabulary
 from memory.session import Message
 
 logger = logging.getLogger(__name__)
@@ -49,7 +49,6 @@ HISTORY_IDS = -(1 << 40)  # history rows count up from here (FTS5 inserts fast o
 DOCUMENT_IDS = -(1 << 50)  # document passages count up from here, all below the history's
 PASSAGE_CHARS = 1200  # a document is indexed in passages of about this many characters
 PAGE = re.compile(r"^(?:--- page (\d+) ---|\[page (\d+)\])$", re.MULTILINE)  # bot/media/documents.py, web PDFs
-SPACES = str.maketrans({c: " " for c in string.punctuation + "’‘“”…–—"})
 DDL = """
 CREATE TABLE state (key TEXT PRIMARY KEY, value) WITHOUT ROWID;
 CREATE TABLE docs (id INTEGER PRIMARY KEY, kind TEXT NOT NULL, seq INTEGER NOT NULL, ts REAL NOT NULL,
@@ -251,7 +250,10 @@ class ChatIndex:
     def _follow_documents(self) -> bool:
         """Index the kept documents that are new or changed since the last refresh, and drop those gone."""
         now = {}
-        for path in documents.kept_paths(self.files):
+        folder = self.files.documents
+        paths = sorted(p for p in folder.iterdir() if p.suffix == ".json" and not p.name.startswith(".")) \
+            if folder.is_dir() else []
+        for path in paths:
             try:
                 info = os.stat(path, follow_symlinks=False)
             except FileNotFoundError:
@@ -265,13 +267,20 @@ class ChatIndex:
             self._delete(f"kind = 'document' AND id BETWEEN {int(first)} AND {int(last)}")
             self.db.execute("DELETE FROM files WHERE name = ?", (name,))
         fresh = [doc for name, stamp in now.items() if indexed.get(name, ("",))[0] != stamp
-                 and (doc := documents.read(self.files.documents / name)) is not None]
+                 and (doc := self._read_document(folder / name)) is not None]
         for doc in sorted(fresh, key=lambda d: d.ts):  # ids follow time, as the dated boost needs
-            self._add_document(doc, now[doc.path.name] if doc.path else "")
+            self._add_document(doc, now[f"{doc.id}.json"])
         return bool(stale or fresh)
 
+    @staticmethod
+    def _read_document(path: Path) -> documents.KeptDocument | None:
+        try:
+            with os.fdopen(open_private(path, os.O_RDONLY), encoding="utf-8") as fh:
+                return documents.parse(path.stem, fh.read())
+        except (OSError, UnicodeDecodeError):
+            return None
+
     def _add_document(self, doc: documents.KeptDocument, stamp: str) -> None:
-        assert doc.path is not None
         speaker = doc.sender_name or doc.sender_id or None  # the id where the platform gave no name (the HTTP API)
         key = " ".join(words(speaker)) if speaker else None
         where = " ".join(filter(None, (doc.name, doc.url)))
@@ -283,7 +292,7 @@ class ChatIndex:
         if not rows:
             return
         self._insert(rows)
-        self.db.execute("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?)", (doc.path.name, stamp, first,
+        self.db.execute("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?)", (f"{doc.id}.json", stamp, first,
                                                                             self.document_id))
 
     def _delete(self, where: str) -> None:
@@ -299,8 +308,7 @@ class ChatIndex:
         self._add_words(r[7] for r in rows)
 
     def _add_words(self, texts) -> None:
-        # the words the spelling fallback may offer: 4+ letters
-        new = {w for w in set("\n".join(texts).lower().translate(SPACES).split()) if len(w) >= 4 and w.isalpha()}
+        new = vocabulary(texts)  # the words the spelling fallback may offer
         if not new:
             return
         before = self.db.execute("SELECT coalesce(max(id), 0) FROM words").fetchone()[0]

@@ -31,7 +31,7 @@ import logging
 import os
 import time
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -199,18 +199,16 @@ class SessionStore:
         self._cache.pop(files.dir, None)
 
     def append(self, session: Session, messages: Sequence[Message],
-               marks: Sequence[dict[str, Any]] | None = None) -> None:
+               marks: Sequence[Mapping[str, Any] | None] | None = None) -> None:
         """Append `messages` durably; the in-memory session changes only once they are on disk. `marks`: a
         record's extra fields, one dict a message (`tusk import`'s source id), kept on disk only."""
         if not messages:
             return
         messages = [m.counted() for m in messages]
-        lines = [_dump({**m.to_record(), **mark}) for m, mark in zip(messages, marks or [{}] * len(messages))]
+        lines = message_lines(messages, marks)
         if session.created is None:
             created = time.time()
-            meta = {"record": "meta", "schema": SCHEMA, "channel": session.channel,
-                    "chat_id": session.chat_id, "created": created}
-            lines.insert(0, _dump(meta))
+            lines.insert(0, meta_line(session.channel, session.chat_id, created))
         _append_lines(session, lines)
         if session.created is None:
             session.created = created
@@ -224,7 +222,7 @@ class SessionStore:
             if n == 0:
                 return
             raise ValueError("cannot move the pointer of a session with no file")
-        _append_lines(session, [_dump({"record": "pointer", "last_consolidated": n, "ts": time.time()})])
+        _append_lines(session, [pointer_line(n)])
         drop = n - session.last_consolidated
         if drop >= 0:
             del session.unconsolidated[:drop]
@@ -235,6 +233,68 @@ class SessionStore:
 
 def _dump(record: dict[str, Any]) -> str:
     return json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
+
+
+# -- the lines themselves: both stores keep session.jsonl's lines as written (store/postgres keeps them as rows)
+
+
+def meta_line(channel: str, chat_id: str, created: float) -> str:
+    """A session's first line."""
+    return _dump({"record": "meta", "schema": SCHEMA, "channel": channel, "chat_id": chat_id, "created": created})
+
+
+def pointer_line(n: int) -> str:
+    """The line that moves the consolidation pointer to `n`."""
+    return _dump({"record": "pointer", "last_consolidated": n, "ts": time.time()})
+
+
+def message_lines(messages: Sequence[Message],
+                  marks: Sequence[Mapping[str, Any] | None] | None = None) -> list[str]:
+    """Messages (counted) as their lines, each with its mark's extra fields (`tusk import`'s source id)."""
+    return [_dump({**m.to_record(), **(mark or {})}) for m, mark in zip(messages, marks or [None] * len(messages))]
+
+
+def whole_session(channel: str, chat_id: str, created: float, messages: Sequence[Message], pointer: int,
+                  marks: Sequence[Mapping[str, Any] | None] | None = None) -> list[str]:
+    """A session written anew (`/forget me`): its meta line, the messages, one pointer."""
+    return [meta_line(channel, chat_id, created), *message_lines(messages, marks),
+            pointer_line(max(0, min(pointer, len(messages))))]
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    """What one session line is, read as `load` reads it: `kind` is "meta", "pointer", "message" or "bad"
+    (skipped with `why`); `value` is a meta line's created time, a pointer's count or a message's record."""
+
+    kind: str
+    value: Any = None
+    why: str = ""
+
+
+def read_line(raw: bytes | str, messages_before: int) -> Line:
+    """One line of a session with `messages_before` messages before it (a pointer may not pass them)."""
+    try:
+        rec = json.loads(raw)
+        if not isinstance(rec, dict):
+            raise ValueError("not a JSON object")
+        kind = rec.get("record")
+        if kind == "meta":
+            if int(rec.get("schema", 0)) > SCHEMA:
+                raise NewerSchemaError(f"written by a newer Tusk (schema {rec['schema']})")
+            return Line("meta", float(rec.get("created") or 0.0) or None)
+        if kind == "pointer":
+            value = rec.get("last_consolidated")
+            if type(value) is not int or not 0 <= value <= messages_before:  # noqa: E721 (bool is no count)
+                raise ValueError(f"impossible pointer {value!r} with {messages_before} messages before it")
+            return Line("pointer", value)
+        if kind is not None:
+            raise ValueError(f"unknown record {kind!r}")
+        Message.check_record(rec)
+        return Line("message", rec)
+    except NewerSchemaError:
+        raise
+    except (ValueError, TypeError, KeyError) as exc:
+        return Line("bad", why=str(exc) or type(exc).__name__)
 
 
 def _append_lines(session: Session, lines: list[str]) -> None:
@@ -264,18 +324,12 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def _records(path: Path) -> Iterator[tuple[int, dict[str, Any] | None, bool]]:
-    """(line number, decoded object or None, is last line without newline) for each non-blank line."""
+def _records(path: Path) -> Iterator[tuple[int, bytes, bool]]:
+    """(line number, raw line, is last line without newline) for each non-blank line."""
     with os.fdopen(open_private(path, os.O_RDONLY), "rb") as fh:
         for number, raw in enumerate(fh, 1):
-            torn = not raw.endswith(b"\n")
-            if not raw.strip():
-                continue
-            try:
-                obj = json.loads(raw)
-            except ValueError:
-                obj = None
-            yield number, obj if isinstance(obj, dict) else None, torn
+            if raw.strip():
+                yield number, raw, not raw.endswith(b"\n")
 
 
 def load(files: ChatFiles, channel: str, chat_id: str) -> Session:
@@ -285,30 +339,20 @@ def load(files: ChatFiles, channel: str, chat_id: str) -> Session:
     messages: list[dict[str, Any]] = []  # checked records; only those past the pointer become Messages
     pointer = 0
     session.created = files.session.stat().st_mtime
-    for number, rec, torn in _records(files.session):
+    for number, raw, torn in _records(files.session):
         session.needs_newline = torn
         try:
-            if rec is None:
-                raise ValueError("not a JSON object")
-            kind = rec.get("record")
-            if kind == "meta":
-                if int(rec.get("schema", 0)) > SCHEMA:
-                    raise NewerSchemaError(f"{files.session} was written by a newer Tusk (schema {rec['schema']})")
-                session.created = float(rec.get("created") or session.created)
-            elif kind == "pointer":
-                value = rec.get("last_consolidated")
-                if type(value) is not int or not 0 <= value <= len(messages):  # noqa: E721 (bool is no count)
-                    raise ValueError(f"impossible pointer {value!r} with {len(messages)} messages before it")
-                pointer = value
-            elif kind is None:
-                Message.check_record(rec)
-                messages.append(rec)
-            else:
-                raise ValueError(f"unknown record {kind!r}")
-        except NewerSchemaError:
-            raise
-        except (ValueError, TypeError, KeyError) as exc:
-            what = "torn last line (interrupted write)" if torn else f"undecodable line ({exc})"
+            line = read_line(raw, len(messages))
+        except NewerSchemaError as exc:
+            raise NewerSchemaError(f"{files.session} was {exc}") from None
+        if line.kind == "meta":
+            session.created = line.value or session.created
+        elif line.kind == "pointer":
+            pointer = line.value
+        elif line.kind == "message":
+            messages.append(line.value)
+        else:
+            what = "torn last line (interrupted write)" if torn else f"undecodable line ({line.why})"
             logger.warning("%s: skipping %s at line %d", files.session, what, number)
     session.total = len(messages)
     session.last_consolidated = max(0, min(pointer, session.total))
@@ -320,9 +364,7 @@ def iter_messages(files: ChatFiles) -> Iterator[Message]:
     """Every readable message of a chat's file, consolidated or not (for search and admin tools)."""
     if not files.session.exists():
         return
-    for _, rec, _ in _records(files.session):
-        if rec is not None and "record" not in rec:
-            try:
-                yield Message.from_record(rec)
-            except (ValueError, TypeError):
-                continue
+    for _, raw, _ in _records(files.session):
+        line = read_line(raw, 0)
+        if line.kind == "message":
+            yield Message.from_record(line.value)

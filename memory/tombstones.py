@@ -1,5 +1,6 @@
-"""Facts forgotten on request, kept as tombstones so the old conversation cannot bring them back:
-`$chat/forgotten.json` (owner-only, atomic, never in the prompt of a reply).
+"""Facts forgotten on request, kept as tombstones so the old conversation cannot bring them back: the
+chat's `forgotten.json` document (store/base.py; never in the prompt of a reply). Pure: the caller reads
+and writes the document through the store (`parse`, `dump`).
 
     {"schema": 1, "forgotten": [{"fact": "Bob drinks green tea", "key": "bob drinks green tea",
                                  "section": "Bob", "at": 1733..., "by": "8"}]}
@@ -27,11 +28,8 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
 
-from memory import files as memfiles
-from memory.paths import ChatFiles
 from memory.provenance import Fact, best_matches, fact_key, facts, message_candidates, words
 
 SCHEMA = 1
@@ -70,14 +68,11 @@ def unnoticed(text: str) -> str:
     return bare.strip(" -:\u2013\u2014").strip(QUOTES).strip()
 
 
-def path(files: ChatFiles) -> Path:
-    return files.dir / "forgotten.json"
-
-
-def load(files: ChatFiles) -> list[Tombstone]:
+def parse(text: str | None) -> list[Tombstone]:
+    """The tombstones in forgotten.json's text (none when it is missing or unreadable)."""
     try:
-        data = json.loads(memfiles.read_text(path(files)))
-    except (FileNotFoundError, ValueError):
+        data = json.loads(text) if text else {}
+    except ValueError:
         return []
     rows = data.get("forgotten", []) if isinstance(data, dict) else []
     out = []
@@ -90,11 +85,9 @@ def load(files: ChatFiles) -> list[Tombstone]:
     return out
 
 
-def save(files: ChatFiles, stones: Sequence[Tombstone]) -> None:
-    if not stones and not path(files).exists():
-        return
+def dump(stones: Sequence[Tombstone]) -> str:
     body: dict[str, Any] = {"schema": SCHEMA, "forgotten": [asdict(t) for t in stones]}
-    memfiles.write_atomic(path(files), json.dumps(body, ensure_ascii=False, indent=1) + "\n")
+    return json.dumps(body, ensure_ascii=False, indent=1) + "\n"
 
 
 def without(memory: str, gone: Sequence[Fact]) -> str:
@@ -105,20 +98,18 @@ def without(memory: str, gone: Sequence[Fact]) -> str:
     return text + "\n" if text else ""
 
 
-def forget(files: ChatFiles, chosen: Sequence[Fact], by: str = "") -> None:
-    """Remove `chosen` from MEMORY.md (a new version) and keep a tombstone for each. Call under the chat's
-    memory lock."""
-    memory = memfiles.read_memory(files)
-    now = time.time()
-    stones = [t for t in load(files) if t.key not in {f.key for f in chosen}]
-    stones += [Tombstone(f.text, f.key, f.section, now, by) for f in chosen]
-    save(files, stones)
-    memfiles.write_memory(files, without(memory, chosen))
+def forget(memory: str, stones: Sequence[Tombstone], chosen: Sequence[Fact], by: str = "",
+           now: float | None = None) -> tuple[str, list[Tombstone]]:
+    """MEMORY.md without `chosen`, and the tombstones with one for each (replacing any of the same fact)."""
+    now = time.time() if now is None else now
+    kept = [t for t in stones if t.key not in {f.key for f in chosen}]
+    kept += [Tombstone(f.text, f.key, f.section, now, by) for f in chosen]
+    return without(memory, chosen), kept
 
 
-def request_note(files: ChatFiles) -> str:
+def request_note(stones: Sequence[Tombstone]) -> str:
     """What a consolidation request adds about forgotten facts ('' when there are none)."""
-    stones = sorted(load(files), key=lambda t: -t.at)[:NOTE_FACTS]
+    stones = sorted(stones, key=lambda t: -t.at)[:NOTE_FACTS]
     if not stones:
         return ""
     when = lambda t: datetime.fromtimestamp(t.at, timezone.utc).strftime(STAMP)  # noqa: E731
@@ -129,12 +120,12 @@ def request_note(files: ChatFiles) -> str:
             f"history_entry.\n{lines}")
 
 
-def enforce(files: ChatFiles, old_memory: str, new_memory: str, chunk: Sequence[tuple[int, Any]]) -> str:
-    """`new_memory` without the tombstoned facts a round re-added from old messages; tombstones of facts
-    stated again after their forgetting (or already back before the round) are lifted."""
-    stones = load(files)
+def enforce(stones: Sequence[Tombstone], old_memory: str, new_memory: str,
+            chunk: Sequence[tuple[int, Any]]) -> tuple[str, list[Tombstone]]:
+    """`new_memory` without the tombstoned facts a round re-added from old messages, and the tombstones left:
+    those of facts stated again after their forgetting (or already back before the round) are lifted."""
     if not stones:
-        return new_memory
+        return new_memory, list(stones)
     before = {f.key for f in facts(old_memory)}
     lifted: set[int] = set()
     dropped: list[Fact] = []
@@ -152,10 +143,9 @@ def enforce(files: ChatFiles, old_memory: str, new_memory: str, chunk: Sequence[
             lifted.add(hit)
         else:
             dropped.append(fact)
-    if lifted:
-        save(files, [t for i, t in enumerate(stones) if i not in lifted])
+    left = [t for i, t in enumerate(stones) if i not in lifted]
     kept = without(new_memory, dropped) if dropped else new_memory
-    return _unmarked(kept, marked) if marked else kept
+    return (_unmarked(kept, marked) if marked else kept), left
 
 
 def _unmarked(memory: str, marked: dict[str, str]) -> str:
@@ -165,9 +155,8 @@ def _unmarked(memory: str, marked: dict[str, str]) -> str:
     return text + "\n" if text else ""
 
 
-def clean_entry(files: ChatFiles, entry: str) -> str:
+def clean_entry(stones: Sequence[Tombstone], entry: str) -> str:
     """A round's history entry without the lines that copy the note about a forgotten fact."""
-    stones = load(files)
     if not stones or not NOTICE.search(entry):
         return entry
     lines = [line for line in entry.splitlines()
@@ -175,11 +164,7 @@ def clean_entry(files: ChatFiles, entry: str) -> str:
     return "\n".join(lines).strip() or "(this summary named only facts forgotten on request)"
 
 
-def forget_member(files: ChatFiles, member_id: str, names: Sequence[str] = ()) -> int:
-    """/forget me: drop the tombstones of a member's section or made by them; returns how many went."""
+def forget_member(stones: Sequence[Tombstone], member_id: str, names: Sequence[str] = ()) -> list[Tombstone]:
+    """/forget me: the tombstones left once those of a member's section or made by them are dropped."""
     folded = {n.casefold() for n in names if n}
-    stones = load(files)
-    kept = [t for t in stones if t.by != member_id and t.section.casefold() not in folded]
-    if len(kept) != len(stones):
-        save(files, kept)
-    return len(stones) - len(kept)
+    return [t for t in stones if t.by != member_id and t.section.casefold() not in folded]

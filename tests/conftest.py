@@ -47,8 +47,21 @@ async def fake_llm():
         yield llm
 
 
+def pytest_generate_tests(metafunc):
+    """A module marked `both_stores` runs each of its tests that make settings on the files and on PostgreSQL."""
+    if "store_backend" in metafunc.fixturenames and metafunc.definition.get_closest_marker("both_stores"):
+        metafunc.parametrize("store_backend", ["files", "postgres"], indirect=True)
+
+
 @pytest.fixture
-def make_settings(tmp_path, fake_llm, monkeypatch):
+def store_backend(request):
+    """Which store the test's Tusk keeps its data in: files (the default), or a fresh PostgreSQL database."""
+    return getattr(request, "param", "files")
+
+
+@pytest.fixture
+def make_settings(tmp_path, fake_llm, monkeypatch, store_backend, request):
+    database_url = request.getfixturevalue("pg_url") if store_backend == "postgres" else None
     for name in list(os.environ):
         if name.startswith(("TUSK_", "TELEGRAM_", "DISCORD_", "SLACK_")):
             monkeypatch.delenv(name)
@@ -59,6 +72,8 @@ def make_settings(tmp_path, fake_llm, monkeypatch):
                 "TUSK_API_BASE": fake_llm.base_url, "TUSK_API_KEY": "sk-test-secret-key",
                 "TUSK_HTTP_PORT": "0", "TUSK_LLM_RETRIES": "0", "TUSK_LLM_BACKOFF": "0.01", "TUSK_SHUTDOWN_GRACE": "5",
                 "TUSK_DM_POLICY": "open"}  # tests about who may talk set their own policy
+        if database_url:
+            base["TUSK_DATABASE_URL"] = database_url
         return load_settings(**{**base, **{k: str(v) for k, v in env.items()}})
 
     return make
@@ -109,3 +124,53 @@ def with_helpers(app, http, client):
     app.client = client
     app.token = http.settings.token
     return app
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    """A real PostgreSQL server for this test process (tests/pg_server.py), stopped when the run ends."""
+    from tests.pg_server import PgServer, available
+
+    if not available():
+        pytest.fail("PostgreSQL is not installed (apt-get install postgresql): .ci/run installs it")
+    with PgServer() as server:
+        yield server
+
+
+@pytest.fixture
+def pg_url(pg_server):
+    """A fresh, empty database on the test server, owned by an unprivileged role; its URL."""
+    url = pg_server.new_database()
+    yield url
+    pg_server.drop_database(url.rsplit("/", 1)[1])
+
+
+def migrated(url: str) -> None:
+    """The database at `url` brought to the current schema (store/postgres/migrations.py), from sync code."""
+    import asyncio
+    import concurrent.futures
+
+    from store.postgres import migrations
+    from store.postgres.pool import Database
+
+    async def upgrade() -> None:
+        db = Database(url)
+        await db.open()
+        try:
+            await migrations.require_current(db)
+        finally:
+            await db.close()
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:  # its own event loop, whoever runs this test's
+        pool.submit(asyncio.run, upgrade()).result()
+
+
+@pytest.fixture
+def shared_db(pg_url):
+    """The test database at the current schema, through the sync pool of the shared stores (closed after)."""
+    from store.postgres.pool import SyncDatabase
+
+    migrated(pg_url)
+    db = SyncDatabase(pg_url)
+    yield db
+    db.close()

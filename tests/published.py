@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from bot.events import InboundMessage
+from tests import kept
+from store.files.chats import FileChats
 from memory.media import MB, MediaLimits, MediaStore
 
 
@@ -30,7 +32,7 @@ class MediaChannels:
         self.started: list[Any] = []
 
     async def start(self, cap_mb: float = 20) -> tuple[Any, MediaStore, Published]:
-        store = MediaStore(self.home, MediaLimits(file_bytes=int(cap_mb * MB)))
+        store = MediaStore(FileChats(self.home), MediaLimits(file_bytes=int(cap_mb * MB)))
         published = Published()
         channel = self.make(published, store)
         self.started.append(channel)
@@ -45,5 +47,5 @@ class MediaChannels:
 
 
 def on_disk(store: MediaStore, msg: InboundMessage) -> list[bytes]:
-    """The bytes kept for each of `msg`'s files."""
-    return [store.path(msg.key, a).read_bytes() for a in msg.attachments]
+    """The bytes kept on disk for each of `msg`'s files."""
+    return [kept.media_path(store, msg.key, a).read_bytes() for a in msg.attachments]

@@ -11,13 +11,14 @@ from tests.fakes.fake_slack import FakeSlack
 from tests.fakes.fake_telegram import FakeTelegram
 from tests.test_cli import env_for
 from tests.test_cli import tusk as tusk_cli
+from tests import kept
 
 
 async def test_chats_memory_and_history_from_the_data_dir(tusk, fake_llm, tmp_path):
     """`tusk chats` lists every chat with its counts; `memory show/history` print its files."""
     await tusk.say("alice", "hello")
     await tusk.say("bob", "hi")
-    files = tusk.store.get("http", "alice").files
+    files = kept.files(tusk, "http", "alice")
     files.memory.write_text("- Alice likes tea\n")
     files.history.write_text("## 2026-11-02 10:00 UTC\nPlanned the trip to Oslo.\n")
     env = env_for(fake_llm, tmp_path)
@@ -47,7 +48,7 @@ async def test_forget_beside_a_running_bot(tusk, fake_llm, tmp_path):
 async def test_export_writes_the_chat_files(tusk, fake_llm, tmp_path):
     """`tusk export CHAT -o FILE` writes a .tar.gz holding the chat's session and memory."""
     await tusk.say("dave", "hello")
-    tusk.store.get("http", "dave").files.memory.write_text("- Dave")
+    kept.files(tusk, "http", "dave").memory.write_text("- Dave")
     target = tmp_path / "dave.tar.gz"
     code, out, _ = await tusk_cli("export", "http:dave", "-o", str(target), env=env_for(fake_llm, tmp_path))
     assert code == 0 and "2 files" in out

@@ -12,6 +12,7 @@ from tests.fakes import anthropic_wire
 from tests.fakes.fake_llm import Reply, overflow_body
 from tests.media_files import image_bytes
 from tests.test_streaming import streamed_text
+from tests import kept
 
 MODEL = "anthropic/claude-sonnet-4-5"
 KEY = "sk-ant-test-secret-key"
@@ -28,9 +29,8 @@ def claude(make_settings, fake_llm):
 
 def reload(tusk, chat):
     """The chat's unconsolidated messages read back from disk, as after a restart."""
-    session = tusk.store.get("http", chat)
-    tusk.store.forget(session.files)
-    return tusk.store.get("http", chat).unconsolidated
+    session = kept.on_disk(tusk, "http", chat)
+    return kept.on_disk(tusk, "http", chat).unconsolidated
 
 
 def blocks_of(body, role):
@@ -224,7 +224,7 @@ async def test_consolidation_over_the_anthropic_wire(claude, fake_llm):
         for i in range(10):
             await tusk.say("a10", f"message {i}: {LONG}")
         await tusk.agent.until_idle()
-        files = tusk.store.get("http", "a10").files
+        files = kept.files(tusk, "http", "a10")
         rounds = [b for b in fake_llm.requests if b.get("tool_choice", {}).get("type") == "tool"]
         assert rounds and rounds[0]["tool_choice"]["name"] == "save_memory" and "thinking" not in rounds[0]
         assert memfiles.read_memory(files) == "- likes green tea\n"

@@ -10,6 +10,7 @@ import tarfile
 from bot.ops import backup
 from tests.test_cli import env_for
 from tests.test_cli import tusk as tusk_cli
+from tests import kept
 
 
 def files_of(home):
@@ -21,7 +22,7 @@ async def test_backup_while_chats_talk_restores_byte_equal(tusk, fake_llm, tmp_p
     """A backup taken during turns restores into a fresh home whose chat files equal the archive's, owner-only."""
     for n in range(3):
         await tusk.say(f"chat{n}", "hello")
-    tusk.store.get("http", "chat0").files.memory.write_text("- likes tea\n")
+    kept.files(tusk, "http", "chat0").memory.write_text("- likes tea\n")
     env = env_for(fake_llm, tmp_path)
     archive = tmp_path / "b.tar.gz"
     talk = asyncio.gather(*(tusk.say(f"chat{n}", f"more {i}") for n in range(3) for i in range(3)))

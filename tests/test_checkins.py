@@ -10,6 +10,7 @@ from memory.consolidate import parse_summary
 from tests.fakes.fake_llm import Reply
 from tests.outbox import say
 from tests.schedule_clock import Clock, berlin, clocked, outcome
+from tests import kept
 
 ITEMS = "## Open items\n- 2026-03-27: Ann's job interview\n- 2026-03-27: Bob returns the drill\n"
 
@@ -79,7 +80,7 @@ async def test_open_items_are_asked_once_the_day_after_without_tools(make_settin
     assert sorted(item for b in asked for item in ("Ann's job interview", "Bob returns the drill")
                   if f"2026-03-27: {item}" in b["messages"][-1]["content"]) == ["Ann's job interview", "Bob returns the drill"]
     ledger = Ledger(app.settings.home)
-    assert [r[0] for r in ledger._read("SELECT purpose FROM calls WHERE purpose = 'checkin'", [])] == ["checkin"] * 2
+    assert [r[0] for r in ledger._rows("SELECT purpose FROM calls WHERE purpose = 'checkin'", [])] == ["checkin"] * 2
     ledger.close()
     clock.set(berlin(2026, 3, 29, 12, 0))
     async with clocked(make_settings, clock, **env) as (app2, box2):
@@ -98,7 +99,7 @@ async def test_a_forgotten_open_item_is_never_asked(make_settings, fake_llm):
         await say(app, box, "fo", "/new")
         assert await app.checkins.sweep() == 2
         assert "Forgot" in (await say(app, box, "fo", "/memory forget all interview"))[0]
-        assert "interview" not in memfiles.read_memory(app.store.get("http", "fo").files)
+        assert "interview" not in memfiles.read_memory(kept.files(app, "http", "fo"))
         clock.set(berlin(2026, 3, 28, 10, 0))
         sent = len(box.to("fo"))
         assert await app.schedules.tick() == 1  # the drill; the interview is skipped

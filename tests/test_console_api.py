@@ -13,6 +13,7 @@ import pytest
 from yarl import URL
 
 from bot.app import TuskApp
+from bot.events import ChatKey
 from bot.errors import ConfigError
 from channels.http import CONSOLE_DIR
 from tests import procs
@@ -21,6 +22,7 @@ from tests.fakes.loopback import wait_until
 from tests.conftest import with_helpers
 from tests.settle import waiting_on
 from tests.test_cli import env_for
+from tests import kept
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -37,7 +39,7 @@ async def call(tusk, method, path, **kw):
 
 async def chat_with_memory(tusk, chat="ann", memory="- Ann likes tea\n"):
     await tusk.say(chat, "hello")
-    files = tusk.store.get("http", chat).files
+    files = kept.files(tusk, "http", chat)
     files.memory.write_text(memory)
     return files
 
@@ -98,7 +100,7 @@ async def test_chat_detail_reports_tokens_against_the_window(tusk):
     status, chat = await call(tusk, "GET", "/api/chats/http/ann")
     budget, t = tusk.consolidator.budget, chat["tokens"]
     assert status == 200 and chat["total"] == 2 and chat["last_consolidated"] == 0 and chat["versions"] == 0
-    assert t["prompt"] == t["system"] + t["history"] and t["history"] == tusk.store.get("http", "ann").tokens
+    assert t["prompt"] == t["system"] + t["history"] and t["history"] == kept.on_disk(tusk, "http", "ann").tokens
     assert (t["limit"], t["window"], t["reserve"]) == (budget.limit, budget.window, budget.reserve)
     assert t["memory"] > 0 and t["memory_max"] == tusk.consolidator.max_memory_tokens
 
@@ -127,7 +129,7 @@ async def test_memory_put_after_a_change_is_a_conflict(tusk):
 async def test_memory_put_waits_for_the_chat_memory_lock(tusk):
     """A save waits while consolidation (or remember) holds the chat's MEMORY.md lock, then writes."""
     files = await chat_with_memory(tusk)
-    lock = tusk.consolidator.lock(files.dir)
+    lock = tusk.consolidator.lock(ChatKey("http", "ann"))
     async with lock:
         save = asyncio.ensure_future(call(tusk, "PUT", "/api/chats/http/ann/memory", json={"text": "- later\n"}))
         await wait_until(lambda: waiting_on(lock) or save.done(), what=lambda: "the save never waited for the lock")
@@ -203,8 +205,7 @@ async def test_session_marks_the_pointer_and_pages(tusk):
     """GET .../session gives messages with their index and the consolidation pointer; ?limit and ?before page back."""
     for text in ("one", "two", "three"):
         await tusk.say("ann", text)
-    session = tusk.store.get("http", "ann")
-    tusk.store.set_pointer(session, 2)
+    await tusk.chats.set_pointer(await kept.chat(tusk, "http", "ann"), 2)
     status, data = await call(tusk, "GET", "/api/chats/http/ann/session")
     assert status == 200 and data["total"] == 6 and data["last_consolidated"] == 2 and data["start"] == 0
     assert [(m["index"], m["role"]) for m in data["messages"][:2]] == [(0, "user"), (1, "assistant")]
@@ -235,7 +236,7 @@ async def test_forget_is_the_chat_command(tusk, fake_llm):
     status, done = await call(tusk, "POST", "/api/chats/http/ann/forget", json={"confirm": True})
     assert status == 200 and done["gone"] and done["report"].startswith("Forgotten:")
     assert "- deleted 2 session messages (session.jsonl)" in done["report"]
-    assert not files.dir.exists() and tusk.store.cached(files) is None
+    assert not files.dir.exists() and not kept.cached(tusk, "http", "ann")
     assert (await call(tusk, "GET", "/api/chats/http/ann"))[0] == 404
     await tusk.say("ann", "what is my secret?")
     assert "4711" not in json.dumps(fake_llm.requests[-1]["messages"])

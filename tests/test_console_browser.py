@@ -17,6 +17,7 @@ from tests.own_words import ANSWERS, PERSONA, WHY, seed
 
 from tests.browser import BrowserThread, playwright_expect
 from tests.conftest import running
+from tests import kept
 
 expect = playwright_expect()
 
@@ -34,7 +35,7 @@ def browser():
 
 
 def chat_dir(tusk, chat):
-    return tusk.store.get("http", chat).files.dir
+    return kept.files(tusk, "http", chat).dir
 
 
 def save_memory_call(entry, memory):
@@ -119,7 +120,7 @@ async def test_memory_command_answers_in_the_page(tusk, browser):
 async def test_tusks_own_words_show_as_written_and_the_models_as_markdown(tusk, browser, fake_llm):
     """In the chat page `/memory why tea` shows facts 3 and 5 with their source lines and `*strong*`, `/persona`
     its `<...>` placeholder; the model's reply after them is still rendered from Markdown (bold, a list)."""
-    seed(tusk.store.get("http", "tea").files)
+    seed(kept.files(tusk, "http", "tea"))
     fake_llm.script(Reply(text="**Tea** kinds:\n\n3. green\n5. black"))
 
     def scenario(page):
@@ -145,7 +146,7 @@ async def test_memory_forms_from_the_conversation_and_forget_removes_it(tusk, br
     fake_llm.script(save_memory_call("Carol said she loves hiking in Norway.", "- Carol loves **hiking** in Norway\n"))
     assert "summarised into memory" in (await tusk.say("carol", "/new"))[0]
     await tusk.say("carol", "and skiing")
-    files = tusk.store.get("http", "carol").files
+    files = kept.files(tusk, "http", "carol")
 
     def scenario(page):
         sign_in(page, tusk)
@@ -173,7 +174,7 @@ async def test_memory_forms_from_the_conversation_and_forget_removes_it(tusk, br
         expect(page.locator("tr[data-chat='http:carol']")).to_have_count(0)
 
     await browser.run(scenario)
-    assert not files.dir.exists() and tusk.store.cached(files) is None  # gone from the disk and the running cache
+    assert not files.dir.exists() and not kept.cached(tusk, "http", "carol")  # gone from the disk and the running cache
 
 
 async def test_edit_memory_makes_a_version_and_restore_brings_it_back(tusk, browser):

@@ -11,6 +11,7 @@ from bot.usage.ledger import Call
 from tests.browser import playwright_expect
 from tests.fakes.fake_llm import Reply
 from tests.test_console_browser import browser, sign_in  # noqa: F401  (the browser fixture, the sign-in)
+from tests import kept
 
 expect = playwright_expect()
 
@@ -43,7 +44,7 @@ async def a_lived_in_chat(tusk, fake_llm):
                     Reply(text="Noted. " + "A long sentence that wraps on a narrow screen. " * 12))
     await tusk.say("phone", f"show me the call, and keep {LONG_WORD}")
     await tusk.say("phone", "thanks " * 40)
-    files = tusk.store.get("http", "phone").files
+    files = kept.files(tusk, "http", "phone")
     files.memory.write_text(f"# Memory\n\n- The user keeps links like {LONG_WORD}\n- `{LONG_CODE}`\n")
     files.history.write_text(f"# History\n\n## 2026-12-03 10:00\n\nTalked about {LONG_CODE} and {LONG_WORD}.\n")
     tusk.ledger.record(Call(time.time(), "telegram", "-1001234567890123", "123456789012", "reply",

@@ -7,13 +7,16 @@ import time
 import pytest
 
 from bot.app import TuskApp
+from bot.events import ChatKey
 from memory import files as memfiles
-from memory.consolidate import MAX_FAILURES, ChatStats, pick_cut
+from bot.consolidation import MAX_FAILURES, ChatStats
+from memory.consolidate import pick_cut
 from memory.session import Message, load
 from memory.tokens import count_text
 from tests.fakes.fake_llm import Reply
 from tests.outbox import attach
 from tests.legality import violations
+from tests import kept
 
 FILLER = " ".join(f"word{i}" for i in range(60))  # ~120 tokens
 
@@ -59,12 +62,12 @@ async def test_over_budget_consolidates_to_half_at_a_turn_boundary(small, fake_l
     app = small()
     answer(fake_llm)
     await chat(app, "c", 12)
-    session = app.store.get("http", "c")
+    session = kept.on_disk(app, "http", "c")
     files = session.files
     assert session.last_consolidated > 0 and session.unconsolidated[0].role == "user"
     assert memfiles.read_memory(files) == "- likes tea\n" and len(memfiles.history_entries(files)) >= 1
     budget = app.consolidator.budget
-    assert app.agent.context.fixed_tokens(files) + session.tokens <= budget.limit
+    assert app.agent.context.fixed_tokens(await kept.chat(app, "http", "c")) + session.tokens <= budget.limit
     calls = [b for b in fake_llm.requests if is_consolidation(b)]
     assert calls and calls[0]["tool_choice"]["function"]["name"] == "save_memory"
     assert all(b["temperature"] == 0 for b in calls)  # a summary, not a creative reply
@@ -97,26 +100,27 @@ async def test_failed_rounds_advance_nothing_then_raw_fallback(small, fake_llm):
     third failure keeps the raw chunk in HISTORY.md."""
     app = small()
     fake_llm.responder = lambda body: Reply(text="no tool call")
-    session = app.store.get("http", "bad")
-    app.store.append(session, [Message("user" if i % 2 == 0 else "assistant", f"message {i}: {FILLER}")
-                               for i in range(20)])
-    stats = app.consolidator.stats.setdefault(session.files.dir, ChatStats())
+    await kept.append(app, "http", "bad", [Message("user" if i % 2 == 0 else "assistant", f"message {i}: {FILLER}")
+                                           for i in range(20)])
+    opened = await kept.chat(app, "http", "bad")
+    stats = app.consolidator.stats.setdefault(opened.key, ChatStats())
     def fixed():
-        return app.agent.context.fixed_tokens(session.files)
+        return app.agent.context.fixed_tokens(opened)
     sizes = []
+    files = kept.files(app, "http", "bad")
     for attempt in range(1, MAX_FAILURES):
-        assert await app.consolidator.run(session, fixed) == 0
+        assert await app.consolidator.run(opened, fixed) == 0
         sizes.append(len(fake_llm.requests[-1]["messages"][1]["content"]))
-        assert session.last_consolidated == 0 and not session.files.history.exists()
+        assert opened.session.last_consolidated == 0 and not files.history.exists()
         assert stats.failures == attempt and stats.retry_at > time.time()
-        assert await app.consolidator.run(session, fixed) == 0 and len(sizes) == len(fake_llm.requests)  # backing off
+        assert await app.consolidator.run(opened, fixed) == 0 and len(sizes) == len(fake_llm.requests)  # backing off
         stats.retry_at = 0  # the backoff has passed
     assert sizes[1] < sizes[0]  # the retry took a smaller chunk
-    assert await app.consolidator.run(session, fixed) == 1
-    entries = memfiles.history_entries(session.files)
-    assert session.last_consolidated > 0 and len(entries) == 1
+    assert await app.consolidator.run(opened, fixed) == 1
+    entries = memfiles.history_entries(files)
+    assert opened.session.last_consolidated > 0 and len(entries) == 1
     assert "[raw]" in entries[0] and "message 0:" in entries[0]
-    assert not session.files.memory.exists()  # nothing invented into MEMORY.md
+    assert not files.memory.exists()  # nothing invented into MEMORY.md
 
 
 async def test_oversized_memory_is_rejected_and_shrink_requested(small, fake_llm):
@@ -130,8 +134,8 @@ async def test_oversized_memory_is_rejected_and_shrink_requested(small, fake_llm
         return Reply(text=f"ok {FILLER}")
     fake_llm.responder = respond
     await chat(app, "big", 14)
-    files = app.store.get("http", "big").files
-    stats = app.consolidator.stats[files.dir]
+    files = kept.files(app, "http", "big")
+    stats = app.consolidator.stats[ChatKey("http", "big")]
     assert "over 100 tokens" in stats.last_error and stats.shrink and not files.memory.exists()
     stats.retry_at = 0  # the backoff has passed
     await chat(app, "big", 1)
@@ -143,7 +147,7 @@ async def test_pointer_survives_restart(small, fake_llm):
     app = small()
     answer(fake_llm)
     await chat(app, "r", 12)
-    before = app.store.get("http", "r")
+    before = kept.on_disk(app, "http", "r")
     again = load(before.files, "http", "r")
     assert again.last_consolidated == before.last_consolidated > 0
     assert [m.content for m in again.unconsolidated] == [m.content for m in before.unconsolidated]
@@ -160,9 +164,9 @@ async def test_memory_is_versioned(small, fake_llm):
         return Reply(text=f"ok {FILLER}")
     fake_llm.responder = respond
     await chat(app, "v", 24)
-    files = app.store.get("http", "v").files
-    kept = memfiles.versions(files)
-    assert count["n"] >= 2 and kept and kept[-1].read_text() == f"- version {count['n'] - 1}\n"
+    files = kept.files(app, "http", "v")
+    earlier = memfiles.versions(files)
+    assert count["n"] >= 2 and earlier and earlier[-1].read_text() == f"- version {count['n'] - 1}\n"
     assert memfiles.restore_previous(files) and memfiles.read_memory(files) == f"- version {count['n'] - 1}\n"
 
 
@@ -182,13 +186,12 @@ async def test_sweep_consolidates_chats_left_over_budget(small, fake_llm):
     """After a restart, the sweep finds a chat over budget on disk and consolidates it; unchanged chats are skipped."""
     answer(fake_llm)
     first = small()
-    session = first.store.get("http", "left")
-    first.store.append(session, [Message("user" if i % 2 == 0 else "assistant", f"message {i}: {FILLER}")
-                                 for i in range(30)])
+    await kept.append(first, "http", "left", [Message("user" if i % 2 == 0 else "assistant", f"message {i}: {FILLER}")
+                                              for i in range(30)])
     restarted = small()
     assert await restarted.sweeper.sweep() == 1
-    again = restarted.store.get("http", "left")
-    assert again.last_consolidated > 0 and memfiles.history_entries(again.files)
+    again = kept.on_disk(restarted, "http", "left")
+    assert again.last_consolidated > 0 and memfiles.history_entries(kept.files(restarted, "http", "left"))
     assert await restarted.sweeper.sweep() == 1  # the pointer record changed the file: checked once more
     assert await restarted.sweeper.sweep() == 0
 
@@ -212,16 +215,15 @@ async def test_forget_during_consolidation_discards_its_result(small, fake_llm):
                 "history_entry": "x", "memory_update": "- should not survive"})])
         return Reply(text=f"ok {FILLER}")
     fake_llm.responder = respond
-    session = app.store.get("http", "gone")
-    app.store.append(session, [Message("user" if i % 2 == 0 else "assistant", f"message {i}: {FILLER}")
-                               for i in range(30)])
+    await kept.append(app, "http", "gone", [Message("user" if i % 2 == 0 else "assistant", f"message {i}: {FILLER}")
+                                            for i in range(30)])
     running = asyncio.create_task(app.agent.consolidate(ChatKey("http", "gone")))
     while not any(is_consolidation(b) for b in fake_llm.requests):
         await asyncio.sleep(0.01)
     box = attach(app)
     await app.bus.publish(InboundMessage(ChatKey("http", "gone"), "/forget confirm", sender_id="u"))
     await running
-    assert "Forgotten" in box.sent[0].text and not session.files.dir.exists()
+    assert "Forgotten" in box.sent[0].text and not kept.files(app, "http", "gone").dir.exists()
 
 
 async def test_tool_results_never_push_a_request_over_budget(small, fake_llm):
@@ -233,5 +235,5 @@ async def test_tool_results_never_push_a_request_over_budget(small, fake_llm):
     for body in fake_llm.requests:
         estimate = sum(count_text(json.dumps(m)) for m in body["messages"])
         assert estimate <= 2560
-    session = app.store.get("http", "tools")
+    session = kept.on_disk(app, "http", "tools")
     assert violations([{"role": "system", "content": ""}, *(m.to_llm() for m in session.unconsolidated)]) == []

@@ -78,7 +78,7 @@ async def test_sigkill_anywhere_loses_nothing_acknowledged(fake_llm, tmp_path):
     # the one in flight at each kill lost
     reported = Counter((prompt_tokens(b), len(_answer(b)) // 4 + 1) for b in fake_llm.requests)
     ledger = Ledger(tmp_path / "data")
-    recorded = Counter((r[0], r[1]) for r in ledger._read("SELECT input_tokens, output_tokens FROM calls", []))
+    recorded = Counter((r[0], r[1]) for r in ledger._rows("SELECT input_tokens, output_tokens FROM calls", []))
     ledger.close()
     assert not recorded - reported and sum((reported - recorded).values()) <= 3
     assert sum(recorded.values()) >= len(acknowledged)

@@ -19,6 +19,7 @@ from tests.fakes.fake_discord import MANAGE_MESSAGES, FakeDiscord, shown, snowfl
 from tests.fakes.fake_llm import Reply, last_user_text
 from tests.own_words import ANSWERS, PERSONA, WHY, seed
 from tests.test_cli import env_for
+from tests import kept
 
 ME = 1000
 COMMANDS = {"help", "status", "new", "memory", "forget"}  # at least these; the app may add more
@@ -153,7 +154,7 @@ async def test_tusks_own_words_are_shown_as_written(tusk_dc, dc, fake_llm):
     """A command's answer, typed in a DM or asked as a slash command, is escaped for Discord's Markdown: the user
     sees facts 3 and 5 (not a list renumbered 3, 4) under their lines, `*strong*` and the `<...>` placeholder;
     the model's reply goes as it was written, for Discord to render."""
-    seed(tusk_dc.store.get("discord", dc.dm).files)
+    seed(kept.files(tusk_dc, "discord", dc.dm))
     fake_llm.script(Reply(text="**Green** tea, *strong*"))
     await dc.message(dc.dm, dc.alice, WHY)
     await dc.wait_for(lambda: dc.sent)
@@ -209,8 +210,9 @@ async def test_unaddressed_and_bot_messages_are_ignored(tusk_dc, dc, fake_llm):
 
 async def test_each_thread_keeps_its_own_memory(tusk_dc, dc, fake_llm, tmp_path):
     """A message in a thread is keyed by the thread id, apart from its parent channel."""
+    fake_llm.script(Reply(text="noted"))  # short: not streamed, so the one message sent is the final reply
     await dc.message(dc.thread, dc.alice, f"{dc.mention} in the thread", guild=dc.guild)
-    await dc.wait_for(lambda: dc.sent)  # the session file is written before the reply goes out
+    await dc.wait_for(lambda: dc.sent)  # the session file is written before the final reply goes out
     assert dc.sent[0]["channel_id"] == dc.thread
     assert (tmp_path / f"data/chats/discord/{dc.thread}/session.jsonl").exists()
     assert not (tmp_path / f"data/chats/discord/{dc.channel}").exists()
@@ -364,7 +366,7 @@ async def test_tusk_run_answers_on_discord_and_stops_on_sigterm(dc, fake_llm, tm
 
 async def test_channels_and_threads_never_see_each_others_memory(tusk_dc, dc, fake_llm):
     """A channel's MEMORY.md reaches only that channel's prompts, not its thread's nor a DM's."""
-    files = tusk_dc.store.get("discord", str(dc.channel)).files
+    files = kept.files(tusk_dc, "discord", str(dc.channel))
     files.dir.mkdir(parents=True)
     files.memory.write_text("- canary-channel")
     fake_llm.responder = lambda body: Reply(text="seen" if "canary-channel" in str(body) else "none")

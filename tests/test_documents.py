@@ -4,6 +4,7 @@ index with its date and sender, within caps, and /forget and /forget me take it 
 import json
 import os
 
+from bot.commands.base import CommandContext
 from bot.commands.erasure import DocumentMembers
 from bot.events import ChatKey
 from memory import documents
@@ -11,11 +12,13 @@ from memory.documents import DocumentLimits, KeptDocument
 from memory.paths import ChatFiles
 from memory.search import HistorySearch
 from memory.search_index import delete_index, passages
+from store.files.chats import FileChats
 from tests.conftest import running
 from tests.fakes.fake_llm import Reply
 from tests.fakes.fake_web import FakeWeb
 from tests.media_files import pdf_bytes
 from tests.test_media_turn import upload
+from tests import kept
 
 FILLER = " ".join(f"filler{i}" for i in range(40))
 PAGES = ["Harbour survey 2026, prepared for the town council.",
@@ -40,8 +43,13 @@ def model(body):
     return Reply(text="ok")
 
 
-def doc(files, name, text, sender, ts, source="file"):
-    return documents.keep(files, KeptDocument(name, source, text, ts, sender, sender.title()), DocumentLimits())
+def chat(home, channel, chat_id):
+    """A chat's documents as the files backend keeps them (its ChatHandle) and its folder, for the search."""
+    return FileChats(home).handle(ChatKey(channel, chat_id)), ChatFiles.locate(home, channel, chat_id)
+
+
+async def doc(handle, name, text, sender, ts, source="file"):
+    return await documents.keep(handle, KeptDocument(name, source, text, ts, sender, sender.title()), DocumentLimits())
 
 
 async def test_a_pdf_is_found_a_hundred_turns_later(make_settings, fake_llm):
@@ -53,7 +61,7 @@ async def test_a_pdf_is_found_a_hundred_turns_later(make_settings, fake_llm):
         await upload(tusk, "d", ("harbour.pdf", pdf_bytes(PAGES), "application/pdf"), text="the survey", user="ann")
         for i in range(100):
             await tusk.say("d", f"turn {i}: {FILLER}")
-        session = tusk.store.get("http", "d")
+        session = kept.on_disk(tusk, "http", "d")
         assert session.last_consolidated > 2  # the PDF's turn left the prompt long ago
         assert not any("Biscuit" in str(m.content) for m in session.unconsolidated)
         assert await tusk.say("d", "what is the cat called in the survey?") == ["The cat is called Biscuit."]
@@ -64,10 +72,10 @@ async def test_a_pdf_is_found_a_hundred_turns_later(make_settings, fake_llm):
     assert "cat is named Biscuit and sleeps beside the great lamp" in result["content"]
 
 
-def test_a_rebuilt_index_still_finds_documents(tmp_path):
+async def test_a_rebuilt_index_still_finds_documents(tmp_path):
     """The index is a cache: deleted (or damaged and rebuilt), it is built again with the documents in it."""
-    files = ChatFiles.locate(tmp_path, "http", "r")
-    doc(files, "notes.txt", "The spare key hangs behind the blue shutter.", "ann", 1_700_000_000)
+    handle, files = chat(tmp_path, "http", "r")
+    await doc(handle, "notes.txt", "The spare key hangs behind the blue shutter.", "ann", 1_700_000_000)
     search = HistorySearch()
     assert search.search(files, "where is the spare key?")[0].document == "notes.txt"
     search.drop(files)
@@ -77,51 +85,57 @@ def test_a_rebuilt_index_still_finds_documents(tmp_path):
     assert (hit.source, hit.document, hit.speaker, hit.at) == ("document", "notes.txt", "Ann", "2023-11-14 22:13 UTC")
 
 
-def test_documents_added_and_removed_are_followed(tmp_path):
+async def test_documents_added_and_removed_are_followed(tmp_path):
     """A new document is found at the next search, one removed from documents/ is not (no rebuild needed)."""
-    files = ChatFiles.locate(tmp_path, "http", "f")
+    handle, files = chat(tmp_path, "http", "f")
     search = HistorySearch()
-    first = doc(files, "a.txt", "Otters sleep holding paws.", "ann", 1_700_000_000)
+    first = await doc(handle, "a.txt", "Otters sleep holding paws.", "ann", 1_700_000_000)
     assert [h.document for h in search.search(files, "otters sleep")] == ["a.txt"]
-    doc(files, "b.txt", "Beavers build dams of willow.", "bob", 1_700_000_100)
+    await doc(handle, "b.txt", "Beavers build dams of willow.", "bob", 1_700_000_100)
     assert [h.document for h in search.search(files, "beavers dams")] == ["b.txt"]
-    first.unlink()
+    (files.documents / f"{first}.json").unlink()
     assert search.search(files, "otters sleep") == []
 
 
-def test_caps_cut_a_document_and_drop_a_chats_oldest(tmp_path):
+async def test_caps_cut_a_document_and_drop_a_chats_oldest(tmp_path):
     """A document over the per-document cap is kept cut (and marked so); past the chat's cap the oldest go."""
-    files = ChatFiles.locate(tmp_path, "http", "c")
+    handle, files = chat(tmp_path, "http", "c")
     limits = DocumentLimits(max_chars=100, chat_max_chars=250)
-    long = documents.keep(files, KeptDocument("long.txt", "file", "x" * 500, 1.0, "ann"), limits)
-    assert documents.read(long).cut and len(documents.read(long).text) == 100
+    long = await documents.keep(handle, KeptDocument("long.txt", "file", "x" * 500, 1.0, "ann"), limits)
+    (cut,) = [d for d in await documents.kept(handle) if d.id == long]
+    assert cut.cut and len(cut.text) == 100
     for i in range(2, 5):
-        documents.keep(files, KeptDocument(f"d{i}.txt", "file", f"{i}" * 100, float(i), "ann"), limits)
-    assert [d.name for d in documents.kept(files)] == ["d3.txt", "d4.txt"]
-    assert documents.keep(files, KeptDocument("off.txt", "file", "text", 9.0, "ann"), DocumentLimits(0, 0)) is None
+        await documents.keep(handle, KeptDocument(f"d{i}.txt", "file", f"{i}" * 100, float(i), "ann"), limits)
+    assert [d.name for d in await documents.kept(handle)] == ["d3.txt", "d4.txt"]
+    off = KeptDocument("off.txt", "file", "text", 9.0, "ann")
+    assert await documents.keep(handle, off, DocumentLimits(0, 0)) is None
     assert os.stat(files.documents).st_mode & 0o777 == 0o700
-    assert all(os.stat(p).st_mode & 0o777 == 0o600 for p in documents.kept_paths(files))
+    paths = list(files.documents.iterdir())
+    assert len(paths) == 2 and all(os.stat(p).st_mode & 0o777 == 0o600 for p in paths)
 
 
-def test_the_same_document_from_the_same_sender_is_kept_once(tmp_path):
+async def test_the_same_document_from_the_same_sender_is_kept_once(tmp_path):
     """Sent twice by Ann it is one file (its date refreshed); sent by Bob too, it is his as well."""
-    files = ChatFiles.locate(tmp_path, "http", "s")
-    doc(files, "a.txt", "Same text.", "ann", 1.0)
-    doc(files, "a.txt", "Same text.", "ann", 2.0)
-    doc(files, "a.txt", "Same text.", "bob", 3.0)
-    assert [(d.sender_id, d.ts) for d in documents.kept(files)] == [("ann", 2.0), ("bob", 3.0)]
+    handle, files = chat(tmp_path, "http", "s")
+    await doc(handle, "a.txt", "Same text.", "ann", 1.0)
+    await doc(handle, "a.txt", "Same text.", "ann", 2.0)
+    await doc(handle, "a.txt", "Same text.", "bob", 3.0)
+    assert [(d.sender_id, d.ts) for d in await documents.kept(handle)] == [("ann", 2.0), ("bob", 3.0)]
+    assert len(list(files.documents.iterdir())) == 2
 
 
-def test_forget_me_removes_that_senders_documents_from_search(tmp_path):
+async def test_forget_me_removes_that_senders_documents_from_search(tmp_path):
     """/forget me's holder deletes Ann's documents; the search then finds Bob's and not hers."""
-    files = ChatFiles.locate(tmp_path, "telegram", "-5")
-    doc(files, "ann.txt", "Ann's secret recipe uses cardamom.", "ann", 1.0)
-    doc(files, "bob.txt", "Bob's recipe uses cardamom too.", "bob", 2.0)
+    handle, files = chat(tmp_path, "telegram", "-5")
+    await doc(handle, "ann.txt", "Ann's secret recipe uses cardamom.", "ann", 1.0)
+    await doc(handle, "bob.txt", "Bob's recipe uses cardamom too.", "bob", 2.0)
     search = HistorySearch()
     assert {h.document for h in search.search(files, "cardamom recipe")} == {"ann.txt", "bob.txt"}
-    (owned,) = DocumentMembers().owned_by(ChatKey("telegram", "-5"), files, "ann")
+    chats = FileChats(tmp_path)
+    ctx = CommandContext(handle.key, await chats.open(handle.key), chats, "m", is_group=True, sender_id="ann")
+    (owned,) = await DocumentMembers().owned_by(ctx, [], "ann")
     assert owned.label.startswith("the text of 1 document or web page")
-    owned.delete()
+    await owned.delete()
     assert {h.document for h in search.search(files, "cardamom recipe")} == {"bob.txt"}
 
 
@@ -132,7 +146,7 @@ async def test_forget_deletes_the_documents_with_the_chat(make_settings, fake_ll
         (listing,) = await tusk.say("g", "/forget")
         assert "- the text of 1 document or web page kept for search (documents/)" in listing
         await tusk.say("g", "/forget confirm")
-        assert not tusk.store.get("http", "g").files.dir.exists()
+        assert not kept.files(tusk, "http", "g").dir.exists()
 
 
 async def test_a_page_web_fetch_read_is_searchable_later(make_settings, fake_llm):
@@ -143,10 +157,10 @@ async def test_a_page_web_fetch_read_is_searchable_later(make_settings, fake_llm
         settings = make_settings(TUSK_WEB_ALLOW_HOSTS=site.allow, TUSK_WEB_HOST_INTERVAL=0)
         async with running(settings) as tusk:
             await tusk.say("w", f"read {url}", user="ann")
-            files = tusk.store.get("http", "w").files
-            (kept,) = documents.kept(files)
+            files = kept.files(tusk, "http", "w")
+            (page,) = await documents.kept(tusk.chats.handle(ChatKey("http", "w")))
             hit = HistorySearch().search(files, "where is the otters' favourite stone kept?")[0]
-    assert (kept.source, kept.url, kept.sender_id) == ("web", url, "ann") and "armpit" in kept.text
+    assert (page.source, page.url, page.sender_id) == ("web", url, "ann") and "armpit" in page.text
     assert hit.web and hit.document == f"Sea otters hold hands {url}" and "armpit" in hit.text
 
 
@@ -158,11 +172,11 @@ def test_passages_keep_pages_and_stay_small():
     assert all(len(t) <= 1200 for _, t in found) and len(found) >= 3
 
 
-def test_a_kept_document_is_plain_json(tmp_path):
+async def test_a_kept_document_is_plain_json(tmp_path):
     """A person can read what is kept: one JSON object per document, with its fields."""
-    files = ChatFiles.locate(tmp_path, "http", "j")
-    path = doc(files, "a.txt", "hello there", "ann", 5.0)
-    rec = json.loads(path.read_text())
+    handle, files = chat(tmp_path, "http", "j")
+    doc_id = await doc(handle, "a.txt", "hello there", "ann", 5.0)
+    rec = json.loads((files.documents / f"{doc_id}.json").read_text())
     assert {k: rec[k] for k in ("schema", "name", "source", "ts", "sender_id", "chars", "cut", "text")} == {
         "schema": 1, "name": "a.txt", "source": "file", "ts": 5.0, "sender_id": "ann", "chars": 11, "cut": False,
         "text": "hello there"}

@@ -1,4 +1,5 @@
-"""memory/erase.py: one member out of a chat's files; a SIGKILL during the session rewrite leaves old or new."""
+"""memory/erase.py: one member out of a chat's messages and memory; the files backend's session rewrite
+(store/files/chats.py `replace_session`) leaves old or new under SIGKILL."""
 
 import json
 import random
@@ -8,22 +9,24 @@ import sys
 import time
 from pathlib import Path
 
-from memory import files as memfiles
-from memory.erase import Member, drop_section, drop_turns, history_parts, members
-from memory.paths import ChatFiles
-from memory.session import Message, SessionStore, iter_messages, load
+from memory.erase import Member, drop_section, members, without_turns
+from memory.keys import ChatKey
+from memory.session import Message, iter_messages, load
+from store.base import Entry
+from store.files.chats import FileChat, FileChats
 from tests import procs
 from tests.legality import violations
 
 ROOT = Path(__file__).resolve().parent.parent
+GROUP = ChatKey("telegram", "-1")
 
 
-def seed(home: Path) -> ChatFiles:
+async def seed(home: Path) -> FileChat:
     """A group chat: Alice (7) and Bob (8) take turns, Alice's second turn with a tool step; 4 consolidated."""
-    store = SessionStore(home)
-    s = store.get("telegram", "-1")
+    chats = FileChats(home)
+    chat = await chats.open(GROUP)
     call = {"id": "abcdefghi", "type": "function", "function": {"name": "current_time", "arguments": "{}"}}
-    store.append(s, [
+    await chats.append(chat, [
         Message("user", "my drink is tea-CANARY", sender_id="7", sender_name="Alice"),
         Message("assistant", "noted, Alice"),
         Message("user", "my drink is coffee", sender_id="8", sender_name="Bob"),
@@ -35,14 +38,17 @@ def seed(home: Path) -> ChatFiles:
         Message("user", "thanks", sender_id="8", sender_name="Bob"),
         Message("assistant", "welcome"),
     ])
-    store.set_pointer(s, 4)
-    return s.files
+    await chats.set_pointer(chat, 4)
+    return chats.handle(GROUP)
 
 
-def test_drop_turns_keeps_others_and_a_legal_history(tmp_path):
+async def test_drop_turns_keeps_others_and_a_legal_history(tmp_path):
     """Alice's whole turns go (replies and tool steps too); Bob's stay, the pointer still counts consolidated ones."""
-    files = seed(tmp_path)
-    assert drop_turns(files, "7") == 6
+    handle = await seed(tmp_path)
+    files = handle.files
+    kept, pointer, removed = without_turns(await handle.messages(), 4, "7")
+    assert removed == 6
+    await handle.replace_session(kept, pointer)
     text = files.session.read_text()
     assert "CANARY" not in text and "noted, Alice" not in text and "noon" not in text
     s = load(files, "telegram", "-1")
@@ -50,48 +56,60 @@ def test_drop_turns_keeps_others_and_a_legal_history(tmp_path):
     assert s.last_consolidated == 2 and [m.content for m in s.unconsolidated] == ["thanks", "welcome"]
     assert not violations([{"role": "system", "content": "x"}, *(m.to_llm() for m in s.unconsolidated)])
     assert json.loads(text.splitlines()[0])["record"] == "meta"
+    again = (await handle.chats.open(GROUP)).session  # the store loads the rewritten session, not its old copy
+    assert again.last_consolidated == 2 and [m.content for m in again.unconsolidated] == ["thanks", "welcome"]
 
 
-def test_members_and_sections(tmp_path):
+async def test_members_and_sections(tmp_path):
     """Members are known by id and names; their MEMORY.md section goes, another member's stays."""
-    files = seed(tmp_path)
-    alice = members(files)["7"]
+    handle = await seed(tmp_path)
+    alice = members(await handle.messages())["7"]
     assert alice == Member("7", ("Alice",)) and alice.mentioned_in("then ALICE left") and not alice.mentioned_in("Alicex")
     memory = "## Alice\n\n- drink: tea\n\n## Bob\n\n- drink: coffee\n\n## The group\n\n- two people\n"
     assert drop_section(memory, alice) == "## Bob\n\n- drink: coffee\n\n## The group\n\n- two people\n"
     assert drop_section("## Alice (id 7)\n- x\n## Bob\n- y\n", Member("7", ("Alice",))) == "## Bob\n- y\n"
 
 
-def test_history_parts_round_trip(tmp_path):
-    """HISTORY.md splits into entries and writes back the same."""
-    files = ChatFiles.locate(tmp_path, "telegram", "-1")
-    memfiles.append_history(files, "first", when=0)
-    memfiles.append_history(files, "second", when=60)
-    before = files.history.read_text()
-    preamble, entries = history_parts(files)
-    assert preamble == "" and [e.split("\n\n", 1)[1] for e in entries] == ["first", "second"]
-    from memory.erase import write_history
-    write_history(files, preamble, entries)
-    assert files.history.read_text() == before
+async def test_history_parts_round_trip(tmp_path):
+    """HISTORY.md splits into entries and writes back the same, the text before its first entry too."""
+    handle = FileChats(tmp_path).handle(GROUP)
+    await handle.append_history(Entry(1_700_000_000, "first"))
+    await handle.append_history(Entry(1_700_000_060, "second", until=1_700_090_000))
+    entries = await handle.history()
+    assert [e.text for e in entries] == ["first", "second"] and entries[1].until == 1_700_089_980
+    before = handle.files.history.read_text()
+    await handle.replace_history(entries)
+    assert handle.files.history.read_text() == before
+    handle.files.history.write_text("My notes on this chat.\n\n" + before)
+    await handle.replace_history(entries[1:])
+    assert handle.files.history.read_text() == "My notes on this chat.\n\n" + before[before.index("## ", 1):]
 
 
 CHILD = """
+import asyncio
 import sys
 from memory import files as memfiles
-from memory.erase import drop_turns
-from memory.paths import ChatFiles
-files = ChatFiles.locate(sys.argv[1], "telegram", "-1")
-original = files.session.read_text()
-print("ready", flush=True)
-while True:
-    memfiles.write_atomic(files.session, original)
-    drop_turns(files, "7")
+from memory.erase import without_turns
+from memory.keys import ChatKey
+from store.files.chats import FileChats
+handle = FileChats(sys.argv[1]).handle(ChatKey("telegram", "-1"))
+original = handle.files.session.read_text()
+
+
+async def main():
+    print("ready", flush=True)
+    while True:
+        memfiles.write_atomic(handle.files.session, original)
+        kept, pointer, _ = without_turns(await handle.messages(), 4, "7")
+        await handle.replace_session(kept, pointer)
+
+asyncio.run(main())
 """
 
 
-def test_sigkill_during_the_rewrite_leaves_old_or_new(tmp_path):
+async def test_sigkill_during_the_rewrite_leaves_old_or_new(tmp_path):
     """A process killed at random moments while rewriting the session leaves the whole old or the whole new file."""
-    files = seed(tmp_path / "data")
+    files = (await seed(tmp_path / "data")).files
     old = [m.content for m in iter_messages(files)]
     new = [c for c in old if c in ("my drink is coffee", "noted, Bob", "thanks", "welcome")]
     env = procs.clean_env(home=tmp_path / "home", PYTHONPATH=ROOT)

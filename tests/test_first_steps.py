@@ -6,6 +6,7 @@ from importlib.metadata import version
 from bot.ops import doctor
 from tests import procs
 from tests.test_cli import env_for
+from tests import kept
 
 
 async def tusk_in(tmp_path, *args, env, stdin=b""):
@@ -43,7 +44,7 @@ async def test_forget_without_a_terminal_asks_for_yes(tusk, fake_llm, tmp_path):
     env = env_for(fake_llm, tmp_path)
     code, out, err = await tusk_in(tmp_path, "forget", "http:dora", env=env)
     assert code == 1 and "--yes" in err and "EOFError" not in err and "Traceback" not in err
-    assert "session messages" in out and tusk.store.get("http", "dora").files.session.exists()
+    assert "session messages" in out and kept.files(tusk, "http", "dora").session.exists()
     code, out, _ = await tusk_in(tmp_path, "forget", "http:dora", "--yes", env=env)
     assert code == 0 and "deleted 2 session messages" in out
 

@@ -8,6 +8,7 @@ from bot.access.flood import REPLIES, Window
 from bot.events import ChatKey
 from tests.settle import answered, drained
 from tests.test_telegram import start_tusk, tg  # noqa: F401  (fixtures)
+from tests import kept
 
 
 def plain(tg):
@@ -32,7 +33,7 @@ async def test_sender_over_the_limit_gets_one_polite_reply(start_tusk, tg, fake_
     await drained(app, ChatKey("telegram", "42"))  # any turn the seven started has ended
     assert notices() == ["sender"] and plain(tg).count(REPLIES["sender"]) == 1
     assert len(tg.sent) == 5 and len(fake_llm.requests) == 4
-    saved = [m.content for m in app.store.get("telegram", "42").unconsolidated if m.role == "user"]
+    saved = [m.content for m in kept.on_disk(app, "telegram", "42").unconsolidated if m.role == "user"]
     assert saved == ["message 0", "message 1", "message 2"]
 
 

@@ -12,6 +12,7 @@ from tests.fakes import gemini_wire
 from tests.fakes.fake_llm import Reply, overflow_body
 from tests.media_files import image_bytes
 from tests.test_streaming import streamed_text
+from tests import kept
 
 MODEL = "gemini/gemini-3-pro-preview"
 KEY = "AIza-test-secret-key"
@@ -28,9 +29,8 @@ def gemini(make_settings, fake_llm):
 
 def reload(tusk, chat):
     """The chat's unconsolidated messages read back from disk, as after a restart."""
-    session = tusk.store.get("http", chat)
-    tusk.store.forget(session.files)
-    return tusk.store.get("http", chat).unconsolidated
+    session = kept.on_disk(tusk, "http", chat)
+    return kept.on_disk(tusk, "http", chat).unconsolidated
 
 
 def parts_of(body, role):
@@ -207,7 +207,7 @@ async def test_consolidation_over_the_gemini_wire(gemini, fake_llm):
         for i in range(10):
             await tusk.say("g13", f"message {i}: {LONG}")
         await tusk.agent.until_idle()
-        files = tusk.store.get("http", "g13").files
+        files = kept.files(tusk, "http", "g13")
         assert memfiles.read_memory(files) == "- likes green tea\n"
         assert "tea" in files.history.read_text()
     rounds = [b for b in fake_llm.requests if "save_memory" in json.dumps(b.get("tools"))

@@ -1,12 +1,15 @@
 """Group chats that know who said what, and /forget me: three members on Telegram's fake, end to end."""
 
 import json
+from datetime import timezone
 
 import pytest
 
+from bot.events import ChatKey
 from tests.fakes.fake_llm import Reply, attributing_responder
 from tests.fakes.fake_telegram import FakeTelegram
 from tests.legality import violations
+from tests import kept
 
 GROUP = -300
 MEMBERS = {7: "alice", 8: "bob", 9: "carol"}
@@ -41,7 +44,7 @@ async def say(tg, user_id, text):
 
 
 def chat_files(tusk):
-    return tusk.store.get("telegram", str(GROUP)).files
+    return kept.files(tusk, "telegram", str(GROUP))
 
 
 def every_file_text(folder):
@@ -60,7 +63,7 @@ async def test_history_sent_to_the_model_names_each_speaker(tusk, tg, fake_llm):
     convo = [m["content"] for m in fake_llm.requests[-1]["messages"] if m["role"] == "user"]
     assert convo[0] == "Alice: I like tea" and convo[1] == "Bob: I like coffee"
     assert "from Carol (id 9)" in convo[2] and convo[2].endswith("\n\nand I like water")
-    saved = [m.content for m in tusk.store.get("telegram", str(GROUP)).unconsolidated if m.role == "user"]
+    saved = [m.content for m in kept.on_disk(tusk, "telegram", str(GROUP)).unconsolidated if m.role == "user"]
     assert saved == ["I like tea", "I like coffee", "and I like water"] and legal(fake_llm)
     assert fake_llm.requests[-1]["messages"][0] == fake_llm.requests[-2]["messages"][0]  # system prompt unchanged
 
@@ -124,10 +127,11 @@ async def test_forget_me_removes_one_member_from_every_file(tusk, tg, fake_llm):
     memory = files.memory.read_text()
     assert "espresso-8b2" in memory and "lemonade-9c3" in memory and "## Alice" not in memory
     assert "espresso-8b2" in files.history.read_text() and "Bob said" in files.history.read_text()
-    session = tusk.store.get("telegram", str(GROUP))
+    session = kept.on_disk(tusk, "telegram", str(GROUP))
     assert {m.sender_id for m in session.unconsolidated if m.role == "user"} <= {"8", "9"}
-    assert not tusk.memory_tools.index.has(files)
-    hits = tusk.memory_tools.index.search(files, "gecko mint tea kayak tandem drink")
+    key = ChatKey("telegram", str(GROUP))
+    assert not tusk.store.search.holds(key)
+    hits = await tusk.store.search.search(key, "gecko mint tea kayak tandem drink", 5, timezone.utc)
     assert hits and not any(c in h.text for h in hits for c in ("gecko", "mint-tea", "kayak", "tandem"))
     assert legal(fake_llm)
 
@@ -161,9 +165,9 @@ async def test_listen_on_keeps_unaddressed_chatter_without_a_model_call(tusk, tg
     calls, replies = len(fake_llm.requests), len(tg.sent)
     tg.push_message(GROUP, "my snack is pretzel-7h9", chat_type="group", user_id=7, username="alice")
     tg.push_message(GROUP, "my snack is olive-8i1", chat_type="group", user_id=8, username="bob")
-    await tg.wait_for(lambda: len(tusk.store.get("telegram", str(GROUP)).unconsolidated) == 2)
+    await tg.wait_for(lambda: len(kept.on_disk(tusk, "telegram", str(GROUP)).unconsolidated) == 2)
     assert len(fake_llm.requests) == calls and len(tg.sent) == replies
-    saved = tusk.store.get("telegram", str(GROUP)).unconsolidated
+    saved = kept.on_disk(tusk, "telegram", str(GROUP)).unconsolidated
     assert [(m.sender_name, m.content) for m in saved] == [("Alice", "my snack is pretzel-7h9"),
                                                           ("Bob", "my snack is olive-8i1")]
     await say(tg, 9, "@tusk_bot my snack is grape-9j2")
@@ -199,4 +203,4 @@ async def test_forget_me_in_a_direct_chat_is_forget(tusk, tg, fake_llm):
     assert "Send /forget confirm" in tg.sent[-1]["plain"]
     tg.push_message(42, "/forget me confirm", user_id=7, username="alice")
     await tg.wait_for(lambda: len(tg.sent) == 3)
-    assert "Forgotten:" in tg.sent[-1]["plain"] and not tusk.store.get("telegram", "42").files.dir.exists()
+    assert "Forgotten:" in tg.sent[-1]["plain"] and not kept.files(tusk, "telegram", "42").dir.exists()

@@ -7,6 +7,7 @@ from tests.fakes.fake_llm import attributing_responder
 from tests.legality import violations
 from tests.test_discord import dc, start_tusk  # noqa: F401 (fixtures)
 from tests.test_slack import running, settings, slack  # noqa: F401 (fixtures)
+from tests import kept
 
 
 def legal(fake_llm):
@@ -44,7 +45,7 @@ async def test_discord_group_remembers_who_said_what(discord_group, dc, fake_llm
     assert "Listening: on" in await say(dc.carol, "/listen on", roles=(dc.mods,))
     calls = len(fake_llm.requests)
     await say(dc.alice, "my pet is gecko-7d4", addressed=False)
-    files = app.store.get("discord", dc.channel).files
+    files = kept.files(app, "discord", dc.channel)
     await dc.wait_for(lambda: "gecko-7d4" in files.session.read_text())
     assert len(fake_llm.requests) == calls
     await say(dc.bob, "/new")
@@ -74,7 +75,7 @@ async def test_slack_group_remembers_who_said_what(settings, slack, fake_llm):  
         assert user_turns(fake_llm)[:2] == ["ann: my drink is mint-tea-7a1", "boss: my drink is espresso-8b2"]
         assert "only its administrators" in await say("U0ANN", "/listen on")
         assert "Listening: on" in await say("U0BOSS", "/listen on")
-        calls, files = len(fake_llm.requests), app.store.get("slack", "C0GENERAL").files
+        calls, files = len(fake_llm.requests), kept.files(app, "slack", "C0GENERAL")
         ts = slack.next_ts()
         await slack.send_event({"type": "message", "channel_type": "channel", "channel": "C0GENERAL",
                                 "user": "U0CAROL", "text": "my pet is newt-9k4", "ts": ts, "event_ts": ts,

@@ -10,6 +10,7 @@ from PIL import Image
 
 from tests.conftest import running
 from tests.fakes.fake_llm import Reply, images_in
+from tests import kept
 
 
 def sync_client(tusk, **kw):
@@ -22,7 +23,7 @@ def async_client(tusk, chat=None):
 
 
 def stored(tusk, chat):
-    return [(m.role, m.content) for m in tusk.store.get("http", chat).unconsolidated]
+    return [(m.role, m.content) for m in kept.on_disk(tusk, "http", chat).unconsolidated]
 
 
 def memory_responder(body):
@@ -208,7 +209,8 @@ async def test_api_keys_reach_only_their_prefix_and_die_when_revoked(tusk, fake_
 
     keys = ApiKeys(tusk.settings.home)
     key, secret = keys.create("fam-")
-    assert secret not in keys.path.read_text() and keys.path.stat().st_mode & 0o777 == 0o600
+    path = tusk.settings.home / "api-keys.json"
+    assert secret not in path.read_text() and path.stat().st_mode & 0o777 == 0o600
     async with openai.AsyncOpenAI(base_url=f"{tusk.url}/v1", api_key=secret, max_retries=0) as client:
         await client.chat.completions.create(model="openai/fake-model", messages=[{"role": "user", "content": "hi"}],
                                              extra_headers={"X-Tusk-Chat": "fam-anna"})

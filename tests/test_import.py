@@ -12,6 +12,7 @@ from tests import procs
 from tests.fakes.fake_llm import attributing_responder
 from tests.test_cli import env_for
 from tests.test_cli import tusk as tusk_cli
+from tests import kept
 
 FIXTURES = Path(__file__).parent / "fixtures" / "imports"
 
@@ -132,9 +133,9 @@ async def test_tusk_export_moves_a_chat(tusk, fake_llm, tmp_path):
     """A `tusk export` archive imported --to another chat: its messages with roles and senders, and its memory;
     what that memory already holds (before the archive's pointer) is not summarised again, the rest is."""
     await tusk.say("old", "I am Dana")
-    old = tusk.store.get("http", "old")
-    old.files.memory.write_text("- Dana\n")
-    tusk.store.set_pointer(old, old.total)
+    kept.files(tusk, "http", "old").memory.write_text("- Dana\n")
+    old = await kept.chat(tusk, "http", "old")
+    await tusk.chats.set_pointer(old, old.session.total)
     await tusk.say("old", "I keep bees")
     env = env_for(fake_llm, tmp_path)
     archive = tmp_path / "old.tar.gz"

@@ -11,6 +11,7 @@ from bot.llm.wire import public_url, unreachable_reason
 from tests.conftest import running
 from tests.fakes.fake_llm import Reply
 from tests.test_cli import env_for, tusk as run_tusk
+from tests import kept
 
 SECRET = "sk-test-secret-key"  # the key tests/conftest.py's settings carry
 
@@ -30,7 +31,7 @@ async def test_wrong_key_is_named_in_the_console(make_settings, fake_llm):
         assert "wrong key" in reply and "TUSK_API_KEY" in reply and "tusk doctor" in reply
         assert SECRET not in reply and "-key" not in reply and "platform.openai.com" not in reply
         assert len(fake_llm.requests) == 1  # a refused key is not retried
-        assert not tusk.store.get("http", "k").files.session.exists()  # the turn left nothing behind
+        assert not kept.files(tusk, "http", "k").session.exists()  # the turn left nothing behind
 
 
 async def test_closed_port_is_named_as_unreachable(make_settings, fake_llm):

@@ -8,6 +8,7 @@ import pytest
 from bot.errors import LLMError
 from bot.llm import LLM
 from tests.fakes.fake_llm import Reply
+from tests import kept
 
 
 @pytest.fixture
@@ -26,12 +27,12 @@ UNAVAILABLE = LLMError.user_message
 async def test_failure_gives_clear_message_and_leaves_session(tusk, fake_llm, reply):
     """5xx, 429, unreadable replies: a short apology, and session.jsonl is byte-for-byte unchanged."""
     await tusk.say("f", "first")
-    path = tusk.store.get("http", "f").files.session
+    path = kept.files(tusk, "http", "f").session
     before = path.read_bytes()
     fake_llm.script(reply)
     assert await tusk.say("f", "second") == [LLMError("").owner_message]  # the console hears the doctor hint too
     assert path.read_bytes() == before
-    assert [m.content for m in tusk.store.get("http", "f").unconsolidated] == ["first", f"echo: {fake_llm.requests[0]['messages'][-1]['content']}"]
+    assert [m.content for m in kept.on_disk(tusk, "http", "f").unconsolidated] == ["first", f"echo: {fake_llm.requests[0]['messages'][-1]['content']}"]
 
 
 async def test_timeout_gives_clear_message(make_settings, fake_llm, closing):

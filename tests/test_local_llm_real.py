@@ -21,6 +21,7 @@ from bot.app import TuskApp
 from memory import files as memfiles
 from tests.conftest import running
 from tests.fakes.fake_telegram import FakeTelegram
+from tests import kept
 
 PLAIN, SSE, TELEGRAM, RAMBLE = (f"http://127.0.0.1:{port}/v1" for port in (18790, 18793, 18794, 18792))
 TURNS = 40
@@ -61,7 +62,7 @@ def untold(make_settings, base: str, **env):
 async def settled_memory(tusk, channel: str, chat: str) -> memfiles.ChatFiles:
     """The chat's files once the background consolidation after the last reply is done."""
     await tusk.agent.aclose()
-    return tusk.store.get(channel, chat).files
+    return kept.files(tusk, channel, chat)
 
 
 def assert_remembered(tusk, files):
@@ -127,5 +128,5 @@ async def test_a_model_that_never_stops_is_cut_at_the_reserve(make_settings):
         for i in range(2):  # the second turn shows a cut reply leaves the next one room
             (reply,) = await tusk.say("ramble", f"{i}. hello")
             assert "cut off here" in reply
-        saved = [m for m in tusk.store.get("http", "ramble").unconsolidated if m.role == "assistant"]
+        saved = [m for m in kept.on_disk(tusk, "http", "ramble").unconsolidated if m.role == "assistant"]
         assert all(m.tokens <= tusk.consolidator.budget.reserve + 40 for m in saved)

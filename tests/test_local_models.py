@@ -14,6 +14,7 @@ from tests.conftest import running
 from tests.fakes.fake_llm import Reply
 from tests.fakes.loopback import wait_until
 from tests.legality import violations
+from tests import kept
 
 FILLER = "tell me more about the garden and the weather and the plans we made " * 6
 
@@ -22,10 +23,9 @@ def is_consolidation(body):
     return "long-term memory of one chat" in (body["messages"][0].get("content") or "")
 
 
-def preload(tusk, chat, n):
-    session = tusk.store.get("http", chat)
-    tusk.store.append(session, [Message("user" if i % 2 == 0 else "assistant", f"m{i} {FILLER}") for i in range(n)])
-    return session
+async def preload(tusk, chat, n):
+    await kept.append(tusk, "http", chat, [Message("user" if i % 2 == 0 else "assistant", f"m{i} {FILLER}")
+                                           for i in range(n)])
 
 
 @pytest.mark.parametrize("raw", ['{"history_entry": "Talked.\tAbout tea.", "memory_update": "- likes\ttea"}',
@@ -36,10 +36,10 @@ async def test_save_memory_as_local_servers_write_it_is_read(make_settings, fake
     fake_llm.responder = lambda body: Reply(text=None, tool_calls=[("c", "save_memory", raw)]) \
         if is_consolidation(body) else Reply(text="sure")
     async with running(make_settings(TUSK_CONTEXT_WINDOW=2048)) as tusk:
-        preload(tusk, "tab", 12)
+        await preload(tusk, "tab", 12)
         await tusk.say("tab", "hello")
         await tusk.agent.aclose()
-        assert "likes" in memfiles.read_memory(tusk.store.get("http", "tab").files)
+        assert "likes" in memfiles.read_memory(kept.files(tusk, "http", "tab"))
 
 
 async def test_every_request_carries_max_tokens(make_settings, fake_llm):
@@ -66,7 +66,7 @@ async def test_a_reply_waits_behind_at_most_one_round(make_settings, fake_llm):
         return Reply(text="ok")
     fake_llm.responder = respond
     async with running(make_settings(TUSK_CONTEXT_WINDOW=2048)) as tusk:
-        preload(tusk, "slow", 30)
+        await preload(tusk, "slow", 30)
         await tusk.say("slow", "first")  # over budget: rounds continue in the background after the reply
         replied = len(fake_llm.requests)
         await wait_until(lambda: any(is_consolidation(b) for b in fake_llm.requests[replied:]))  # one under way
@@ -99,7 +99,7 @@ async def test_a_model_without_tools_still_answers_and_remembers(make_settings, 
         assert "tools" not in last and "takes no tools" in last["messages"][0]["content"]
         assert "Tools: unavailable" in (await tusk.say("nt", "/status"))[0]
         assert "summarised" in (await tusk.say("nt", "/new"))[0]
-        assert "Alice grows tomatoes" in memfiles.read_memory(tusk.store.get("http", "nt").files)
+        assert "Alice grows tomatoes" in memfiles.read_memory(kept.files(tusk, "http", "nt"))
     assert json.loads((settings.home / "models.json").read_text())["openai/fake-model"]["no_tools"] is True
     async with running(settings) as tusk:
         before = len(fake_llm.requests)
@@ -114,7 +114,7 @@ async def test_text_summary_is_accepted_from_a_tool_capable_model(make_settings,
     async with running(make_settings()) as tusk:
         await tusk.say("txt", "I like tea")
         await tusk.say("txt", "/new")
-        assert memfiles.read_memory(tusk.store.get("http", "txt").files) == "- likes tea\n"
+        assert memfiles.read_memory(kept.files(tusk, "http", "txt")) == "- likes tea\n"
 
 
 async def test_ollama_native_route_sends_the_budgeted_window_as_num_ctx(make_settings, fake_llm):
@@ -146,7 +146,7 @@ async def test_a_server_that_cuts_prompts_is_named_once(make_settings, fake_llm,
     fake_llm.responder = lambda body: Reply(text="ok", usage={"prompt_tokens": 300, "completion_tokens": 1,
                                                              "total_tokens": 301})
     async with running(make_settings(TUSK_CONTEXT_WINDOW=16384)) as tusk:
-        preload(tusk, "trunc", 20)
+        await preload(tusk, "trunc", 20)
         await tusk.say("trunc", "hi")
         await tusk.say("trunc", "again")
         warnings = [r for r in caplog.records if "cuts long prompts" in r.getMessage()]

@@ -23,6 +23,7 @@ from tests import procs
 from tests.fakes.fake_llm import Reply
 from tests.legality import violations
 from tests.outbox import Outbox
+from tests import kept
 
 FAKE = str(Path(__file__).resolve().parent / "fakes" / "fake_mcp.py")
 SECRET = "s3cr3t-mcp-token-value"
@@ -79,7 +80,7 @@ def offered(request):
 def assert_legal(fake_llm, app, chat):
     for request in fake_llm.requests:
         assert violations(request["messages"]) == []
-    saved = [m.to_llm() for m in app.store.get("telegram", chat).unconsolidated]
+    saved = [m.to_llm() for m in kept.on_disk(app, "telegram", chat).unconsolidated]
     assert violations([{"role": "system", "content": "s"}, *saved]) == []
 
 
@@ -134,9 +135,9 @@ async def test_a_group_chat_does_not_see_a_direct_chats_only_server(make_setting
         await app.say("9", "hello me")
         await app.say("-42", "hello team", group=True)
         plain = ContextBuilder(app.settings.home, app.settings.bot_name, app.tools.schemas, app.settings.timezone)
-        files = app.store.get("telegram", "-5").files
-        assert fake_llm.requests[0]["messages"][0]["content"] == plain.system_prompt(files)
-        assert app.agent.context.fixed_tokens(files) == plain.fixed_tokens(files)
+        chat = await kept.chat(app, "telegram", "-5")
+        assert fake_llm.requests[0]["messages"][0]["content"] == plain.system_prompt(chat)
+        assert app.agent.context.fixed_tokens(chat) == plain.fixed_tokens(chat)
     group, direct, team = (offered(r) for r in fake_llm.requests)
     assert fake_llm.requests[0]["tools"] == app.tools.schemas
     assert "normal__add" not in group and "private__add" in direct and "shared__ping" not in direct
@@ -239,7 +240,7 @@ async def test_past_the_token_cap_the_model_opens_a_server_first(make_settings, 
     servers = {"normal": stdio("normal", tmp_path), "hang": stdio("hang", tmp_path)}
     async with tusk_with(make_settings, tmp_path, servers, TUSK_MCP_TOOL_TOKENS="500") as app:
         await app.say("1", "echo")
-        cap_tokens = app.agent.context.fixed_tokens(app.store.get("telegram", "1").files)
+        cap_tokens = app.agent.context.fixed_tokens(await kept.chat(app, "telegram", "1"))
     first, second, third = (offered(r) for r in fake_llm.requests)
     assert "mcp_open" in first and not any("__" in n for n in first)
     assert first["mcp_open"]["parameters"]["properties"]["server"]["enum"] == ["hang", "normal"]

@@ -5,9 +5,9 @@ import pytest
 
 from bot.events import ChatKey
 from channels.discord_bot import DiscordChannel, DiscordSettings
-from memory import chat_settings
+from memory.chat_settings import ChatSettings
 from memory.media import MB
-from memory.paths import ChatFiles
+from tests import kept
 from tests.fakes.fake_discord import FakeDiscord, snowflake
 from tests.published import MediaChannels, on_disk
 
@@ -50,7 +50,7 @@ async def test_voice_photo_and_document_are_kept_with_the_text(open_channel, dc)
     assert docs.text == "read both" and on_disk(store, docs) == [b"first", b"%PDF second"]
     assert [a.mime for a in docs.attachments] == ["text/plain", "application/pdf"]
     assert all("Authorization" not in headers for _, headers in dc.downloads)  # the bot token stays with the API
-    assert store.folder(ChatKey("discord", dc.dm)).is_dir() and dc.sent == []
+    assert kept.media_folder(store, ChatKey("discord", dc.dm)).is_dir() and dc.sent == []
 
 
 async def test_declared_oversize_is_refused_before_downloading(open_channel, dc):
@@ -71,7 +71,7 @@ async def test_actual_oversize_is_refused_while_downloading(open_channel, dc):
     await dc.message(dc.dm, dc.alice, "and this?")  # published after the cut-off download: one chat, in order
     await dc.wait_for(lambda: published)
     assert [m.text for m in published] == ["and this?"]
-    assert list(store.folder(ChatKey("discord", dc.dm)).iterdir()) == []
+    assert list(kept.media_folder(store, ChatKey("discord", dc.dm)).iterdir()) == []
 
 
 async def test_the_same_attachment_twice_is_downloaded_once(open_channel, dc):
@@ -84,7 +84,7 @@ async def test_the_same_attachment_twice_is_downloaded_once(open_channel, dc):
     assert published[0].attachments == published[1].attachments and len(dc.downloads) == 1
 
 
-async def test_captionless_photo_in_a_guild_is_taken_only_when_addressed(open_channel, dc, tmp_path):
+async def test_captionless_photo_in_a_guild_is_taken_only_when_addressed(open_channel, dc):
     """In a guild channel an attachment is downloaded only with a mention (or a reply), or when it listens."""
     channel, store, published = await open_channel()
     await dc.message(dc.channel, dc.alice, "", guild=dc.guild, attachments=(dc.attachment("chatter.png"),))
@@ -94,7 +94,7 @@ async def test_captionless_photo_in_a_guild_is_taken_only_when_addressed(open_ch
     assert not published[0].addressed and published[0].attachments == ()
     assert published[1].text == "and this?" and on_disk(store, published[1]) == [b"for the bot"]
     assert [name for name, _ in dc.downloads] == ["for-bot.png"]
-    chat_settings.write(ChatFiles.locate(tmp_path, "discord", dc.channel), chat_settings.ChatSettings(listen=True))
+    await kept.put_settings(store.chats, ChatKey("discord", dc.channel), ChatSettings(listen=True))
     await dc.message(dc.channel, dc.alice, "", guild=dc.guild, attachments=(dc.attachment("kept.png", b"kept"),))
     await dc.wait_for(lambda: len(published) == 3)
     assert not published[2].addressed and on_disk(store, published[2]) == [b"kept"] and dc.sent == []

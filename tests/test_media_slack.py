@@ -8,9 +8,10 @@ from bot.events import ChatKey
 from bot.ops import doctor
 from channels.slack import SlackChannel, SlackSettings
 from channels.slack.media import token_may_go_to
-from memory import chat_settings
+from memory.chat_settings import ChatSettings
 from memory.media import MB, MediaStore
-from memory.paths import ChatFiles
+from store.files.chats import FileChats
+from tests import kept
 from tests.fakes.fake_slack import FakeSlack
 from tests.published import MediaChannels, on_disk
 
@@ -54,7 +55,7 @@ async def test_voice_clip_photo_and_document_are_kept_with_the_text(open_channel
     assert on_disk(store, photo) == [b"\x89PNG cat"]
     assert docs.text == "read both" and on_disk(store, docs) == [b"x,y", b"%PDF b"]
     assert all(h["Authorization"] == f"Bearer {slack.bot_token}" for _, h in slack.downloads)
-    assert store.folder(ChatKey("slack", "D0ANN")).is_dir() and slack.posted == []
+    assert kept.media_folder(store, ChatKey("slack", "D0ANN")).is_dir() and slack.posted == []
 
 
 async def test_declared_oversize_is_refused_before_downloading(open_channel, slack):
@@ -75,7 +76,7 @@ async def test_actual_oversize_is_refused_while_downloading(open_channel, slack)
     await slack.send_event(slack.dm("and this?"))  # published after the cut-off download: one chat, in order
     await slack.wait_for(lambda: published)
     assert [m.text for m in published] == ["and this?"]
-    assert list(store.folder(ChatKey("slack", "D0ANN")).iterdir()) == []
+    assert list(kept.media_folder(store, ChatKey("slack", "D0ANN")).iterdir()) == []
 
 
 async def test_the_same_file_shared_twice_is_downloaded_once(open_channel, slack):
@@ -99,7 +100,7 @@ async def test_without_the_files_read_scope_the_reply_names_it(open_channel, sla
     await slack.wait_for(lambda: published and slack.posted)
     assert "files:read" in slack.posted[0]["text"] and "reinstall" in slack.posted[0]["text"]
     assert published[0].text == "look" and published[0].attachments == ()
-    assert slack.downloads == [] and list(store.folder(ChatKey("slack", "D0ANN")).iterdir()) == []
+    assert slack.downloads == [] and list(kept.media_folder(store, ChatKey("slack", "D0ANN")).iterdir()) == []
     assert slack.bot_token not in caplog.text
 
 
@@ -115,7 +116,7 @@ async def test_the_token_goes_only_to_slacks_hosts(open_channel, slack):
     assert not token_may_go_to("https://files.slack.com.evil.io/a.png", "https://slack.com/api/")
 
 
-async def test_channel_files_are_taken_only_when_addressed(open_channel, slack, tmp_path):
+async def test_channel_files_are_taken_only_when_addressed(open_channel, slack):
     """In a channel a file in a thread is fetched only with a mention, or when the thread listens."""
     channel, store, published = await open_channel()
     thread = slack.next_ts()
@@ -127,8 +128,7 @@ async def test_channel_files_are_taken_only_when_addressed(open_channel, slack, 
     await slack.wait_for(lambda: len(published) == 2)
     assert not published[0].addressed and published[0].attachments == ()
     assert published[1].text == "and this?" and on_disk(store, published[1]) == [b"for the bot"]
-    chat_settings.write(ChatFiles.locate(tmp_path, "slack", f"C0GENERAL-{thread}"),
-                        chat_settings.ChatSettings(listen=True))
+    await kept.put_settings(store.chats, ChatKey("slack", f"C0GENERAL-{thread}"), ChatSettings(listen=True))
     await slack.send_event(slack.dm("", channel="C0GENERAL", channel_type="channel", subtype="file_share",
                                     files=[slack.add_file("kept.png", b"kept", "image/png")], thread_ts=thread))
     await slack.wait_for(lambda: len(published) == 3)
@@ -152,7 +152,7 @@ def test_file_objects_map_to_remotes(tmp_path):
     from channels.media_in import MediaIntake
     from channels.slack.media import files_of
 
-    intake = MediaIntake(MediaStore(tmp_path), "Slack")
+    intake = MediaIntake(MediaStore(FileChats(tmp_path)), "Slack")
     event = {"files": [{"id": "F1", "name": "clip.webm", "mimetype": "audio/webm", "subtype": "slack_audio",
                         "duration_ms": 61500, "size": 900},
                        {"id": "F2", "title": "untitled", "size": "12"}, {"name": "no id"}]}

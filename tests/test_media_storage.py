@@ -5,6 +5,7 @@ import tarfile
 from bot.events import ChatKey, InboundMessage
 from bot.ops import admin
 from memory.media import chunks_of
+from tests import kept
 from tests.media_files import image_bytes
 from tests.outbox import started
 
@@ -15,7 +16,7 @@ async def send_file(app, key, sender, name, data, mime, **kw):
     att = await app.media.keep(key, chunks_of(data), name=name, mime=mime)
     msg = InboundMessage(key, "", sender, sender_name=sender.title(), attachments=(att,), **kw)
     await app.bus.publish(msg)
-    return app.media.path(key, att)
+    return kept.media_path(app.media, key, att)
 
 
 async def test_forget_me_removes_only_that_members_files(make_settings, fake_llm):
@@ -42,7 +43,9 @@ async def test_export_includes_media(make_settings, fake_llm, tmp_path):
         key = ChatKey("http", "exp")
         path = await send_file(app, key, "ann", "a.png", image_bytes(), "image/png")
         home = app.settings.home
-    target, names = admin.export_chat(home, key, tmp_path / "out.tar.gz")
+    from store import open_files
+
+    target, names = await admin.export_chat(open_files(home), key, tmp_path / "out.tar.gz")
     assert f"exp/media/{path.name}" in names and "exp/session.jsonl" in names
     with tarfile.open(target) as tar:
         assert tar.extractfile(f"exp/media/{path.name}").read() == path.read_bytes()

@@ -11,16 +11,18 @@ from bot import running
 from bot.errors import MediaRefused
 from bot.events import ChatKey, InboundMessage
 from bot.inbox import Inbox
+from store.files.chats import FileChats
 from memory.media import MediaLimits, MediaStore, chunks_of, kind_of, safe_name
+from tests import kept
 
 KEY = ChatKey("telegram", "42")
 
 
 async def test_kept_file_is_private_and_described(tmp_path):
     """A download lands under the chat's media/ folder, 0600, with its size and kind."""
-    store = MediaStore(tmp_path)
+    store = MediaStore(FileChats(tmp_path))
     att = await store.keep(KEY, chunks_of(b"x" * 100_000), name="../../etc/passwd", mime="application/pdf")
-    path = store.path(KEY, att)
+    path = kept.media_path(store, KEY, att)
     assert path.parent == tmp_path / "chats" / "telegram" / "42" / "media"
     assert path.read_bytes() == b"x" * 100_000 and att.size == 100_000 and att.kind == "document"
     assert "/" not in att.path.removeprefix("media/") and stat.S_IMODE(os.stat(path).st_mode) == 0o600
@@ -28,17 +30,17 @@ async def test_kept_file_is_private_and_described(tmp_path):
 
 async def test_over_the_cap_is_refused_and_leaves_nothing(tmp_path):
     """A download past the per-file cap is refused with the limit named; no partial file stays."""
-    store = MediaStore(tmp_path, MediaLimits(file_bytes=1000))
+    store = MediaStore(FileChats(tmp_path), MediaLimits(file_bytes=1000))
     with pytest.raises(MediaRefused, match="MB"):
         await store.keep(KEY, chunks_of(b"y" * 5000, size=100), name="big.bin", mime="application/octet-stream")
     with pytest.raises(MediaRefused):
         await store.keep(KEY, chunks_of(b""), name="big.bin", mime="text/plain", size=5000)
-    assert os.listdir(store.folder(KEY)) == []
+    assert os.listdir(kept.media_folder(store, KEY)) == []
 
 
 async def test_same_source_is_not_downloaded_twice(tmp_path):
     """A file id seen before returns the kept copy without reading the download."""
-    store = MediaStore(tmp_path)
+    store = MediaStore(FileChats(tmp_path))
     first = await store.keep(KEY, chunks_of(b"abc"), name="a.txt", mime="text/plain", source_id="F1")
 
     async def never():
@@ -46,19 +48,19 @@ async def test_same_source_is_not_downloaded_twice(tmp_path):
         yield b""
 
     again = await store.keep(KEY, never(), name="a.txt", mime="text/plain", source_id="F1")
-    assert again.path == first.path and store.usage(KEY) == (1, 3)
+    assert again.path == first.path and await store.usage(KEY) == (1, 3)
 
 
 async def test_caps_remove_the_oldest(tmp_path):
     """Past the chat's file count the oldest file goes; the newest is always kept."""
-    store = MediaStore(tmp_path, MediaLimits(chat_files=2, chat_bytes=10_000))
-    kept = []
+    store = MediaStore(FileChats(tmp_path), MediaLimits(chat_files=2, chat_bytes=10_000))
+    atts = []
     for n in range(3):
         att = await store.keep(KEY, chunks_of(b"z" * 10), name=f"{n}.txt", mime="text/plain", source_id=str(n))
-        os.utime(store.path(KEY, att), (1000 + n, 1000 + n))
-        kept.append(att)
-    names = [f.path.name for f in store.files(KEY)]
-    assert len(names) == 2 and kept[0].path.removeprefix("media/") not in names
+        os.utime(kept.media_path(store, KEY, att), (1000 + n, 1000 + n))
+        atts.append(att)
+    paths = [f.path for f in await store.files(KEY)]
+    assert len(paths) == 2 and atts[0].path not in paths
 
 
 def test_kinds_and_names():
@@ -70,7 +72,7 @@ def test_kinds_and_names():
 
 async def test_attachments_survive_the_journal(tmp_path):
     """A journaled message keeps its attachments across a restart."""
-    store = MediaStore(tmp_path)
+    store = MediaStore(FileChats(tmp_path))
     att = await store.keep(KEY, chunks_of(b"voice"), name="voice.ogg", mime="audio/ogg", kind="voice", duration=4.0)
     inbox = Inbox(tmp_path / "inbox.jsonl")
     inbox.record(InboundMessage(KEY, "", "7", attachments=(att,)))

@@ -6,9 +6,9 @@ import pytest
 from bot.app import TuskApp
 from bot.events import ChatKey
 from channels.telegram import TelegramChannel, TelegramSettings
-from memory import chat_settings
+from memory.chat_settings import ChatSettings
 from memory.media import MB
-from memory.paths import ChatFiles
+from tests import kept
 from tests.fakes.fake_telegram import FakeTelegram
 from tests.published import MediaChannels, on_disk
 
@@ -49,8 +49,8 @@ async def test_voice_photo_and_document_are_kept_with_their_caption(open_channel
     assert on_disk(store, photo) == [b"\xff\xd8 a big photo " * 100]  # the largest size, not the thumbnail
     assert doc.text == "summarise it" and (doc.attachments[0].name, doc.attachments[0].mime) == ("report.pdf",
                                                                                                   "application/pdf")
-    folder = store.folder(ChatKey("telegram", "42"))
-    assert all(store.path(m.key, m.attachments[0]).parent == folder for m in published)
+    folder = kept.media_folder(store, ChatKey("telegram", "42"))
+    assert all(kept.media_path(store, m.key, m.attachments[0]).parent == folder for m in published)
     assert tg.sent == []  # nothing to complain about
 
 
@@ -72,7 +72,7 @@ async def test_declared_oversize_is_refused_before_downloading(open_channel, tg)
     await tg.wait_for(lambda: published and tg.sent)
     assert published[0].text == "see attached" and published[0].attachments == ()
     assert tg.sent[0]["plain"] == "I could not take notes.txt: That file is 5.0 MB; I take files up to 1 MB."
-    assert getfiles(tg) == [] and tg.downloads == [] and store.files(published[0].key) == []
+    assert getfiles(tg) == [] and tg.downloads == [] and await store.files(published[0].key) == []
 
 
 async def test_actual_oversize_is_refused_while_downloading(open_channel, tg):
@@ -84,7 +84,7 @@ async def test_actual_oversize_is_refused_while_downloading(open_channel, tg):
     tg.push_message(42, "and this?")  # published after the cut-off download: one chat, in order
     await tg.wait_for(lambda: published)
     assert [m.text for m in published] == ["and this?"]
-    assert list(store.folder(ChatKey("telegram", "42")).iterdir()) == []
+    assert list(kept.media_folder(store, ChatKey("telegram", "42")).iterdir()) == []
 
 
 async def test_telegrams_20_mb_download_limit_is_explained(open_channel, tg):
@@ -115,7 +115,7 @@ async def test_photo_takes_the_largest_size_within_the_cap(open_channel, tg):
     assert on_disk(store, published[0]) == [big[: len(big) // 8]] and tg.sent == []
 
 
-async def test_captionless_photo_in_a_group_is_taken_only_when_addressed(open_channel, tg, tmp_path):
+async def test_captionless_photo_in_a_group_is_taken_only_when_addressed(open_channel, tg):
     """In a group a captionless photo is not downloaded unless it replies to the bot, or the group listens."""
     channel, store, published = await open_channel()
     tg.push_message(-100, None, photo=b"chatter photo", chat_type="supergroup")
@@ -127,7 +127,7 @@ async def test_captionless_photo_in_a_group_is_taken_only_when_addressed(open_ch
     assert reply.addressed and on_disk(store, reply) == [b"photo for the bot"]
     assert mention.addressed and mention.text == "what is it?" and on_disk(store, mention) == [b"mention"]
     assert len(tg.downloads) == 2
-    chat_settings.write(ChatFiles.locate(tmp_path, "telegram", "-100"), chat_settings.ChatSettings(listen=True))
+    await kept.put_settings(store.chats, ChatKey("telegram", "-100"), ChatSettings(listen=True))
     tg.push_message(-100, None, photo=b"kept while listening", chat_type="supergroup")
     await tg.wait_for(lambda: len(published) == 4)
     assert not published[3].addressed and on_disk(store, published[3]) == [b"kept while listening"]
@@ -191,8 +191,8 @@ async def test_tusk_keeps_the_file_and_answers_its_caption(make_settings, tg, fa
         await tg.wait_for(lambda: tg.sent)
         tg.push_message(42, None, document=b"z" * (2 * MB), file_name="big.txt")
         await tg.wait_for(lambda: len(tg.sent) == 2)
-    (kept,) = (tmp_path / "data/chats/telegram/42/media").iterdir()
-    assert kept.name.endswith("-notes.txt") and kept.read_bytes() == b"hello file"
+    (file,) = (tmp_path / "data/chats/telegram/42/media").iterdir()
+    assert file.name.endswith("-notes.txt") and file.read_bytes() == b"hello file"
     assert "what does it say?" in str(fake_llm.requests[0]["messages"][-1]["content"])
     assert tg.sent[1]["plain"] == "I could not take big.txt: That file is 2.0 MB; I take files up to 1 MB."
 
@@ -201,7 +201,7 @@ async def test_a_file_that_cannot_be_saved_is_said_and_the_caption_goes(open_cha
     """When the chat's media/ cannot be written (here a file stands in its place), the user is told and
     the caption is still published."""
     channel, store, published = await open_channel()
-    folder = store.folder(ChatKey("telegram", "42"))
+    folder = kept.media_folder(store, ChatKey("telegram", "42"))
     folder.parent.mkdir(parents=True)
     folder.write_text("not a folder")
     tg.push_message(42, None, document=b"bytes", caption="keep this")

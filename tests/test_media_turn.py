@@ -16,6 +16,7 @@ from tests.fakes.fake_llm import Reply, heard, images_in
 from tests.legality import text_of, violations
 from tests.media_files import audio_bytes, image_bytes, pdf_bytes
 from tests.outbox import started
+from tests import kept
 
 MEDIA_ENV = {"TUSK_TRANSCRIBE_MODEL": "openai/whisper-1", "TUSK_VISION": "true"}
 
@@ -34,11 +35,11 @@ async def upload(app, chat, *files, text="", user="http", status=200):
 
 
 def saved(app, chat):
-    return load(app.store.get("http", chat).files, "http", chat).unconsolidated
+    return load(kept.files(app, "http", chat), "http", chat).unconsolidated
 
 
 def media_dir(app, chat):
-    return app.store.get("http", chat).files.media
+    return kept.files(app, "http", chat).media
 
 
 @pytest.fixture
@@ -181,14 +182,14 @@ async def test_forget_confirm_removes_the_media_folder(media_tusk, fake_llm):
     assert "- 2 received files (2 KB in media/)" in listing
     (report,) = await media_tusk.say("f", "/forget confirm")
     assert "- deleted 2 received files" in report and not media_dir(media_tusk, "f").exists()
-    assert not media_tusk.store.get("http", "f").files.dir.exists()
+    assert not kept.files(media_tusk, "http", "f").dir.exists()
 
 
 async def test_memory_command_shows_the_chats_files(media_tusk, fake_llm):
     """/memory says how many files the chat keeps and their size."""
     await upload(media_tusk, "m", ("n.txt", b"hello world", "text/plain"))
     (reply,) = await media_tusk.say("m", "/memory")
-    assert "Files: 1 (1 KB in media/)" in reply
+    assert "\nFiles: 1 file, 1 KB" in reply
 
 
 async def test_image_token_estimate_is_a_fixed_figure(media_tusk, fake_llm):

@@ -1,7 +1,9 @@
 """/memory, /forget, /new and /status as a user sees them."""
 
+
 from memory import files as memfiles
 from tests.fakes.fake_llm import Reply
+from tests import kept
 
 
 def save_memory_responder(memory):
@@ -35,7 +37,7 @@ async def test_new_consolidates_then_memory_shows_it(tusk, fake_llm):
 
 async def test_memory_undo_restores_previous_version(tusk, fake_llm):
     """/memory undo puts the previous MEMORY.md back."""
-    files = tusk.store.get("http", "u").files
+    files = kept.files(tusk, "http", "u")
     memfiles.write_memory(files, "- first\n")
     memfiles.write_memory(files, "- second\n")
     assert "- first" in (await tusk.say("u", "/memory undo"))[0]
@@ -49,7 +51,7 @@ async def test_forget_lists_then_deletes_and_reports(tusk, fake_llm):
     await tusk.say("f", "remember this")
     await tusk.say("f", "/new")
     await tusk.say("f", "and this")
-    files = tusk.store.get("http", "f").files
+    files = kept.files(tusk, "http", "f")
     listing = (await tusk.say("f", "/forget"))[0]
     assert "MEMORY.md" in listing and "1 history entry (HISTORY.md)" in listing and "session messages" in listing
     assert "/forget confirm" in listing and files.session.exists()
@@ -75,11 +77,11 @@ async def test_forget_counts_in_words_and_names_only_what_the_settings_hold(tusk
     from memory import chat_settings
 
     await tusk.say("p", "hello")
-    files = tusk.store.get("http", "p").files
+    files = kept.files(tusk, "http", "p")
     memfiles.append_history(files, "Said hello.")
     memfiles.write_memory(files, "- one\n")
     memfiles.write_memory(files, "- two\n")
-    chat_settings.write(files, chat_settings.ChatSettings(model="fast"))
+    await tusk.chats.put_settings(await kept.chat(tusk, "http", "p"), chat_settings.ChatSettings(model="fast"))
     listing = (await tusk.say("p", "/forget"))[0]
     assert "- 1 history entry (HISTORY.md)" in listing and "- 1 earlier memory version" in listing
     assert "- 2 session messages (session.jsonl)" in listing

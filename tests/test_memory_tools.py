@@ -3,29 +3,31 @@
 import asyncio
 import time
 
+from bot.events import ChatKey
 from memory import files as memfiles
 from memory.question import read
 from memory.search import HistorySearch, match_expression
 from memory.session import Message
+from store.base import Entry
 from tests.fakes.fake_llm import Reply
 from tests.fakes.loopback import wait_until
 from tests.outbox import attach
+from tests import kept
 from tests.settle import waiting_on
 
 DAY = 86_400
 
 
-def seed(app, chat, entries=(), messages=(), consolidated=0):
+async def seed(app, chat, entries=(), messages=(), consolidated=0):
     """Give a chat HISTORY.md entries [(days ago, text)] and session messages [(role, text)]."""
-    session = app.store.get("http", chat)
     now = time.time()
     for days, text in entries:
-        memfiles.append_history(session.files, text, when=now - days * DAY)
+        await app.chats.handle(ChatKey("http", chat)).append_history(Entry(now - days * DAY, text))
     if messages:
-        app.store.append(session, [Message(role, text, ts=now - 40 * DAY) for role, text in messages])
+        await kept.append(app, "http", chat, [Message(role, text, ts=now - 40 * DAY) for role, text in messages])
     if consolidated:
-        app.store.set_pointer(session, consolidated)
-    return session.files
+        await app.chats.set_pointer(await kept.chat(app, "http", chat), consolidated)
+    return kept.files(app, "http", chat)
 
 
 def searching(query, limit=5):
@@ -34,7 +36,7 @@ def searching(query, limit=5):
 
 async def test_search_finds_last_months_decision_with_its_date(tusk, fake_llm):
     """"What did we decide about the trip last month?" finds the HISTORY.md entry, dated, best first."""
-    seed(tusk, "trip", entries=[(60, "Talked about the weather in Oslo."),
+    await seed(tusk, "trip", entries=[(60, "Talked about the weather in Oslo."),
                                 (31, "We decided the trip goes to Lisbon in May; Bob books the trains."),
                                 (20, "Ann asked for a pasta recipe.")])
     fake_llm.script(searching("decide trip"), Reply(text="Lisbon, in May."))
@@ -48,16 +50,16 @@ async def test_search_finds_last_months_decision_with_its_date(tusk, fake_llm):
 
 async def test_search_covers_consolidated_messages_not_the_recent_ones(tusk, fake_llm):
     """Messages past the consolidation pointer are searched; those still in the prompt are not."""
-    seed(tusk, "c", messages=[("user", "my locker code is 4711"), ("assistant", "noted, 4711"),
+    await seed(tusk, "c", messages=[("user", "my locker code is 4711"), ("assistant", "noted, 4711"),
                               ("user", "the locker is on floor 3"), ("assistant", "ok")], consolidated=2)
-    hits = HistorySearch().search(tusk.store.get("http", "c").files, "locker")
+    hits = HistorySearch().search(kept.files(tusk, "http", "c"), "locker")
     assert [(h.source, h.text) for h in hits] == [("user", "my locker code is 4711"), ("assistant", "noted, 4711")]
     assert hits[0].after.text == "noted, 4711"  # the reply ranks by its neighbour's words, below the match
 
 
 async def test_search_follows_appends_and_rewrites(tusk):
     """New entries are found without a rebuild; a hand-edited HISTORY.md is read again whole."""
-    files = seed(tusk, "inc", entries=[(3, "We planned the garden.")])
+    files = await seed(tusk, "inc", entries=[(3, "We planned the garden.")])
     search = HistorySearch()
     assert len(search.search(files, "garden")) == 1
     memfiles.append_history(files, "The garden gets tomatoes.")
@@ -78,7 +80,7 @@ def test_match_expression_quotes_words_and_drops_stop_words():
 
 async def test_chat_b_cannot_find_chat_a_history(tusk, fake_llm):
     """search_history only ever reads the files of the chat that runs it."""
-    seed(tusk, "a", entries=[(1, "Alice's secret: the safe code is 1234.")],
+    await seed(tusk, "a", entries=[(1, "Alice's secret: the safe code is 1234.")],
          messages=[("user", "safe code 1234"), ("assistant", "ok")], consolidated=2)
     fake_llm.script(searching("Alice secret safe code"), Reply(text="nothing"))
     await tusk.say("b", "what is the safe code?")
@@ -88,7 +90,7 @@ async def test_chat_b_cannot_find_chat_a_history(tusk, fake_llm):
 
 async def test_remember_writes_memory_now_and_tusk_posts_the_notice(tusk, fake_llm):
     """remember() writes MEMORY.md at once (versioned), Tusk posts "Noted: ..." and /memory shows it."""
-    files = tusk.store.get("http", "r").files
+    files = kept.files(tusk, "http", "r")
     memfiles.write_memory(files, "- Ann likes tea\n")
     fake_llm.script(Reply(text=None, tool_calls=[("m1", "remember", {"fact": "Bob's birthday is\n12 May"})]),
                     Reply(text="Sure."))
@@ -113,7 +115,7 @@ async def test_no_notice_when_notices_are_off(make_settings, fake_llm):
     fake_llm.script(Reply(text=None, tool_calls=[("m1", "remember", {"fact": "likes jazz"})]), Reply(text="ok"))
     async with app:
         assert await say(app, box, "q", "I like jazz") == ["ok"]
-    assert memfiles.read_memory(app.store.get("http", "q").files) == "- likes jazz [asked by Ann, id u1]\n"
+    assert memfiles.read_memory(kept.files(app, "http", "q")) == "- likes jazz [asked by Ann, id u1]\n"
 
 
 async def test_remember_refuses_past_the_memory_cap_and_posts_nothing(make_settings, fake_llm):
@@ -123,7 +125,7 @@ async def test_remember_refuses_past_the_memory_cap_and_posts_nothing(make_setti
 
     app = TuskApp(make_settings(TUSK_MEMORY_MAX_TOKENS=100))
     box = attach(app)
-    files = app.store.get("http", "full").files
+    files = kept.files(app, "http", "full")
     memfiles.write_memory(files, "- " + "word " * 95 + "\n")
     fake_llm.script(Reply(text=None, tool_calls=[("m1", "remember", {"fact": "one more thing to keep"})]),
                     Reply(text="My memory is full."))
@@ -135,8 +137,8 @@ async def test_remember_refuses_past_the_memory_cap_and_posts_nothing(make_setti
 
 async def test_remember_waits_for_a_running_consolidation(tusk, fake_llm):
     """remember() takes the chat's memory lock, so a consolidation rewriting MEMORY.md cannot drop the fact."""
-    files = tusk.store.get("http", "lock").files
-    lock = tusk.consolidator.lock(files.dir)
+    files = kept.files(tusk, "http", "lock")
+    lock = tusk.consolidator.lock(ChatKey("http", "lock"))
     await lock.acquire()  # as a consolidation holds it between reading and rewriting MEMORY.md
     fake_llm.script(Reply(text=None, tool_calls=[("m1", "remember", {"fact": "new fact"})]), Reply(text="ok"))
     turn = asyncio.create_task(tusk.say("lock", "remember new fact"))
@@ -150,14 +152,13 @@ async def test_remember_waits_for_a_running_consolidation(tusk, fake_llm):
 
 async def test_results_name_the_speakers_and_show_the_neighbours(tusk, fake_llm):
     """A message hit is shown with its speaker, the bot as itself, and the messages before and after it."""
-    session = tusk.store.get("http", "group")
-    tusk.store.append(session, [
+    await kept.append(tusk, "http", "group", [
         Message("user", "Ana, what are your plans for the summer?", ts=time.time() - 90 * DAY, sender_id="2",
                 sender_name="Bob"),
         Message("user", "Hiking the Inca trail in Peru!", ts=time.time() - 90 * DAY + 60, sender_id="1",
                 sender_name="Ana"),
         Message("assistant", "That sounds wonderful, Ana.", ts=time.time() - 90 * DAY + 120)])
-    tusk.store.set_pointer(session, 3)
+    await tusk.chats.set_pointer(await kept.chat(tusk, "http", "group"), 3)
     fake_llm.script(searching("What are Ana's plans for the summer?"), Reply(text="Peru."))
     await tusk.say("group", "where is Ana going this summer?")
     result = fake_llm.requests[1]["messages"][-1]["content"].splitlines()

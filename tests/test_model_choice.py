@@ -1,11 +1,11 @@
 """/model: a chat picks one of the owner's TUSK_MODELS; only that chat's requests go to it."""
 
+
 from bot.commands import CommandContext
 from bot.commands.model import model_command
 from bot.events import ChatKey
 from bot.llm.choice import ModelChoices
-from memory.paths import ChatFiles
-from memory.session import SessionStore
+from store import open_files
 from tests.conftest import running
 
 MODELS = "fast=openai/fast-model,big=openai/big-model@3/15"
@@ -41,13 +41,11 @@ async def test_a_model_not_on_the_list_is_refused_with_the_list(make_settings, f
 
 async def test_in_a_group_only_admins_switch(tmp_path):
     """A group member who is not an admin cannot switch the chat's model."""
-    store = SessionStore(tmp_path)
-    files = ChatFiles.locate(tmp_path, "slack", "C1")
+    chats, key = open_files(tmp_path).chats, ChatKey("slack", "C1")
     choices = ModelChoices("openai/a", {"b": "openai/b"})
-    ctx = CommandContext(ChatKey("slack", "C1"), files, store.get("slack", "C1"), store, "openai/a",
-                         may_erase=False, is_group=True)
+    ctx = CommandContext(key, await chats.open(key), chats, "openai/a", may_erase=False, is_group=True)
     assert "only its administrators" in await model_command(choices).fn(ctx, "b")
-    assert choices.for_chat(files) == "openai/a"
+    assert choices.for_chat((await chats.open(key)).prefs) == "openai/a"
 
 
 async def test_the_chats_model_prices_its_usage(make_settings, fake_llm):

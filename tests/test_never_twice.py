@@ -15,6 +15,7 @@ import pytest
 
 from bot.app import TuskApp
 from bot.dedupe import FILE, MemorySeen, SeenStore
+from store.postgres.seen import PgSeen
 from tests import procs
 from tests.conftest import running
 from tests.fakes.fake_discord import FakeDiscord, snowflake
@@ -23,6 +24,8 @@ from tests.fakes.fake_slack import FakeSlack
 from tests.fakes.fake_telegram import FakeTelegram
 from tests.test_cli import env_for
 from tests.test_inbox import start_tusk as start_tusk_run
+from tests.test_inbox import user_texts, where  # noqa: F401  (where: a fixture)
+from tests import kept
 
 
 def free_port():
@@ -48,27 +51,68 @@ async def tusk_on(settings):
 # -- the store ------------------------------------------------------------------------------------------
 
 
-def test_the_store_says_repeat_once_recorded_and_keeps_it_across_opens(tmp_path):
-    """seen() is False the first time and True after, in the same object and in a new one on the same home;
+@pytest.fixture(params=["files", "postgres"])
+def seen_store(request, tmp_path):
+    """`make(**options)`: a new process's seen ids on one storage (seen.sqlite under tmp_path, or a fresh
+    database's `seen`); closed when the test ends."""
+    db = request.getfixturevalue("shared_db") if request.param == "postgres" else None
+    made = []
+
+    def make(**options):
+        store = SeenStore(tmp_path, **options) if db is None else PgSeen(db, **options)
+        made.append(store)
+        return store
+
+    make.kind = request.param
+    make.count = lambda: (sqlite3.connect(tmp_path / FILE).execute("SELECT count(*) FROM seen").fetchone()[0]
+                          if db is None else _pg_count(db))
+    yield make
+    for store in made:
+        store.close()
+
+
+def _pg_count(db):
+    with db.connection() as conn:
+        return conn.execute("SELECT count(*) FROM seen").fetchone()[0]
+
+
+def test_the_store_says_repeat_once_recorded_and_keeps_it_across_opens(seen_store, tmp_path):
+    """seen() is False the first time and True after, in the same object and in a new one on the same storage;
     platforms do not share ids; the file is private."""
-    first = SeenStore(tmp_path)
+    first = seen_store()
     assert first.seen("telegram", "42:7") is False and first.seen("telegram", "42:7") is True
     assert first.seen("slack", "42:7") is False
     first.close()
-    again = SeenStore(tmp_path)
+    again = seen_store()
     assert again.seen("telegram", "42:7") is True and again.seen("telegram", "42:8") is False
-    again.close()
-    assert os.stat(tmp_path / FILE).st_mode & 0o777 == 0o600
+    if isinstance(again, SeenStore):
+        assert os.stat(tmp_path / FILE).st_mode & 0o777 == 0o600
 
 
-def test_the_store_is_bounded(tmp_path, monkeypatch):
+def test_the_store_is_bounded(seen_store, monkeypatch):
     """Past its row cap the oldest ids go (pruned as it grows), the newest stay."""
     monkeypatch.setattr("bot.dedupe.PRUNE_EVERY", 10)
-    store = SeenStore(tmp_path, keep_rows=20)
+    store = seen_store(keep_rows=20, **({"prune_every": 10} if seen_store.kind == "postgres" else {}))
     for i in range(100):
         store.seen("discord", str(i))
-    rows = sqlite3.connect(tmp_path / FILE).execute("SELECT count(*) FROM seen").fetchone()[0]
-    assert rows <= 30 and store.seen("discord", "99") is True and store.seen("discord", "0") is False
+    assert seen_store.count() <= 30 and store.seen("discord", "99") is True and store.seen("discord", "0") is False
+
+
+def test_two_processes_on_one_database_take_an_id_once(shared_db):
+    """Two processes' stores asked for the same ids at once (threads, each its own pool): each id is new to
+    exactly one of them."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from store.postgres.pool import SyncDatabase
+
+    other = SyncDatabase(shared_db.url)
+    try:
+        stores = [PgSeen(shared_db), PgSeen(other)]
+        with ThreadPoolExecutor(2) as pool:
+            answers = list(pool.map(lambda s: [s.seen("telegram", f"1:{i}") for i in range(200)], stores))
+    finally:
+        other.close()
+    assert all(a != b for a, b in zip(*answers))
 
 
 def test_a_damaged_store_is_set_aside_and_started_anew(tmp_path, caplog):
@@ -120,17 +164,17 @@ async def test_a_telegram_update_delivered_again_after_a_restart_is_not_answered
         tg.push_message(42, "the sentinel")
         async with tusk_on(settings) as app:
             await tg.wait_for(lambda: len(tg.sent) == 2, timeout=10)
-            users = [m.content for m in app.store.get("telegram", "42").unconsolidated if m.role == "user"]
+            users = [m.content for m in kept.on_disk(app, "telegram", "42").unconsolidated if m.role == "user"]
     assert [m["plain"] for m in tg.sent] == ["echo: answer me once", "echo: the sentinel"]
     assert users == ["answer me once", "the sentinel"] and len(fake_llm.requests) == 2
 
 
-async def test_after_a_crash_the_journal_replays_and_the_redelivery_is_dropped(fake_llm, tmp_path):
+async def test_after_a_crash_the_journal_replays_and_the_redelivery_is_dropped(fake_llm, tmp_path, where):
     """SIGKILL while the model answers; Telegram hands the update over again and the journal holds it too: it
-    is answered once (by the replay), and the next message normally."""
+    is answered once (by the replay), and the next message normally (on files, and on a database)."""
     async with FakeTelegram() as tg:
         env = env_for(fake_llm, tmp_path, TUSK_HTTP_PORT="0", TELEGRAM_BOT_TOKEN=tg.token,
-                      TELEGRAM_API_BASE=tg.base_url, TELEGRAM_ALLOW_FROM="7")
+                      TELEGRAM_API_BASE=tg.base_url, TELEGRAM_ALLOW_FROM="7", **where)
         proc = await start_tusk_run(env)
         fake_llm.script(Reply(text="never sent", delay=30))
         update = tg.push_message(42, "cut short by the crash")
@@ -146,8 +190,7 @@ async def test_after_a_crash_the_journal_replays_and_the_redelivery_is_dropped(f
         proc.send_signal(signal.SIGTERM)
         assert await asyncio.wait_for(proc.wait(), timeout=30) == 0
     assert len(tg.sent) == 2 and tg.sent[1]["plain"].endswith("the sentinel") and len(fake_llm.requests) == 3
-    lines = (tmp_path / "data/chats/telegram/42/session.jsonl").read_text().splitlines()
-    users = [json.loads(line)["content"] for line in lines if '"role":"user"' in line]
+    users = await user_texts(tmp_path / "data", where, "telegram", "42")
     assert users == ["cut short by the crash", "the sentinel"]
 
 
@@ -163,7 +206,7 @@ async def test_a_telegram_send_whose_answer_was_lost_is_not_sent_again(make_sett
                 await tg.wait_for(lambda: any("not sent again" in r.getMessage() for r in caplog.records), timeout=10)
             tg.push_message(42, "the sentinel")
             await tg.wait_for(lambda: len(tg.sent) == 2, timeout=10)
-            assert [m.role for m in app.store.get("telegram", "42").unconsolidated] == ["user", "assistant"] * 2
+            assert [m.role for m in kept.on_disk(app, "telegram", "42").unconsolidated] == ["user", "assistant"] * 2
     assert [m["plain"] for m in tg.sent] == ["echo: hello", "echo: the sentinel"]
     assert [m for m, _ in tg.calls].count("sendMessage") == 2
 

@@ -20,6 +20,7 @@ from tests.fakes.fake_llm import Reply
 from tests.fakes.fake_slack import shown as slack_shows
 from tests.own_words import ANSWERS, PERSONA, PERSONA_ANSWER, WHY, WHY_ANSWER, seed
 from tests.test_cli import env_for
+from tests import kept
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07|\r")
 LONG = "\n".join(f"{n}. fact {n} *starred* with <tag> and\n  (its source, indented)" for n in range(3, 400, 2))
@@ -88,7 +89,7 @@ def test_the_terminal_draws_tusks_words_as_written_and_the_models_as_markdown(mo
 async def test_the_http_api_says_which_replies_are_tusks_own(tusk, fake_llm):
     """`formats` names each reply "plain" (a command's answer) or "markdown" (the model's), in the JSON answer and
     in a stream's `done`; `replies` is as before, so older clients keep working."""
-    seed(tusk.store.get("http", "me").files)
+    seed(kept.files(tusk, "http", "me"))
     fake_llm.script(Reply(text="**Hi** there"))
     url = f"{tusk.url}/v1/chats/me/messages"
     answers = []

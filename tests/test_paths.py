@@ -3,7 +3,8 @@
 import pytest
 from hypothesis import given, strategies as st
 
-from memory.paths import MAX_ID_BYTES, ChatFiles, chat_dir_name, chat_id_from_dir
+from memory.keys import MAX_ID_BYTES
+from memory.paths import ChatFiles, chat_dir_name, chat_id_from_dir
 
 HOSTILE = ["..", ".", "../../etc", "a/b", "a\\b", "\x00", "~abc", "-100123", "x" * 150, "C01/1700000000.1",
            "Zoë", " ", "con", "a\nb"]

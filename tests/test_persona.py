@@ -8,7 +8,8 @@ from bot.commands.persona import persona_command
 from bot.events import ChatKey
 from memory.chats import export
 from memory.paths import ChatFiles
-from memory.session import SessionStore
+from store import open_files
+from tests import kept
 
 
 def system_of(body):
@@ -29,7 +30,7 @@ async def test_persona_changes_what_this_chat_sends_and_no_other(tusk, fake_llm)
     assert "Talk like a pirate" in pirate and "Talk like a pirate" not in plain
     assert pirate.index("Always be kind.") < pirate.index("Talk like a pirate") < pirate.index("## Memory of this chat")
     assert "the instructions above win" in pirate
-    path = tusk.store.get("http", "pirate").files.persona
+    path = kept.files(tusk, "http", "pirate").persona
     assert path.read_text() == "Talk like a pirate, briefly.\n" and stat.S_IMODE(path.stat().st_mode) == 0o600
 
 
@@ -40,7 +41,7 @@ async def test_persona_shows_resets_and_caps(make_settings, fake_llm):
     async with running(make_settings(TUSK_PERSONA_MAX_TOKENS=20)) as tusk:
         assert "no persona" in (await tusk.say("p", "/persona"))[0]
         too_long = (await tusk.say("p", "/persona " + "be very very formal " * 20))[0]
-        assert "up to 20" in too_long and not tusk.store.get("http", "p").files.persona.exists()
+        assert "up to 20" in too_long and not kept.files(tusk, "http", "p").persona.exists()
         await tusk.say("p", "/persona Be formal.")
         assert "Be formal." in (await tusk.say("p", "/persona"))[0]
         assert (await tusk.say("p", "/persona reset"))[0].startswith("Persona removed")
@@ -52,7 +53,7 @@ async def test_forget_deletes_the_persona_and_export_carries_it(tusk, fake_llm, 
     """/forget lists and deletes PERSONA.md; `tusk export` includes it."""
     await tusk.say("f", "/persona Be brief.")
     await tusk.say("f", "hi")
-    files = tusk.store.get("http", "f").files
+    files = kept.files(tusk, "http", "f")
     names = export(files, tmp_path / "out.tar.gz")
     assert "f/PERSONA.md" in names
     with tarfile.open(tmp_path / "out.tar.gz") as tar:
@@ -64,13 +65,13 @@ async def test_forget_deletes_the_persona_and_export_carries_it(tusk, fake_llm, 
 
 async def test_in_a_group_only_admins_change_the_persona(tmp_path):
     """A member who is not an admin may read the persona but not set or reset it."""
-    store = SessionStore(tmp_path)
+    chats, key = open_files(tmp_path).chats, ChatKey("telegram", "-100")
     files = ChatFiles.locate(tmp_path, "telegram", "-100")
-    ctx = CommandContext(ChatKey("telegram", "-100"), files, store.get("telegram", "-100"), store, "m",
-                         may_erase=False, is_group=True)
+    ctx = CommandContext(key, await chats.open(key), chats, "m", may_erase=False, is_group=True)
     command = persona_command()
     assert "only its administrators" in await command.fn(ctx, "Be loud.")
     assert not files.persona.exists()
-    admin = CommandContext(ctx.key, files, ctx.session, store, "m", may_erase=True, is_group=True)
+    admin = CommandContext(key, await chats.open(key), chats, "m", may_erase=True, is_group=True)
     assert (await command.fn(admin, "Be loud.")).startswith("Persona set")
+    ctx = CommandContext(key, await chats.open(key), chats, "m", may_erase=False, is_group=True)
     assert "Be loud." in await command.fn(ctx, "")

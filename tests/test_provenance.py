@@ -2,11 +2,19 @@
 
 import re
 
+from bot import remembering
+from bot.events import ChatKey
 from memory import files as memfiles
 from memory import tombstones
 from tests.conftest import running
 from tests.fakes.fake_llm import Reply, last_user_text
 from tests.test_console_api import call
+from tests import kept
+
+async def forgotten(tusk, chat):
+    """The chat's tombstones (forgotten.json), as its store keeps them."""
+    return await remembering.stones(tusk.chats.handle(ChatKey("http", chat)))
+
 
 FACT = re.compile(r"\bmy (\w[\w ]*?) is ([\w' -]+)", re.IGNORECASE)
 
@@ -40,7 +48,7 @@ async def test_why_quotes_the_messages_that_said_a_consolidated_fact_after_a_res
         answer = (await tusk.say("w", "/memory why drink"))[0]
     assert answer.startswith("1. drink: green tea") and "\u201cmy drink is green tea\u201d" in answer
     assert "Lisbon" not in answer and "hello there" not in answer and re.search(r"\[20\d\d-\d\d-\d\d ", answer)
-    files = tusk.store.get("http", "w").files
+    files = kept.files(tusk, "http", "w")
     assert (files.dir / "provenance.json").stat().st_mode & 0o777 == 0o600
 
 
@@ -51,7 +59,7 @@ async def test_why_for_a_fact_saved_by_remember_and_one_the_owner_edited(tusk, f
     await tusk.say("r", "please remember that Bob's birthday is 12 May")
     answer = (await tusk.say("r", "/memory why birthday"))[0]
     assert "saved with remember" in answer and "\u201cplease remember that Bob's birthday is 12 May\u201d" in answer
-    files = tusk.store.get("http", "r").files
+    files = kept.files(tusk, "http", "r")
     text = memfiles.read_memory(files) + "- Ann owns a red kayak\n"
     status, _ = await call(tusk, "PUT", "/api/chats/http/r/memory", json={"text": text})
     assert status == 200
@@ -70,15 +78,15 @@ async def test_a_forgotten_fact_stays_forgotten_until_said_again(tusk, fake_llm)
     listing = (await tusk.say("f", "/memory forget tea"))[0]
     assert "1. drink: green tea" in listing and "Lisbon" not in listing
     assert "Forgotten for good" in (await tusk.say("f", "/memory forget 1"))[0]
-    files = tusk.store.get("http", "f").files
+    files = kept.files(tusk, "http", "f")
     assert "green tea" not in memfiles.read_memory(files) and "Lisbon" in memfiles.read_memory(files)
     await tusk.say("f", "/new")
-    assert "green tea" not in memfiles.read_memory(files) and tombstones.load(files)
+    assert "green tea" not in memfiles.read_memory(files) and await forgotten(tusk, "f")
     request = fake_llm.requests[-1]["messages"][0]["content"]
     assert "Do not re-add them" in request and "drink: green tea" in request
     await tusk.say("f", "my drink is green tea again, really")
     await tusk.say("f", "/new")
-    assert "drink: green tea" in memfiles.read_memory(files) and not tombstones.load(files)
+    assert "drink: green tea" in memfiles.read_memory(files) and not await forgotten(tusk, "f")
     assert "green tea again" in (await tusk.say("f", "/memory why drink"))[0]
 
 
@@ -104,7 +112,7 @@ async def test_a_model_copying_the_forgotten_notice_brings_nothing_back(tusk, fa
     await tusk.say("n", "my dog is Rex the beagle")
     await tusk.say("n", "my city is Lisbon")
     await tusk.say("n", "/new")
-    files = tusk.store.get("http", "n").files
+    files = kept.files(tusk, "http", "n")
     assert "dog: Rex the beagle" in memfiles.read_memory(files)
     await tusk.say("n", "/memory forget dog")
     assert "Forgotten for good" in (await tusk.say("n", "/memory forget 1"))[0]
@@ -114,30 +122,26 @@ async def test_a_model_copying_the_forgotten_notice_brings_nothing_back(tusk, fa
     assert memfiles.read_memory(files) == "- city: Lisbon\n"
     last_entry = memfiles.history_entries(files)[-1]
     assert "They talked." in last_entry and "Rex" not in last_entry and "forgotten" not in last_entry
-    assert tombstones.load(files)  # still forgotten: nothing said it again
+    assert await forgotten(tusk, "n")  # still forgotten: nothing said it again
     request = fake_llm.requests[-1]["messages"][0]["content"]
     assert "dog: Rex the beagle" in request and "\n- dog: Rex the beagle" not in request  # no memory-shaped line
 
 
-def test_the_older_notice_form_is_recognised_as_the_forgotten_fact(tmp_path):
+def test_the_older_notice_form_is_recognised_as_the_forgotten_fact():
     """`- fact (forgotten DATE)`, the notice's older form, and its bracketed or quoted variants are the forgotten
     fact itself: enforce drops them; a fact that merely mentions forgetting stays as written."""
-    from memory.paths import ChatFiles
-
-    files = ChatFiles(tmp_path / "chat")
-    files.dir.mkdir()
-    memfiles.write_memory(files, "- dog: Rex the beagle\n- Ann forgot her keys (again)\n")
-    tombstones.forget(files, [f for f in tombstones.facts(memfiles.read_memory(files)) if "dog" in f.line])
+    memory = "- dog: Rex the beagle\n- Ann forgot her keys (again)\n"
+    memory, stones = tombstones.forget(memory, [], [f for f in tombstones.facts(memory) if "dog" in f.line])
     copied = ("- dog: Rex the beagle (forgotten 2026-12-04 19:54 UTC)\n- \"dog: Rex the beagle\" [forgotten 2026-12-04]\n"
               "- forgotten 2026-12-04 19:54 UTC: \"dog: Rex the beagle\"\n- Ann forgot her keys (again)\n"
               "- Ann said \"hi\"\n")
-    assert tombstones.enforce(files, memfiles.read_memory(files), copied, []) == (
-        "- Ann forgot her keys (again)\n- Ann said \"hi\"\n")
+    assert tombstones.enforce(stones, memory, copied, []) == (
+        "- Ann forgot her keys (again)\n- Ann said \"hi\"\n", stones)
 
 
 async def test_forget_is_undone_by_memory_undo(tusk, fake_llm):
     """/memory forget writes a new version: /memory undo brings the fact back."""
-    files = tusk.store.get("http", "u").files
+    files = kept.files(tusk, "http", "u")
     memfiles.write_memory(files, "- Ann likes tea\n- Ann lives in Porto\n")
     await tusk.say("u", "/memory forget all tea")
     assert memfiles.read_memory(files) == "- Ann lives in Porto\n"

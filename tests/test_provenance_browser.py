@@ -2,6 +2,7 @@
 
 from tests.fakes.fake_llm import Reply
 from tests.test_console_browser import browser, chat_dir, expect, sign_in  # noqa: F401 - the module's browser
+from tests import kept
 
 
 async def test_a_clicked_fact_shows_its_message_and_can_be_forgotten(tusk, browser, fake_llm):  # noqa: F811
@@ -26,7 +27,7 @@ async def test_a_clicked_fact_shows_its_message_and_can_be_forgotten(tusk, brows
 async def test_facts_read_as_text_with_who_asked_as_a_label(tusk, browser):  # noqa: F811
     """Facts show without their list marker, Markdown rendered, the `[asked by ...]` note as a label ("asked by
     root", not "[asked by root, id root]"), numbered as /memory forget numbers them, under their sections."""
-    files = tusk.store.get("http", "notes").files
+    files = kept.files(tusk, "http", "notes")
     files.ensure()
     files.memory.write_text("# Memory\n\n## Ann\n\n- Ann likes **green tea** [asked by root, id root]\n"
                             "- Ann works nights\n\n## Bob\n\n- Bob keeps bees [asked by Bob Smith, id 42]\n"

@@ -12,6 +12,7 @@ from bot.config import load_settings
 from tests.conftest import running
 from tests.fakes.fake_llm import FakeLLM, Reply, overflow_body
 from tests.legality import violations
+from tests import kept
 
 
 def tool_reply(cid, name, args, reasoning):
@@ -73,10 +74,9 @@ async def scenario(turns):
                 queue.extend(scripted)
                 await tusk.say("p", f"message {i}")
                 queue.clear()
-                session = tusk.store.get("http", "p")
+                session = kept.on_disk(tusk, "http", "p")
                 await tusk.agent.aclose()  # post-turn hooks done before the file is damaged
                 crash(session.files.session, how)
-                tusk.store.forget(session.files)
             await tusk.say("p", "final")
         for body in fake.requests:
             if not any(t["function"]["name"] == "save_memory" for t in body.get("tools") or []):

@@ -17,6 +17,7 @@ from tests import procs
 from tests.conftest import running
 from tests.fakes.fake_llm import OVERFLOW_BODIES, Reply, overflow_body
 from tests.legality import violations
+from tests import kept
 
 
 @pytest.fixture(params=["whole", "streamed"])
@@ -35,9 +36,8 @@ def assert_all_legal(fake_llm):
 
 def reload(tusk, chat):
     """Drop the cached session and read it from disk, as after a restart."""
-    session = tusk.store.get("http", chat)
-    tusk.store.forget(session.files)
-    return tusk.store.get("http", chat)
+    session = kept.on_disk(tusk, "http", chat)
+    return kept.on_disk(tusk, "http", chat)
 
 
 def call(name, args, cid="call_0"):

@@ -53,13 +53,16 @@ def test_locomo_reader_keeps_turns_dates_and_answerable_questions(tmp_path):
 
 
 def test_locomo_mode_reports_recall_for_both_searches(tmp_path, capsys):
-    """--locomo FILE prints recall@1/5/10 for Tusk's search and the plain BM25 baseline on that file."""
+    """--locomo FILE prints recall@1/5/10 for Tusk's search on files and in PostgreSQL, and the plain BM25
+    baseline, on that file."""
     recall.main(["--locomo", str(write_locomo(tmp_path))])
     out = capsys.readouterr().out
     rows = {line.split()[0] + line.split()[1]: line.split()[2:] for line in out.splitlines()
-            if line.startswith(("tusk search", "plain BM25"))}
+            if line.startswith(("tusk search", "postgres search", "plain BM25"))}
     assert "LoCoMo locomo_tiny.json (1 conversations, 5 turns): 1 questions" in out
     assert rows["tusksearch"][:3] == ["100.0%", "100.0%", "100.0%"]  # Melanie's reply, found through its question
+    assert rows["postgressearch"][:3] == ["100.0%", "100.0%", "100.0%"]
+    assert "postgres - files, points:  R@1 +0.0  R@5 +0.0  R@10 +0.0" in out
     assert rows["plainBM25"][0] == "0.0%"  # the baseline ranks Caroline's question first
 
 

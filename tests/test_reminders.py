@@ -1,6 +1,5 @@
 """Reminders through real litellm and APScheduler: set, fire, list, cancel, restart, late, isolation."""
 
-import asyncio
 import json
 from datetime import datetime, timedelta, timezone
 
@@ -11,6 +10,7 @@ from bot.events import ChatKey
 from tests.fakes.fake_llm import Reply
 from tests.legality import violations
 from tests.outbox import say, started
+from tests import kept
 from tests.schedule_clock import Clock, clocked
 from tests.settle import drained
 
@@ -42,7 +42,7 @@ async def test_a_reminder_fires_as_a_turn_of_its_chat(make_settings, fake_llm):
     fired = reminder_requests(fake_llm)
     assert len(fired) == 1 and not violations(fired[0]["messages"])
     assert "call Bob" in texts[1] and "late" not in texts[1]  # the fake echoes what the model was given
-    saved = app.store.get("http", "bob").unconsolidated
+    saved = kept.on_disk(app, "http", "bob").unconsolidated
     assert saved[-2].role == "user" and saved[-2].content.startswith("[reminder r") and "call Bob" in saved[-2].content
     assert "due now" not in saved[-2].content  # the injected context was for that turn only
     assert (saved[-2].sender_id, saved[-2].sender_name) == ("u1", "Ann") == (saved[0].sender_id, saved[0].sender_name)
@@ -132,7 +132,7 @@ async def test_forget_lists_and_cancels_the_chats_reminders_and_settings(make_se
     async with started(make_settings) as (app, box):
         await say(app, box, "f", "/timezone Asia/Tokyo")
         await say(app, box, "f", "remind me to stretch")
-        files = app.store.get("http", "f").files
+        files = kept.files(app, "http", "f")
         listing = (await say(app, box, "f", "/forget"))[0]
         assert "1 reminder or schedule (cancelled" in listing and "settings.json: time zone Asia/Tokyo" in listing
         report = (await say(app, box, "f", "/forget confirm"))[0]
@@ -148,7 +148,7 @@ async def test_a_due_reminder_reaches_the_chat_even_when_the_model_is_down(make_
         await say(app, box, "down", "remind me")
         texts = await box.wait_for("down", 2, timeout=4)
     assert texts[1] == "Reminder: take the pills"
-    assert [m.role for m in app.store.get("http", "down").unconsolidated][-2:] == ["user", "assistant"]
+    assert [m.role for m in kept.on_disk(app, "http", "down").unconsolidated][-2:] == ["user", "assistant"]
 
 
 async def test_past_times_and_too_many_reminders_are_refused(make_settings, fake_llm):
@@ -183,14 +183,17 @@ def test_a_bad_default_time_zone_stops_tusk_at_start(make_settings):
 async def test_forget_from_the_cli_removes_reminders_and_a_running_bot_drops_them(make_settings, fake_llm):
     """`tusk forget` lists and removes a chat's saved reminders; one still held by a running bot never fires."""
     from bot.ops import admin
+    from bot.events import ChatKey
+    from store import open_files
 
     clock = Clock(datetime(2026, 5, 4, 9, 0, tzinfo=timezone.utc))
     fake_llm.script(setting("in 2 hours", "call Bob"), Reply(text="ok"))
     async with clocked(make_settings, clock) as (app, box):
         await say(app, box, "eve", "remind me soon to call Bob")
         key = ChatKey("http", "eve")
-        assert "1 reminder or schedule (removed" in await admin.forget(app.settings.home, key, confirm=False)
-        report = await admin.forget(app.settings.home, key, confirm=True)
+        chats = open_files(app.settings.home).chats  # the CLI's own store over the same home
+        assert "1 reminder or schedule (removed" in await admin.forget(chats, app.settings.home, key, confirm=False)
+        report = await admin.forget(chats, app.settings.home, key, confirm=True)
         assert "deleted 1 reminder or schedule (removed from reminders.json)" in report and stored(app) == []
         clock.set(datetime(2026, 5, 4, 12, 0, tzinfo=timezone.utc))  # past its time
         assert await app.schedules.tick() == 0  # the running bot's tick starts nothing

@@ -2,6 +2,7 @@
 run as turns of their chat, through a restart and daylight-saving changes, failures said once, limits,
 pause, resume, cancel, the most a chat may have, and reminders.json's schema."""
 
+import functools
 import json
 from datetime import timedelta, timezone
 
@@ -13,6 +14,8 @@ from bot.usage.ledger import Ledger
 from tests.fakes.fake_llm import Reply
 from tests.outbox import say
 from tests.schedule_clock import Clock, berlin, clocked, only, outcome, scheduling
+from tests import kept
+from tests.test_inbox import where  # noqa: F401  (a fixture: files, or a fresh database)
 
 UTC = timezone.utc
 
@@ -21,10 +24,21 @@ def stored(app):
     return json.loads((app.settings.home / "reminders.json").read_text())
 
 
+def lose_the_journal(app, where):
+    """The inbox journal emptied behind Tusk's back: inbox.jsonl deleted, or the database's rows."""
+    if not where:
+        (app.settings.home / "inbox.jsonl").unlink()
+        return
+    import psycopg
+
+    with psycopg.connect(where["TUSK_DATABASE_URL"]) as conn:
+        assert conn.execute("DELETE FROM inbox").rowcount == 1
+
+
 def purposes(home):
     ledger = Ledger(home)
     try:
-        return [r[0] for r in ledger._read("SELECT purpose FROM calls ORDER BY id", [])]
+        return [r[0] for r in ledger._rows("SELECT purpose FROM calls ORDER BY id", [])]
     finally:
         ledger.close()
 
@@ -75,14 +89,15 @@ async def test_a_text_schedule_is_sent_as_written_without_the_model(make_setting
             assert await app.schedules.tick() == 1
             await outcome(app, s.id, berlin(2026, 5, 4, hour, 0))
         assert box.to("t")[-2:] == ["Time to stretch! 🧘", "Time to stretch! 🧘"] and len(fake_llm.requests) == asked
-        saved = app.store.get("http", "t").unconsolidated[-2:]
+        saved = kept.on_disk(app, "http", "t").unconsolidated[-2:]
         assert saved[0].content.startswith(f"[schedule {s.id}, every 2 hours, due ") and saved[1].content == "Time to stretch! 🧘"
 
 
-async def test_a_schedule_survives_a_restart_with_one_catch_up_and_no_burst(make_settings, fake_llm):
+async def test_a_schedule_survives_a_restart_with_one_catch_up_and_no_burst(make_settings, fake_llm, where):
     """Down from Monday to Thursday 09:00: the new Tusk runs the daily 08:00 schedule once, for Thursday, saying
     it is late; the three runs before are recorded as missed (older than the 24 h grace); nothing more fires,
-    then or at the next start."""
+    then or at the next start (kept in reminders.json, or in a database)."""
+    make_settings = functools.partial(make_settings, **where)
     clock = Clock(berlin(2026, 3, 23, 7, 0))
     fake_llm.script(scheduling("water the plants", repeat="every day at 08:00"), Reply(text="ok"))
     async with clocked(make_settings, clock, TUSK_TIMEZONE="Europe/Berlin") as (app, box):
@@ -294,11 +309,12 @@ async def test_forget_removes_the_chats_schedules(make_settings, fake_llm):
         assert stored(app)["reminders"] == [] and app.schedules.next_due() is None
 
 
-async def test_a_run_cut_short_is_run_again_from_the_inbox_or_recorded_as_cut(make_settings, fake_llm):
+async def test_a_run_cut_short_is_run_again_from_the_inbox_or_recorded_as_cut(make_settings, fake_llm, where):
     """A run's turn cut short (as a crash or forced stop leaves it): the next start runs it again from the inbox
-    journal and records it delivered; with no journal line left, the run is recorded as failed, not left open."""
+    journal and records it delivered; with no journal record left, the run is recorded as failed, not left open
+    (on files, and on a database)."""
     clock = Clock(berlin(2026, 6, 1, 7, 0))
-    env = {"TUSK_TIMEZONE": "Europe/Berlin"}
+    env = {"TUSK_TIMEZONE": "Europe/Berlin", **where}
     fake_llm.script(scheduling("brief me", repeat="every day at 09:00", kind="instruction"), Reply(text="ok"),
                     Reply(text="too late", delay=30))
     async with clocked(make_settings, clock, **env) as (app, box):
@@ -321,7 +337,7 @@ async def test_a_run_cut_short_is_run_again_from_the_inbox_or_recorded_as_cut(ma
         assert await app3.schedules.tick() == 1
         await fake_llm.wait_for_requests(asked + 1)
         assert app3.bus.cancel(ChatKey("http", "cut"))
-    (app3.settings.home / "inbox.jsonl").unlink()  # the journal line lost too
+    lose_the_journal(app3, where)  # the journal's record lost too
     async with clocked(make_settings, clock, **env) as (app4, box4):
         run = only(app4, "cut").run_for(berlin(2026, 6, 2, 9, 0))
     assert (run.status, run.why) == ("failed", "Tusk stopped before it was delivered") and box4.sent == []

@@ -12,6 +12,7 @@ from memory.question import read
 from memory.search import HistorySearch
 from memory.search_index import ChatIndex
 from memory.session import Message, SessionStore
+from store import open_files
 
 NOW = datetime(2023, 9, 1, 12, tzinfo=timezone.utc)
 
@@ -126,8 +127,9 @@ async def test_forget_deletes_the_index_and_search_finds_nothing_after(tmp_path)
     search = HistorySearch()
     assert search.search(session.files, "locker", now=NOW)
     home = tmp_path / "home"
-    assert "search index" in await admin.forget(home, ChatKey("http", "c"), confirm=False)
-    report = await admin.forget(home, ChatKey("http", "c"), confirm=True)
+    chats = open_files(home).chats
+    assert "search index" in await admin.forget(chats, home, ChatKey("http", "c"), confirm=False)
+    report = await admin.forget(chats, home, ChatKey("http", "c"), confirm=True)
     assert "deleted the search index of the above (search.sqlite)" in report and "FAILED" not in report
     assert not session.files.dir.exists()
     assert search.search(session.files, "locker", now=NOW) == [] and not session.files.dir.exists()

@@ -18,6 +18,7 @@ from tests import procs
 from tests.fakes.fake_llm import Reply
 from tests.fakes.fake_slack import FakeSlack
 from tests.own_words import ANSWERS, PERSONA, WHY, seed
+from tests import kept
 from tests.settle import idle
 
 BOT = "U0TUSK"
@@ -180,7 +181,7 @@ async def test_tusks_own_words_are_shown_as_written(settings, slack, fake_llm):
     model's reply is still converted to mrkdwn."""
     fake_llm.script(Reply(text="**Green** tea, *strong*"))
     async with running(settings()) as (app, _):
-        seed(app.store.get("slack", "D0ANN").files)
+        seed(kept.files(app, "slack", "D0ANN"))
         await slack.wait_connected()
         await slack.send_event(slack.dm(WHY))
         await slack.wait_for(lambda: slack.posted)
@@ -449,7 +450,7 @@ async def test_threads_and_dms_never_see_each_others_memory(settings, slack, fak
     s = settings()
     first, second = slack.mention("one"), slack.mention("two")
     async with running(s) as (app, _):
-        files = app.store.get("slack", f"C0GENERAL-{first['ts']}").files
+        files = kept.files(app, "slack", f"C0GENERAL-{first['ts']}")
         files.dir.mkdir(parents=True)
         files.memory.write_text("- canary-thread")
         fake_llm.responder = lambda body: Reply(text="seen" if "canary-thread" in str(body) else "none")

@@ -16,6 +16,7 @@ from channels.slack.rich import rich_text
 from tests.fakes.fake_llm import Reply
 from tests.settle import idle
 from tests.test_slack import BOT, slack  # noqa: F401  (the fake Slack and its three people)
+from tests import kept
 
 LONG = " ".join(f"word{i}" for i in range(60)) + "."  # past TUSK_STREAM_MIN_CHARS: a thread reply streams
 
@@ -42,9 +43,8 @@ async def running(settings, slack):
 
 def saved(app, chat):
     """The chat's session as saved on disk: (role, content) pairs."""
-    session = app.store.get("slack", chat)
-    app.store.forget(session.files)
-    return [(m.role, m.content) for m in app.store.get("slack", chat).unconsolidated]
+    session = kept.on_disk(app, "slack", chat)
+    return [(m.role, m.content) for m in kept.on_disk(app, "slack", chat).unconsolidated]
 
 
 def last_user_text(fake_llm):

@@ -11,6 +11,7 @@ from bot.llm import LLM, LLMSettings
 from bot.llm.slots import Preempted, Slots, housekeeping
 from memory import files as memfiles
 from memory.session import Message
+from tests import kept
 from tests.fakes.fake_llm import Reply
 from tests.fakes.loopback import wait_until
 from tests.outbox import attach
@@ -37,11 +38,11 @@ def slow_rounds(fake_llm, delay=0.02):
     fake_llm.responder = respond
 
 
-def over_budget(app, chat="long"):
-    session = app.store.get("http", chat)
-    app.store.append(session, [Message("user" if i % 2 == 0 else "assistant", f"message {i}: {FILLER}")
-                               for i in range(30)])
-    return session
+async def over_budget(app, chat="long"):
+    """30 long messages through the app's store; the chat's key."""
+    await kept.append(app, "http", chat, [Message("user" if i % 2 == 0 else "assistant", f"message {i}: {FILLER}")
+                                          for i in range(30)])
+    return ChatKey("http", chat)
 
 
 @pytest.fixture
@@ -61,7 +62,7 @@ async def test_a_reply_cuts_off_a_round_which_goes_again_from_the_same_chunk(sma
     slow_rounds(fake_llm)
     app = small(TUSK_MODEL_SLOTS=1)
     app.llm.direct = direct
-    session = over_budget(app)
+    key = await over_budget(app)
     box = attach(app)
     background = asyncio.create_task(app._consolidate(ChatKey("http", "long")))
     await until(lambda: fake_llm.streams >= 1)  # the round is streaming
@@ -73,9 +74,10 @@ async def test_a_reply_cuts_off_a_round_which_goes_again_from_the_same_chunk(sma
     assert rounds[0] < reply < rounds[1]
     sent = [fake_llm.requests[i]["messages"][1]["content"] for i in rounds]
     assert sent[1] == sent[0] and len(set(sent)) == len(sent) - 1  # the cut chunk again; no other chunk twice
-    stats = app.consolidator.stats[session.files.dir]
+    stats = app.consolidator.stats[key]
     assert stats.failures == 0 and stats.runs == len(rounds) - 1 and app.llm.slots.cuts == 1
-    assert len(memfiles.history_entries(session.files)) == stats.runs and "fact 19 of" in memfiles.read_memory(session.files)
+    folder = kept.files(app, key.channel, key.chat_id)
+    assert len(memfiles.history_entries(folder)) == stats.runs and "fact 19 of" in memfiles.read_memory(folder)
 
 
 async def test_a_round_the_server_cuts_short_goes_again_streamed(small, fake_llm):
@@ -86,12 +88,12 @@ async def test_a_round_the_server_cuts_short_goes_again_streamed(small, fake_llm
     fake_llm.script(Reply(text=None, tool_calls=saving, cut_after=2))
     fake_llm.responder = lambda body: Reply(text=None, tool_calls=saving)
     app = small(TUSK_MODEL_SLOTS=1)
-    session = over_budget(app)
+    key = await over_budget(app)
     await app._consolidate(ChatKey("http", "long"))
     rounds = consolidations(fake_llm)
     assert all(fake_llm.requests[i].get("stream") for i in rounds) and fake_llm.cuts == 1
     assert fake_llm.requests[rounds[1]]["messages"] == fake_llm.requests[rounds[0]]["messages"]
-    stats = app.consolidator.stats[session.files.dir]
+    stats = app.consolidator.stats[key]
     assert stats.failures == 0 and stats.runs == len(rounds) - 1 and app.llm.no_stream == {}
 
 
@@ -102,7 +104,7 @@ async def test_no_round_starts_while_a_turn_is_under_way(small, fake_llm):
         "history_entry": "They talked.", "memory_update": "- likes tea"})]) if is_consolidation(body)
         else Reply(text="slow " * 40, token_delay=0.02))
     app = small(TUSK_MODEL_SLOTS=1)
-    over_budget(app)
+    await over_budget(app)
     turn = asyncio.ensure_future(app.bus.publish(InboundMessage(ChatKey("http", "other"), "hello", sender_id="u")))
     await until(lambda: fake_llm.requests)  # the reply is being written
     await app._consolidate(ChatKey("http", "long"))
@@ -117,7 +119,7 @@ async def test_with_several_slots_nothing_is_held_back(small, fake_llm):
     fake_llm.responder = lambda body: Reply(text=None, delay=1.0, tool_calls=[("s", "save_memory", {
         "history_entry": "They talked.", "memory_update": MEMORY})]) if is_consolidation(body) else Reply(text="hi")
     app = small()
-    session = over_budget(app)
+    key = await over_budget(app)
     background = asyncio.create_task(app._consolidate(ChatKey("http", "long")))
     await until(lambda: consolidations(fake_llm))
     await app.bus.publish(InboundMessage(ChatKey("http", "other"), "hello", sender_id="u"))
@@ -125,9 +127,9 @@ async def test_with_several_slots_nothing_is_held_back(small, fake_llm):
     await background
     first = consolidations(fake_llm)[0]
     assert fake_llm.finished[reply] < fake_llm.finished[first]  # answered while the round still streamed
-    stats = app.consolidator.stats[session.files.dir]
+    stats = app.consolidator.stats[key]
     assert fake_llm.hangups == 0 and app.llm.slots.cuts == 0 and stats.failures == 0
-    assert len(consolidations(fake_llm)) == stats.runs == len(memfiles.history_entries(session.files))
+    assert len(consolidations(fake_llm)) == stats.runs == len(memfiles.history_entries(kept.files(app, key.channel, key.chat_id)))
 
 
 @pytest.mark.parametrize("total", [1, 4])

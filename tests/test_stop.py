@@ -13,6 +13,7 @@ from tests.fakes.fake_llm import Reply
 from tests.fakes.fake_web import FakeWeb
 from tests.fakes.loopback import wait_until
 from tests.legality import violations
+from tests import kept
 
 LONG = " ".join(f"word{i}" for i in range(400)) + "."
 
@@ -52,9 +53,8 @@ async def stop(tusk, chat, **body):
 
 
 def saved(tusk, chat):
-    session = tusk.store.get("http", chat)
-    tusk.store.forget(session.files)
-    return tusk.store.get("http", chat).unconsolidated
+    session = kept.on_disk(tusk, "http", chat)
+    return kept.on_disk(tusk, "http", chat).unconsolidated
 
 
 def conversation(tusk, chat):

@@ -11,6 +11,7 @@ from channels.discord_bot import stream as discord_stream
 from tests.fakes.fake_discord import FakeDiscord, snowflake
 from tests.fakes.fake_llm import Reply
 from tests.legality import violations
+from tests import kept
 
 LONG = " ".join(f"word{i}" for i in range(600)) + "."
 EPHEMERAL = 64
@@ -40,9 +41,8 @@ async def start(make_settings, dc, monkeypatch):
 
 
 def saved(app, chat):
-    session = app.store.get("discord", chat)
-    app.store.forget(session.files)
-    return app.store.get("discord", chat).unconsolidated
+    session = kept.on_disk(app, "discord", chat)
+    return kept.on_disk(app, "discord", chat).unconsolidated
 
 
 def with_button(dc):

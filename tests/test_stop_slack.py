@@ -10,6 +10,7 @@ from channels.slack import stream as slack_stream
 from tests.fakes.fake_llm import Reply
 from tests.fakes.fake_slack import FakeSlack
 from tests.legality import violations
+from tests import kept
 
 LONG = " ".join(f"word{i}" for i in range(600)) + "."
 
@@ -34,9 +35,8 @@ async def tusk_slack(make_settings, slack, monkeypatch):
 
 
 def saved(app, chat):
-    session = app.store.get("slack", chat)
-    app.store.forget(session.files)
-    return app.store.get("slack", chat).unconsolidated
+    session = kept.on_disk(app, "slack", chat)
+    return kept.on_disk(app, "slack", chat).unconsolidated
 
 
 def streamed(slack):

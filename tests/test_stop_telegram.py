@@ -9,6 +9,7 @@ from channels.telegram import stream as telegram_stream
 from tests.fakes.fake_llm import Reply
 from tests.fakes.fake_telegram import FakeTelegram
 from tests.legality import violations
+from tests import kept
 
 LONG = " ".join(f"word{i}" for i in range(600)) + "."
 FAST = 0.2
@@ -39,9 +40,8 @@ async def start(make_settings, tg, monkeypatch):
 
 
 def saved(app, chat):
-    session = app.store.get("telegram", chat)
-    app.store.forget(session.files)
-    return app.store.get("telegram", chat).unconsolidated
+    session = kept.on_disk(app, "telegram", chat)
+    return kept.on_disk(app, "telegram", chat).unconsolidated
 
 
 def button_message(tg, chat):

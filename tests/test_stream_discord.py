@@ -10,6 +10,7 @@ from channels.discord_bot import stream as discord_stream
 from tests.fakes.fake_discord import FakeDiscord, shown, snowflake
 from tests.fakes.fake_llm import Reply
 from tests.legality import violations
+from tests import kept
 
 WORDS = " ".join(f"word{i}" for i in range(150)) + "."
 FAST = 0.25
@@ -37,9 +38,8 @@ async def tusk_dc(make_settings, dc, monkeypatch):
 
 
 def saved_reply(app, chat):
-    session = app.store.get("discord", chat)
-    app.store.forget(session.files)
-    return app.store.get("discord", chat).unconsolidated[-1].content
+    session = kept.on_disk(app, "discord", chat)
+    return kept.on_disk(app, "discord", chat).unconsolidated[-1].content
 
 
 def final_texts(dc):

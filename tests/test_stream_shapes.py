@@ -12,6 +12,7 @@ from memory import files as memfiles
 from tests.conftest import running
 from tests.fakes.fake_llm import Reply, attributing_responder
 from tests.legality import violations
+from tests import kept
 
 TEXT = ("Let me tell you about my garden: the tomatoes split after the rain, the beans climb the fence, and I "
         "want to plant garlic in October. ")
@@ -32,7 +33,7 @@ async def test_a_stream_closed_before_its_first_chunk_teaches_the_window(make_se
         await tusk.agent.aclose()
         assert tusk.consolidator.budget.window == 2048 and "learned" in tusk.consolidator.budget.source
         assert book(tusk).get("openai/tiny").no_stream is None
-        assert memfiles.history_entries(tusk.store.get("http", "w").files)
+        assert memfiles.history_entries(kept.files(tusk, "http", "w"))
     assert any(b.get("stream") for b in fake_llm.requests[-3:])
 
 
@@ -114,7 +115,7 @@ async def test_a_web_page_where_the_api_should_be_reads_as_a_misconfigured_serve
     assert "misconfigured" in reply and "TUSK_API_BASE" in reply and "empty" not in reply
     assert len(fake_llm.requests) == 1
     assert NotAModelServer.user_message != reply and "TUSK_API_BASE" not in NotAModelServer.user_message
-    assert tusk.store.get("http", "html").unconsolidated == []
+    assert kept.on_disk(tusk, "http", "html").unconsolidated == []
 
 
 async def test_a_turn_nobody_watches_makes_no_streaming_request(tusk, fake_llm):

@@ -11,6 +11,7 @@ from channels.slack.format import to_mrkdwn
 from tests.fakes.fake_llm import Reply
 from tests.fakes.fake_slack import FakeSlack, shown
 from tests.legality import violations
+from tests import kept
 
 WORDS = " ".join(f"word{i}" for i in range(150)) + "."
 FAST = 0.25
@@ -37,9 +38,8 @@ async def tusk_slack(make_settings, slack, monkeypatch):
 
 
 def saved_reply(app, chat):
-    session = app.store.get("slack", chat)
-    app.store.forget(session.files)
-    return app.store.get("slack", chat).unconsolidated[-1].content
+    session = kept.on_disk(app, "slack", chat)
+    return kept.on_disk(app, "slack", chat).unconsolidated[-1].content
 
 
 def gaps(calls):

@@ -9,6 +9,7 @@ from channels.split import FENCE
 from tests.fakes.fake_llm import Reply
 from tests.fakes.fake_telegram import MAX_TEXT, FakeTelegram
 from tests.legality import violations
+from tests import kept
 
 WORDS = " ".join(f"word{i}" for i in range(150)) + "."
 FAST = 0.25  # the draft interval in these tests (Telegram's own are 1 s and 3 s)
@@ -32,9 +33,8 @@ async def tusk_tg(make_settings, tg, monkeypatch):
 
 
 def saved_reply(app, chat):
-    session = app.store.get("telegram", chat)
-    app.store.forget(session.files)
-    return app.store.get("telegram", chat).unconsolidated[-1].content
+    session = kept.on_disk(app, "telegram", chat)
+    return kept.on_disk(app, "telegram", chat).unconsolidated[-1].content
 
 
 def gaps(times):

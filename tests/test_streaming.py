@@ -7,6 +7,7 @@ from bot.stream import CUT_NOTE, visible
 from tests.conftest import running
 from tests.fakes.fake_llm import Reply
 from tests.legality import violations
+from tests import kept
 
 LONG = " ".join(f"word{i}" for i in range(80)) + "."
 
@@ -27,9 +28,8 @@ async def stream_turn(tusk, chat, text):
 
 
 def saved(tusk, chat):
-    session = tusk.store.get("http", chat)
-    tusk.store.forget(session.files)
-    return tusk.store.get("http", chat).unconsolidated
+    session = kept.on_disk(tusk, "http", chat)
+    return kept.on_disk(tusk, "http", chat).unconsolidated
 
 
 def streamed_text(events):
@@ -173,4 +173,4 @@ async def test_the_terminal_prints_the_reply_as_it_comes(make_settings, fake_llm
         assert "word20" in out.getvalue() and "word79" not in out.getvalue()  # part of it, before the end
         await run
     assert out.getvalue().count(f"Tusk> {LONG}\n\n") == 1
-    assert app.store.get("terminal", "t1").unconsolidated[-1].content == LONG
+    assert kept.on_disk(app, "terminal", "t1").unconsolidated[-1].content == LONG

@@ -7,6 +7,7 @@ from memory import files as memfiles
 from tests.fakes.fake_llm import Reply
 from tests.legality import violations
 from tests.outbox import say, started
+from tests import kept
 from tests.settle import drained
 
 HELPER = "You are a background helper"
@@ -17,7 +18,7 @@ def is_helper(body):
 
 
 def saved_conversation(app, chat):
-    return [{"role": "system", "content": "-"}, *(m.to_llm() for m in app.store.get("http", chat).unconsolidated)]
+    return [{"role": "system", "content": "-"}, *(m.to_llm() for m in kept.on_disk(app, "http", chat).unconsolidated)]
 
 
 def trip_research(body):
@@ -45,8 +46,8 @@ async def test_task_result_then_a_tool_call_keeps_history_legal(make_settings, f
     every request, then and later, stay legal (no two assistant messages in a row)."""
     fake_llm.responder = trip_research
     async with started(make_settings) as (app, box):
-        memfiles.append_history(app.store.get("http", "trip").files, "We chose Lisbon for the trip, in May.")
-        memfiles.append_history(app.store.get("http", "other").files, "Another chat's trip: Paris.")
+        memfiles.append_history(kept.files(app, "http", "trip"), "We chose Lisbon for the trip, in May.")
+        memfiles.append_history(kept.files(app, "http", "other"), "Another chat's trip: Paris.")
         assert await say(app, box, "trip", "please research the trip decisions") == ["On it."]
         texts = await box.wait_for("trip", 3)
         assert texts[1:] == ["Noted: The trip goes to Lisbon in May", "Found it: Lisbon in May."]
@@ -63,7 +64,7 @@ async def test_task_result_then_a_tool_call_keeps_history_legal(make_settings, f
     assert note.startswith("[background task t") and note.endswith(" finished]")
     last = str(fake_llm.requests[-1]["messages"])
     assert "Report: the trip goes" not in last and "[background task t" in last  # injected for one turn only
-    assert "Lisbon in May" in memfiles.read_memory(app.store.get("http", "trip").files)
+    assert "Lisbon in May" in memfiles.read_memory(kept.files(app, "http", "trip"))
 
 
 def slow_helper(delay):

@@ -21,6 +21,7 @@ from tests.media_files import audio_bytes, image_bytes
 from tests.own_words import ANSWERS, PERSONA, WHY, seed
 from tests.settle import answered, drained
 from tests.test_cli import env_for
+from tests import kept
 
 ME = User(id=123, first_name="Tusk", is_bot=True, username="tusk_bot")
 COMMANDS = frozenset({"help", "memory", "forget", "new", "status"})
@@ -67,7 +68,7 @@ async def test_dm_turn_end_to_end(tusk_tg, tg, fake_llm):
     assert tg.sent[0]["text"] == "Hello <b>Alice</b>!" and tg.sent[0]["parse_mode"] == "HTML"
     assert ("sendChatAction", {"chat_id": 42, "action": "typing"}) in [(m, {k: p.get(k) for k in ("chat_id", "action")})
                                                                        for m, p in tg.calls]
-    saved = tusk_tg.store.get("telegram", "42").unconsolidated
+    saved = kept.on_disk(tusk_tg, "telegram", "42").unconsolidated
     assert [(m.role, m.content) for m in saved] == [("user", "hi there"), ("assistant", "Hello **Alice**!")]
     assert "telegram direct chat; from Alice (id 7)" in fake_llm.requests[0]["messages"][-1]["content"]
 
@@ -76,7 +77,7 @@ async def test_tusks_own_words_are_shown_as_written(tusk_tg, tg, fake_llm):
     """Command answers go as plain text (no parse mode, nothing read as markup): the user sees facts 3 and 5, not
     3 and 4, each source line under its fact, `*strong*` with its asterisks and the `<...>` placeholder; the
     model's reply after them is still formatted."""
-    seed(tusk_tg.store.get("telegram", "42").files)
+    seed(kept.files(tusk_tg, "telegram", "42"))
     fake_llm.script(Reply(text="**Green** tea, *strong*"))
     for n, text in enumerate((WHY, PERSONA, "which tea?"), 1):
         tg.push_message(42, text)
@@ -121,12 +122,12 @@ async def test_forget_in_a_group_is_for_admins_only(tusk_tg, tg, fake_llm):
     tg.push_message(-200, "/forget@tusk_bot confirm", chat_type="group", user_id=7)
     await tg.wait_for(lambda: len(tg.sent) == 2)
     assert "only its administrators" in tg.sent[1]["plain"]
-    assert tusk_tg.store.get("telegram", "-200").files.session.exists()
+    assert kept.files(tusk_tg, "telegram", "-200").session.exists()
     tg.members[(-200, 8)] = "administrator"
     tg.push_message(-200, "/forget@tusk_bot confirm", chat_type="group", user_id=8, username="boss")
     await tg.wait_for(lambda: len(tg.sent) == 3)
     assert "deleted" in tg.sent[2]["plain"]
-    assert not tusk_tg.store.get("telegram", "-200").files.dir.exists()
+    assert not kept.files(tusk_tg, "telegram", "-200").dir.exists()
 
 
 async def test_long_reply_is_split_within_telegram_limit(tusk_tg, tg, fake_llm):
@@ -177,7 +178,7 @@ async def test_undeliverable_reply_is_logged_and_kept(tusk_tg, tg, fake_llm, cap
         await tg.wait_for(lambda: any("could not deliver" in r.getMessage() for r in caplog.records))
     record = next(r for r in caplog.records if "could not deliver" in r.getMessage())
     assert "telegram:42" in record.getMessage() and "blocked" in record.exc_text
-    assert [m.role for m in tusk_tg.store.get("telegram", "42").unconsolidated] == ["user", "assistant"]
+    assert [m.role for m in kept.on_disk(tusk_tg, "telegram", "42").unconsolidated] == ["user", "assistant"]
 
 
 async def test_allow_list_by_id(start_tusk, tg, fake_llm):
@@ -237,7 +238,7 @@ async def test_forum_topics_have_their_own_memory(tusk_tg, tg, fake_llm):
 async def test_groups_and_topics_never_see_each_others_memory(tusk_tg, tg, fake_llm):
     """A group's MEMORY.md reaches only that group's prompts, not another group's nor another topic's."""
     for chat_id, canary in (("-400", "canary-group-A"), ("-500.7", "canary-topic-7")):
-        files = tusk_tg.store.get("telegram", chat_id).files
+        files = kept.files(tusk_tg, "telegram", chat_id)
         files.dir.mkdir(parents=True)
         files.memory.write_text(f"- {canary}")
     seen = lambda body: " ".join(c for c in ("canary-group-A", "canary-topic-7") if c in json.dumps(body)) or "none"

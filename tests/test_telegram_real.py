@@ -13,13 +13,13 @@ from bot.app import TuskApp
 from bot.events import ChatKey
 from bot.tools.box import ToolContext
 from bot.tools.reminders import ReminderTools
-from memory import chat_settings
 from memory.chat_settings import ChatSettings
 from memory.files import append_history
 from memory.move import move_chat
 from tests.fakes.fake_llm import Reply
 from tests.settle import answered, drained
 from tests.test_telegram import start_tusk, tg  # noqa: F401  (the fake Bot API and a Tusk started on it)
+from tests import kept
 
 BOT = {"id": 123, "is_bot": True, "first_name": "Tusk", "username": "tusk_bot"}
 ALICE = {"id": 7, "is_bot": False, "first_name": "Alice", "username": "alice", "language_code": "en"}
@@ -70,7 +70,7 @@ async def quiet(app, tg, fake_llm, sent, requests):
 
 async def test_service_messages_are_no_turns_and_nothing_is_kept(app, tg, fake_llm):
     """Joins, leaves (the bot's own too), pins, titles, topics, video chats, timers: no turn, nothing saved."""
-    chat_settings.write(app.store.get("telegram", "-1004001").files, ChatSettings(listen=True))
+    await kept.put_settings(app.chats, ChatKey("telegram", "-1004001"), ChatSettings(listen=True))
     services = [{"new_chat_members": [BOT, BOB]}, {"new_chat_members": [BOB]}, {"left_chat_member": BOT},
                 {"left_chat_member": BOB}, {"new_chat_title": "Hikers 2"}, {"group_chat_created": True},
                 {"pinned_message": message(tg, SUPER, text="meet at 9")},
@@ -90,33 +90,34 @@ async def test_service_messages_are_no_turns_and_nothing_is_kept(app, tg, fake_l
     await tg.wait_for(lambda: answered(tg, "still there?"))  # every update before it has been handled
     await drained(app, *CHATS)  # and every turn they started has ended
     assert (len(tg.sent), len(fake_llm.requests)) == (1, 1) and last_prompt(fake_llm).endswith("still there?")
-    assert app.store.get("telegram", "-1004001").unconsolidated == []
-    assert [m.content for m in app.store.get("telegram", "7").unconsolidated][0] == "still there?"
+    assert kept.on_disk(app, "telegram", "-1004001").unconsolidated == []
+    assert [m.content for m in kept.on_disk(app, "telegram", "7").unconsolidated][0] == "still there?"
 
 
 async def test_group_upgrade_takes_the_chats_memory_along_once(app, tg, fake_llm):
     """A group upgraded to a supergroup keeps its session, MEMORY.md, HISTORY.md, media, /listen and reminders."""
     push(tg, GROUP, **mention("@tusk_bot the meeting point is the old mill"))
-    old = app.store.get("telegram", "-4001").files
+    old = kept.files(app, "telegram", "-4001")
     await tg.wait_for(old.session.exists)  # the turn is saved (its reply may show, streamed, before)
     old.memory.write_text("- Meeting point: the old mill\n")
     append_history(old, "The group planned a hike.")
     (old.media).mkdir()
     (old.media / "photo.jpg").write_bytes(b"jpeg")
-    chat_settings.write(old, ChatSettings(listen=True))
-    ctx = ToolContext(ChatKey("telegram", "-4001"), old, sender_id="7", sender_name="Alice", is_group=True)
-    await ReminderTools(app.schedules).set_reminder(ctx, "bring water", "in 2 hours")
+    await kept.put_settings(app.chats, ChatKey("telegram", "-4001"), ChatSettings(listen=True))
+    ctx = ToolContext(ChatKey("telegram", "-4001"), await kept.chat(app, "telegram", "-4001"), app.chats,
+                      sender_id="7", sender_name="Alice", is_group=True)
+    await ReminderTools(app.schedules).set_reminder(ctx, "bring water", when="in 2 hours")
     tg.migrate(-4001, -1004001)
     tg.migrate(-4001, -1004001)  # both notices again, as a re-delivery would: moved once, nothing lost
     push(tg, SUPER, **mention("@tusk_bot where do we meet?"))
     await tg.wait_for(lambda: len(tg.sent) == 2)
     prompt = json.dumps(fake_llm.requests[-1]["messages"])
     assert "the old mill" in prompt and "Meeting point" in prompt
-    new = app.store.get("telegram", "-1004001").files
+    new = kept.files(app, "telegram", "-1004001")
     assert not old.dir.exists() and (new.media / "photo.jpg").read_bytes() == b"jpeg"
-    assert "planned a hike" in new.history.read_text() and chat_settings.read(new).listen
+    assert "planned a hike" in new.history.read_text() and (await kept.chat(app, "telegram", "-1004001")).prefs.listen
     assert [r.key.chat_id for r in app.schedules.of(ChatKey("telegram", "-1004001"))] == ["-1004001"]
-    assert [m.content for m in app.store.get("telegram", "-1004001").unconsolidated if m.role == "user"] == [
+    assert [m.content for m in kept.on_disk(app, "telegram", "-1004001").unconsolidated if m.role == "user"] == [
         "the meeting point is the old mill", "where do we meet?"]
     assert tg.sent[-1]["chat_id"] == -1004001
 
@@ -129,8 +130,8 @@ async def test_reply_to_an_upgraded_group_goes_to_the_supergroup(app, tg, fake_l
     tg.upgraded[-4001] = -1004001  # upgraded while the turn ran; the notices are not seen
     await tg.wait_for(lambda: tg.sent)
     assert [(m["chat_id"], m["plain"]) for m in tg.sent] == [(-1004001, "on my way")]
-    await tg.wait_for(lambda: app.store.get("telegram", "-1004001").files.session.exists())
-    assert not app.store.get("telegram", "-4001").files.dir.exists()
+    await tg.wait_for(lambda: kept.files(app, "telegram", "-1004001").session.exists())
+    assert not kept.files(app, "telegram", "-4001").dir.exists()
 
 
 async def test_forwards_replies_and_quotes_reach_the_model_framed(app, tg, fake_llm):
@@ -142,7 +143,7 @@ async def test_forwards_replies_and_quotes_reach_the_model_framed(app, tg, fake_
     assert last_prompt(fake_llm).endswith("Is this true?")
     push(tg, DM, text="/forget confirm", forward_origin={"type": "hidden_user", "date": now, "sender_user_name": "Eve"})
     await tg.wait_for(lambda: len(tg.sent) == 2)
-    assert "first written by Eve" in last_prompt(fake_llm) and app.store.get("telegram", "7").files.session.exists()
+    assert "first written by Eve" in last_prompt(fake_llm) and kept.files(app, "telegram", "7").session.exists()
     post = {"type": "channel", "date": now, "chat": CHANNEL, "message_id": 5, "author_signature": "Ann"}
     push(tg, DM, text="look", forward_origin=post)
     earlier = message(tg, DM, text="The summit is 2,962 m high and the path is closed in winter.")
@@ -210,14 +211,14 @@ async def test_group_senders_channels_and_entities(app, tg, fake_llm):
 
 async def test_linked_channel_posts_are_kept_as_the_channels_when_the_group_listens(app, tg, fake_llm):
     """A linked channel's automatic forward is never a turn; a listening group keeps it, said by the channel."""
-    chat_settings.write(app.store.get("telegram", "-1004001").files, ChatSettings(listen=True))
+    await kept.put_settings(app.chats, ChatKey("telegram", "-1004001"), ChatSettings(listen=True))
     push(tg, SUPER, {"id": 777000, "is_bot": False, "first_name": "Telegram"}, sender_chat=CHANNEL,
          is_automatic_forward=True, forward_origin={"type": "channel", "date": 1, "chat": CHANNEL, "message_id": 9},
          text="Trail 4 reopens Monday")
-    await tg.wait_for(lambda: app.store.get("telegram", "-1004001").unconsolidated)
-    (kept,) = app.store.get("telegram", "-1004001").unconsolidated
-    assert (kept.sender_id, kept.sender_name) == ("-1009999", "Hiking News")
-    assert kept.content == "[a post of the linked channel Hiking News]\nTrail 4 reopens Monday"
+    await tg.wait_for(lambda: kept.on_disk(app, "telegram", "-1004001").unconsolidated)
+    (post,) = kept.on_disk(app, "telegram", "-1004001").unconsolidated
+    assert (post.sender_id, post.sender_name) == ("-1009999", "Hiking News")
+    assert post.content == "[a post of the linked channel Hiking News]\nTrail 4 reopens Monday"
     await quiet(app, tg, fake_llm, 0, 0)
 
 
@@ -243,8 +244,9 @@ async def test_unreadable_updates_are_skipped_once_and_polling_goes_on(app, tg, 
 
 
 async def test_webhook_skips_what_it_does_not_answer(start_tusk, tg, fake_llm, caplog):
-    """Edits, channel posts, inline queries, join requests, newer kinds and unreadable updates are
-    taken (200) and skipped, logged once per kind and never with their text; the webhook goes on answering."""
+    """Edits, channel posts, inline queries, join requests, newer kinds and unreadable updates are taken (200) and
+    skipped, logged once per kind and never with their text; a button press that stops no reply is answered so;
+    the webhook goes on answering."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -272,8 +274,9 @@ async def test_webhook_skips_what_it_does_not_answer(start_tusk, tg, fake_llm, c
     assert (len(tg.sent), len(fake_llm.requests)) == (1, 1) and last_prompt(fake_llm).endswith("answer me")
     skipped = [r.getMessage() for r in caplog.records if r.getMessage().startswith(("skipping Telegram", "skipping a"))]
     assert len(skipped) == 7 and any("edited_message" in s for s in skipped) and not any("news" in s for s in skipped)
-    assert not any("callback_query" in s for s in skipped)  # a button press is read (a Stop button), not skipped
-    assert any("cannot read" in s for s in skipped)
+    assert any("cannot read" in s for s in skipped) and not any("callback_query" in s for s in skipped)
+    presses = [(p["callback_query_id"], p["text"]) for m, p in tg.calls if m == "answerCallbackQuery"]
+    assert presses == [("1", "That reply is already finished.")]  # (the fake refuses it: it never sent query 1)
     assert not any("secret words" in r.getMessage() or r.levelno >= logging.CRITICAL for r in caplog.records)
 
 

@@ -155,13 +155,14 @@ async def test_forget_takes_the_input_history(tmp_path):
     from bot.events import ChatKey
     from bot.ops.admin import forget
     from memory.paths import ChatFiles
+    from store.files.chats import FileChats
 
     files = ChatFiles.locate(tmp_path, "terminal", "local")
     files.ensure()
     files.input_history.write_text("\n# today\n+my secret plan\n")
     key = ChatKey("terminal", "local")
-    assert "input-history" in await forget(tmp_path, key, confirm=False)
-    await forget(tmp_path, key, confirm=True)
+    assert "input-history" in await forget(FileChats(tmp_path), tmp_path, key, confirm=False)
+    await forget(FileChats(tmp_path), tmp_path, key, confirm=True)
     assert not files.input_history.exists()
 
 

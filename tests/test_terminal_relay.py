@@ -13,6 +13,7 @@ from channels.terminal import TerminalChannel
 from channels.terminal.remote import RemoteTusk, server_events
 from tests.conftest import running
 from tests.fakes.fake_llm import Reply
+from tests import kept
 
 
 def reminder(chat, text):
@@ -38,7 +39,7 @@ async def test_a_chat_through_the_running_tusk_is_its_terminal_chat(make_setting
     fake_llm.script(Reply(text="hello from the running Tusk"))
     async with running(make_settings()) as app:
         printed = await chat_through(app, "work", "hi\n/status\n")
-        saved = app.store.get("terminal", "work").unconsolidated
+        saved = kept.on_disk(app, "terminal", "work").unconsolidated
     assert "Tusk> hello from the running Tusk" in printed and "Messages in this chat: 2" in printed
     assert [m.content for m in saved] == ["hi", "hello from the running Tusk"]
 
@@ -93,4 +94,4 @@ async def test_cancel_through_the_api_cancels_the_turn_there(make_settings, fake
             assert remote.cancel(ChatKey("terminal", "slow"))
             await asyncio.wait([done], timeout=10)
             assert done.cancelled()
-        assert app.store.get("terminal", "slow").unconsolidated == []
+        assert kept.on_disk(app, "terminal", "slow").unconsolidated == []

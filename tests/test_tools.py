@@ -11,6 +11,7 @@ from bot.llm import ToolCall
 from bot.tools.box import ToolBox, ToolContext
 from bot.tools.when import parse_when
 from tests.fakes.fake_llm import Reply
+from tests import kept
 
 BERLIN = ZoneInfo("Europe/Berlin")
 
@@ -49,7 +50,7 @@ async def test_invalid_arguments_are_reported_before_the_call(tusk, fake_llm):
     results = [m["content"] for m in fake_llm.requests[1]["messages"][-3:]]
     assert all(r.startswith("Error: ToolArgumentError: invalid arguments for ") for r in results)
     assert "limit" in results[0] and "query" in results[0] and "extra" in results[1] and "text" in results[2]
-    assert not tusk.store.get("http", "v").files.memory.exists()
+    assert not kept.files(tusk, "http", "v").memory.exists()
 
 
 async def test_a_failing_tool_is_an_error_result_not_a_broken_turn(tusk, fake_llm):
@@ -77,7 +78,7 @@ async def test_bound_methods_with_context_and_constraints():
     fn = box.schemas[0]["function"]
     assert fn["name"] == "greet" and fn["description"] == "Greet someone.\n\nLonger explanation."
     assert fn["parameters"]["required"] == ["name"]
-    ctx = ToolContext(key=None, files=None)
+    ctx = ToolContext(key=None, chat=None)
     ok = await box.run(ToolCall("1", "greet", '{"name": "Bo", "times": 2}'), ctx)
     assert ok.for_model() == "hi hi Bo" and seen == [ctx]
     bad = await box.run(ToolCall("2", "greet", '{"name": "Bartholomew"}'), ctx)
@@ -110,18 +111,17 @@ def test_when_refuses_what_it_cannot_read(when):
         parse_when(when, BERLIN, datetime(2026, 1, 1, tzinfo=BERLIN) + timedelta(0))
 
 
-def test_the_first_turns_fixed_prompt_stays_lean(tmp_path, monkeypatch):
+async def test_the_first_turns_fixed_prompt_stays_lean(tmp_path, monkeypatch):
     """A new chat's system prompt and default tool schemas stay under 1,400 tokens as Tusk counts them (the
     provider counts fewer: bench/prompt.py), and the system prompt names each tool once, without repeating
     its description."""
     from bot.app import TuskApp
     from bot.config import load_settings
     from bot.events import ChatKey, InboundMessage
-    from memory.paths import ChatFiles
 
     monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.agents/skills of this machine's
     app = TuskApp(load_settings(TUSK_HOME=str(tmp_path / "data"), TUSK_MODEL="openai/fake-model"))
-    files = ChatFiles.locate(tmp_path / "data", "http", "new")
+    files = await app.chats.open(ChatKey("http", "new"))  # the chat as a turn loads it
     tools = app.tools.for_chat(InboundMessage(ChatKey("http", "new"), "hi", sender_id="u")).schemas
     prompt = app.agent.context.system_prompt(files)
     assert app.agent.context.fixed_tokens(files) < 1400 and len(tools) >= 8

@@ -8,13 +8,14 @@ from memory.session import load
 from tests.fakes.fake_llm import Reply
 from tests.outbox import attach
 from tests.legality import violations
+from tests import kept
 
 
 async def test_message_gets_the_model_reply_and_is_saved(tusk, fake_llm):
     """A posted message is answered by the model and both sides land in the chat's session file."""
     replies = await tusk.say("alice", "hello there")
     assert replies == ["echo: " + fake_llm.requests[0]["messages"][-1]["content"]]
-    session = load(tusk.store.get("http", "alice").files, "http", "alice")
+    session = load(kept.files(tusk, "http", "alice"), "http", "alice")
     assert [(m.role, m.content) for m in session.unconsolidated][0] == ("user", "hello there")
     assert session.unconsolidated[1].role == "assistant"
 
@@ -41,7 +42,7 @@ async def test_tool_call_round_trip(tusk, fake_llm):
     step, tool_msg = fake_llm.requests[1]["messages"][-2:]
     assert tool_msg["role"] == "tool" and "JST" in tool_msg["content"]
     assert tool_msg["tool_call_id"] == step["tool_calls"][0]["id"] != "call_1"  # Tusk's own id, not the provider's
-    roles = [m.role for m in tusk.store.get("http", "carol").unconsolidated]
+    roles = [m.role for m in kept.on_disk(tusk, "http", "carol").unconsolidated]
     assert roles == ["user", "assistant", "tool", "assistant"]
     await tusk.say("carol", "thanks")
     assert not violations(fake_llm.requests[2]["messages"])
@@ -66,7 +67,7 @@ async def test_tool_loop_is_bounded(make_settings, fake_llm):
     box = attach(app)
     await app.bus.publish(InboundMessage(ChatKey("http", "loop"), "go", sender_id="u"))
     assert len(fake_llm.requests) == 3 and "3 tool steps" in box.sent[0].text
-    assert not violations([{"role": "system", "content": ""}, *(m.to_llm() for m in app.store.get("http", "loop").unconsolidated)])
+    assert not violations([{"role": "system", "content": ""}, *(m.to_llm() for m in kept.on_disk(app, "http", "loop").unconsolidated)])
 
 
 async def test_twenty_chats_in_parallel(tusk, fake_llm):
@@ -86,7 +87,7 @@ async def test_one_chat_answered_in_order(tusk, fake_llm):
         tasks.append(asyncio.create_task(tusk.say("ordered", f"m{i}")))
         await asyncio.sleep(0.01)
     assert [r[0] for r in await asyncio.gather(*tasks)] == [f"m{i}" for i in range(5)]
-    saved = [m.content for m in tusk.store.get("http", "ordered").unconsolidated if m.role == "user"]
+    saved = [m.content for m in kept.on_disk(tusk, "http", "ordered").unconsolidated if m.role == "user"]
     assert saved == [f"m{i}" for i in range(5)]
 
 
@@ -114,14 +115,14 @@ async def test_oversize_message_gets_a_clear_answer(tusk, fake_llm):
     """A message over the limit is refused politely, never sent to the model, never saved."""
     reply = (await tusk.say("big", "x" * 40_000))[0]
     assert "40,000 characters" in reply and fake_llm.requests == []
-    assert tusk.store.get("http", "big").total == 0
+    assert kept.on_disk(tusk, "http", "big").total == 0
 
 
 async def test_workspace_files_and_own_memory_in_system_prompt(tusk, fake_llm):
     """AGENTS.md/SOUL.md reach every chat; a chat's MEMORY.md reaches only that chat."""
     home = tusk.settings.home
     (home / "AGENTS.md").write_text("Always answer in haiku.")
-    files_a = tusk.store.get("http", "a").files
+    files_a = kept.files(tusk, "http", "a")
     files_a.dir.mkdir(parents=True)
     files_a.memory.write_text("- Alice's cat is called Miso.")
     await tusk.say("a", "hi")
@@ -131,18 +132,24 @@ async def test_workspace_files_and_own_memory_in_system_prompt(tusk, fake_llm):
     assert "Miso" in sys_a and "Miso" not in json.dumps(fake_llm.requests[1])
 
 
-def test_system_prompt_follows_every_change_of_its_files(tmp_path):
+async def test_system_prompt_follows_every_change_of_its_files(tmp_path):
     """The prompt is kept between turns but rebuilt when MEMORY.md or AGENTS.md changes, even to the same size."""
     from bot.context import ContextBuilder
+    from bot.events import ChatKey
     from memory import files as memfiles
     from memory.paths import ChatFiles
+    from store import open_files
 
-    builder = ContextBuilder(tmp_path, "Tusk", [])
+    builder, chats = ContextBuilder(tmp_path, "Tusk", []), open_files(tmp_path).chats
     files = ChatFiles.locate(tmp_path, "http", "a")
-    assert "nothing remembered yet" in builder.system_prompt(files)
+
+    async def prompt():  # as a turn builds it: from the chat as the store loads it
+        return builder.system_prompt(await chats.open(ChatKey("http", "a")))
+
+    assert "nothing remembered yet" in await prompt()
     memfiles.write_memory(files, "- likes tea")
-    assert "- likes tea" in builder.system_prompt(files)
+    assert "- likes tea" in await prompt()
     files.memory.write_text("- likes tee")  # edited in place, same size
-    assert "- likes tee" in builder.system_prompt(files)
+    assert "- likes tee" in await prompt()
     (tmp_path / "AGENTS.md").write_text("Be brief.")
-    assert "Be brief." in builder.system_prompt(files)
+    assert "Be brief." in await prompt()

@@ -1,6 +1,8 @@
-"""The usage ledger (bot/usage/ledger.py) on a real SQLite file, and call prices (bot/usage/prices.py)."""
+"""The usage ledger on both backends (bot/usage/ledger.py on a real SQLite file, bot/usage/ledger_pg.py on a
+real PostgreSQL server) giving the same figures, and call prices (bot/usage/prices.py)."""
 
 import os
+import random
 import sqlite3
 import sys
 from datetime import datetime
@@ -10,6 +12,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from bot.usage.ledger import FILE, MIGRATIONS, Call, Ledger, LedgerTooNew
+from bot.usage.ledger_pg import PgLedger
 from bot.usage.prices import ModelChoice, ModelPrice, configured_prices, parse_models, price
 from memory.paths import UnsafePathError
 from tests import procs
@@ -24,11 +27,24 @@ def call(chat="c1", person="p1", cost=0.01, ts=NOW, purpose="reply", model="open
                 cost_source=None if cost is None else "litellm", latency_ms=120.0)
 
 
-@pytest.fixture
-def ledger(tmp_path):
-    book = Ledger(tmp_path / "home")
+@pytest.fixture(params=["files", "postgres"])
+def ledger(request, tmp_path):
+    """A new, empty ledger: usage.sqlite under a home, or the usage tables of a fresh database."""
+    book = Ledger(tmp_path / "home") if request.param == "files" else PgLedger(request.getfixturevalue("shared_db"))
     yield book
     book.close()
+
+
+def count(ledger, where: str) -> int:
+    """Rows of the ledger's table matching `where`, read past the ledger's own interface."""
+    if isinstance(ledger, PgLedger):
+        with ledger.db.connection() as conn:
+            return conn.execute(f"SELECT count(*) FROM usage_calls WHERE {where}").fetchone()[0]
+    db = sqlite3.connect(ledger.path)
+    try:
+        return db.execute(f"SELECT count(*) FROM calls WHERE {where}").fetchone()[0]
+    finally:
+        db.close()
 
 
 def test_the_database_and_its_wal_files_are_owner_only_under_umask_000(tmp_path):
@@ -56,8 +72,9 @@ def test_a_symlinked_database_is_refused(tmp_path):
     assert not (tmp_path / "elsewhere.sqlite").exists()
 
 
-def test_the_schema_is_versioned_and_a_newer_one_is_refused(ledger):
+def test_the_schema_is_versioned_and_a_newer_one_is_refused(tmp_path):
     """user_version is the number of migrations applied; a file from a newer Tusk is not touched."""
+    ledger = Ledger(tmp_path / "home")
     ledger.record(call())
     ledger.close()
     db = sqlite3.connect(ledger.path)
@@ -79,6 +96,79 @@ def test_a_recorded_call_survives_kill_9_of_the_process_that_recorded_it(tmp_pat
     assert done.returncode == -9
     totals = Ledger(home).totals(channel="telegram", chat="c1")
     assert (totals.calls, totals.input_tokens, totals.output_tokens, totals.cost_usd) == (1, 7, 3, 0.25)
+
+
+def test_a_call_recorded_in_the_database_survives_kill_9_of_the_process_that_recorded_it(shared_db, pg_url):
+    """A child records one call through PgLedger and SIGKILLs itself at once: another pool reads the call."""
+    code = ("import os; from bot.usage.ledger import Call; from bot.usage.ledger_pg import PgLedger; "
+            "from store.postgres.pool import SyncDatabase; "
+            "PgLedger(SyncDatabase(os.environ['URL'])).record(Call(1.0, 'telegram', 'c1', 'p1', 'reply', 'm', 7, 3, "
+            "cost_usd=0.25, cost_source='provider')); os.kill(os.getpid(), 9)")
+    done = procs.run([sys.executable, "-c", code], env=procs.clean_env(PYTHONPATH=str(REPO), URL=pg_url), timeout=60)
+    assert done.returncode == -9
+    totals = PgLedger(shared_db).totals(channel="telegram", chat="c1")
+    assert (totals.calls, totals.input_tokens, totals.output_tokens, totals.cost_usd) == (1, 7, 3, 0.25)
+
+
+def calls_of_a_month(seed: int) -> list[Call]:
+    """Calls over six weeks: two channels, chats, people, models, purposes, unknown prices, some at the very
+    edge of a quarter hour or a day; costs exact in binary (a float sum's last bit depends on the order rows are
+    summed in, which neither database promises)."""
+    rnd = random.Random(seed)
+    start = NOW - 42 * 86400
+    made = []
+    for i in range(400):
+        ts = start + rnd.randrange(42 * 96) * 900 + rnd.choice([0, 0.25, 899.75, rnd.uniform(0, 900)])
+        priced = rnd.random() < 0.8
+        made.append(Call(ts, rnd.choice(["telegram", "slack"]), rnd.choice(["c1", "c2", "-100", "ü", None]),
+                         rnd.choice(["p1", "p2", "p3", None]), rnd.choice(["reply", "consolidation", "speech"]),
+                         rnd.choice(["openai/gpt-4o-mini", "openai/tiny"]), rnd.randrange(5000), rnd.randrange(900),
+                         rnd.randrange(100), estimated=rnd.random() < 0.1,
+                         cost_usd=rnd.randrange(1, 4096) / 1024 if priced else None,
+                         cost_source="litellm" if priced else None, latency_ms=rnd.uniform(5, 900),
+                         characters=rnd.randrange(300)))
+    return made
+
+
+def figures(book) -> dict:
+    """Every figure the ledger gives: reports by each group in three zones and under filters, totals, spent
+    for the owner, chats and people, each model's priced and unpriced calls."""
+    out: dict = {}
+    zones = [ZoneInfo("UTC"), ZoneInfo("America/New_York"), ZoneInfo("Asia/Kathmandu")]  # +05:45: quarter hours
+    for by in ("day", "chat", "person", "model", "purpose"):
+        for zone in zones:
+            out[by, zone.key] = book.report(by, zone=zone)
+        out[by, "window"] = book.report(by, since=NOW - 20 * 86400, until=NOW - 3 * 86400 + 450)
+        out[by, "chat"] = book.report(by, channel="telegram", chat="c1")
+        out[by, "person"] = book.report(by, channel="slack", person="p2", since=NOW - 10 * 86400)
+    for channel in ("telegram", "slack"):
+        for ident in ("c1", "c2", "-100", "ü", "nobody"):
+            out["spent chat", channel, ident] = book.spent(NOW - 30 * 86400, channel, chat=ident)
+            out["totals chat", channel, ident] = book.totals(channel=channel, chat=ident)
+        for ident in ("p1", "p2", "p3"):
+            out["spent person", channel, ident] = book.spent(NOW - 30 * 86400, channel, person=ident)
+    out["spent"] = book.spent(NOW - 7 * 86400)
+    out["totals"] = book.totals()
+    out["models"] = [book.model_calls(m, NOW - 14 * 86400) for m in ("openai/gpt-4o-mini", "openai/tiny")]
+    return out
+
+
+def test_both_backends_give_the_same_figures_before_and_after_erasure(tmp_path, shared_db):
+    """The same 400 calls in usage.sqlite and in the database: every report, total and spent figure is equal,
+    also after /forget of a chat and of people (their spend still found through the limit keys) and after the
+    old keys are pruned."""
+    files, database = Ledger(tmp_path / "home"), PgLedger(shared_db)
+    for c in calls_of_a_month(7):
+        assert files.record(c) == database.record(c)
+    assert figures(files) == figures(database)
+    erased = [(book.erase_chat("telegram", "c1"), book.erase_person("slack", "c2", "p1"),
+               book.erase_person_everywhere("telegram", "p3")) for book in (files, database)]
+    assert erased[0] == erased[1] and all(erased[0])
+    assert figures(files) == figures(database)
+    assert files.spent(0, "telegram", chat="c1").usd > 0  # found through its limit key
+    assert files.prune_limit_keys(now=NOW, days=20) == database.prune_limit_keys(now=NOW, days=20) > 0
+    assert figures(files) == figures(database)
+    files.close()
 
 
 def test_an_unknown_cost_stays_unknown_in_totals_and_reports(ledger):
@@ -125,6 +215,13 @@ def test_reports_group_by_person_and_purpose_and_filter_by_chat(ledger):
         ledger.report("person", chat="c1")
 
 
+def test_groups_of_equal_cost_are_listed_by_their_ids(ledger):
+    """Two chats of the same cost and calls come in the order of their ids (housekeeping, no chat, first)."""
+    for chat in ("b", "a", None):
+        ledger.record(call(chat=chat, cost=0.5))
+    assert [r.key for r in ledger.report("chat")] == [None, "a", "b"]
+
+
 def test_erasing_a_chat_removes_its_ids_but_its_spend_still_counts_toward_limits(ledger):
     """After erase_chat no row names the chat or its people; spent() for the chat and person is unchanged."""
     ledger.record(call(chat="c1", person="p1", cost=0.25))
@@ -136,10 +233,8 @@ def test_erasing_a_chat_removes_its_ids_but_its_spend_still_counts_toward_limits
     assert ledger.totals(channel="telegram", person="p2").calls == 0
     assert ledger.totals().cost_usd == 1.75
     assert (ledger.spent(0, "telegram", chat="c1"), ledger.spent(0, "telegram", person="p1")) == before
-    db = sqlite3.connect(ledger.path)
-    assert db.execute("SELECT count(*) FROM calls WHERE chat = 'c1' OR person = 'p2'").fetchone()[0] == 0
-    assert db.execute("SELECT count(*) FROM calls WHERE erased = 1").fetchone()[0] == 2
-    db.close()
+    assert count(ledger, "chat = 'c1' OR person = 'p2'") == 0
+    assert count(ledger, "erased = 1") == 2
 
 
 def test_erasing_a_person_keeps_the_chat_and_the_persons_limit_spend(ledger):

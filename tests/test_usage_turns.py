@@ -9,6 +9,7 @@ from bot.usage.ledger import Ledger
 from memory import files as memfiles
 from tests.conftest import running
 from tests.fakes.fake_llm import Reply, prompt_tokens
+from tests import kept
 
 PRICED = "fake=openai/fake-model@1000/2000"  # USD per million tokens: a call of 100 in / 10 out costs $0.12
 
@@ -20,7 +21,7 @@ def usage(prompt, completion, **extra):
 def rows(tusk):
     ledger = Ledger(tusk.settings.home)
     try:
-        got = ledger._read("SELECT purpose, channel, chat, person, input_tokens, output_tokens, cached_tokens, "
+        got = ledger._rows("SELECT purpose, channel, chat, person, input_tokens, output_tokens, cached_tokens, "
                            "estimated, cost_usd, cost_source FROM calls ORDER BY id", [])
     finally:
         ledger.close()
@@ -59,7 +60,7 @@ async def test_a_daily_chat_limit_stops_that_chat_only_and_keeps_the_message(mak
         sent = len(fake_llm.requests)
         assert await tusk.say("other", "hello") == ["ok"]
         assert len(fake_llm.requests) == sent + 1
-        saved = [m.content for m in tusk.store.get("http", "lim").unconsolidated if m.role == "user"]
+        saved = [m.content for m in kept.on_disk(tusk, "http", "lim").unconsolidated if m.role == "user"]
         assert saved[-1] == "message 4"
         spent = sum(r[8] for r in rows(tusk) if r[2] == "lim")
         assert abs(spent - 0.0075) < 1e-9
@@ -96,7 +97,7 @@ async def test_consolidation_counts_under_its_chat_without_a_person(make_setting
     async with running(make_settings(TUSK_MODELS=PRICED)) as tusk:
         await tusk.say("u4", "I drink tea", user="bob")
         await tusk.say("u4", "/new", user="bob")
-        assert memfiles.read_memory(tusk.store.get("http", "u4").files).strip() == "- tea"
+        assert memfiles.read_memory(kept.files(tusk, "http", "u4")).strip() == "- tea"
     purposes = [(r[0], r[2], r[3], r[4]) for r in rows(tusk)]
     assert ("consolidation", "u4", None, 200) in purposes and ("reply", "u4", "bob", 100) in purposes
 
@@ -173,7 +174,7 @@ async def test_a_person_limit_follows_the_person_and_memory_still_consolidates(m
             "your daily spending limit" in refused
         assert await tusk.say("p2", "hello", user="erin") == ["ok"]
         assert "summarised into memory" in (await tusk.say("p2", "/new", user="dave"))[0]
-        assert "likes tea" in memfiles.read_memory(tusk.store.get("http", "p2").files)
+        assert "likes tea" in memfiles.read_memory(kept.files(tusk, "http", "p2"))
 
 
 PER_TOKEN = 1e-7  # the provider's price: $0.10 per million prompt tokens, replies free

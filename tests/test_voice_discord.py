@@ -7,7 +7,7 @@ import contextlib
 import pytest
 
 from bot.app import TuskApp
-from bot.events import ChatKey
+from tests import kept
 from tests.fakes.discord_payloads import IS_VOICE_MESSAGE, MANAGE_MESSAGES, snowflake
 from tests.fakes.fake_discord import FakeDiscord
 from tests.fakes.fake_llm import Reply
@@ -96,4 +96,4 @@ async def test_only_moderators_change_a_server_channels_voice(start_tusk, dc):
     await dc.message(dc.channel, dc.alice, f"{dc.mention} /voice on", guild=dc.guild)
     await dc.wait_for(lambda: dc.sent)
     assert dc.sent[0]["content"] == "In a group, only its administrators can change how I answer."
-    assert app.voice.mode(ChatKey("discord", dc.channel)) == "auto"
+    assert app.voice.mode((await kept.chat(app, "discord", dc.channel)).prefs) == "auto"

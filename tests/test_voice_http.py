@@ -12,6 +12,7 @@ from tests.fakes.fake_llm import Reply
 from tests.fakes.fake_speech import FakeSpeech
 from tests.fakes.voice_check import ogg_opus
 from tests.media_files import audio_bytes
+from tests import kept
 
 ANSWER = "Your meeting with Sam is at ten tomorrow, in the small room."
 
@@ -127,7 +128,7 @@ async def test_speech_failing_leaves_the_text_once_and_on_time(voice_settings, f
             answer = await post(app, "carol", voice=audio_bytes(3))
         assert answer == {"replies": [ANSWER], "formats": ["markdown"]}
         assert (await post(app, "carol", text="and?"))["replies"] == ["Next."]
-        saved = [m.content for m in app.store.get("http", "carol").unconsolidated if m.role == "assistant"]
+        saved = [m.content for m in kept.on_disk(app, "http", "carol").unconsolidated if m.role == "assistant"]
         assert saved == [ANSWER, "Next."]
         assert "the reply goes as text only" in caplog.text
         assert app.ledger.report("purpose")[0].key != "speech" and tts.requests == []

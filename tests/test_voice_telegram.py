@@ -8,6 +8,7 @@ from tests.fakes.fake_speech import FakeSpeech
 from tests.fakes.fake_telegram import FakeTelegram
 from tests.media_files import audio_bytes
 from tests.test_speech import needs_espeak
+from tests import kept
 
 ANSWER = "Sure. It is **sunny** today, with a light breeze from the west."
 
@@ -65,7 +66,7 @@ async def test_a_voice_note_is_answered_with_a_voice_message_captioned_with_the_
     tg.push_message(42, "/status")  # a sentinel: everything of the voice turn was sent before its answer
     await tg.wait_for(lambda: tg.sent)
     assert [m["plain"].split("\n")[0] for m in tg.sent] == ["Model: openai/fake-model"]
-    saved = [m.content for m in app.store.get("telegram", "42").unconsolidated if m.role == "assistant"]
+    saved = [m.content for m in kept.on_disk(app, "telegram", "42").unconsolidated if m.role == "assistant"]
     assert saved == [ANSWER]
 
 

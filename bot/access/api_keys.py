@@ -21,13 +21,16 @@ import logging
 import re
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from memory.files import write_atomic
+from store.files.shared import FileDoc
+from store.shared import SharedDoc
 
 logger = logging.getLogger(__name__)
 
+FILE = "api-keys.json"
 VERSION = 1
 PREFIX = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,40}")
 
@@ -45,28 +48,29 @@ def digest(secret: str) -> str:
 
 
 class ApiKeys:
-    def __init__(self, home: Path) -> None:
-        self.path = Path(home) / "api-keys.json"
-        self._keys: list[ApiKey] = []
-        self._stamp: tuple[int, int] | None = None
+    def __init__(self, doc: SharedDoc | Path) -> None:
+        self.doc = FileDoc(doc, FILE) if isinstance(doc, Path) else doc  # a home: its api-keys.json
+        self._seen: tuple[str | None, list[ApiKey]] = (None, [])
+
+    def _parse(self, raw: str | None) -> list[ApiKey]:
+        if raw is None:
+            return []
+        data = json.loads(raw)
+        if data.get("version") != VERSION:
+            raise ValueError(f"{self.doc.where}: version {data.get('version')!r}, this Tusk reads {VERSION}")
+        return [ApiKey(**k) for k in data.get("keys", [])]
 
     def keys(self) -> list[ApiKey]:
-        """The keys on disk (read again whenever the file changed: the CLI edits it while Tusk runs)."""
-        try:
-            st = self.path.stat()
-        except FileNotFoundError:
-            self._keys, self._stamp = [], None
-            return []
-        stamp = (st.st_ino, st.st_mtime_ns)
-        if stamp != self._stamp:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-            if data.get("version") != VERSION:
-                raise ValueError(f"{self.path}: version {data.get('version')!r}, this Tusk reads {VERSION}")
-            self._keys, self._stamp = [ApiKey(**k) for k in data.get("keys", [])], stamp
-        return list(self._keys)
+        """The keys as kept now (read again whenever they changed: the CLI edits them while Tusk runs)."""
+        raw = self.doc.read()
+        if raw != self._seen[0] or raw is None:
+            self._seen = (raw, self._parse(raw))
+        return list(self._seen[1])
 
-    def _write(self, keys: list[ApiKey]) -> None:
-        write_atomic(self.path, json.dumps({"version": VERSION, "keys": [asdict(k) for k in keys]}, indent=1) + "\n")
+    def _change(self, change: Callable[[list[ApiKey]], list[ApiKey]]) -> None:
+        with self.doc.updating() as box:
+            keys = change(self._parse(box.text))
+            box.text = json.dumps({"version": VERSION, "keys": [asdict(k) for k in keys]}, indent=1) + "\n"
 
     def create(self, prefix: str) -> tuple[ApiKey, str]:
         """A new key for the chats named `prefix...`: (its record, the secret, shown once)."""
@@ -74,15 +78,14 @@ class ApiKeys:
             raise ValueError(f"bad prefix {prefix!r}: letters, digits, _ . - (up to 41), e.g. family-")
         secret = "tusk-" + secrets.token_urlsafe(32)
         key = ApiKey("k" + secrets.token_hex(4), prefix, digest(secret), time.time())
-        self._write([*self.keys(), key])
+        self._change(lambda keys: [*keys, key])
         return key, secret
 
     def revoke(self, key_id: str) -> ApiKey:
-        keys = self.keys()
-        gone = next((k for k in keys if k.id == key_id), None)
+        gone = next((k for k in self.keys() if k.id == key_id), None)
         if gone is None:
             raise LookupError(f"no API key {key_id!r}: `tusk apikey list` shows them")
-        self._write([k for k in keys if k.id != key_id])
+        self._change(lambda keys: [k for k in keys if k.id != key_id])
         return gone
 
     def find(self, secret: str) -> ApiKey | None:
@@ -91,7 +94,7 @@ class ApiKeys:
         try:
             keys = self.keys()
         except (OSError, ValueError, TypeError) as exc:
-            logger.warning("API keys refused: cannot read %s (%s)", self.path, exc)
+            logger.warning("API keys refused: cannot read %s (%s)", self.doc.where, exc)
             return None
         return next((k for k in keys if hmac.compare_digest(k.sha256, wanted)), None)
 

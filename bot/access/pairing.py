@@ -6,26 +6,24 @@ reaches the model and is not saved. The owner runs `tusk pairing approve CODE`; 
 user id is answered. A group that addresses the bot gets a code for the group; approving it lets
 everyone in that group talk to the bot there.
 
-`$TUSK_HOME/pairing.json` (0600, replaced atomically; writers take `pairing.json.lock`, so the
-CLI and a running bot never lose each other's changes):
+The `pairing.json` shared document (store/shared.py: `$TUSK_HOME/pairing.json`, 0600, replaced atomically, or
+a row of the database; writers hold it exclusively, so the CLI and a running bot never lose each other's
+changes):
 
     {"version": 1,
      "approved": [{"channel": "telegram", "kind": "user", "id": "7", "name": "Ann", "at": 1764750000.0}],
      "pending":  [{"code": "K7QXM2PA", "channel": "telegram", "kind": "group", "id": "-1001", "name": "Team",
                    "at": 1764750000.0, "expires": 1764753600.0}]}
 
-A running bot re-reads the file whenever it changed (inode, mtime, size): an approval made by the
-CLI counts from the next message on. Codes expire (TUSK_PAIRING_TTL); a sender or group holds at
+A running bot reads it again whenever it changed: an approval made by the CLI counts from the next message on. Codes expire (TUSK_PAIRING_TTL); a sender or group holds at
 most one code until it expires; at most TUSK_PAIRING_MAX_PENDING requests wait (the oldest goes).
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import logging
-import os
 import secrets
 import time
 from collections.abc import Callable, Iterator
@@ -38,7 +36,8 @@ import pydantic
 from bot import metrics
 from bot.errors import TuskError
 from bot.events import ChatKey
-from memory.files import write_atomic
+from store.files.shared import FileDoc
+from store.shared import Box, SharedDoc
 
 logger = logging.getLogger(__name__)
 
@@ -106,47 +105,48 @@ def _new_code() -> str:
     return "".join(secrets.choice(ALPHABET) for _ in range(CODE_LENGTH))
 
 
-def _stamp(path: Path) -> tuple[int, int, int] | None:
-    try:
-        st = path.stat()
-    except FileNotFoundError:
-        return None
-    return st.st_ino, st.st_mtime_ns, st.st_size
+@dataclass
+class Held:
+    """pairing.json held for a change (PairingStore._locked)."""
+
+    state: PairingState
+    box: Box
+
+    def write(self, state: PairingState) -> None:
+        self.box.text = json.dumps(_STATE.dump_python(state, mode="json"), ensure_ascii=False, indent=1) + "\n"
 
 
 class PairingStore:
     """pairing.json: the approvals and the pending codes, shared by the running bot and the CLI."""
 
-    def __init__(self, home: Path, ttl: float = 3600.0, max_pending: int = 20,
+    def __init__(self, doc: SharedDoc | Path, ttl: float = 3600.0, max_pending: int = 20,
                  clock: Callable[[], float] = time.time) -> None:
-        self.path = Path(home) / FILE
+        self.doc = FileDoc(doc, FILE) if isinstance(doc, Path) else doc  # a home: its pairing.json
         self.ttl = ttl
         self.max_pending = max_pending
         self.clock = clock
-        self._stamp: tuple[int, int, int] | None = None
-        self._state = PairingState()
+        self._seen: tuple[str | None, PairingState] = (None, PairingState())
 
     # -- reading -----------------------------------------------------------------------------
 
-    def _read(self) -> PairingState:
-        try:
-            raw = self.path.read_text(encoding="utf-8")
-        except FileNotFoundError:
+    def _parse(self, raw: str | None) -> PairingState:
+        if raw is None:
             return PairingState()
-        except OSError as exc:
-            raise PairingError(f"cannot read {self.path}: {exc.strerror}") from exc
         try:
             return _STATE.validate_json(raw)
         except ValueError as exc:
-            raise PairingError(f"{self.path} is not valid pairing data ({exc.__class__.__name__}): "
+            raise PairingError(f"{self.doc.where} is not valid pairing data ({exc.__class__.__name__}): "
                                "fix it by hand or move it away (every approval in it is then lost)") from exc
 
     def state(self) -> PairingState:
-        """The file as it is now (re-read only when it changed since the last look)."""
-        stamp = _stamp(self.path)
-        if stamp != self._stamp or stamp is None:
-            self._state, self._stamp = self._read(), stamp
-        return self._state
+        """The pairings as they are now (parsed again only when the document changed)."""
+        try:
+            raw = self.doc.read()
+        except OSError as exc:
+            raise PairingError(f"cannot read {self.doc.where}: {exc.strerror}") from exc
+        if raw != self._seen[0] or raw is None:
+            self._seen = (raw, self._parse(raw))
+        return self._seen[1]
 
     def approved(self, channel: str, kind: Kind, id: str) -> bool:
         """True if the owner approved this user or group. An unreadable file approves no one (and says so)."""
@@ -159,21 +159,10 @@ class PairingStore:
     # -- writing -----------------------------------------------------------------------------
 
     @contextlib.contextmanager
-    def _locked(self) -> Iterator[PairingState]:
-        """Hold the lock file for a read-modify-write; yields the state as on disk."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path.with_name(FILE + ".lock"), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            yield self._read()
-        finally:
-            os.close(fd)  # releases the lock
-
-    def _write(self, state: PairingState) -> None:
-        """Replace pairing.json whole: a 0600 temporary file, fsynced, renamed over it."""
-        text = json.dumps(_STATE.dump_python(state, mode="json"), ensure_ascii=False, indent=1) + "\n"
-        write_atomic(self.path, text, follow_dir=True)  # $TUSK_HOME itself may be a link
-        self._state, self._stamp = state, _stamp(self.path)
+    def _locked(self) -> Iterator[Held]:
+        """The document held for a read-modify-write: its state as stored, and `write` to replace it."""
+        with self.doc.updating() as box:
+            yield Held(self._parse(box.text), box)
 
     def request(self, channel: str, kind: Kind, id: str, name: str = "") -> tuple[Request, bool]:
         """The code for this user or group: the one it holds (False) or a new one (True). Holding one until
@@ -182,8 +171,8 @@ class PairingStore:
         held = next((r for r in self.state().live(now).pending if r.matches(channel, kind, id)), None)
         if held is not None:
             return held, False
-        with self._locked() as on_disk:
-            state = on_disk.live(now)
+        with self._locked() as kept_doc:
+            state = kept_doc.state.live(now)
             held = next((r for r in state.pending if r.matches(channel, kind, id)), None)
             if held is not None:
                 return held, False
@@ -193,7 +182,7 @@ class PairingStore:
                 code = _new_code()
             new = Request(code, channel, kind, id, name[:100], now, now + self.ttl)
             pending = sorted((*state.pending, new), key=lambda r: r.at)[-self.max_pending:]
-            self._write(replace(state, pending=tuple(pending)))
+            kept_doc.write(replace(state, pending=tuple(pending)))
         logger.info("pairing: code issued for %s %s %s (%d waiting)", channel, kind, id, len(pending))
         metrics.pairing_code(channel)
         return new, True
@@ -201,34 +190,37 @@ class PairingStore:
     def approve(self, code: str) -> Approval:
         """Let in whoever holds `code`; LookupError (with what to do) if it is unknown or expired."""
         wanted, now = normal_code(code), self.clock()
-        with self._locked() as state:
+        with self._locked() as held:
+            state = held.state
             request = next((r for r in state.pending if r.code == wanted), None)
             if request is None:
                 raise LookupError(f"no pending request has the code {code!r} (see `tusk pairing list`)")
             rest = tuple(r for r in state.live(now).pending if r.code != wanted)
-            if request.expires <= now:
-                self._write(replace(state, pending=rest))
-                raise LookupError(f"the code {wanted} has expired: ask them to write to the bot again "
-                                  "for a new one")
+            expired = request.expires <= now
             approval = Approval(request.channel, request.kind, request.id, request.name, now)
             kept = tuple(a for a in state.approved if not a.matches(request.channel, request.kind, request.id))
-            self._write(replace(state, approved=(*kept, approval), pending=rest))
+            held.write(replace(state, pending=rest) if expired else replace(state, approved=(*kept, approval),
+                                                                                 pending=rest))
+        if expired:
+            raise LookupError(f"the code {wanted} has expired: ask them to write to the bot again for a new one")
         return approval
 
     def move(self, old: ChatKey, new: ChatKey) -> int:
         """A group approved under `old` is approved under `new` (a Telegram group upgraded: bot/chat_move.py)."""
-        with self._locked() as state:
+        with self._locked() as held:
+            state = held.state
             moved = [replace(a, id=new.chat_id) for a in state.approved if a.matches(old.channel, "group", old.chat_id)]
             if moved:
                 kept = [a for a in state.approved if not a.matches(old.channel, "group", old.chat_id)
                         and not a.matches(new.channel, "group", new.chat_id)]
-                self._write(replace(state, approved=(*kept, *moved)))
+                held.write(replace(state, approved=(*kept, *moved)))
         return len(moved)
 
     def revoke(self, target: str) -> list[Approval | Request]:
         """Remove the approvals of `CHANNEL:ID` (a user or a group), or the pending request with that code."""
         channel, sep, id = target.partition(":")
-        with self._locked() as state:
+        with self._locked() as held:
+            state = held.state
             if sep:
                 gone: list[Approval | Request] = [a for a in state.approved if (a.channel, a.id) == (channel, id)]
                 changed = replace(state, approved=tuple(a for a in state.approved if a not in gone))
@@ -236,5 +228,5 @@ class PairingStore:
                 gone = [r for r in state.pending if r.code == normal_code(target)]
                 changed = replace(state, pending=tuple(r for r in state.pending if r not in gone))
             if gone:
-                self._write(changed)
+                held.write(changed)
         return gone

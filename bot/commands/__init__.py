@@ -16,24 +16,20 @@ for it (`Holder`s: its reminders, its running background tasks). What a command 
 from __future__ import annotations
 
 import re
-import shutil
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from datetime import datetime, timezone
-from functools import partial
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bot.commands.base import ADMINS_ONLY, Command, CommandContext, Holder, Owned, counted, delete_each
 from bot.commands.memory_why import memory_subcommand
 from bot.commands.persona import persona_command
-from memory import chat_settings, persona, provenance, tombstones
-from memory import files as memfiles
-from memory.documents import kept_paths
-from memory.media import size_text, usage_text
-from memory.media import usage as media_usage
-from memory.search_index import delete_index
+from memory import chat_settings, persona, tombstones
+from memory.documents import kept
+from memory.media import size_text
 from memory.tokens import count_text
+from store.base import FORGOTTEN, PERSONA, PROVENANCE, SETTINGS
+from store.errors import StoreError
 
 if TYPE_CHECKING:
     from bot.commands.erasure import MemberErasure
@@ -99,28 +95,25 @@ class Commands:
                 return await self.erasure.run(ctx, words)
         if not ctx.may_erase:
             return ADMINS_ONLY.format(what="make me forget this chat")
-        items = _inventory(ctx) + [item for holder in self.holders for item in holder.owned(ctx.key)]
-        if all(item.quiet for item in items):
+        kept_here = await _inventory(ctx)
+        items = [item for holder in self.holders for item in holder.owned(ctx.key)]
+        if not kept_here and all(item.quiet for item in items):
             return "I keep nothing about this chat: there is nothing to forget."
         if args.strip().lower() != "confirm":
-            return ("This would delete:\n" + "\n".join(f"- {item.label}" for item in items)
+            return ("This would delete:\n" + "\n".join(f"- {label}" for label in [*kept_here, *(i.label for i in items)])
                     + "\n\nSend /forget confirm to delete it all.")
-        ctx.store.forget(ctx.files)  # a consolidation still running for this chat now discards its result
         if ctx.consolidator is not None:
-            ctx.consolidator.stats.pop(ctx.files.dir, None)
-        report = delete_each(items, "deleted")
-        for stray in sorted(ctx.files.dir.glob(".*.tmp")):
-            stray.unlink(missing_ok=True)
-        try:
-            ctx.files.dir.rmdir()
-        except FileNotFoundError:
-            pass
-        except OSError:
-            report.append("- the chat folder is not empty (files not made by Tusk were kept)")
+            ctx.consolidator.stats.pop(ctx.key, None)
+        try:  # all of it at once; a consolidation still running for this chat then discards its result
+            await ctx.chats.erase(ctx.key)
+            report = [f"- deleted {label}" for label in kept_here]
+        except (OSError, StoreError) as exc:
+            report = [f"- FAILED to delete what this chat keeps: {getattr(exc, 'strerror', None) or exc}"]
+        report += await delete_each(items, "deleted")
         return "Forgotten:\n" + "\n".join(report)
 
     async def _timezone(self, ctx: CommandContext, args: str) -> str:
-        current = chat_settings.read(ctx.files)
+        current = ctx.prefs
         name = args.strip()
         if not name:
             zone = chat_settings.zone(current.timezone or self.default_timezone)
@@ -130,13 +123,13 @@ class Commands:
                     "/timezone reset goes back to the default.")
         if name.lower() in ("reset", "default"):
             if current.timezone is not None:
-                chat_settings.write(ctx.files, replace(current, timezone=None))
+                await ctx.chats.put_settings(ctx.chat, replace(current, timezone=None))
             return f"This chat uses the default time zone again: {self.default_timezone}."
         try:
             zone = chat_settings.zone(name)
         except ValueError as exc:
             return f"{exc}."
-        chat_settings.write(ctx.files, replace(current, timezone=zone.key))
+        await ctx.chats.put_settings(ctx.chat, replace(current, timezone=zone.key))
         return (f"This chat's time zone is now {zone.key}; it is {datetime.now(zone):%H:%M} there. "
                 "Reminders and the times I am given use it.")
 
@@ -147,12 +140,12 @@ def _when(ts: float | None) -> str:
 
 async def _status(ctx: CommandContext, args: str) -> str:
     s, c = ctx.session, ctx.consolidator
-    memory = memfiles.read_memory(ctx.files)
+    memory = ctx.chat.memory.text
     lines = [f"Model: {ctx.model}",
              f"Messages in this chat: {s.total} ({len(s.unconsolidated)} not yet consolidated)",
              f"Memory (MEMORY.md): {count_text(memory):,} tokens"]
     if c is not None:
-        stats = c.stats.get(ctx.files.dir)
+        stats = c.stats.get(ctx.key)
         lines[1:1] = [f"Prompt: ~{ctx.fixed_tokens + s.tokens:,} of {c.budget.limit:,} tokens "
                       f"(window {c.budget.window:,}{f' from {c.budget.source}' if c.budget.source else ''}, "
                       f"{c.budget.reserve:,} kept for the reply)"]
@@ -160,7 +153,7 @@ async def _status(ctx: CommandContext, args: str) -> str:
                      f"~{stats.tokens_sent if stats else 0:,} tokens sent")
         if stats and stats.last_error:
             lines.append(f"Last consolidation problem: {stats.last_error}")
-    listen = chat_settings.read(ctx.files).listen
+    listen = ctx.prefs.listen
     if ctx.is_group or listen:
         lines.append(LISTEN_STATUS[listen])
     return "\n".join([*lines, *ctx.model_notes, *ctx.tool_status])
@@ -172,7 +165,7 @@ LISTEN_STATUS = {True: "Listening: on (messages here not meant for me are kept a
 
 async def _listen(ctx: CommandContext, args: str) -> str:
     """/listen on|off: whether a group's messages not addressed to the bot are saved as context."""
-    current = chat_settings.read(ctx.files)
+    current = ctx.prefs
     word = args.strip().lower()
     if not word:
         return LISTEN_STATUS[current.listen]
@@ -183,7 +176,7 @@ async def _listen(ctx: CommandContext, args: str) -> str:
     if not ctx.may_erase:
         return ADMINS_ONLY.format(what="change what I listen to")
     if current.listen != (word == "on"):
-        chat_settings.write(ctx.files, replace(current, listen=word == "on"))
+        await ctx.chats.put_settings(ctx.chat, replace(current, listen=word == "on"))
     if word == "on":
         return ("Listening: on. Messages here that are not meant for me are now saved, with who wrote them, and "
                 "become part of this chat's memory; I don't answer them. The platform must deliver them to me "
@@ -197,9 +190,9 @@ async def _new(ctx: CommandContext, args: str) -> str:
     if count == 0:
         return "This conversation is already empty."
     if ctx.consolidator is not None:
-        await ctx.consolidator.run(s, lambda: 0, force=True)
+        await ctx.consolidator.run(ctx.chat, lambda: 0, force=True)
     left = len(s.unconsolidated)
-    ctx.store.set_pointer(s, s.total)
+    await ctx.chats.set_pointer(ctx.chat, s.total)
     if left:
         return (f"Started a new conversation. {count - left} messages were summarised into memory; "
                 f"{left} could not be and stay only in the session file.")
@@ -212,33 +205,27 @@ async def _memory(ctx: CommandContext, args: str) -> str:
         return answer
     if words[:1] == ["history"]:
         n = int(words[1]) if len(words) > 1 and words[1].isdigit() else 5
-        entries = memfiles.history_entries(ctx.files)[-n:] if n else []
-        return "\n\n".join(entries) if entries else "No history entries yet."
+        entries = (await ctx.handle.history())[-n:] if n else []
+        return "\n\n".join(e.heading for e in entries) if entries else "No history entries yet."
     if words[:1] == ["undo"]:
         if not ctx.may_erase:
             return ADMINS_ONLY.format(what="undo a memory change")
-        if memfiles.restore_previous(ctx.files):
-            return "Restored the previous version of MEMORY.md:\n\n" + (memfiles.read_memory(ctx.files) or "(empty)")
+        if await ctx.handle.restore_previous():
+            ctx.chat.memory = await ctx.handle.memory()
+            return "Restored the previous version of MEMORY.md:\n\n" + (ctx.chat.memory.text or "(empty)")
         return "There is no earlier version of MEMORY.md to restore."
-    memory = memfiles.read_memory(ctx.files).strip()
-    entries = memfiles.history_entries(ctx.files)
-    last = ctx.consolidator.stats.get(ctx.files.dir) if ctx.consolidator else None
+    memory = ctx.chat.memory.text.strip()
+    entries = await ctx.handle.history()
+    last = ctx.consolidator.stats.get(ctx.key) if ctx.consolidator else None
     cap = f" of {ctx.consolidator.max_memory_tokens:,}" if ctx.consolidator else ""
     head = (f"MEMORY.md: {count_text(memory):,}{cap} tokens; "
             f"{counted(len(entries), 'history entry', 'history entries')}; "
             f"last consolidation: {_when(last.last_run) if last else 'not since start'}")
-    if ctx.files.media.is_dir():
-        head += f"\nFiles: {usage_text(ctx.files.media)}"
+    if media := await ctx.handle.media():
+        head += f"\nFiles: {counted(len(media), 'file')}, {size_text(sum(m.size for m in media))}"
     if not memory:
         return "I don't remember anything about this chat yet. Facts are saved as the conversation grows.\n" + head
     return f"{memory}\n\n{head}"
-
-
-def _delete_path(path: Path) -> None:
-    if path.is_dir():
-        shutil.rmtree(path)
-    else:
-        path.unlink()
 
 
 def _settings_held(settings: chat_settings.ChatSettings) -> str:
@@ -248,29 +235,22 @@ def _settings_held(settings: chat_settings.ChatSettings) -> str:
     return ": " + ", ".join(h for h in held if h) if any(held) else ""
 
 
-def _received(media: Path) -> str:
-    count, size = media_usage(media)
-    return f"{counted(count, 'received file')} ({size_text(size)} in media/)"
-
-
-def _inventory(ctx: CommandContext) -> list[Owned]:
-    """The chat's own files that exist, with what each holds."""
-    f = ctx.files
-    items = [(f.memory, lambda: f"MEMORY.md ({f.memory.stat().st_size:,} bytes)"),
-             (f.persona, lambda: "this chat's persona (PERSONA.md)"),
-             (f.history, lambda: f"{counted(len(memfiles.history_entries(f)), 'history entry', 'history entries')} "
-                                 "(HISTORY.md)"),
-             (f.session, lambda: f"{counted(ctx.session.total, 'session message')} (session.jsonl)"),
-             (f.versions, lambda: counted(len(memfiles.versions(f)), "earlier memory version")),
-             (f.settings, lambda: f"chat settings (settings.json{_settings_held(chat_settings.read(f))})"),
-             (f.input_history, lambda: "what was typed at the terminal (input-history)"),
-             (f.media, lambda: _received(f.media)),
-             (f.documents, lambda: f"the text of {counted(len(kept_paths(f)), 'document or web page', 'documents and web pages')} "
-                                   "kept for search (documents/)"),
-             (provenance.path(f), lambda: "where each remembered fact came from (provenance.json)"),
-             (tombstones.path(f), lambda: f"{counted(len(tombstones.load(f)), 'forgotten fact')} kept out "
-                                          "(forgotten.json)")]
-    owned = [Owned(label(), partial(_delete_path, path)) for path, label in items if path.exists()]
-    if f.search_index.exists():
-        owned.append(Owned("the search index of the above (search.sqlite)", partial(delete_index, f)))
-    return owned
+async def _inventory(ctx: CommandContext) -> list[str]:
+    """What the chat itself keeps, a line each (erased together by `/forget confirm`)."""
+    h = ctx.handle
+    memory, history, versions = ctx.chat.memory.text, await h.history(), await h.versions()
+    media, documents = await h.media(), await kept(h)
+    docs = {name: await h.doc(name) for name in (PERSONA, SETTINGS, PROVENANCE, FORGOTTEN)}
+    found = [(memory, f"MEMORY.md ({len(memory.encode()):,} bytes)"),
+             (docs[PERSONA], "this chat's persona (PERSONA.md)"),
+             (history, f"{counted(len(history), 'history entry', 'history entries')} (HISTORY.md)"),
+             (ctx.session.total, f"{counted(ctx.session.total, 'session message')} (session.jsonl)"),
+             (versions, counted(len(versions), "earlier memory version")),
+             (docs[SETTINGS], f"chat settings (settings.json{_settings_held(ctx.prefs)})"),
+             (media, f"{counted(len(media), 'received file')} ({size_text(sum(m.size for m in media))} in media/)"),
+             (documents, f"the text of {counted(len(documents), 'document or web page', 'documents and web pages')} "
+                         "kept for search (documents/)"),
+             (docs[PROVENANCE], "where each remembered fact came from (provenance.json)"),
+             (docs[FORGOTTEN], f"{counted(len(tombstones.parse(docs[FORGOTTEN])), 'forgotten fact')} kept out "
+                               "(forgotten.json)")]
+    return [label for held, label in found if held] + await h.caches()

@@ -2,29 +2,33 @@
 erasure (bot/commands/erasure.py) and the components that add commands or own things a chat keeps
 (bot/schedules/, bot/tools/tasks.py, bot/inbox.py).
 
-    CommandContext   the chat a command runs in: its key, files, session, sender, rights
+    CommandContext   the chat a command runs in: its key, the chat as loaded, the store, sender, rights
     Command          a name, a one-line summary for /help, and the function that answers
     Owned, Holder    one thing /forget lists and deletes; a component that keeps such things for a chat
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from bot.events import ChatKey
-from memory.consolidate import Consolidator
-from memory.paths import ChatFiles
-from memory.session import Session, SessionStore
+from memory.chat_settings import ChatSettings
+from memory.session import Session
+from store.base import Chat, ChatHandle, ChatStore
+from store.errors import StoreError
+
+if TYPE_CHECKING:
+    from bot.consolidation import Consolidator
 
 
 @dataclass(frozen=True, slots=True)
 class CommandContext:
     key: ChatKey
-    files: ChatFiles
-    session: Session
-    store: SessionStore
+    chat: Chat  # as the turn loaded it (store/base.py)
+    chats: ChatStore
     model: str
     consolidator: Consolidator | None = None
     fixed_tokens: int = 0  # system prompt and tools, as the next turn would send them
@@ -34,6 +38,19 @@ class CommandContext:
     sender_id: str = ""  # who sent the command (platform user id), for /forget me
     sender_name: str = ""
     is_group: bool = False
+
+    @property
+    def session(self) -> Session:
+        return self.chat.session
+
+    @property
+    def handle(self) -> ChatHandle:
+        """Everything the chat keeps, for what the loaded chat does not hold (history, versions, media, ...)."""
+        return self.chats.handle(self.key)
+
+    @property
+    def prefs(self) -> ChatSettings:
+        return self.chat.prefs
 
 
 CommandFn = Callable[[CommandContext, str], Awaitable[str]]
@@ -56,18 +73,19 @@ class Owned:
     """One thing /forget lists (`label`) and deletes (`delete`)."""
 
     label: str
-    delete: Callable[[], None]
+    delete: Callable[[], None | Awaitable[None]]  # a store's deletions are awaited
     quiet: bool = False  # deleted with the rest, but alone it is not "something kept" (journaled commands)
 
 
-def delete_each(items: Iterable[Owned], done: str) -> list[str]:
+async def delete_each(items: Iterable[Owned], done: str) -> list[str]:
     """Delete every item, a report line each (`- <done> <label>` or why it failed): one failure stops none."""
     report = []
     for item in items:
         try:
-            item.delete()
+            if inspect.isawaitable(result := item.delete()):
+                await result
             report.append(f"- {done} {item.label}")
-        except (OSError, LookupError) as exc:
+        except (OSError, LookupError, StoreError) as exc:
             report.append(f"- FAILED to {'delete' if done == 'deleted' else 'remove'} {item.label}: "
                           f"{getattr(exc, 'strerror', None) or exc}")
     return report

@@ -13,8 +13,8 @@ member who left): take one person out of a group chat's memory.
                           inbox journal, the search index)
 
 In a direct chat `/forget me` is `/forget`. The work runs under the chat's MEMORY.md lock, so a
-consolidation round cannot write back what was just removed; the cached session is dropped,
-so a round already running discards its result (memory/consolidate.py).
+consolidation round cannot write back what was just removed; the session is replaced, so a round already
+running discards its result (the store's compare-and-set, bot/consolidation.py).
 """
 
 from __future__ import annotations
@@ -22,17 +22,20 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from bot import remembering
 from bot.commands.base import ADMINS_ONLY, CommandContext, Owned, counted, delete_each
 from bot.errors import LLMError
 from bot.events import ChatKey
 from memory import documents, erase, provenance, tombstones
 from memory.erase import Member
 from memory.files import write_atomic
-from memory.paths import ChatFiles
-from memory.search import HistorySearch
+from memory.session import Message
+from store.base import FORGOTTEN, PROVENANCE, ChatHandle, ChatSearch
+from store.errors import StoreError
 
 logger = logging.getLogger(__name__)
 
@@ -47,9 +50,9 @@ ENTRY_TOKENS = 800
 
 
 class MemberHolder(Protocol):
-    """A component that keeps something for one member of a chat outside its files."""
+    """A component that keeps something for one member of a chat (beside the session, memory and history)."""
 
-    def owned_by(self, key: ChatKey, files: ChatFiles, member_id: str) -> list[Owned]: ...
+    async def owned_by(self, ctx: CommandContext, messages: Sequence[Message], member_id: str) -> list[Owned]: ...
 
 
 class ReminderMembers:
@@ -59,8 +62,8 @@ class ReminderMembers:
     def __init__(self, reminders: Any) -> None:
         self.reminders = reminders  # bot/schedules/service.py Schedules
 
-    def owned_by(self, key: ChatKey, files: ChatFiles, member_id: str) -> list[Owned]:
-        theirs = [r for r in self.reminders.of(key) if _sender_of(r.to_record()) == member_id]
+    async def owned_by(self, ctx: CommandContext, messages: Sequence[Message], member_id: str) -> list[Owned]:
+        theirs = [r for r in self.reminders.of(ctx.key) if _sender_of(r.to_record()) == member_id]
         if not theirs:
             return []
 
@@ -92,7 +95,8 @@ class InboxMembers:
         return (isinstance(rec, dict) and rec.get("key") == [key.channel, key.chat_id]
                 and str(rec.get("sender_id")) == member_id)
 
-    def owned_by(self, key: ChatKey, files: ChatFiles, member_id: str) -> list[Owned]:
+    async def owned_by(self, ctx: CommandContext, messages: Sequence[Message], member_id: str) -> list[Owned]:
+        key = ctx.key
         try:
             lines = self.path.read_text(encoding="utf-8").splitlines(keepends=True)
         except FileNotFoundError:
@@ -113,46 +117,45 @@ class InboxMembers:
 class MediaMembers:
     """The files a member sent: the `media/<file>` paths their session messages carry (memory/session.py)."""
 
-    def owned_by(self, key: ChatKey, files: ChatFiles, member_id: str) -> list[Owned]:
-        theirs = [path for path in erase.media_of(files, member_id) if path.is_file()]
+    async def owned_by(self, ctx: CommandContext, messages: Sequence[Message], member_id: str) -> list[Owned]:
+        wanted = set(erase.media_of(messages, member_id))
+        theirs = [m for m in await ctx.handle.media() if m.path in wanted]
         if not theirs:
             return []
 
-        def delete() -> None:
-            for path in theirs:
-                path.unlink(missing_ok=True)
+        async def delete() -> None:
+            await ctx.handle.delete_media([m.path for m in theirs])
 
-        size = sum(p.stat().st_size for p in theirs)
+        size = sum(m.size for m in theirs)
         return [Owned(f"{counted(len(theirs), 'file')} they sent ({size:,} bytes in media/)", delete)]
 
 
 class DocumentMembers:
     """The kept text of the documents a member sent, and of the web pages read in their turns (memory/documents.py)."""
 
-    def owned_by(self, key: ChatKey, files: ChatFiles, member_id: str) -> list[Owned]:
-        theirs = [doc.path for doc in documents.of_sender(files, member_id) if doc.path is not None]
+    async def owned_by(self, ctx: CommandContext, messages: Sequence[Message], member_id: str) -> list[Owned]:
+        theirs = [doc.id for doc in await documents.of_sender(ctx.handle, member_id)]
         if not theirs:
             return []
 
-        def delete() -> None:
-            for path in theirs:
-                path.unlink(missing_ok=True)
+        async def delete() -> None:
+            await ctx.handle.drop_documents(theirs)
 
         return [Owned(f"the text of {counted(len(theirs), 'document or web page', 'documents and web pages')} "
                       "of theirs kept for search (documents/)", delete)]
 
 
 class SearchMembers:
-    """The search index's copies: the chat's index is dropped and rebuilt from the files at the next search."""
+    """The search index's copies: the chat's index is dropped and rebuilt at the next search."""
 
-    def __init__(self, search: HistorySearch) -> None:
+    def __init__(self, search: ChatSearch) -> None:
         self.search = search
 
-    def owned_by(self, key: ChatKey, files: ChatFiles, member_id: str) -> list[Owned]:
-        if not self.search.has(files):
+    async def owned_by(self, ctx: CommandContext, messages: Sequence[Message], member_id: str) -> list[Owned]:
+        if not self.search.holds(ctx.key):
             return []
         return [Owned("this chat's search index (dropped; rebuilt from the files at the next search)",
-                      lambda: self.search.drop(files))]
+                      lambda: self.search.drop(ctx.key))]
 
 
 def model_rewrite(complete: Callable[..., Awaitable[Any]], model: str | None = None) -> Rewrite:
@@ -178,16 +181,16 @@ class MemberErasure:
         if target.lower() == "me":
             if not ctx.sender_id:
                 return "I cannot tell who you are here, so I cannot tell what is yours."
-            who = erase.member(ctx.files, ctx.sender_id, ctx.sender_name)
+            who = erase.member(await ctx.handle.messages(), ctx.sender_id, ctx.sender_name)
             again = "/forget me confirm"
         else:
             if not ctx.may_erase:
                 return ADMINS_ONLY.format(what="make me forget another member")
-            found = self._find(ctx.files, target)
+            found = self._find(await ctx.handle.messages(), target)
             if isinstance(found, str):
                 return found
             who, again = found, f"/forget {target} confirm"
-        listed = self._inventory(ctx, who)
+        listed = await self._inventory(ctx, who)
         if not listed:
             return f"I keep nothing that {who.shown} left in this chat."
         if not confirm:
@@ -195,18 +198,18 @@ class MemberErasure:
                     + f"\n\nSend {again} to remove it. It cannot be undone.")
         if ctx.consolidator is None:
             return "Forgotten " + who.shown + ":\n" + "\n".join(await self._erase(ctx, who))
-        async with ctx.consolidator.lock(ctx.files.dir):
+        async with ctx.consolidator.lock(ctx.key):
             return "Forgotten " + who.shown + ":\n" + "\n".join(await self._erase(ctx, who))
 
     @staticmethod
-    def _find(files: ChatFiles, target: str) -> Member | str:
+    def _find(messages: Sequence[Message], target: str) -> Member | str:
         """The member an admin named (`@name` or `id:<id>`), or what to say when there is none or several."""
         if target.lower().startswith("id:"):
             sender_id = target[3:].strip()
-            known = erase.members(files)
+            known = erase.members(messages)
             return known.get(sender_id) or f"No one with id {sender_id} wrote in this chat."
         name = target.removeprefix("@").strip().casefold()
-        matches = [m for m in erase.members(files).values()
+        matches = [m for m in erase.members(messages).values()
                    if any(n.casefold() in (name, f"@{name}") or n.casefold().replace(" ", "") == name for n in m.names)]
         if not matches:
             return f"No one called {target} wrote in this chat (try /forget id:<their id>)."
@@ -215,10 +218,12 @@ class MemberErasure:
                 m.id for m in matches) + "."
         return matches[0]
 
-    def _inventory(self, ctx: CommandContext, who: Member) -> list[str]:
-        turns, messages = erase.session_share(ctx.files, who.id)
-        in_memory, versions = erase.memory_sections(ctx.files, who)
-        entries = sum(who.mentioned_in(e) for e in erase.history_parts(ctx.files)[1])
+    async def _inventory(self, ctx: CommandContext, who: Member) -> list[str]:
+        said = await ctx.handle.messages()
+        turns, messages = erase.session_share(said, who.id)
+        in_memory = erase.drop_section(ctx.chat.memory.text, who) != ctx.chat.memory.text
+        versions = sum(erase.drop_section(v.text, who) != v.text for v in await ctx.handle.versions())
+        entries = sum(who.mentioned_in(e.text) for e in await ctx.handle.history())
         out = []
         if messages:
             out.append(f"{counted(turns, 'turn')} of theirs in the conversation ({counted(messages, 'message')}, "
@@ -228,55 +233,73 @@ class MemberErasure:
                                                          if versions else ""))
         if entries:
             out.append(f"{entries} history entr{'y' if entries == 1 else 'ies'} that mention them")
-        if out:  # the rest only counts along with something of theirs
-            out += [o.label for h in self.holders for o in h.owned_by(ctx.key, ctx.files, who.id)]
-        else:
-            out += [o.label for h in self.holders if not isinstance(h, SearchMembers)
-                    for o in h.owned_by(ctx.key, ctx.files, who.id)]
+        counted_too = self.holders if out else [h for h in self.holders if not isinstance(h, SearchMembers)]
+        for holder in counted_too:  # the search index only counts along with something of theirs
+            out += [o.label for o in await holder.owned_by(ctx, said, who.id)]
         return out
 
     async def _erase(self, ctx: CommandContext, who: Member) -> list[str]:
-        report = []
-        held = [o for h in self.holders for o in h.owned_by(ctx.key, ctx.files, who.id)]  # before their turns go
-        ctx.store.forget(ctx.files)  # the cached session is stale now; a running round discards its result
+        report, handle = [], ctx.handle
+        said = await handle.messages()
+        held = [o for h in self.holders for o in await h.owned_by(ctx, said, who.id)]  # before their turns go
         try:
-            if removed := erase.drop_turns(ctx.files, who.id):
+            kept, pointer, removed = erase.without_turns(said, ctx.session.last_consolidated, who.id)
+            if removed:  # the loaded session is replaced: a round already running discards its result
+                await handle.replace_session(kept, pointer)
+                ctx.chat.session = (await ctx.chats.open(ctx.key)).session
                 report.append(f"- removed {counted(removed, 'message')} of their turns from session.jsonl")
-            current, versions = erase.drop_memory_sections(ctx.files, who)
-            if current or versions:
-                report.append("- removed their section from MEMORY.md" if current else "- MEMORY.md had no section")
-                report[-1] += f" and from {counted(versions, 'earlier version')}" if versions else ""
-            links = provenance.forget_member(ctx.files, who.id, who.names)
-            links += tombstones.forget_member(ctx.files, who.id, who.names)
-            if links:
-                report.append(f"- removed {links} {'link or forgotten fact' if links == 1 else 'links and forgotten facts'}"
+            report += await self._memory(ctx, who)
+            links, dropped = provenance.forget_member(await remembering.links(handle), who.id, who.names)
+            stones = await remembering.stones(handle)
+            left = tombstones.forget_member(stones, who.id, who.names)
+            if dropped or len(left) != len(stones):
+                await handle.put_doc(PROVENANCE, provenance.dump(links))
+                if stones:
+                    await handle.put_doc(FORGOTTEN, tombstones.dump(left))
+                n = dropped + len(stones) - len(left)
+                report.append(f"- removed {n} {'link or forgotten fact' if n == 1 else 'links and forgotten facts'}"
                               " of theirs (provenance.json, forgotten.json)")
-            report += await self._history(ctx.files, who)
-            for stray in ctx.files.dir.glob(".*.tmp"):  # a rewrite cut short by a crash: it may hold their text
-                stray.unlink(missing_ok=True)
-        except OSError as exc:
-            report.append(f"- FAILED: {exc.strerror or exc} (nothing after this step was done)")
+            report += await self._history(handle, who)
+        except (OSError, StoreError) as exc:
+            report.append(f"- FAILED: {getattr(exc, 'strerror', None) or exc} (nothing after this step was done)")
             return report
-        report += delete_each(held, "removed")
+        report += await delete_each(held, "removed")
         return report or ["- nothing was left to remove"]
 
-    async def _history(self, files: ChatFiles, who: Member) -> list[str]:
+    @staticmethod
+    async def _memory(ctx: CommandContext, who: Member) -> list[str]:
+        """Their section out of MEMORY.md and every kept version (no new version is made: the old text must not
+        survive)."""
+        handle = ctx.handle
+        current, earlier = await handle.memory(), await handle.versions()
+        cleaned = [erase.drop_section(v.text, who) for v in earlier]
+        versions = sum(a.text != b for a, b in zip(earlier, cleaned))
+        changed = (new := erase.drop_section(current.text, who)) != current.text
+        if changed:
+            ctx.chat.memory = await handle.write_memory(new, expect=current.version)
+        if changed or versions:  # exactly the earlier versions, cleaned: the text with their section is not kept
+            await handle.replace_versions(cleaned)
+        if not changed and not versions:
+            return []
+        line = "- removed their section from MEMORY.md" if changed else "- MEMORY.md had no section"
+        return [line + (f" and from {counted(versions, 'earlier version')}" if versions else "")]
+
+    async def _history(self, handle: ChatHandle, who: Member) -> list[str]:
         """Rewrite (or, without the model, remove) the HISTORY.md entries that name them."""
-        preamble, entries = erase.history_parts(files)
+        entries = await handle.history()
         counts = {"rewritten": 0, "emptied": 0, "unavailable": 0, "unfit": 0}
         kept = []
         for entry in entries:
-            if not who.mentioned_in(entry):
+            if not who.mentioned_in(entry.text):
                 kept.append(entry)
                 continue
-            heading, _, body = entry.partition("\n")
-            outcome, text = await self._rewrite(body.strip(), who)
+            outcome, text = await self._rewrite(entry.text.strip(), who)
             counts[outcome] += 1
             if outcome == "rewritten":
-                kept.append(f"{heading}\n\n{text}")
+                kept.append(replace(entry, text=text))
         if not any(counts.values()):
             return []
-        erase.write_history(files, preamble, kept)
+        await handle.replace_history(kept)
         out = []
         for outcome, n in counts.items():
             if n:

@@ -12,16 +12,15 @@ member may forget the facts in their own `## <Name>` section; its admins any.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from datetime import datetime, timezone
 from typing import Any
 
+from bot import remembering
 from bot.commands.base import CommandContext
-from memory import files as memfiles
-from memory import provenance, tombstones
-from memory.paths import ChatFiles
+from memory import provenance
 from memory.provenance import Fact, Source, facts, words
+from store.base import ChatHandle
 
 SHOWN_FACTS = 10
 SHOWN_QUOTES = 6
@@ -65,13 +64,13 @@ def explain(sources: list[Source], group: bool) -> list[str]:
     return out
 
 
-def why_text(files: ChatFiles, query: str, group: bool) -> str:
+async def why_text(handle: ChatHandle, query: str, group: bool) -> str:
     if not query.strip():
         return "Which fact? /memory why <words of it>, e.g. /memory why tea"
-    found = matching(memfiles.read_memory(files), query)
+    found = matching((await handle.memory()).text, query)
     if not found:
         return f"No fact in my memory here matches \u201c{query.strip()}\u201d (see /memory)."
-    links = provenance.load(files)
+    links = await remembering.links(handle)
     parts = []
     for fact in found[:SHOWN_FACTS]:
         where = f" (under {fact.section})" if fact.section else ""
@@ -97,7 +96,7 @@ def _chosen(memory: str, args: list[str]) -> tuple[list[Fact], str]:
 
 
 async def forget(ctx: CommandContext, args: list[str]) -> str:
-    memory = memfiles.read_memory(ctx.files)
+    memory = (await ctx.handle.memory()).text
     chosen, query = _chosen(memory, args)
     if query or not args:
         found = matching(memory, query)
@@ -114,11 +113,11 @@ async def forget(ctx: CommandContext, args: list[str]) -> str:
     if refused:
         return (f"In a group, you can forget the facts under your own name ({ctx.sender_name or 'you'}); "
                 f"only its administrators can forget others'. Not forgotten: {refused[0].text}")
-    lock = ctx.consolidator.lock(ctx.files.dir) if ctx.consolidator else contextlib.nullcontext()
+    lock = ctx.consolidator.lock(ctx.key) if ctx.consolidator else contextlib.nullcontext()
     async with lock:  # the fresh read: a round may have rewritten MEMORY.md since the listing
-        current = {f.key for f in facts(memfiles.read_memory(ctx.files))}
+        current = {f.key for f in facts((await ctx.handle.memory()).text)}
         chosen = [f for f in chosen if f.key in current]
-        await asyncio.to_thread(tombstones.forget, ctx.files, chosen, ctx.sender_id)
+        ctx.chat.memory = await remembering.forget_facts(ctx.handle, chosen, ctx.sender_id)
     if not chosen:
         return "Those facts are no longer in my memory."
     return ("Forgotten for good:\n" + "\n".join(f"- {f.text}" for f in chosen)
@@ -128,15 +127,15 @@ async def forget(ctx: CommandContext, args: list[str]) -> str:
 async def memory_subcommand(ctx: CommandContext, words_: list[str]) -> str | None:
     """The answer to `/memory why ...` or `/memory forget ...`, or None for another subcommand."""
     if words_[:1] == ["why"]:
-        return await asyncio.to_thread(why_text, ctx.files, " ".join(words_[1:]), ctx.is_group)
+        return await why_text(ctx.handle, " ".join(words_[1:]), ctx.is_group)
     if words_[:1] == ["forget"]:
         return await forget(ctx, words_[1:])
     return None
 
 
-def sources_json(files: ChatFiles, query: str) -> list[dict[str, Any]]:
+async def sources_json(handle: ChatHandle, query: str) -> list[dict[str, Any]]:
     """The console's `.../memory/why?fact=`: the matching facts with their sources."""
-    links = provenance.load(files)
+    links = await remembering.links(handle)
     return [{"number": f.number, "fact": f.text, "line": f.line, "section": f.section,
              "sources": links.get(f.key, {}).get("sources", [])}
-            for f in matching(memfiles.read_memory(files), query)[:SHOWN_FACTS]]
+            for f in matching((await handle.memory()).text, query)[:SHOWN_FACTS]]

@@ -11,7 +11,6 @@ from dataclasses import replace
 
 from bot.commands.base import ADMINS_ONLY, Command, CommandContext
 from bot.llm.choice import ModelChoices
-from memory import chat_settings
 
 
 def _listing(choices: ModelChoices) -> str:
@@ -22,7 +21,7 @@ def _listing(choices: ModelChoices) -> str:
 def model_command(choices: ModelChoices) -> Command:
     async def run(ctx: CommandContext, args: str) -> str:
         word = args.strip()
-        label = choices.label_for(ctx.files)
+        label = choices.label_for(ctx.prefs)
         if not word:
             current = f"{label} ({choices.choices[label]})" if label else f"the default ({choices.default})"
             if not choices.choices:
@@ -32,12 +31,11 @@ def model_command(choices: ModelChoices) -> Command:
         if not ctx.may_erase:
             return ADMINS_ONLY.format(what="switch this chat's model")
         if word.lower() == "default":
-            chat_settings.write(ctx.files, replace(chat_settings.read(ctx.files), model=None))
+            await ctx.chats.put_settings(ctx.chat, replace(ctx.prefs, model=None))
             return f"This chat now uses the default model ({choices.default})."
         if word not in choices.choices:
             return f"There is no model {word!r} here. Models this chat may use:\n{_listing(choices)}"
-        ctx.files.ensure()
-        chat_settings.write(ctx.files, replace(chat_settings.read(ctx.files), model=word))
+        await ctx.chats.put_settings(ctx.chat, replace(ctx.prefs, model=word))
         return f"This chat now uses {word} ({choices.choices[word]}), from the next message."
 
     return Command("model", "this chat's model; '/model <label>' switches it", run)

@@ -18,7 +18,7 @@ def persona_command(max_tokens: int = persona.DEFAULT_MAX_TOKENS) -> Command:
     async def run(ctx: CommandContext, args: str) -> str:
         text = args.strip()
         if not text:
-            current = persona.read(ctx.files)
+            current = ctx.chat.persona
             if not current:
                 return ("This chat has no persona: I answer as the owner set me up. Set one with "
                         "/persona <how I should sound and behave here>.")
@@ -26,12 +26,15 @@ def persona_command(max_tokens: int = persona.DEFAULT_MAX_TOKENS) -> Command:
         if not ctx.may_erase:
             return ADMINS_ONLY.format(what="change this chat's persona")
         if text.lower() == "reset":
-            return "Persona removed: I answer as the owner set me up." if persona.remove(ctx.files) else \
-                "This chat has no persona to remove."
+            if not ctx.chat.persona:
+                return "This chat has no persona to remove."
+            await ctx.chats.put_persona(ctx.chat, None)
+            return "Persona removed: I answer as the owner set me up."
         try:
-            tokens = persona.write(ctx.files, text, max_tokens)
+            kept, tokens = persona.checked(text, max_tokens)
         except persona.PersonaTooLong as exc:
             return str(exc)
+        await ctx.chats.put_persona(ctx.chat, kept)
         return f"Persona set ({tokens:,} tokens). It applies from the next message; /persona shows it."
 
     return Command("persona", "this chat's persona; '/persona <text>' sets it, '/persona reset' removes it", run)

@@ -16,16 +16,14 @@ from bot.commands.base import ADMINS_ONLY, Command, CommandContext
 from bot.schedules.checkins import CheckIns
 from bot.schedules.service import Schedules
 from bot.schedules.show import details, listing, show, when
-from memory import chat_settings
 from memory import open_items
-from memory import files as memfiles
 
 USE = "Use /reminders to list them, /reminders <id> for one's runs, /reminders pause|resume|cancel <id>."
 
 
 def reminder_commands(schedules: Schedules, checkins: CheckIns) -> list[Command]:
     async def reminders(ctx: CommandContext, args: str) -> str:
-        zone = schedules.zone(ctx.files)
+        zone = schedules.zone(ctx.prefs)
         words = args.split()
         if not words:
             return listing(schedules.of(ctx.key), zone)
@@ -54,7 +52,7 @@ def reminder_commands(schedules: Schedules, checkins: CheckIns) -> list[Command]
         return f"Resumed {s.id}: {when(s, zone)} — {s.text}"
 
     async def checkins_command(ctx: CommandContext, args: str) -> str:
-        current = chat_settings.read(ctx.files)
+        current = ctx.prefs
         word = args.strip().lower()
         if word not in ("", "on", "off"):
             return "Use /checkins on or /checkins off."
@@ -62,23 +60,23 @@ def reminder_commands(schedules: Schedules, checkins: CheckIns) -> list[Command]
             return ADMINS_ONLY.format(what="switch check-ins")
         if word == "on":
             if not current.checkins:
-                chat_settings.write(ctx.files, replace(current, checkins=True))
-            added = checkins.plan(ctx.key)
+                await ctx.chats.put_settings(ctx.chat, replace(current, checkins=True))
+            added = checkins.plan(ctx.chat)
             return (f"Check-ins: on. When the conversation is summarised I note dated plans in memory under "
                     f"\"{open_items.HEADING}\" (/memory shows them; /memory forget removes one), and the day after "
                     f"each I ask once how it went, at most {schedules.settings.checkins_daily} a day, never at "
                     f"night. /checkins off stops it." + (f" {added} check-in(s) planned." if added else ""))
         if word == "off":
             if current.checkins:
-                chat_settings.write(ctx.files, replace(current, checkins=False))
+                await ctx.chats.put_settings(ctx.chat, replace(current, checkins=False))
             cancelled = checkins.turned_off(ctx.key)
             return "Check-ins: off." + (f" {cancelled} planned check-in(s) cancelled." if cancelled else "")
-        zone = schedules.zone(ctx.files)
+        zone = schedules.zone(ctx.prefs)
         state = "on" if current.checkins else "off (/checkins on to start)"
         coming = [s for s in schedules.of(ctx.key, checkins=True) if s.due is not None]
         lines = [f"Check-ins: {state}."]
         if current.checkins:
-            items = open_items.items(memfiles.read_memory(ctx.files))
+            items = open_items.items(ctx.chat.memory.text)
             lines.append(f"Open items in memory: {len(items)}.")
         lines += [f"- {s.id}: {show(s.due, zone)} — {s.item}" for s in coming if s.due is not None]
         return "\n".join(lines)

@@ -27,6 +27,7 @@ from bot.config.fields import Zone, env
 from bot.config.media import MediaConfig, SpeechConfig
 from bot.config.model import MODEL_HINT, LimitsConfig, LlmConfig, MemoryConfig, TurnsConfig
 from bot.config.tools import McpConfig, SchedulesConfig, SkillsConfig, TasksConfig, WebConfig
+from bot.config.store import StoreConfig
 from bot.errors import ConfigError
 from bot.places import SettingsFile, default_home, settings_file
 
@@ -37,7 +38,7 @@ Home = Annotated[Path, BeforeValidator(lambda v: default_home() if isinstance(v,
 
 class Settings(LlmConfig, MemoryConfig, LimitsConfig, TurnsConfig, SchedulesConfig, TasksConfig, McpConfig,
                WebConfig, SkillsConfig, MediaConfig, SpeechConfig, HttpConfig, AccessConfig, TelegramConfig,
-               DiscordConfig, SlackConfig, BaseSettings):
+               DiscordConfig, SlackConfig, StoreConfig, BaseSettings):
     """Every setting: the general ones here, the others in their concern's model."""
 
     model_config = SettingsConfigDict(env_file=None, env_file_encoding="utf-8", extra="ignore")
@@ -66,7 +67,7 @@ class Settings(LlmConfig, MemoryConfig, LimitsConfig, TurnsConfig, SchedulesConf
             mcp = [secret for server in self.mcp_servers() for secret in server.secrets()]
         except ConfigError:  # reported where the servers are loaded; nothing to mask from a file not read
             mcp = []
-        return [s.get_secret_value() for s in values] + mcp
+        return [s.get_secret_value() for s in values] + mcp + self.database_secrets()
 
 
 def load_settings(source: SettingsFile | None = None, **overrides: object) -> Settings:

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from memory import chat_settings
-from memory.paths import ChatFiles
+from memory.chat_settings import ChatSettings
 
 
 class ModelChoices:
@@ -17,12 +16,11 @@ class ModelChoices:
         self.default = default
         self.choices = dict(choices)  # label -> litellm model string
 
-    def label_for(self, files: ChatFiles) -> str | None:
-        """The chat's picked label, if it is still on the list."""
-        label = chat_settings.read(files).model
-        return label if label in self.choices else None
+    def label_for(self, prefs: ChatSettings) -> str | None:
+        """The chat's picked label (its settings' `model`), if it is still on the list."""
+        return prefs.model if prefs.model in self.choices else None
 
-    def for_chat(self, files: ChatFiles) -> str:
+    def for_chat(self, prefs: ChatSettings) -> str:
         """The litellm model string this chat's requests go to."""
-        label = self.label_for(files)
+        label = self.label_for(prefs)
         return self.choices[label] if label is not None else self.default

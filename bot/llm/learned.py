@@ -25,13 +25,17 @@ import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bot.errors import ContextOverflow, ToolsUnsupported
 from bot.llm.loader import model_max_output, model_window
 from bot.llm.window import Window, reply_cap, step_down
-from memory.files import write_atomic
-from memory.consolidate import Budget, Consolidator
+from store.files.shared import FileDoc
+from store.shared import SharedDoc
+from memory.consolidate import Budget
+
+if TYPE_CHECKING:
+    from bot.consolidation import Consolidator
 
 logger = logging.getLogger(__name__)
 
@@ -47,24 +51,29 @@ class ModelFacts:
 
 
 class ModelBook:
-    def __init__(self, home: Path) -> None:
-        self.path = Path(home) / FILE
-        self._cache: tuple[float, dict[str, Any]] | None = None
+    def __init__(self, doc: SharedDoc | Path) -> None:
+        self.doc = FileDoc(doc, FILE) if isinstance(doc, Path) else doc  # a home: its models.json
+        self._cache: tuple[str, dict[str, Any]] | None = None
+
+    def _parse(self, raw: str | None) -> dict[str, Any]:
+        try:
+            data = json.loads(raw) if raw is not None else {}
+        except ValueError:
+            logger.warning("%s is unreadable; what was learned about models starts again", self.doc.where)
+            return {}
+        return data if isinstance(data, dict) else {}
 
     def _read(self) -> dict[str, Any]:
         try:
-            mtime = self.path.stat().st_mtime
-            if self._cache and self._cache[0] == mtime:
-                return self._cache[1]
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
+            raw = self.doc.read()
+        except OSError:
+            logger.warning("%s is unreadable; what was learned about models starts again", self.doc.where)
             return {}
-        except (OSError, ValueError):
-            logger.warning("%s is unreadable; what was learned about models starts again", self.path)
+        if raw is None:
             return {}
-        data = data if isinstance(data, dict) else {}
-        self._cache = (mtime, data)
-        return data
+        if self._cache is None or self._cache[0] != raw:
+            self._cache = (raw, self._parse(raw))
+        return self._cache[1]
 
     def get(self, model: str) -> ModelFacts:
         entry = self._read().get(model)
@@ -81,11 +90,12 @@ class ModelBook:
 
     def note(self, model: str, reason: str, **facts: Any) -> None:
         """Record `facts` (window=, no_tools=, truncates=, no_stream=) for `model`, with why."""
-        data = dict(self._read())
-        entry = dict(data.get(model) or {})
-        entry.update(facts, reason=reason[:300], updated=time.strftime("%Y-%m-%d %H:%M:%S"))
-        data[model] = entry
-        write_atomic(self.path, json.dumps(data, indent=1), follow_dir=True)  # $TUSK_HOME itself may be a link
+        with self.doc.updating() as box:
+            data = dict(self._parse(box.text))
+            entry = dict(data.get(model) or {})
+            entry.update(facts, reason=reason[:300], updated=time.strftime("%Y-%m-%d %H:%M:%S"))
+            data[model] = entry
+            box.text = json.dumps(data, indent=1)
         self._cache = None
 
 

@@ -27,8 +27,8 @@ from pathlib import Path
 
 from bot.errors import MediaRefused
 from bot.events import InboundMessage
-from memory.documents import DocumentLimits, KeptDocument, keep
-from memory.paths import ChatFiles
+from memory.documents import DocumentLimits, Kept, KeptDocument, keep
+from store.errors import StoreError
 
 logger = logging.getLogger(__name__)
 
@@ -140,12 +140,12 @@ def excerpt(text: str) -> str:
     return flat if len(flat) <= EXCERPT_CHARS else flat[:EXCERPT_CHARS].rstrip() + "…"
 
 
-def keep_for_search(files: ChatFiles, msg: InboundMessage, name: str, doc: DocumentText,
-                    limits: DocumentLimits) -> None:
-    """The document's text kept in the chat's documents/ for search_history (blocking); a failure to keep it is
-    logged and costs the turn nothing."""
+async def keep_for_search(where: Kept, msg: InboundMessage, name: str, doc: DocumentText,
+                          limits: DocumentLimits) -> None:
+    """The document's text kept with the chat's documents for search_history; a failure to keep it is logged
+    and costs the turn nothing."""
     try:
-        keep(files, KeptDocument(name, "file", doc.text, msg.ts, msg.sender_id, msg.sender_name, what=doc.what),
-             limits)
-    except OSError:
+        await keep(where, KeptDocument(name, "file", doc.text, msg.ts, msg.sender_id, msg.sender_name,
+                                       what=doc.what), limits)
+    except (OSError, StoreError):
         logger.exception("could not keep the text of a document for search")

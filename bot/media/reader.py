@@ -27,7 +27,6 @@ from bot.media.voice import TranscribeSettings, Transcriber, clock
 from bot.usage import meter as usage
 from memory.documents import DocumentLimits
 from memory.media import MediaStore, size_text
-from memory.paths import ChatFiles
 from memory.tokens import IMAGE_TOKENS
 
 logger = logging.getLogger(__name__)
@@ -112,8 +111,7 @@ class MediaReader:
         try:
             pieces = [await self._piece(msg, a) for a in msg.attachments]
         except MediaRefused:
-            for att in msg.attachments:
-                self.store.path(msg.key, att).unlink(missing_ok=True)
+            await self.store.remove(msg.key, [a.path for a in msg.attachments])
             raise
         caption = msg.text.strip()
         saved = "\n".join([*(p.saved for p in pieces), *([caption] if caption else [])])
@@ -133,9 +131,14 @@ class MediaReader:
         return "\n".join([*lines, *([msg.text.strip()] if msg.text.strip() else [])])
 
     async def _piece(self, msg: InboundMessage, att: Attachment) -> _Piece:
-        path = self.store.path(msg.key, att)
-        if not path.is_file():
-            raise MediaRefused(f"I no longer have {att.name} (the chat's files were cleared): please send it again.")
+        try:
+            async with self.store.local(msg.key, att) as path:
+                return await self._read(msg, att, path)
+        except FileNotFoundError:
+            raise MediaRefused(f"I no longer have {att.name} (the chat's files were cleared): please send it "
+                               "again.") from None
+
+    async def _read(self, msg: InboundMessage, att: Attachment, path: Path) -> _Piece:
         if att.kind in ("voice", "audio"):
             text = await self.transcriber.transcribe(path, att.name, att.mime)
             length = clock(att.duration)
@@ -147,8 +150,8 @@ class MediaReader:
             return await self._image(path, att, msg.text.strip())
         doc = await asyncio.to_thread(documents.read_document, path, att.name, att.mime,
                                       self.settings.document_max_chars)
-        files = ChatFiles.locate(self.store.home, msg.key.channel, msg.key.chat_id)
-        await asyncio.to_thread(documents.keep_for_search, files, msg, att.name, doc, self.settings.document_index)
+        await documents.keep_for_search(self.store.chats.handle(msg.key), msg, att.name, doc,
+                                        self.settings.document_index)
         head = f"file {shown(att.name)}, {size_text(att.size)}, {doc.what}, {len(doc.text):,} characters"
         saved = f'[{head}; it begins: "{documents.excerpt(doc.text)}"]'
         return _Piece(saved, f"[{head}; its text follows]\n{documents.block(shown(att.name), doc.what, doc.text)}")

@@ -8,20 +8,27 @@ forget runs the same `/forget` as a chat does, so both report the same.
 from __future__ import annotations
 
 import argparse
+import asyncio
+import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TypeVar
 
+from bot import stores
 from bot.commands import Commands
 from bot.commands.base import CommandContext
 from bot.config import Settings
 from bot.events import ChatKey
 from bot.inbox import Inbox
 from bot.schedules.store import SavedSchedules
-from memory import files as memfiles
-from memory.chats import export, list_chats
+from memory.chats import export
 from memory.paths import ChatFiles
-from memory.session import SessionStore
+from store import Store, opened
+from store.base import ChatHandle, ChatStore
+
+T = TypeVar("T")
 
 
 def parse_chat(value: str) -> ChatKey:
@@ -38,63 +45,90 @@ def _ago(ts: float | None) -> str:
     return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%d %H:%M")
 
 
-def chats_table(home: Path) -> str:
+async def chats_table(chats: ChatStore, where: str) -> str:
     rows = [("CHAT", "MESSAGES", "MEMORY", "HISTORY", "LAST ACTIVE (UTC)")]
-    for c in list_chats(home):
-        rows.append((f"{c.channel}:{c.chat_id}", str(c.messages), f"{c.memory_bytes:,} B", str(c.history_entries),
+    for c in await chats.chats():
+        rows.append((str(c.key), str(c.messages), f"{c.memory_bytes:,} B", str(c.history_entries),
                      _ago(c.last_active)))
     if len(rows) == 1:
-        return f"No chats yet in {home}."
+        return f"No chats yet in {where}."
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows)
 
 
-def chat_files(home: Path, key: ChatKey) -> ChatFiles:
-    """The chat's files; raises LookupError if Tusk keeps nothing for it."""
-    files = ChatFiles.locate(home, key.channel, key.chat_id)
-    if not files.dir.exists():
-        raise LookupError(f"no chat {key} in {home} (see `tusk chats`)")
-    return files
+async def _existing(chats: ChatStore, key: ChatKey) -> ChatHandle:
+    """The chat's handle; LookupError if Tusk keeps nothing for it."""
+    handle = chats.handle(key)
+    if not await handle.exists():
+        raise LookupError(f"no chat {key} (see `tusk chats`)")
+    return handle
 
 
-def show_memory(home: Path, key: ChatKey) -> str:
-    return memfiles.read_memory(chat_files(home, key)).strip() or "(MEMORY.md is empty)"
+async def show_memory(chats: ChatStore, key: ChatKey) -> str:
+    return (await (await _existing(chats, key)).memory()).text.strip() or "(MEMORY.md is empty)"
 
 
-def show_history(home: Path, key: ChatKey, n: int) -> str:
-    entries = memfiles.history_entries(chat_files(home, key))[-n:] if n else []
-    return "\n\n".join(entries) or "(no history entries)"
+async def show_history(chats: ChatStore, key: ChatKey, n: int) -> str:
+    entries = (await (await _existing(chats, key)).history())[-n:] if n else []
+    return "\n\n".join(e.heading for e in entries) or "(no history entries)"
 
 
-async def forget(home: Path, key: ChatKey, confirm: bool) -> str:
-    """`/forget` (what would go) or `/forget confirm` (delete and report) for this chat."""
-    chat_files(home, key)
-    store = SessionStore(home)
-    session = store.get(key.channel, key.chat_id)
-    ctx = CommandContext(key, session.files, session, store, model="")
-    return await Commands(holders=[SavedSchedules(home), Inbox(home / "inbox.jsonl")]).run("forget", "confirm" if confirm else "", ctx)
+async def forget(chats: ChatStore, home: Path, key: ChatKey, confirm: bool, store: Store | None = None) -> str:
+    """`/forget` (what would go) or `/forget confirm` (delete and report) for this chat; the schedules and the
+    inbox journal of `store` (the database's rows), else those of the files under `home`."""
+    await _existing(chats, key)
+    ctx = CommandContext(key, await chats.open(key), chats, model="")
+    if store is not None and store.kind == "postgres":
+        holders = [stores.saved_schedules(store), stores.inbox(store)]
+    else:
+        holders = [SavedSchedules(home), Inbox(home / "inbox.jsonl")]
+    return await Commands(holders=holders).run("forget", "confirm" if confirm else "", ctx)
 
 
-def export_chat(home: Path, key: ChatKey, target: Path | None) -> tuple[Path, list[str]]:
-    files = chat_files(home, key)
+async def export_chat(store: Store, key: ChatKey, target: Path | None) -> tuple[Path, list[str]]:
+    """The chat's files in a .tar.gz (memory/chats.py: what `tusk import` reads back); from the database, its
+    rows as those files first (store/postgres/transfer.py)."""
+    await _existing(store.chats, key)
+    if store.kind == "files":
+        files = ChatFiles.locate(store.home, key.channel, key.chat_id)
+        return _export(files, key, target)
+    from store.postgres.transfer import write_folder
+
+    with tempfile.TemporaryDirectory(prefix="tusk-export-") as scratch:
+        files = ChatFiles.locate(Path(scratch), key.channel, key.chat_id)
+        await write_folder(store.databases[0], key, files.dir)
+        return _export(files, key, target)
+
+
+def _export(files: ChatFiles, key: ChatKey, target: Path | None) -> tuple[Path, list[str]]:
     target = target or Path(f"tusk-{key.channel}-{files.dir.name}-{time.strftime('%Y%m%d-%H%M%S')}.tar.gz")
     return target, export(files, target)
+
+
+def on_store(settings: Settings, work: Callable[[Store], Awaitable[T]]) -> T:
+    """`work` run on the settings' store (files, or the database), opened for it and closed after."""
+    async def run() -> T:
+        async with opened(settings.home, settings.store_url()) as store:
+            return await work(store)
+
+    return asyncio.run(run())
 
 
 # -- the commands: `tusk chats`, `tusk memory`, `tusk export`, `tusk forget` (called by bot/ops/cli.py) --------
 
 def chats_command(args: argparse.Namespace, settings: Settings) -> int:  # noqa: ARG001  (the handler signature)
-    print(chats_table(settings.home))
+    where = str(settings.home) if settings.store_url() is None else "the database"
+    print(on_store(settings, lambda store: chats_table(store.chats, where)))
     return 0
 
 
 def memory_command(args: argparse.Namespace, settings: Settings) -> int:
-    home = settings.home
-    print(show_memory(home, args.chat) if args.what == "show" else show_history(home, args.chat, args.n))
+    print(on_store(settings, lambda store: show_memory(store.chats, args.chat) if args.what == "show"
+                   else show_history(store.chats, args.chat, args.n)))
     return 0
 
 
 def export_command(args: argparse.Namespace, settings: Settings) -> int:
-    target, names = export_chat(settings.home, args.chat, args.output)
+    target, names = on_store(settings, lambda store: export_chat(store, args.chat, args.output))
     print(f"Wrote {target} ({len(names)} files)")
     return 0

@@ -45,7 +45,7 @@ def backup_command(args: argparse.Namespace, settings) -> int:
         return 0
     os.nice(10)  # a backup can wait: the turns of a Tusk running on this home come first
     target = args.file or Path(backup.default_name())
-    entries = backup.create(settings.home, target, version(), with_secrets=args.with_secrets)
+    entries = backup.create_from(settings.home, settings.store_url(), target, version(), args.with_secrets)
     print(f"Wrote {target} ({len(entries)} files, {sum(e.size for e in entries):,} bytes"
           f"{'' if args.with_secrets else '; secrets left out: --with-secrets keeps them'})")
     return 0
@@ -55,10 +55,11 @@ def restore_command(args: argparse.Namespace, settings) -> int:
     from bot.ops import restore
     from bot.version import installed as version
 
-    done = restore.restore(args.file, settings.home, version(), force=args.force)
+    done = restore.restore(args.file, settings.home, version(), force=args.force, database_url=settings.store_url())
     if done.saved:
         print(f"What was in {settings.home} is saved in {done.saved}")
-    print(f"Restored {done.files} files into {settings.home}")
+    into = settings.home if settings.store_url() is None else f"{settings.home} and the database"
+    print(f"Restored {done.files} files into {into}")
     if done.left_out:
         print(done.left_out)
     return 0

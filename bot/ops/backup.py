@@ -33,12 +33,14 @@ import sys
 import tarfile
 import tempfile
 import time
+import asyncio
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
 from memory.paths import open_private, private_dir
+from store import transfer
 
 logger = logging.getLogger(__name__)
 
@@ -146,10 +148,22 @@ def _sqlite_copy(path: Path, scratch: Path) -> Path:
     return copy
 
 
-def create(home: Path, target: Path, version: str, with_secrets: bool = False) -> list[Entry]:
-    """Write the backup of `home` at `target` (0600; a temporary name until complete); its entries."""
+def _sources(home: Path, with_secrets: bool, stored_from: Path | None) -> list[tuple[str, Path]]:
+    """What goes in: the home's files; on PostgreSQL, what the store keeps comes from its dump instead
+    (`stored_from`, store/transfer.py), so the archive is the same whichever store made it."""
+    if stored_from is None:
+        return list(walk(home, with_secrets))
+    own = [(rel, path) for rel, path in walk(home, with_secrets) if not transfer.stored(rel)]
+    kept = [(rel, path) for rel, path in walk(stored_from, with_secrets) if transfer.stored(rel)]
+    return sorted(own + kept)
+
+
+def create(home: Path, target: Path, version: str, with_secrets: bool = False,
+           stored_from: Path | None = None) -> list[Entry]:
+    """Write the backup of `home` at `target` (0600; a temporary name until complete); its entries.
+    `stored_from`: the database's dump (store/transfer.py), taken in place of the home's stored files."""
     home = Path(home)
-    if not home.is_dir():
+    if not home.is_dir() and stored_from is None:
         raise BackupError(f"{home} is not a folder: nothing to back up (is TUSK_HOME right?)")
     entries: list[Entry] = []
     private_dir(target.parent, follow=True)
@@ -158,7 +172,7 @@ def create(home: Path, target: Path, version: str, with_secrets: bool = False) -
         with tempfile.TemporaryDirectory(prefix="tusk-backup-") as scratch, \
                 os.fdopen(open_private(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), "wb") as out, \
                 tarfile.open(fileobj=out, mode="w:gz", format=tarfile.PAX_FORMAT) as tar:
-            for rel, path in walk(home, with_secrets):
+            for rel, path in _sources(home, with_secrets, stored_from):
                 if path.parent.resolve() == target.parent.resolve() and (path.name.startswith("tusk-backup-")
                                                                     or path.name in (partial.name, target.name)):
                     continue  # the backup folder inside the home: earlier backups are not backed up again
@@ -189,6 +203,23 @@ def create(home: Path, target: Path, version: str, with_secrets: bool = False) -
         partial.unlink(missing_ok=True)
         raise
     return entries
+
+
+def create_from(home: Path, database_url: str | None, target: Path, version: str,
+                with_secrets: bool = False) -> list[Entry]:
+    """`create` from the configured store: the home alone on files; on PostgreSQL the home's own files and
+    the database's content, dumped as the files a home would hold."""
+    if not database_url:
+        return create(home, target, version, with_secrets)
+    from store import opened
+
+    async def dumped() -> list[Entry]:
+        async with opened(home, database_url) as store:
+            with tempfile.TemporaryDirectory(prefix="tusk-dump-") as scratch:
+                await transfer.dump(store, Path(scratch))
+                return await asyncio.to_thread(create, home, target, version, with_secrets, Path(scratch))
+
+    return asyncio.run(dumped())
 
 
 def safe_member(member: tarfile.TarInfo) -> str:
@@ -262,7 +293,7 @@ def prune(folder: Path, keep: int) -> list[Path]:
     return old
 
 
-def create_apart(home: Path, target: Path, version: str) -> int:
+def create_apart(home: Path, target: Path, version: str, database_url: str | None = None) -> int:
     """`create` in a child process (`python -m bot.ops.backup`, niced), as `tusk backup` runs next to a
     running Tusk; the number of files. In a thread of Tusk's own process the walk, tarfile and gzip code
     would share the interpreter lock with every turn: with 20 chats talking on 2 cores, turns took 1.5x as
@@ -270,7 +301,11 @@ def create_apart(home: Path, target: Path, version: str) -> int:
     carries the child's error."""
     argv = [sys.executable, "-m", "bot.ops.backup", str(Path(home).absolute()), str(Path(target).absolute()), version]
     root = Path(__file__).resolve().parents[2]  # where `bot` is importable from, whatever Tusk's working dir
-    done = subprocess.run(argv, cwd=root, stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False)
+    env = {k: v for k, v in os.environ.items() if k != "TUSK_DATABASE_URL"}
+    if database_url:  # the store to dump (from the settings, which may come from a file the child does not read)
+        env["TUSK_DATABASE_URL"] = database_url
+    done = subprocess.run(argv, cwd=root, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                          check=False)
     if done.returncode != 0:
         said = done.stderr.strip().splitlines()
         if len(said) > 1:
@@ -279,7 +314,7 @@ def create_apart(home: Path, target: Path, version: str) -> int:
     return int(done.stdout)
 
 
-def scheduled(home: Path, folder: Path, keep: int, version: str) -> Path | None:
+def scheduled(home: Path, folder: Path, keep: int, version: str, database_url: str | None = None) -> Path | None:
     """The daily job: a backup into `folder` (made by a child process: `create_apart`), then prune; its
     outcome is kept in STATUS for the doctor. A failure is logged, never raised (the scheduler goes on)."""
     from memory.files import write_atomic
@@ -287,7 +322,7 @@ def scheduled(home: Path, folder: Path, keep: int, version: str) -> Path | None:
     target = folder / default_name()
     started = time.time()
     try:
-        files = create_apart(home, target, version)
+        files = create_apart(home, target, version, database_url)
         prune(folder, keep)
         status = {"ok": True, "at": started, "file": str(target), "files": files}
         logger.info("scheduled backup written: %s (%d files)", target, files)
@@ -323,7 +358,7 @@ def _child(argv: list[str]) -> int:
     os.nice(10)  # background work: the turns of the Tusk that started it come first
     home, target, version = argv
     try:
-        print(len(create(Path(home), Path(target), version)))
+        print(len(create_from(Path(home), os.environ.get("TUSK_DATABASE_URL"), Path(target), version)))
     except (BackupError, OSError) as exc:  # the parent records the last line; anything else is a traceback
         print(f"{exc}" if isinstance(exc, BackupError) else f"{type(exc).__name__}: {exc}", file=sys.stderr)
         return 1

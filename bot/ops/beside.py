@@ -64,11 +64,16 @@ class LocalApi:
 def forgetting(settings: Settings) -> Iterator[Forget]:
     """The /forget to use for as long as the block runs: the running Tusk's, or the files' own under the lock."""
     from bot.ops import admin
+    from store import opened
+
+    async def here(key: ChatKey, confirm: bool) -> str:  # the store itself: its files, or the database
+        async with opened(settings.home, settings.store_url()) as store:
+            return await admin.forget(store.chats, settings.home, key, confirm, store=store)
 
     held = running.exclusive(settings.home, "tusk forget")
     if held is not None:
         try:
-            yield lambda key, confirm: admin.forget(settings.home, key, confirm)
+            yield here
         finally:
             held.release()
         return

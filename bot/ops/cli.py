@@ -24,6 +24,7 @@ from pathlib import Path
 from bot import logs
 from bot.config import load_settings
 from bot.errors import ConfigError, HomeBusy, RemoteTuskError, TuskError
+from store.errors import StorageUnavailable, StoreSetupError
 from bot.version import installed
 
 
@@ -107,6 +108,8 @@ def _parser() -> argparse.ArgumentParser:
     pairing_sub.add_parser("list", help="pending codes and who is approved")
     pairing_sub.add_parser("approve", help="approve the user or group holding CODE").add_argument("code")
     pairing_sub.add_parser("revoke", help="remove an approval (CHANNEL:ID) or a pending CODE").add_argument("target")
+    db = command("db", "bot.ops.db:command", "the database's schema: its version, or apply the migrations")
+    db.add_argument("action", choices=("status", "upgrade"), nargs="?", default="status")
     apikey = command("apikey", "bot.ops.access:apikey_command",
                      "API keys for the OpenAI-compatible endpoint, each for chats with a prefix")
     apikey_sub = apikey.add_subparsers(dest="action", metavar="ACTION", required=True)
@@ -161,8 +164,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         return _call(args)
-    except ConfigError as exc:
+    except (ConfigError, StoreSetupError) as exc:  # what to fix in the settings (or the database's setup)
         return _failed(exc, 2)
+    except StorageUnavailable as exc:  # the database does not answer now
+        return _failed(exc, 1)
     except (HomeBusy, RemoteTuskError) as exc:  # one line naming the Tusk that has the home
         return _failed(exc, 1)
     except TuskError as exc:  # e.g. a platform unreachable at start: one line, and systemd retries

@@ -37,32 +37,29 @@ import difflib
 import hashlib
 import time
 from collections.abc import Awaitable, Callable
-from datetime import datetime, timezone
-from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pydantic
 from aiohttp import web
 
+from bot import remembering
 from bot.commands import Commands
 from bot.commands.base import CommandContext
 from bot.commands.memory_why import sources_json
-from bot.ops import admin
 from bot.ops import usage as usage_view
 from bot.events import ChatKey
 from bot.usage.ledger import Ledger
 from bot.usage.limits import Limits
 from bot.usage.unpriced import Unpriced
 from channels.http import chat_key, problems
-from memory import files as memfiles
-from memory import provenance, tombstones
-from memory.chats import ChatSummary, list_chats, summarise
-from memory.consolidate import Consolidator
-from memory.media import usage as media_usage
-from memory.paths import ChatFiles
+from memory import provenance
 from memory.provenance import Source
-from memory.session import Message, SessionStore, iter_messages, load
+from memory.session import Message
 from memory.tokens import count_text
+from store.base import Chat, ChatHandle, ChatInfo, ChatStore, Entry, Version
+
+if TYPE_CHECKING:
+    from bot.consolidation import Consolidator
 
 CHAT = "/api/chats/{channel}/{chat_id}"
 BUDGET = "/api/budgets/{channel}/{chat_id}"
@@ -109,15 +106,6 @@ def etag(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-def stamp_time(name: str) -> float | None:
-    """When a version (`MEMORY.20261202T145000123456.md`) was replaced, as a Unix time."""
-    try:
-        when = datetime.strptime(name.removeprefix("MEMORY.").removesuffix(".md"), "%Y%m%dT%H%M%S%f")
-    except ValueError:
-        return None
-    return when.replace(tzinfo=timezone.utc).timestamp()
-
-
 def line_diff(old: str, new: str) -> list[list[str]]:
     """`[[op, line], ...]` with op " " (kept), "-" (removed) or "+" (added)."""
     a, b = old.splitlines(), new.splitlines()
@@ -130,9 +118,9 @@ def line_diff(old: str, new: str) -> list[list[str]]:
     return out
 
 
-def chat_row(c: ChatSummary) -> dict[str, Any]:
-    return {"channel": c.channel, "chat_id": c.chat_id, "messages": c.messages, "memory_bytes": c.memory_bytes,
-            "history_entries": c.history_entries, "last_active": c.last_active}
+def chat_row(c: ChatInfo) -> dict[str, Any]:
+    return {"channel": c.key.channel, "chat_id": c.key.chat_id, "messages": c.messages,
+            "memory_bytes": c.memory_bytes, "history_entries": c.history_entries, "last_active": c.last_active}
 
 
 def message_row(index: int, m: Message) -> dict[str, Any]:
@@ -140,8 +128,8 @@ def message_row(index: int, m: Message) -> dict[str, Any]:
             "tool_calls": [c["function"]["name"] for c in m.tool_calls]}
 
 
-def entry_row(entry: str) -> dict[str, str]:
-    heading, _, body = entry.partition("\n")
+def entry_row(entry: Entry) -> dict[str, str]:
+    heading, _, body = entry.heading.partition("\n")
     return {"heading": heading.removeprefix("## ").strip(), "text": body.strip()}
 
 
@@ -162,19 +150,18 @@ async def _body(request: web.Request, model: type[B], shape: str) -> B:
 
 
 class Console:
-    def __init__(self, home: Path, store: SessionStore, chat_commands: Commands,
-                 consolidator: Consolidator | None, fixed_tokens: Callable[[ChatFiles], int], model: str,
-                 lock_for: Callable[[Path], asyncio.Lock] | None = None,
+    def __init__(self, chats: ChatStore, chat_commands: Commands, consolidator: Consolidator | None,
+                 fixed_tokens: Callable[[Chat], int], model: str,
+                 lock_for: Callable[[ChatKey], asyncio.Lock] | None = None,
                  in_order: Callable[[ChatKey, Callable[[], Awaitable[str]]], Awaitable[str]] | None = None,
                  ledger: Ledger | None = None, limits: Limits | None = None, unpriced: Unpriced | None = None) -> None:
-        self.home = Path(home)
-        self.store = store
+        self.chats_store = chats
         self.commands = chat_commands
         self.consolidator = consolidator
         self.fixed_tokens = fixed_tokens
         self.model = model
-        self._locks: dict[Path, asyncio.Lock] = {}
-        self.lock_for = lock_for or (lambda d: self._locks.setdefault(d, asyncio.Lock()))
+        self._locks: dict[ChatKey, asyncio.Lock] = {}
+        self.lock_for = lock_for or (lambda k: self._locks.setdefault(k, asyncio.Lock()))
         self.in_order = in_order  # the bus's: a forget waits for the chat's running turn instead of racing it
         self.ledger, self.limits = ledger, limits  # the Usage page (without them, no usage routes)
         self.unpriced = unpriced  # what a USD limit cannot count (bot/usage/unpriced.py)
@@ -190,145 +177,144 @@ class Console:
                 *([web.get("/api/usage", self.usage), web.get(BUDGET, self.budget), web.put(BUDGET, self.set_budget),
                    web.delete(BUDGET, self.clear_budget)] if self.ledger and self.limits else [])]
 
-    def _chat(self, request: web.Request) -> tuple[ChatKey, ChatFiles]:
+    async def _chat(self, request: web.Request) -> tuple[ChatKey, ChatHandle]:
         """The chat the URL names; 400 for a bad channel or id, 404 if Tusk keeps nothing for it."""
         key = chat_key(request.match_info["channel"], request.match_info["chat_id"])
-        try:
-            return key, admin.chat_files(self.home, key)
-        except LookupError as exc:
-            message = f"no chat {key.channel}:{key.chat_id} (it has no messages or memory yet)"
-            raise web.HTTPNotFound(text=message) from exc
+        handle = self.chats_store.handle(key)
+        if not await handle.exists():
+            raise web.HTTPNotFound(text=f"no chat {key.channel}:{key.chat_id} (it has no messages or memory yet)")
+        return key, handle
 
     async def chats(self, request: web.Request) -> web.Response:
         q, channel = request.query.get("q", "").casefold(), request.query.get("channel")
-        rows = [chat_row(c) for c in await asyncio.to_thread(list_chats, self.home)
-                if (channel is None or c.channel == channel) and q in c.chat_id.casefold()]
+        rows = [chat_row(c) for c in await self.chats_store.chats()
+                if (channel is None or c.key.channel == channel) and q in c.key.chat_id.casefold()]
         return web.json_response({"chats": rows})
 
     async def chat(self, request: web.Request) -> web.Response:
-        key, files = self._chat(request)
-        summary = await asyncio.to_thread(summarise, key.channel, key.chat_id, files)
-        session = await asyncio.to_thread(load, files, key.channel, key.chat_id)
-        memory = memfiles.read_memory(files)
-        system = self.fixed_tokens(files)
-        row = {**chat_row(summary), "total": session.total, "last_consolidated": session.last_consolidated,
-               "versions": len(memfiles.versions(files)), "model": self.model, "consolidation": None,
-               "media": dict(zip(("files", "bytes"), media_usage(files.media))),
+        key, handle = await self._chat(request)
+        chat = await self.chats_store.open(key)
+        session, memory = chat.session, chat.memory.text
+        info = next((c for c in await self.chats_store.chats() if c.key == key), None)
+        system = self.fixed_tokens(chat)
+        media = await handle.media()
+        row = {**(chat_row(info) if info else {}), "total": session.total,
+               "last_consolidated": session.last_consolidated, "versions": len(await handle.versions()),
+               "model": self.model, "consolidation": None,
+               "media": {"files": len(media), "bytes": sum(m.size for m in media)},
                "tokens": {"system": system, "history": session.tokens, "prompt": system + session.tokens,
                           "memory": count_text(memory)}}
         if (c := self.consolidator) is not None:
             row["tokens"].update(limit=c.budget.limit, window=c.budget.window, reserve=c.budget.reserve,
                                  target=c.budget.target, memory_max=c.max_memory_tokens)
-            stats = c.stats.get(files.dir)
+            stats = c.stats.get(key)
             row["consolidation"] = stats and {"runs": stats.runs, "tokens_sent": stats.tokens_sent,
                                               "last_run": stats.last_run, "last_error": stats.last_error or None}
         return web.json_response(row)
 
-    def _memory_row(self, files: ChatFiles) -> dict[str, Any]:
-        text = memfiles.read_memory(files)
-        return {"text": text, "etag": etag(text), "tokens": count_text(text), "versions": len(memfiles.versions(files)),
+    async def _memory_row(self, handle: ChatHandle) -> dict[str, Any]:
+        text = (await handle.memory()).text
+        return {"text": text, "etag": etag(text), "tokens": count_text(text), "versions": len(await handle.versions()),
                 "max_tokens": self.consolidator.max_memory_tokens if self.consolidator else None}
 
     async def memory(self, request: web.Request) -> web.Response:
-        _, files = self._chat(request)
-        return web.json_response(self._memory_row(files))
+        _, handle = await self._chat(request)
+        return web.json_response(await self._memory_row(handle))
 
     async def save_memory(self, request: web.Request) -> web.Response:
-        _, files = self._chat(request)
+        key, handle = await self._chat(request)
         body = await _body(request, MemoryBody, '{"text": "...", "etag": "optional, from GET .../memory"}')
-        async with self.lock_for(files.dir):
-            if body.etag is not None and body.etag != etag(memfiles.read_memory(files)):
+        async with self.lock_for(key):
+            current = await handle.memory()
+            if body.etag is not None and body.etag != etag(current.text):
                 raise web.HTTPConflict(text="MEMORY.md changed since you opened it (a consolidation or the remember "
                                             "tool wrote it): reload it, then make your edit again")
-            old = memfiles.read_memory(files)
-            await asyncio.to_thread(memfiles.write_memory, files, body.text)
-            await asyncio.to_thread(provenance.after_edit, files, old, body.text, Source("owner", time.time()))
-        return web.json_response(self._memory_row(files))
+            await remembering.edit(handle, body.text, Source("owner", time.time()), current)
+        return web.json_response(await self._memory_row(handle))
 
     async def why(self, request: web.Request) -> web.Response:
-        _, files = self._chat(request)
-        return web.json_response({"facts": await asyncio.to_thread(sources_json, files, request.query.get("fact", ""))})
+        _, handle = await self._chat(request)
+        return web.json_response({"facts": await sources_json(handle, request.query.get("fact", ""))})
 
     async def forget_fact(self, request: web.Request) -> web.Response:
         """The owner's "forget this fact": out of MEMORY.md as a new version, and kept out (memory/tombstones.py)."""
-        _, files = self._chat(request)
+        key, handle = await self._chat(request)
         body = await _body(request, ForgetFactBody, '{"number": 3} (the fact\'s number, from .../memory/why)')
-        async with self.lock_for(files.dir):
-            chosen = [f for f in provenance.facts(memfiles.read_memory(files)) if f.number == body.number]
+        async with self.lock_for(key):
+            chosen = [f for f in provenance.facts((await handle.memory()).text) if f.number == body.number]
             if not chosen:
                 raise web.HTTPNotFound(text=f"MEMORY.md has no fact {body.number} now: reload it")
-            await asyncio.to_thread(tombstones.forget, files, chosen, "owner")
-        return web.json_response({**self._memory_row(files), "forgotten": chosen[0].text})
+            await remembering.forget_facts(handle, chosen, "owner")
+        return web.json_response({**await self._memory_row(handle), "forgotten": chosen[0].text})
 
-    def _version_path(self, request: web.Request, files: ChatFiles) -> tuple[int, list[Path]]:
-        kept, name = memfiles.versions(files), request.match_info["name"]
-        index = next((i for i, p in enumerate(kept) if p.name == name), None)  # only names Tusk listed
+    async def _version(self, request: web.Request, handle: ChatHandle) -> tuple[int, list[Version]]:
+        kept, name = await handle.versions(), request.match_info["name"]
+        index = next((i for i, v in enumerate(kept) if v.name == name), None)  # only names Tusk listed
         if index is None:
             raise web.HTTPNotFound(text=f"no version {name!r} of this chat's MEMORY.md")
         return index, kept
 
     async def versions(self, request: web.Request) -> web.Response:
-        _, files = self._chat(request)
-        rows = [{"name": p.name, "replaced": stamp_time(p.name), "bytes": p.stat().st_size}
-                for p in reversed(memfiles.versions(files))]
+        _, handle = await self._chat(request)
+        rows = [{"name": v.name, "replaced": v.saved or None, "bytes": len(v.text.encode())}
+                for v in reversed(await handle.versions())]
         return web.json_response({"versions": rows})
 
     async def version(self, request: web.Request) -> web.Response:
-        _, files = self._chat(request)
-        index, kept = self._version_path(request, files)
-        text = kept[index].read_text(encoding="utf-8")
-        after = kept[index + 1].read_text(encoding="utf-8") if index + 1 < len(kept) else memfiles.read_memory(files)
-        return web.json_response({"name": kept[index].name, "replaced": stamp_time(kept[index].name), "text": text,
+        _, handle = await self._chat(request)
+        index, kept = await self._version(request, handle)
+        text = kept[index].text
+        after = kept[index + 1].text if index + 1 < len(kept) else (await handle.memory()).text
+        return web.json_response({"name": kept[index].name, "replaced": kept[index].saved or None, "text": text,
                                   "diff": line_diff(text, after)})
 
     async def restore(self, request: web.Request) -> web.Response:
-        """Write the version back through write_memory: the text it replaces becomes a version in turn."""
-        _, files = self._chat(request)
-        async with self.lock_for(files.dir):
-            index, kept = self._version_path(request, files)
-            await asyncio.to_thread(memfiles.write_memory, files, kept[index].read_text(encoding="utf-8"))
-        return web.json_response(self._memory_row(files))
+        """Write the version back as MEMORY.md: the text it replaces becomes a version in turn."""
+        key, handle = await self._chat(request)
+        async with self.lock_for(key):
+            index, kept = await self._version(request, handle)
+            await handle.write_memory(kept[index].text)
+        return web.json_response(await self._memory_row(handle))
 
     async def history(self, request: web.Request) -> web.Response:
-        _, files = self._chat(request)
-        entries = await asyncio.to_thread(memfiles.history_entries, files)
+        _, handle = await self._chat(request)
+        entries = await handle.history()
         words = request.query.get("q", "").casefold().split()
-        found = [entry_row(e) for e in reversed(entries) if all(w in e.casefold() for w in words)]
+        found = [entry_row(e) for e in reversed(entries) if all(w in e.heading.casefold() for w in words)]
         return web.json_response({"total": len(entries), "entries": found})
 
     async def session(self, request: web.Request) -> web.Response:
-        key, files = self._chat(request)
+        key, handle = await self._chat(request)
         limit = _int_param(request, "limit", 200, 1, MAX_PAGE)
         before = _int_param(request, "before", None, 0, 10**9)
-        session = await asyncio.to_thread(load, files, key.channel, key.chat_id)
-        messages = await asyncio.to_thread(lambda: list(iter_messages(files)))
+        chat = await self.chats_store.open(key)
+        messages = await handle.messages()
         end = len(messages) if before is None else min(before, len(messages))
         start = max(0, end - (limit or MAX_PAGE))
-        return web.json_response({"total": len(messages), "last_consolidated": session.last_consolidated,
+        return web.json_response({"total": len(messages), "last_consolidated": chat.session.last_consolidated,
                                   "start": start, "messages": [message_row(i, messages[i]) for i in range(start, end)]})
 
-    async def _forget(self, key: ChatKey, files: ChatFiles, confirm: bool) -> str:
+    async def _forget(self, key: ChatKey, confirm: bool) -> str:
         """The running bot's /forget for this chat (its own store, consolidator and holders); a confirmed
         one runs in the chat's order, after the turn that may be running."""
-        def run() -> Awaitable[str]:
-            ctx = CommandContext(key=key, files=files, session=self.store.get(key.channel, key.chat_id),
-                                 store=self.store, model=self.model, consolidator=self.consolidator)
-            return self.commands.run("forget", "confirm" if confirm else "", ctx)
+        async def run() -> str:
+            ctx = CommandContext(key=key, chat=await self.chats_store.open(key), chats=self.chats_store,
+                                 model=self.model, consolidator=self.consolidator)
+            return await self.commands.run("forget", "confirm" if confirm else "", ctx)
 
         return await (self.in_order(key, run) if confirm and self.in_order else run())
 
     async def forget_preview(self, request: web.Request) -> web.Response:
-        key, files = self._chat(request)
-        report = await self._forget(key, files, confirm=False)
+        key, _ = await self._chat(request)
+        report = await self._forget(key, confirm=False)
         items = [line[2:] for line in report.splitlines() if line.startswith("- ")]
         return web.json_response({"report": report, "items": items})
 
     async def forget(self, request: web.Request) -> web.Response:
-        key, files = self._chat(request)
+        key, handle = await self._chat(request)
         await _body(request, ForgetBody, '{"confirm": true}')
-        report = await self._forget(key, files, confirm=True)
-        return web.json_response({"report": report, "gone": not files.dir.exists()})
-
+        report = await self._forget(key, confirm=True)
+        return web.json_response({"report": report, "gone": not await handle.exists()})
     async def usage(self, request: web.Request) -> web.Response:
         days = _int_param(request, "days", 30, 1, 366)
         return web.json_response(await asyncio.to_thread(usage_view.usage_page, self.ledger, self.limits, days,

@@ -17,12 +17,12 @@ from aiohttp import web
 from bot.schedules.model import Schedule
 from bot.schedules.service import Schedules
 from bot.schedules.show import row
-from memory.paths import ChatFiles
+from memory.chat_settings import ChatSettings
 
 
 def schedule_routes(schedules: Schedules) -> list[web.RouteDef]:
     def shown(s: Schedule) -> dict[str, Any]:
-        return row(s, schedules.zone(ChatFiles.locate(schedules.home, s.key.channel, s.key.chat_id)))
+        return row(s, schedules.zone(schedules.chats.prefs_now(s.key) or ChatSettings()))
 
     def found(request: web.Request) -> Schedule:
         s = schedules.get(request.match_info["id"])

@@ -223,17 +223,19 @@ def _spend_limits(settings: Settings, exact: bool) -> list[Check]:
     """A USD limit (in the environment or a chat's own in budgets.json) that cannot count a model Tusk calls:
     its price is unknown (bot/usage/unpriced.py). `exact`: litellm's price table may be read (the model
     check imported litellm already); else what TUSK_MODELS and the ledger say."""
-    from bot.usage.ledger import Ledger
-    from bot.usage.limits import Limits
+    from bot.ops.usage import book
     from bot.usage.unpriced import Unpriced
+    from store import open_files
+    from store.errors import StoreError
 
-    ledger = Ledger(settings.home)  # opened only if usage.sqlite is there: the doctor creates nothing
     try:
-        found = Unpriced.of(settings, ledger, Limits(ledger, settings.limit_settings()), table=exact).overall()
+        with book(settings) as kept:  # usage.sqlite read only if it is there (the doctor creates nothing), or the database's
+            found = Unpriced.of(settings, kept.ledger, kept.limits(settings.limit_settings()), table=exact,
+                                prefs=open_files(settings.home).chats.prefs_now).overall()
     except ValueError as exc:  # a damaged budgets.json
         return [Check("spend limits", "fail", str(exc), "fix budgets.json or remove it (`tusk budget` writes it)")]
-    finally:
-        ledger.close()
+    except StoreError as exc:  # the database: its own check says more
+        return [Check("spend limits", "fail", str(exc), "see the database's check above")]
     return [Check("spend limits", "ok", u["note"]) if u["token_limit"] else
             Check("spend limits", "warn", u["problem"], u["fix"]) for u in found]
 

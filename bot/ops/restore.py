@@ -7,12 +7,17 @@ Order of work, so a bad archive writes nothing:
 4. the files are extracted by hand (never `tar.extractall`): each member's path checked again, folders
    0700 and files 0600, nothing opened through a symlink, each written under a temporary name first.
 
+With TUSK_DATABASE_URL set the database must be empty too (or, with `force`, is backed up with the home
+and emptied); what the store keeps is extracted into the home first, then loaded into the database and
+removed from the home (store/transfer.py): an archive from either store restores into either.
+
 An archive made without `--with-secrets` holds no console token, no API keys and no settings file:
 `Restored.left_out` says so, and what to do about each.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import tarfile
@@ -24,6 +29,7 @@ from bot import running
 from bot.errors import HomeBusy
 from bot.ops import backup
 from memory.paths import open_private, private_dir
+from store import transfer
 
 IGNORED = frozenset({running.LOCK_NAME})
 
@@ -49,9 +55,10 @@ class Restored(NamedTuple):
     left_out: str | None  # what a backup without secrets did not bring back, and what to do (None: it had them)
 
 
-def restore(archive: Path, home: Path, version: str, force: bool = False) -> Restored:
-    """Restore `archive` into `home`: the files written, the safety backup made by `force` (or None), and
-    what the archive did not hold (the secrets of a backup made without them)."""
+def restore(archive: Path, home: Path, version: str, force: bool = False,
+            database_url: str | None = None) -> Restored:
+    """Restore `archive` into `home` (and the database at `database_url`): the files written, the safety
+    backup made by `force` (or None), and what the archive did not hold (the secrets of a backup without)."""
     manifest = backup.verify(archive)
     with_secrets = any(backup.is_secret(rel) for rel in manifest["files"])
     home = Path(home)
@@ -61,21 +68,55 @@ def restore(archive: Path, home: Path, version: str, force: bool = False) -> Res
         raise backup.BackupError(f"{exc} (`systemctl stop tusk`, Ctrl-C)") from None
     try:
         saved = None
-        if there := _occupied(home):
+        there = _occupied(home) + (["(the database)"] if database_url and _database_holds(home, database_url) else [])
+        if there:
             if not force:
                 raise backup.BackupError(f"{home} is not empty ({', '.join(there[:3])}...): restore into an empty "
-                                         "TUSK_HOME, or add --force to back up what is there and replace it")
-            stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-            saved = home.parent / f"tusk-before-restore-{stamp}.tar.gz"
-            backup.create(home, saved, version, with_secrets=True)
-            aside = home.parent / f".{home.name}-before-restore-{stamp}"
-            private_dir(aside)
-            for name in there:
-                os.replace(home / name, aside / name)
-            shutil.rmtree(aside)
-        return Restored(_extract(archive, home), saved, None if with_secrets else SECRETS_LEFT_OUT)
+                                         "TUSK_HOME (and database), or add --force to back up what is there and "
+                                         "replace it")
+            saved = _set_aside(home, there, version, database_url)
+        files = _extract(archive, home)
+        if database_url:
+            _into_database(home, database_url)
+        return Restored(files, saved, None if with_secrets else SECRETS_LEFT_OUT)
     finally:
         running.release(lock)
+
+
+def _set_aside(home: Path, there: list[str], version: str, database_url: str | None) -> Path:
+    """`force`: what is in the home (and the database) backed up beside the home, then removed."""
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    saved = home.parent / f"tusk-before-restore-{stamp}.tar.gz"
+    private_dir(home, follow=True)
+    backup.create_from(home, database_url, saved, version, with_secrets=True)
+    aside = home.parent / f".{home.name}-before-restore-{stamp}"
+    private_dir(aside)
+    for name in there:
+        if (home / name).exists():
+            os.replace(home / name, aside / name)
+    shutil.rmtree(aside)
+    if database_url:
+        asyncio.run(_on_store(home, database_url, transfer.empty))
+    return saved
+
+
+def _database_holds(home: Path, database_url: str) -> bool:
+    return asyncio.run(_on_store(home, database_url, transfer.holds_anything))
+
+
+def _into_database(home: Path, database_url: str) -> None:
+    """The stored files just extracted go into the database, and out of the home (they live there now)."""
+    asyncio.run(_on_store(home, database_url, lambda store: transfer.load(store, home)))
+    shutil.rmtree(home / "chats", ignore_errors=True)
+    for name in transfer.SHARED:
+        (home / name).unlink(missing_ok=True)
+
+
+async def _on_store(home: Path, database_url: str, work):
+    from store import opened
+
+    async with opened(home, database_url) as store:
+        return await work(store)
 
 
 def _extract(archive: Path, home: Path) -> int:

@@ -16,10 +16,12 @@ another hour.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import re
 import sqlite3
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from pathlib import Path
@@ -28,9 +30,13 @@ from zoneinfo import ZoneInfo
 
 from bot.events import ChatKey
 from bot.usage.ledger import FILE, Ledger, LedgerTooNew, Row
+from bot.usage.budgets import FILE as budgets_file
+from bot.usage.ledger_sql import SqlLedger
 from bot.usage.limits import Limits, LimitSettings
-from bot.usage.unpriced import Unpriced
+from bot.usage.unpriced import Prefs, Unpriced
 from bot.usage.view import day_start, money, month_start, report_json, report_table
+from store.files.shared import FileDoc
+from store.shared import SharedDoc
 
 BY = ("day", "chat", "person", "model", "purpose")
 NOTHING = "No model calls recorded yet."
@@ -86,6 +92,45 @@ def since_ts(since: int | date, zone: ZoneInfo, now: float | None = None) -> flo
 def _ledger(home: Path) -> Ledger | None:
     """The data dir's ledger, or None when no call was ever recorded (nothing is created)."""
     return Ledger(home) if (Path(home) / FILE).is_file() else None
+
+
+@dataclass
+class Book:
+    """Where `tusk usage` and `tusk budget` read and write: the ledger (None: no call recorded yet) and
+    budgets.json, in the data dir's files or the database (bot/stores.py)."""
+
+    ledger: SqlLedger | None
+    budgets: SharedDoc
+
+    def limits(self, settings: LimitSettings) -> Limits:
+        """The limits over this ledger (an empty one for the doc alone when none was recorded yet)."""
+        return Limits(self.ledger if self.ledger is not None else _Nothing(), settings, doc=self.budgets)
+
+
+class _Nothing:
+    """The ledger of a data dir where no call was recorded: nothing spent, and nothing created to say so."""
+
+    def subscribe(self, listener: Any) -> None:
+        """No call will be recorded through it."""
+
+
+@contextlib.contextmanager
+def book(settings: Any) -> Iterator[Book]:
+    """The settings' ledger and budgets.json for one command, closed after."""
+    url = settings.store_url()
+    if url is None:
+        ledger = _ledger(settings.home)
+        try:
+            yield Book(ledger, FileDoc(settings.home, budgets_file))
+        finally:
+            if ledger is not None:
+                ledger.close()
+        return
+    from bot import stores
+    from store import prepared
+
+    with prepared(settings.home, url) as store:
+        yield Book(stores.ledger(store), stores.budgets(store))
 
 
 def _name(row: Row) -> str:
@@ -169,30 +214,29 @@ def standings(ledger: Ledger | None, limits: Limits, now: float | None = None) -
 def usage(settings: Any, by: str, since: int | date, as_json: bool) -> str:
     """What `tusk usage` prints: the table, today's standing and the models a USD limit cannot count (as far
     as the ledger shows: litellm is not loaded for it), or the JSON array."""
-    ledger = _ledger(settings.home)
-    if ledger is None:
-        return "[]" if as_json else NOTHING
-    try:
+    with book(settings) as kept:
+        ledger = kept.ledger
+        if ledger is None:
+            return "[]" if as_json else NOTHING
         limits_settings = settings.limit_settings()
         zone = limits_settings.zone
         rows = ledger.report(by, since_ts(since, zone), zone=zone)
         if as_json:
             return json.dumps(report_json(rows, by), indent=1)
-        limits = Limits(ledger, limits_settings)
+        limits = kept.limits(limits_settings)
         shown = [s for s in standings(ledger, limits) if s.limit.startswith("owner") or s.reached]
         lines = [report_table(rows, by)]
         if shown:
             lines += ["", f"Spend limits ({getattr(zone, 'key', zone)} days):"] + [f"  {s.text()}" for s in shown]
-        lines += [f"Note: {u['note']}" for u in Unpriced.of(settings, ledger, limits, table=False).overall()]
+        lines += [f"Note: {u['note']}" for u in Unpriced.of(settings, ledger, limits, table=False,
+                                                              prefs=_prefs(settings)).overall()]
         return "\n".join(lines)
-    finally:
-        ledger.close()
 
 
 # -- tusk budget ---------------------------------------------------------------------------------------
 
 
-def budget_list(home: Path, limits_settings: LimitSettings) -> str:
+def budget_list(settings: Any, limits_settings: LimitSettings) -> str:
     s = limits_settings
     defaults = [("everyone, daily", money(s.daily_usd) if s.daily_usd is not None else None),
                 ("everyone, monthly", money(s.monthly_usd) if s.monthly_usd is not None else None),
@@ -203,7 +247,8 @@ def budget_list(home: Path, limits_settings: LimitSettings) -> str:
     lines = ["Default limits (TUSK_LIMIT_DAILY_USD, TUSK_LIMIT_MONTHLY_USD, TUSK_CHAT_LIMIT_DAILY_USD, "
              "TUSK_PERSON_LIMIT_DAILY_USD, TUSK_LIMIT_DAILY_TOKENS, TUSK_CHAT_LIMIT_DAILY_TOKENS):"]
     lines += [f"  {label}: {value or 'none'}" for label, value in defaults]
-    own = Limits(Ledger(home), s).budgets()
+    with book(settings) as kept:
+        own = kept.limits(s).budgets()
     if not own:
         return "\n".join([*lines, "No chat has its own daily limit (`tusk budget set CHANNEL:ID USD` gives one)."])
     lines.append("Chats with their own daily limit:")
@@ -223,9 +268,14 @@ def budget_set(settings: Any, chat: ChatKey, usd: float | None, tokens: int | No
     if usd is None and tokens is None:
         raise ValueError("give the daily limit in USD (tusk budget set CHANNEL:ID 2.50) or in tokens "
                          "(tusk budget set CHANNEL:ID --tokens 20000)")
-    ledger = Ledger(settings.home)
-    limits = Limits(ledger, settings.limit_settings())
-    limits.set_override(chat, usd, tokens)
+    with book(settings) as kept:
+        limits = kept.limits(settings.limit_settings())
+        limits.set_override(chat, usd, tokens)
+        return _budget_said(settings, kept, limits, chat, usd, tokens)
+
+
+def _budget_said(settings: Any, kept: Book, limits: Limits, chat: ChatKey, usd: float | None,
+                 tokens: int | None) -> str:
     what = []
     if usd is not None:
         what.append(f"spend {money(usd)} a day")
@@ -234,17 +284,15 @@ def budget_set(settings: Any, chat: ChatKey, usd: float | None, tokens: int | No
     said = f"{chat.channel}:{chat.chat_id} may now {' and '.join(what)} (a running Tusk applies it at once)."
     if usd is None:
         return said
-    evidence = _ledger(settings.home)
-    try:  # litellm's price table is read for a model TUSK_MODELS does not price (it takes a few seconds)
-        note = Unpriced.of(settings, evidence, limits).for_chat(chat)
-    finally:
-        if evidence is not None:
-            evidence.close()
+    # litellm's price table is read for a model TUSK_MODELS does not price (it takes a few seconds)
+    note = Unpriced.of(settings, kept.ledger, limits, prefs=_prefs(settings)).for_chat(chat)
     return said + (f"\nNote: {note}" if note else "")
 
 
-def budget_clear(home: Path, limits_settings: LimitSettings, chat: ChatKey) -> str:
-    if not Limits(Ledger(home), limits_settings).clear_override(chat):
+def budget_clear(settings: Any, limits_settings: LimitSettings, chat: ChatKey) -> str:
+    with book(settings) as kept:
+        cleared = kept.limits(limits_settings).clear_override(chat)
+    if not cleared:
         raise LookupError(f"{chat.channel}:{chat.chat_id} has no limit of its own (`tusk budget list` shows them)")
     usd, tokens = limits_settings.chat_daily_usd, limits_settings.chat_daily_tokens
     return (f"{chat.channel}:{chat.chat_id} is back to the default daily limit "
@@ -265,10 +313,17 @@ def _answer(args: argparse.Namespace, settings: Any) -> str:
         except (sqlite3.DatabaseError, LedgerTooNew) as exc:  # damaged, or written by a newer Tusk
             raise ValueError(f"{Path(home) / FILE}: {exc}") from exc
     if args.action in (None, "list"):  # a bare `tusk budget` lists
-        return budget_list(home, limits_settings)
+        return budget_list(settings, limits_settings)
     if args.action == "set":
         return budget_set(settings, args.chat, args.usd, args.tokens)
-    return budget_clear(home, limits_settings, args.chat)
+    return budget_clear(settings, limits_settings, args.chat)
+
+
+def _prefs(settings: Any) -> Prefs:
+    """Each chat's settings as the home's store holds them (which model a chat picked)."""
+    from store import open_files
+
+    return open_files(settings.home).chats.prefs_now
 
 
 # -- the console's Usage page --------------------------------------------------------------------------
@@ -289,7 +344,7 @@ def usage_page(ledger: Ledger, limits: Limits, days: int, now: float | None = No
                             "top_chats": [], "top_people": [],
                             "standings": [s.row() for s in standings(None, limits, now)],
                             "unpriced": unpriced.overall() if unpriced is not None else []}
-    if not ledger.path.is_file():
+    if not ledger.exists():
         return page
     chats = [r for r in ledger.report("chat", since, zone=zone) if r.key is not None]
 

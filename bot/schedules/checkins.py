@@ -17,7 +17,6 @@ spend limits like any turn; one whose model call failed is asked once more the n
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from dataclasses import replace
 from datetime import date, datetime, time, timedelta
@@ -26,10 +25,8 @@ from zoneinfo import ZoneInfo
 from bot.events import ChatKey
 from bot.schedules.model import Run, Schedule
 from bot.schedules.service import Schedules
-from memory import chat_settings
-from memory import files as memfiles
 from memory import open_items
-from memory.paths import ChatFiles, chat_id_from_dir
+from store.base import Chat
 
 logger = logging.getLogger(__name__)
 
@@ -58,24 +55,20 @@ class CheckIns:
         self.book = book
         book.checkins = self
 
-    def on(self, files: ChatFiles) -> bool:
-        return chat_settings.read(files).checkins
-
-    def instructions(self, files: ChatFiles) -> str:
+    def instructions(self, chat: Chat) -> str:
         """What consolidation is asked in this chat besides its usual work: its open items, if check-ins are on."""
-        return open_items.INSTRUCTIONS if self.on(files) else ""
+        return open_items.INSTRUCTIONS if chat.prefs.checkins else ""
 
-    def plan(self, key: ChatKey, now: datetime | None = None) -> int:
+    def plan(self, chat: Chat, now: datetime | None = None) -> int:
         """Add a check-in for each open item of the chat that has none; returns how many were added."""
-        now = now or self.book.clock()
-        files = ChatFiles.locate(self.book.home, key.channel, key.chat_id)
-        if not self.book.running or not files.dir.exists() or not self.on(files):
+        now, key = now or self.book.clock(), chat.key
+        if not self.book.running or not chat.exists or not chat.prefs.checkins:
             return 0
-        zone = self.book.zone(files)
+        zone = self.book.zone(chat.prefs)
         today = now.astimezone(zone).date()
         known = [s.item for s in self.book.of(key, checkins=True)]
         added = 0
-        for item in open_items.items(memfiles.read_memory(files)):
+        for item in open_items.items(chat.memory.text):
             if (today - item.date).days > STALE_DAYS or any(open_items.same(item.line, k) for k in known):
                 continue
             due = max(morning(item.date + timedelta(days=1), zone), sensible(now, zone))
@@ -88,32 +81,24 @@ class CheckIns:
                 break
             known.append(item.line)
             added += 1
-        self._prune(key, files)
+        self._prune(chat)
         return added
 
-    def _prune(self, key: ChatKey, files: ChatFiles) -> None:
+    def _prune(self, chat: Chat) -> None:
         """Check-ins that ran, whose item has left MEMORY.md: no longer needed to keep it from being asked again."""
-        present = [i.line for i in open_items.items(memfiles.read_memory(files))]
-        for s in self.book.of(key, checkins=True):
+        present = [i.line for i in open_items.items(chat.memory.text)]
+        for s in self.book.of(chat.key, checkins=True):
             if s.due is None and not any(open_items.same(s.item, p) for p in present):
                 self.book.cancel(s)
 
-    def chats(self) -> list[ChatKey]:
-        """Every chat whose settings.json has check-ins on."""
-        keys = []
-        for path in sorted((self.book.home / "chats").glob("*/*/settings.json")):
-            try:
-                key = ChatKey(path.parent.parent.name, chat_id_from_dir(path.parent.name))
-            except ValueError:
-                continue
-            if self.on(ChatFiles.locate(self.book.home, key.channel, key.chat_id)):
-                keys.append(key)
-        return keys
-
     async def sweep(self) -> int:
         """Plan the check-ins of every chat that has them on (the hourly job); returns how many were added."""
-        keys = await asyncio.to_thread(self.chats)
-        return sum(self.plan(key) for key in keys)
+        added = 0
+        for info in await self.book.chats.chats():
+            chat = await self.book.chats.open(info.key)
+            if chat.prefs.checkins:
+                added += self.plan(chat)
+        return added
 
     def turned_off(self, key: ChatKey) -> int:
         """/checkins off: the chat's check-ins not yet asked are cancelled; returns how many."""
@@ -122,13 +107,12 @@ class CheckIns:
             self.book.cancel(s)
         return len(pending)
 
-    def hold(self, s: Schedule, now: datetime) -> Schedule | None:
+    def hold(self, s: Schedule, now: datetime, chat: Chat) -> Schedule | None:
         """`s` as it is when it must not run now (later, or skipped for good), else None: it runs."""
-        files = ChatFiles.locate(self.book.home, s.key.channel, s.key.chat_id)
-        zone = self.book.zone(files)
-        if not self.on(files):
+        zone = self.book.zone(chat.prefs)
+        if not chat.prefs.checkins:
             return replace(s.with_run(Run(s.due, now, "skipped", "check-ins were turned off")), due=None)
-        if not any(open_items.same(s.item, i.line) for i in open_items.items(memfiles.read_memory(files))):
+        if not any(open_items.same(s.item, i.line) for i in open_items.items(chat.memory.text)):
             return replace(s.with_run(Run(s.due, now, "skipped", "the item is no longer in memory")), due=None)
         if (later := sensible(now, zone)) > now:
             return replace(s, due=later)

@@ -34,7 +34,9 @@ from bot.schedules.model import Run, Schedule, instant
 from bot.schedules.runs import Publish, RunTurns
 from bot.schedules.store import FILE, FileStore, ScheduleStore
 from memory import chat_settings
-from memory.paths import ChatFiles
+from memory.chat_settings import ChatSettings
+from store.base import Chat, ChatStore
+from store.errors import StorageUnavailable
 
 logger = logging.getLogger(__name__)
 
@@ -46,7 +48,7 @@ UTC = timezone.utc
 class Holds(Protocol):
     """Check-ins (bot/schedules/checkins.py): whether one may run now, and what follows a failed one."""
 
-    def hold(self, s: Schedule, now: datetime) -> Schedule | None: ...
+    def hold(self, s: Schedule, now: datetime, chat: Chat) -> Schedule | None: ...
 
     def failed(self, s: Schedule) -> None: ...
 
@@ -60,9 +62,10 @@ class ScheduleSettings:
 
 
 class Schedules:
-    def __init__(self, home: Path, settings: ScheduleSettings, publish: Publish, store: ScheduleStore | None = None,
-                 clock: Callable[[], datetime] | None = None) -> None:
+    def __init__(self, home: Path, settings: ScheduleSettings, publish: Publish, chats: ChatStore,
+                 store: ScheduleStore | None = None, clock: Callable[[], datetime] | None = None) -> None:
         self.home = Path(home)
+        self.chats = chats  # what a due run's chat holds: whether it still exists, its settings and memory
         self.settings = settings
         self.grace = timedelta(seconds=settings.grace_seconds)
         self.default_zone = chat_settings.zone(settings.default_timezone)
@@ -155,21 +158,22 @@ class Schedules:
             entry = heapq.heappop(self._heap)
             if (s := self._current(entry)) is not None:
                 due.append(s)
+        chats = {key: await self.chats.open(key) for key in {s.key for s in due}}
         started: list[tuple[Schedule, Run]] = []
         with self.store.batch():  # every claim of this tick in one write, before any turn is published
             for s in due:
-                started += self._claim(s, now)
+                started += self._claim(s, now, chats[s.key])
         published = sum(self.turns.publish(s, run, now) for s, run in started)
         self._arm()
         return published
 
-    def _claim(self, s: Schedule, now: datetime) -> list[tuple[Schedule, Run]]:
-        if not ChatFiles.locate(self.home, s.key.channel, s.key.chat_id).dir.exists():
+    def _claim(self, s: Schedule, now: datetime, chat: Chat) -> list[tuple[Schedule, Run]]:
+        if not chat.exists:
             logger.info("%s %s dropped: its chat %s was forgotten", s.kind, s.id, s.key)
             self._drop(s)
             return []
         if s.kind == "checkin" and self.checkins is not None:
-            if (held := self.checkins.hold(s, now)) is not None:  # postponed, or its item is gone
+            if (held := self.checkins.hold(s, now, chat)) is not None:  # postponed, or its item is gone
                 if self._save_claim(held, s):
                     self._push(held)
                 return []
@@ -196,7 +200,7 @@ class Schedules:
         try:
             if not self.store.claim(updated, s.due):
                 return False  # another process runs it
-        except OSError:  # not on disk: run it anyway (a restart may repeat it), rather than lose it
+        except (OSError, StorageUnavailable):  # not kept: run it anyway (a restart may repeat it), rather than lose it
             logger.exception("could not record that %s %s started", s.kind, s.id)
         self._all[s.id] = updated
         return True
@@ -223,13 +227,14 @@ class Schedules:
         self._flush = None
         try:
             self.store.flush()
-        except OSError:
+        except (OSError, StorageUnavailable):
             logger.exception("could not write the outcome of schedule runs")
 
     # -- the book --------------------------------------------------------------------------------
 
-    def zone(self, files: ChatFiles) -> ZoneInfo:
-        return chat_settings.chat_zone(files, self.default_zone)
+    def zone(self, prefs: ChatSettings) -> ZoneInfo:
+        """A chat's time zone: its own (/timezone), else TUSK_TIMEZONE."""
+        return chat_settings.zone_of(prefs, self.default_zone)
 
     def get(self, schedule_id: str) -> Schedule | None:
         return self._all.get(schedule_id)
@@ -314,4 +319,4 @@ class Schedules:
                 for s in [s for s in self._all.values() if s.key == key]:
                     self._drop(s)
 
-        return [Owned(f"{counted(len(mine), 'reminder or schedule', 'reminders and schedules')} (cancelled and removed from reminders.json)", cancel_all)]
+        return [Owned(f"{counted(len(mine), 'reminder or schedule', 'reminders and schedules')} (cancelled and removed from {getattr(self.store, 'where', FILE)})", cancel_all)]

@@ -26,7 +26,6 @@ from bot.skills.catalog import Catalog, Entry, Snapshot
 from bot.skills.config import SkillSettings
 from bot.skills.prompt import Section, section
 from bot.tools.box import ToolBox, ToolContext, Toolset
-from memory.paths import ChatFiles, chat_id_from_dir
 from memory.tokens import count_text
 
 KNOWN_CHATS = 10_000  # chats whose direct/group kind is remembered (unknown: treated as a group)
@@ -94,8 +93,7 @@ class SkillTools:
             if len(self._groups) > KNOWN_CHATS:
                 self._groups.popitem(last=False)
 
-    def _chat(self, files: ChatFiles) -> tuple[ChatKey, bool]:
-        key = ChatKey(files.dir.parent.name, chat_id_from_dir(files.dir.name))
+    def _chat(self, key: ChatKey) -> tuple[ChatKey, bool]:
         return key, self._groups.get(key, True)
 
     # the ChatToolSource contract (bot/tools/box.py) and what bot/context.py asks of it
@@ -118,13 +116,13 @@ class SkillTools:
                      f"read_skill ~{self._tokens:,}{left}; /skills lists them)", *lines]
         return lines
 
-    def prompt_note(self, files: ChatFiles) -> str:
-        inner = self.inner.prompt_note(files) if self.inner is not None else ""
-        return "\n\n".join(n for n in (self.section(*self._chat(files)).text, inner) if n)
+    def prompt_note(self, key: ChatKey) -> str:
+        inner = self.inner.prompt_note(key) if self.inner is not None else ""
+        return "\n\n".join(n for n in (self.section(*self._chat(key)).text, inner) if n)
 
-    def schema_tokens(self, files: ChatFiles) -> int:
-        inner = self.inner.schema_tokens(files) if self.inner is not None else 0
-        return inner + (self._tokens if self.section(*self._chat(files)).text else 0)
+    def schema_tokens(self, key: ChatKey) -> int:
+        inner = self.inner.schema_tokens(key) if self.inner is not None else 0
+        return inner + (self._tokens if self.section(*self._chat(key)).text else 0)
 
     # the tool
 

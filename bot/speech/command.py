@@ -17,7 +17,6 @@ from dataclasses import replace
 from bot.commands.base import ADMINS_ONLY, Command, CommandContext
 from bot.events import ChatKey
 from bot.speech.config import SpeechSettings
-from memory import chat_settings
 
 NOT_SET_UP = ("Voice replies are not set up here: the operator can set TUSK_TTS_MODEL (a speech model such as "
               "openai/tts-1) or TUSK_TTS_COMMAND (a local engine such as espeak-ng) to have replies read out.")
@@ -36,7 +35,7 @@ def voice_command(settings: SpeechSettings, speaks: Callable[[ChatKey], bool]) -
             return NOT_SET_UP
         if not speaks(ctx.key):
             return NO_VOICE_HERE
-        current = chat_settings.read(ctx.files)
+        current = ctx.prefs
         word = args.strip().lower()
         if not word:
             mode = current.voice or settings.replies
@@ -48,7 +47,7 @@ def voice_command(settings: SpeechSettings, speaks: Callable[[ChatKey], bool]) -
             return ADMINS_ONLY.format(what="change how I answer")
         chosen = None if word in ("reset", "default") else word
         if current.voice != chosen:
-            chat_settings.write(ctx.files, replace(current, voice=chosen))
+            await ctx.chats.put_settings(ctx.chat, replace(current, voice=chosen))
         mode = chosen or settings.replies
         return f"Voice replies: {mode}{' (the default)' if chosen is None else ''}: {MEANING[mode]}."
 

@@ -39,8 +39,7 @@ from bot.speech.spoken import spoken
 from bot.usage import meter as usage
 from bot.usage.ledger import Ledger
 from bot.usage.limits import Limits
-from memory import chat_settings
-from memory.paths import ChatFiles
+from memory.chat_settings import ChatSettings
 
 logger = logging.getLogger(__name__)
 
@@ -87,18 +86,17 @@ class VoiceReplies:
         if self._warm is not None:
             await asyncio.gather(self._warm, return_exceptions=True)
 
-    def mode(self, key: ChatKey) -> Mode:
+    def mode(self, prefs: ChatSettings) -> Mode:
         """The chat's /voice setting, else the owner's default."""
-        own = chat_settings.read(ChatFiles.locate(self.home, key.channel, key.chat_id)).voice
-        return own or self.settings.replies
+        return prefs.voice or self.settings.replies
 
-    def wants_voice(self, msg: InboundMessage) -> bool:
+    def wants_voice(self, msg: InboundMessage, prefs: ChatSettings) -> bool:
         """Is this turn's reply read out? (Decided before the turn: a voice turn is not streamed as text.)"""
         if not msg.addressed or self.outlets(msg.key) is None:
             return False
         if msg.injected is None and not msg.attachments and parse_command(msg.text) is not None:
             return False  # a command's answer is Tusk's own words, shown as written
-        mode = self.mode(msg.key)
+        mode = self.mode(prefs)
         return mode == "on" or mode == "auto" and any(a.kind == "voice" for a in msg.attachments)
 
     async def deliver(self, reply: OutboundMessage) -> bool:

@@ -30,7 +30,8 @@ import pydantic
 from bot.errors import TuskError
 from bot.events import ChatKey, InboundMessage
 from bot.llm import ToolCall
-from memory.paths import ChatFiles
+from memory.chat_settings import ChatSettings
+from store.base import Chat, ChatHandle, ChatStore
 
 logger = logging.getLogger(__name__)
 
@@ -45,13 +46,25 @@ async def no_notice(text: str) -> None:
 @dataclass(frozen=True, slots=True)
 class ToolContext:
     key: ChatKey
-    files: ChatFiles
+    chat: Chat | None  # the chat as the turn loaded it (None where a tool runs for no loaded chat: a test)
+    chats: ChatStore | None = None  # the store, for what the loaded chat does not hold
     notify: Notify = no_notice  # posts Tusk's own words (not the model's) to this chat, like a reply
     sender_id: str = ""  # who wrote the message the tool runs for ("tusk" for turns Tusk starts itself)
     sender_name: str = ""
     is_group: bool = False
     sender_is_admin: bool = False  # an admin of this group (the platform's rights), as on the InboundMessage
     message_text: str = ""  # the message the tool runs for (remember links a fact to it: memory/provenance.py)
+
+    @property
+    def prefs(self) -> ChatSettings:
+        """The chat's own settings (time zone, ...): the defaults where no chat was loaded."""
+        return self.chat.prefs if self.chat is not None else ChatSettings()
+
+    @property
+    def handle(self) -> ChatHandle:
+        """Everything the chat keeps (store/base.py)."""
+        assert self.chats is not None
+        return self.chats.handle(self.key)
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,18 +14,19 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Annotated
 from zoneinfo import ZoneInfo
 
 from pydantic import Field
 
+from bot import remembering
+from bot.events import ChatKey
 from bot.tools.box import ToolContext
-from memory import chat_settings, provenance
-from memory import files as memfiles
+from memory import chat_settings
 from memory.provenance import Source, trim
-from memory.search import Hit, HistorySearch
+from memory.search import Hit
 from memory.tokens import count_text
+from store.base import ChatSearch
 
 logger = logging.getLogger(__name__)
 
@@ -47,7 +48,7 @@ def asked_by(ctx: ToolContext) -> str:
 
 
 class MemoryTools:
-    def __init__(self, search: HistorySearch, lock_for: Callable[[Path], asyncio.Lock], max_memory_tokens: int,
+    def __init__(self, search: ChatSearch, lock_for: Callable[[ChatKey], asyncio.Lock], max_memory_tokens: int,
                  notices: bool = True, bot_name: str = "Tusk", default_zone: ZoneInfo = ZoneInfo("UTC"),
                  everyone_in_groups: bool = False) -> None:
         self.index = search
@@ -65,8 +66,8 @@ class MemoryTools:
         Ask the question itself: names favour what those people said, dates ("in May") what was said
         then. Results are ranked and dated (UTC): a message with its neighbours and speaker, a document
         passage with its name, page and sender."""
-        zone = chat_settings.chat_zone(ctx.files, self.default_zone)
-        hits = await asyncio.to_thread(self.index.search, ctx.files, query, limit, zone)
+        zone = chat_settings.zone_of(ctx.prefs, self.default_zone)
+        hits = await self.index.search(ctx.key, query, limit, zone)
         if not hits:
             return (f"Nothing in this chat's older history matches {query!r}. "
                     "(The recent conversation is not searched: it is already in front of you.)")
@@ -105,8 +106,9 @@ class MemoryTools:
             raise PermissionError("in this group only its admins can have facts saved to MEMORY.md: nothing was "
                                   "saved. Tell the user (the facts of the conversation are still summarised later).")
         fact = " ".join(fact.split())
-        async with self.lock_for(ctx.files.dir):
-            memory = memfiles.read_memory(ctx.files)
+        async with self.lock_for(ctx.key):
+            current = await ctx.handle.memory()
+            memory = current.text
             if any(line == f"- {fact}" or line.startswith(f"- {fact} [asked by ") for line in memory.splitlines()):
                 return "That fact is already in MEMORY.md word for word; nothing was written."
             line = f"- {fact} {asked_by(ctx)}".rstrip()
@@ -115,10 +117,11 @@ class MemoryTools:
             if tokens > self.max_memory_tokens:
                 raise ValueError(f"MEMORY.md would grow to {tokens:,} tokens, over its cap of "
                                  f"{self.max_memory_tokens:,}: the fact was NOT saved. Tell the user.")
-            memfiles.write_memory(ctx.files, text)
             source = Source("remember", time.time(), sender_id=ctx.sender_id or None,
                             sender_name=ctx.sender_name or None, text=trim(ctx.message_text))
-            provenance.after_edit(ctx.files, memory, text, source, exact=lambda f: f.line == line)
+            written = await remembering.edit(ctx.handle, text, source, current, exact=lambda f: f.line == line)
+            if ctx.chat is not None:
+                ctx.chat.memory = written  # the turn's own view: a round it runs starts from it
         logger.info("remember: MEMORY.md now %d tokens", tokens)
         if not self.notices:
             return "Saved to MEMORY.md."

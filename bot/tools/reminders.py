@@ -57,7 +57,7 @@ class ReminderTools:
         if repeat.strip():
             return self._repeating(ctx, repeat, text, kind)
         book = self.schedules
-        zone = book.zone(ctx.files)
+        zone = book.zone(ctx.prefs)
         now = book.clock().astimezone(zone)
         due = parse_when(when, zone, now).astimezone(zone)
         if due <= now:
@@ -73,7 +73,7 @@ class ReminderTools:
     def _repeating(self, ctx: ToolContext, repeat: str, text: str, kind: Literal["text", "instruction"]) -> str:
         """A repeating schedule ("every weekday at 8 tell me what's due"), by a rule in the chat's zone."""
         book = self.schedules
-        zone = book.zone(ctx.files)
+        zone = book.zone(ctx.prefs)
         now = book.clock().astimezone(zone)
         rule = rules.parse(repeat, zone, now)
         first = rule.after(now)
@@ -86,12 +86,12 @@ class ReminderTools:
 
     async def list_reminders(self, ctx: ToolContext) -> str:
         """List this chat's reminders and schedules, soonest first."""
-        return listing(self.schedules.of(ctx.key), self.schedules.zone(ctx.files))
+        return listing(self.schedules.of(ctx.key), self.schedules.zone(ctx.prefs))
 
     async def cancel_reminder(self, ctx: ToolContext, id: ReminderId) -> str:
         """Cancel one of this chat's reminders (or schedules) by its id."""
         s = self.schedules.mine(ctx.key, id)
         self.schedules.cancel(s)
-        zone = self.schedules.zone(ctx.files)
+        zone = self.schedules.zone(ctx.prefs)
         when = show(s.due, zone) if s.rule is None and s.due else s.rule.text if s.rule else ""
         return f"Cancelled {'schedule' if s.repeating else 'reminder'} {s.id} ({when}: {s.text})."

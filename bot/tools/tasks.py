@@ -30,7 +30,6 @@ from bot.events import ChatKey, InboundMessage, Injected
 from bot.llm import LLMReply
 from bot.tools.box import ToolBox, ToolContext
 from bot.usage import meter as usage
-from memory import files as memfiles
 from memory.tokens import count_text
 
 logger = logging.getLogger(__name__)
@@ -98,7 +97,8 @@ class Tasks:
         task = Task("t" + secrets.token_hex(3), ctx.key, instructions.strip(), set_by_id=ctx.sender_id,
                     set_by_name=ctx.sender_name)
         self.running[task.id] = task
-        task.runner = asyncio.create_task(self._run(task, ToolContext(ctx.key, ctx.files)), name=f"task {task.id}")
+        task.runner = asyncio.create_task(self._run(task, ToolContext(ctx.key, ctx.chat, ctx.chats)),
+                                          name=f"task {task.id}")
         return (f"Background task {task.id} started. Its result will come back to this chat as a new message "
                 f"when it is done (at most {self.settings.timeout:g} s). Tell the user it is under way.")
 
@@ -136,7 +136,7 @@ class Tasks:
         s = self.settings
         prompt = WORKER_PROMPT.format(name=self.bot_name, steps=s.max_steps,
                                       now=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-                                      memory=memfiles.read_memory(ctx.files).strip() or "(empty)")
+                                      memory=(await ctx.handle.memory()).text.strip() or "(empty)")
         messages: list[dict[str, Any]] = [{"role": "system", "content": prompt},
                                           {"role": "user", "content": task.instructions}]
         used = count_text(prompt) + count_text(task.instructions)

@@ -1,5 +1,6 @@
-"""A chat's own daily limits: `$TUSK_HOME/budgets.json` (0600, written atomically by `tusk budget` and the
-console; a running Tusk re-reads it when it changes, bot/usage/limits.py).
+"""A chat's own daily limits: the `budgets.json` shared document (store/shared.py: `$TUSK_HOME/budgets.json`,
+0600, written atomically, or a row of the database), written by `tusk budget` and the console; a running Tusk
+reads it again when it changes (bot/usage/limits.py).
 
     {"version": 1, "chats": [{"channel": "telegram", "chat": "-100123", "daily_usd": 2.0},
                              {"channel": "terminal", "chat": "local", "daily_tokens": 20000}]}
@@ -13,10 +14,8 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from pathlib import Path
 
 from bot.events import ChatKey
-from memory.files import read_text, write_atomic
 
 FILE = "budgets.json"
 SHAPE = ('{"version": 1, "chats": [{"channel": ..., "chat": ..., "daily_usd": ... and/or "daily_tokens": ...}]}')
@@ -40,22 +39,21 @@ def _entry(raw: dict) -> tuple[ChatKey, ChatBudget]:
     return ChatKey(str(raw["channel"]), str(raw["chat"])), budget
 
 
-def load(home: Path) -> dict[ChatKey, ChatBudget]:
+def parse(text: str | None, where: str) -> dict[ChatKey, ChatBudget]:
     """budgets.json's chats ({} when there is none); ValueError names what is wrong and how to fix it."""
-    path = Path(home) / FILE
-    try:
-        data = json.loads(read_text(path))
-    except FileNotFoundError:
+    if text is None:
         return {}
+    try:
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ValueError(f"{path} is not JSON ({exc}): fix it or remove it (`tusk budget` writes it)") from exc
+        raise ValueError(f"{where} is not JSON ({exc}): fix it or remove it (`tusk budget` writes it)") from exc
     try:
         return dict(_entry(raw) for raw in data["chats"])
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise ValueError(f"{path}: expected {SHAPE} ({exc!r})") from exc
+        raise ValueError(f"{where}: expected {SHAPE} ({exc!r})") from exc
 
 
-def save(home: Path, budgets: dict[ChatKey, ChatBudget]) -> None:
+def dump(budgets: dict[ChatKey, ChatBudget]) -> str:
     chats = []
     for key, budget in sorted(budgets.items(), key=lambda kv: (kv[0].channel, kv[0].chat_id)):
         entry: dict = {"channel": key.channel, "chat": key.chat_id}
@@ -64,4 +62,4 @@ def save(home: Path, budgets: dict[ChatKey, ChatBudget]) -> None:
         if budget.daily_tokens is not None:
             entry["daily_tokens"] = budget.daily_tokens
         chats.append(entry)
-    write_atomic(Path(home) / FILE, json.dumps({"version": 1, "chats": chats}, indent=1) + "\n", follow_dir=True)
+    return json.dumps({"version": 1, "chats": chats}, indent=1) + "\n"

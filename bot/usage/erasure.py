@@ -4,10 +4,12 @@ the limits), and /forget's report says how many records that was."""
 
 from __future__ import annotations
 
-from bot.commands.base import Owned
+from collections.abc import Sequence
+
+from bot.commands.base import CommandContext, Owned
 from bot.events import ChatKey
 from bot.usage.ledger import Ledger
-from memory.paths import ChatFiles
+from memory.session import Message
 
 
 class UsageRecords:
@@ -23,7 +25,8 @@ class UsageRecords:
         return [Owned(f"{_records(calls)} of this chat (who and where removed; the totals still count toward "
                       "today's limits)", lambda: None if self.ledger.erase_chat(key.channel, key.chat_id) else None)]
 
-    def owned_by(self, key: ChatKey, files: ChatFiles, member_id: str) -> list[Owned]:
+    async def owned_by(self, ctx: CommandContext, messages: Sequence[Message], member_id: str) -> list[Owned]:
+        key = ctx.key
         calls = self.ledger.totals(channel=key.channel, chat=key.chat_id, person=member_id).calls
         if not calls:
             return []

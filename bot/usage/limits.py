@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable
@@ -36,6 +35,8 @@ from bot.events import ChatKey
 from bot.usage import budgets
 from bot.usage.budgets import ChatBudget
 from bot.usage.ledger import Call, Ledger
+from store.files.shared import FileDoc
+from store.shared import SharedDoc, write
 
 logger = logging.getLogger(__name__)
 
@@ -148,36 +149,35 @@ def _bounds(now: float, zone: tzinfo, monthly: bool) -> tuple[datetime, datetime
 class Limits:
     """The spend limits of one Tusk process. Thread-safe; `check` is cheap enough for the event loop."""
 
-    def __init__(self, ledger: Ledger, settings: LimitSettings, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, ledger: Ledger, settings: LimitSettings, clock: Callable[[], float] = time.time,
+                 doc: SharedDoc | None = None) -> None:
         self.ledger, self.settings, self.clock = ledger, settings, clock
-        self.path = ledger.home / BUDGETS
+        self.doc = doc or FileDoc(ledger.home, BUDGETS)  # budgets.json, where the ledger is kept
         self._lock = threading.Lock()
         self._windows: dict[tuple[Scope, float], _Window] = {}
         self._reserved: dict[Scope, list[float]] = {}  # scope -> [usd, tokens] of outstanding reservations
         self._open: dict[int, Reservation] = {}
         self._ids = itertools.count(1)
         self._noticed: set[tuple[str, Scope, float]] = set()
-        self._budgets = budgets.load(ledger.home)
-        self._budgets_stat = self._stat()
+        self._budgets_text = self.doc.read()
+        self._budgets = budgets.parse(self._budgets_text, self.doc.where)
         ledger.subscribe(self._recorded)
 
     # -- a chat's own limits (budgets.json) ------------------------------------------------------
 
-    def _stat(self) -> tuple[int, int] | None:
-        try:
-            st = os.stat(self.path, follow_symlinks=False)
-        except FileNotFoundError:
-            return None
-        return st.st_ino, st.st_mtime_ns
-
     def budgets(self) -> dict[ChatKey, ChatBudget]:
-        """Each chat's own limits now in force (budgets.json, re-read when it changed)."""
-        if (st := self._stat()) != self._budgets_stat:
+        """Each chat's own limits now in force (budgets.json, read again when it changed)."""
+        try:
+            text = self.doc.read()
+        except OSError as exc:
+            logger.warning("%s; keeping the chat limits read before", exc)
+            return self._budgets
+        if text != self._budgets_text:
             try:
-                self._budgets = budgets.load(self.ledger.home)
-            except (ValueError, OSError) as exc:  # keep the last good ones; the owner is told
+                self._budgets = budgets.parse(text, self.doc.where)
+            except ValueError as exc:  # keep the last good ones; the owner is told
                 logger.warning("%s; keeping the chat limits read before", exc)
-            self._budgets_stat = st
+            self._budgets_text = text
         return self._budgets
 
     def overrides(self) -> dict[ChatKey, float]:
@@ -195,8 +195,9 @@ class Limits:
                 own.daily_tokens if own.daily_tokens is not None else s.chat_daily_tokens)
 
     def _save(self, chats: dict[ChatKey, ChatBudget]) -> None:
-        budgets.save(self.ledger.home, chats)
-        self._budgets, self._budgets_stat = chats, self._stat()
+        text = budgets.dump(chats)
+        write(self.doc, text)
+        self._budgets, self._budgets_text = chats, text
 
     def set_override(self, chat: ChatKey, daily_usd: float | None = None, daily_tokens: int | None = None) -> None:
         """Give `chat` its own daily limit in USD, in tokens (for calls of unknown price), or both; a limit

@@ -17,9 +17,8 @@ enforced instead: a price in TUSK_MODELS, or a token limit (which counts exactly
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from bot.errors import ConfigError
@@ -27,8 +26,7 @@ from bot.events import ChatKey
 from bot.usage.ledger import Ledger
 from bot.usage.limits import Limits
 from bot.usage.prices import ModelPrice, configured_prices, table_cost
-from memory import chat_settings
-from memory.paths import ChatFiles
+from memory.chat_settings import ChatSettings
 
 EVIDENCE_DAYS = 30
 TOKEN_EXAMPLE = 20_000
@@ -55,9 +53,8 @@ class ModelsInUse:
         return list(dict.fromkeys(m for m in (self.default, self.consolidation, *self.fallbacks,
                                               *self.choices.values()) if m))
 
-    def for_chat(self, files: ChatFiles | None) -> list[str]:
-        """The models one chat's calls go to: its pick (else TUSK_MODEL), consolidation's, the fallbacks."""
-        label = chat_settings.read(files).model if files is not None and files.dir.is_dir() else None
+    def for_chat(self, label: str | None) -> list[str]:
+        """The models one chat's calls go to: its pick (`label`, else TUSK_MODEL), consolidation's, the fallbacks."""
         chosen = self.choices.get(label or "") or self.default
         return list(dict.fromkeys(m for m in (chosen, self.consolidation or self.default, *self.fallbacks) if m))
 
@@ -81,7 +78,7 @@ class PriceCheck:
 
     def _seen(self, model: str) -> tuple[int, int]:
         """(calls with a cost, calls without) of the model in the ledger's last days; (0, 0) without a ledger."""
-        if self.ledger is None or not self.ledger.path.is_file():
+        if self.ledger is None or not self.ledger.exists():
             return 0, 0
         return self.ledger.model_calls(model, self.since)
 
@@ -142,31 +139,30 @@ def tokens_fix(chat: ChatKey | None = None) -> str:
     return f"set a token limit ({where})"
 
 
+Prefs = Callable[[ChatKey], ChatSettings | None]  # a chat's settings as the store knows them now (no I/O wait)
+
+
 class Unpriced:
     """What one Tusk's USD limits cannot count. `table`: litellm's price table may be asked (it imports it)."""
 
-    def __init__(self, home: Path, models: ModelsInUse, configured: dict[str, ModelPrice], ledger: Ledger | None,
+    def __init__(self, prefs: Prefs, models: ModelsInUse, configured: dict[str, ModelPrice], ledger: Ledger | None,
                  limits: Limits, table: bool = True) -> None:
-        self.home, self.models, self.configured = Path(home), models, configured
+        self.prefs, self.models, self.configured = prefs, models, configured  # prefs: a chat's settings, as known
         self.ledger, self.limits, self.table = ledger, limits, table
 
     @classmethod
-    def of(cls, settings: Any, ledger: Ledger | None, limits: Limits, table: bool = True) -> Unpriced:
+    def of(cls, settings: Any, ledger: Ledger | None, limits: Limits, table: bool = True,
+           prefs: Prefs | None = None) -> Unpriced:
         check = PriceCheck.of(settings, None, table)
-        return cls(settings.home, ModelsInUse.of(settings), check.configured, ledger, limits, table)
+        return cls(prefs or (lambda chat: None), ModelsInUse.of(settings), check.configured, ledger, limits, table)
 
     def check(self) -> PriceCheck:
         """A check with the ledger's evidence as it is now."""
         return PriceCheck(self.configured, self.ledger, self.table)
 
-    def _files(self, chat: ChatKey) -> ChatFiles | None:
-        try:
-            return ChatFiles.locate(self.home, chat.channel, chat.chat_id)
-        except ValueError:  # a bad channel name, or a folder reached through a symlink (UnsafePathError)
-            return None
-
     def chat_models(self, chat: ChatKey) -> list[str]:
-        return self.models.for_chat(self._files(chat))
+        prefs = self.prefs(chat)
+        return self.models.for_chat(prefs.model if prefs is not None else None)
 
     def for_chat(self, chat: ChatKey, owner: bool = True, person: bool = False,
                  check: PriceCheck | None = None) -> str | None:

@@ -104,7 +104,7 @@ def _uncounted(calls: int) -> str:
 
 def usage_command(ledger: Ledger, default_zone: str) -> Command:
     async def run(ctx: CommandContext, args: str) -> str:
-        zone = chat_settings.chat_zone(ctx.files, ZoneInfo(default_zone))
+        zone = chat_settings.zone_of(ctx.prefs, ZoneInfo(default_zone))
         return chat_usage(ledger, ctx, zone, per_member=ctx.is_group and ctx.may_erase)
 
     return Command("usage", "calls, tokens and cost in this chat (today, 7 and 30 days)", run)

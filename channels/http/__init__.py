@@ -214,7 +214,7 @@ class HttpChannel:
 
     async def _voice_file(self, request: web.Request) -> web.Response:
         key = chat_key(self.name, request.match_info["chat_id"])
-        return voice_files.serve(self.media, key, request.match_info["name"])
+        return await voice_files.serve(self.media, key, request.match_info["name"])
 
     async def send(self, msg: OutboundMessage) -> None:
         replies = self._waiting.get(msg.reply_to) if msg.reply_to is not None else None

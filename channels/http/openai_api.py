@@ -28,7 +28,7 @@ import hashlib
 import json
 import re
 import secrets
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 from aiohttp import web
 
@@ -38,7 +38,7 @@ from channels.http import API_KEY, CONTROL, SECURITY_HEADERS, HttpChannel
 from channels.http.openai_wire import ApiError, ChatRequest, chunk, completion, parse, reconcile, usage_body
 from memory.media import chunks_of
 
-History = Callable[[ChatKey], Sequence[tuple[str, str]]]  # the chat's unconsolidated (role, text) messages
+History = Callable[[ChatKey], Awaitable[Sequence[tuple[str, str]]]]  # the chat's unconsolidated (role, text) messages
 DATA_URI = re.compile(r"data:(image/[a-z0-9.+-]+);base64,(.*)", re.S)
 OUTCOMES = {  # a turn that ended without the model's answer -> (status, type, code)
     "spend_limit": (429, "insufficient_quota", "spend_limit_reached"),
@@ -192,7 +192,7 @@ class OpenAIApi:
         req = parse(await request.read())
         key = self._chat(request)
         model = self._model(req)
-        turn = reconcile(req.messages, self.history(key))
+        turn = reconcile(req.messages, await self.history(key))
         if not turn.text.strip() and not turn.images:
             raise ApiError(400, "'messages': the last user message has no text", param="messages")
         attachments = await self._images(key, turn.images)

@@ -12,7 +12,6 @@ read out (bot/speech/); the OpenAI-compatible endpoint puts the same object on i
 
 from __future__ import annotations
 
-import os
 import re
 from typing import Any
 from urllib.parse import quote
@@ -22,7 +21,7 @@ from aiohttp import web
 from bot.errors import DeliveryError, MediaRefused
 from bot.events import ChatKey, OutboundVoice
 from memory.media import MediaStore, chunks_of
-from memory.paths import UnsafePathError, open_private
+from memory.paths import UnsafePathError
 
 NAME = "spoken-reply.ogg"
 FILE = re.compile(r"\d{8}-\d{6}-[0-9a-f]{12}-spoken-reply\.ogg")
@@ -48,14 +47,12 @@ async def keep(store: MediaStore | None, msg: OutboundVoice) -> dict[str, Any]:
             "bytes": len(audio.data)}
 
 
-def serve(store: MediaStore | None, key: ChatKey, name: str) -> web.Response:
+async def serve(store: MediaStore | None, key: ChatKey, name: str) -> web.Response:
     """A spoken reply's file (404 for any other name, a missing file, or a link in its place)."""
     if store is None or not FILE.fullmatch(name):
         raise web.HTTPNotFound(text="no such spoken reply")
     try:
-        fd = open_private(store.folder(key) / name, os.O_RDONLY)
+        data = b"".join([chunk async for chunk in store.read(key, f"media/{name}")])
     except (FileNotFoundError, NotADirectoryError, UnsafePathError):
         raise web.HTTPNotFound(text="no such spoken reply (gone with the chat's older files, or never kept)") from None
-    with os.fdopen(fd, "rb") as fh:
-        data = fh.read()
     return web.Response(body=data, content_type="audio/ogg")

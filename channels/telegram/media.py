@@ -99,7 +99,7 @@ class Albums:
     caption (Telegram puts it on one item) goes out with every item's file."""
 
     def __init__(self, order: InOrder, take: Callable[[Message, InboundMessage, list[Remote]], Awaitable[None]],
-                 files: Callable[[Message], list[Remote]], wanted: Callable[[InboundMessage], bool],
+                 files: Callable[[Message], list[Remote]], wanted: Callable[[InboundMessage], Awaitable[bool]],
                  wait: float = ALBUM_WAIT) -> None:
         self._order, self._take, self._files, self._wanted, self._wait = order, take, files, wanted, wait
         self._open: dict[tuple[ChatKey, str], list[tuple[Message, InboundMessage]]] = {}
@@ -119,5 +119,5 @@ class Albums:
             items = self._open.pop(album)
         message, msg = max(items, key=lambda item: (item[1].addressed, bool(item[1].text)))  # the caption's item
         msg = dataclasses.replace(msg, addressed=any(m.addressed for _, m in items))
-        files = [file for m, _ in items for file in self._files(m)] if self._wanted(msg) else []
+        files = [file for m, _ in items for file in self._files(m)] if await self._wanted(msg) else []
         await self._take(message, msg, files)

@@ -139,7 +139,7 @@ async def _write(folder, module, source: Path, to, counts: Counter[tuple[str, st
             if line.startswith("MEMORY.md"):
                 took.add(key)
             say(line)
-    with Writer(folder.app.store) as writer, folder.progress(sum(counts.values())) as advance:
+    with Writer(folder.sessions) as writer, folder.progress(sum(counts.values())) as advance:
         left = Counter(counts)
         for msg in module.read(source):
             key = _target(msg, to)

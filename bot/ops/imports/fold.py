@@ -55,6 +55,7 @@ class Folder:
         from bot.app import TuskApp  # every part of Tusk: only once an import is really going to run
 
         self.app = TuskApp(settings)
+        self.sessions = self.app.chats.sessions  # the files backend's: imports write session.jsonl (writer.py)
         self.settings = settings
         self.model = settings.consolidation_model or settings.model or ""
         self.folded = 0
@@ -77,7 +78,7 @@ class Folder:
         room = max(1, room - memory)
         rounds = input_tokens = 0
         for key, (messages, tokens) in chats.items():
-            waiting = self.app.store.get(*key).unconsolidated
+            waiting = self.sessions.get(*key).unconsolidated
             tokens += sum(line_costs(waiting, math.inf)) if waiting else 0
             n = max(1, math.ceil(tokens / room)) if messages or waiting else 0
             rounds += n
@@ -93,7 +94,8 @@ class Folder:
         if not last and session.tokens <= FOLD_AT * cap:
             return
         with usage.scope(ChatKey(*key), None, "import", self.settings.timezone):
-            folded = await consolidator.fold(session, keep=0 if last else cap)
+            chat = await self.app.chats.open(ChatKey(*key))  # the same session object the writer appends to
+            folded = await consolidator.fold(chat, keep=0 if last else cap)
         self.folded += folded
         if self._progress is not None:
             self._progress[0].advance(self._progress[1], folded)

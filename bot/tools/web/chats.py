@@ -19,7 +19,6 @@ from typing import Any
 from bot.events import ChatKey, InboundMessage
 from bot.tools.box import ToolBox, ToolFn, Toolset
 from bot.tools.web.config import WebSettings
-from memory.paths import ChatFiles, chat_id_from_dir
 from memory.tokens import count_text
 
 PAGE_ROOM = 2  # the window must hold this many times a page's token cap for the web tools to be offered
@@ -73,22 +72,21 @@ class WebTools:
             lines = [f"Web tools for this chat: {', '.join(names)}{backend}", *lines]
         return lines
 
-    def _served(self, files: ChatFiles) -> bool:
-        key = ChatKey(files.dir.parent.name, chat_id_from_dir(files.dir.name))
+    def _served(self, key: ChatKey) -> bool:
         return self.serves(key, self._groups.get(key, True))
 
-    def prompt_note(self, files: ChatFiles) -> str:
-        inner = self.inner.prompt_note(files) if self.inner is not None else ""
-        if not self._served(files):
+    def prompt_note(self, key: ChatKey) -> str:
+        inner = self.inner.prompt_note(key) if self.inner is not None else ""
+        if not self._served(key):
             return inner
         names = {s["function"]["name"] for s in self.schemas}
         can = [what for name, what in (("web_fetch", "read web pages (web_fetch)"),
                                        ("web_search", "search the web (web_search)")) if name in names]
         return "\n\n".join(n for n in (NOTE.format(can=" and ".join(can)), inner) if n)
 
-    def schema_tokens(self, files: ChatFiles) -> int:
-        inner = self.inner.schema_tokens(files) if self.inner is not None else 0
-        return inner + (self._tokens if self._served(files) else 0)
+    def schema_tokens(self, key: ChatKey) -> int:
+        inner = self.inner.schema_tokens(key) if self.inner is not None else 0
+        return inner + (self._tokens if self._served(key) else 0)
 
 
 __all__ = ["WebTools"]

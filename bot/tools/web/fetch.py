@@ -31,6 +31,7 @@ from bot.tools.web import extract
 from bot.tools.web.config import WebSettings
 from bot.tools.web.guard import Guard, GuardedClient
 from memory.documents import DocumentLimits, KeptDocument, keep
+from store.errors import StoreError
 
 logger = logging.getLogger(__name__)
 
@@ -136,17 +137,17 @@ class WebFetch:
         if resp.truncated:
             notes.append(f"(only the first {s.max_bytes:,} bytes of the page were read)")
         logger.info("web_fetch %s: %s, %d chars", resp.url, page.kind, len(page.text))
-        if ctx is not None:
-            await asyncio.to_thread(self._keep, ctx, page)
+        if ctx is not None and ctx.chats is not None:
+            await self._keep(ctx, page)
         return extract.frame(page, s.max_tokens, tuple(notes), s.max_chars)
 
-    def _keep(self, ctx: ToolContext, page: extract.Page) -> None:
+    async def _keep(self, ctx: ToolContext, page: extract.Page) -> None:
         """The page's text kept for search_history in the chat it was read for (a failure is only logged)."""
         try:
-            keep(ctx.files, KeptDocument(page.title or page.url, "web", page.text, sender_id=ctx.sender_id,
-                                         sender_name=ctx.sender_name, url=page.url, what=f"web page ({page.kind})"),
-                 self.documents)
-        except OSError:
+            await keep(ctx.handle, KeptDocument(page.title or page.url, "web", page.text, sender_id=ctx.sender_id,
+                                                sender_name=ctx.sender_name, url=page.url,
+                                                what=f"web page ({page.kind})"), self.documents)
+        except (OSError, StoreError):
             logger.exception("could not keep a web page's text for search")
 
 

@@ -1,0 +1,149 @@
+"""The connection pool (psycopg_pool's `AsyncConnectionPool`) and the one place psycopg's connection errors
+become the store's: a database that is down, restarting or unreachable is `StorageUnavailable` (the
+caller may try again: a turn answers "storage unavailable, try again", HTTP 503); one that cannot be
+used as configured (bad host, refused password, no such database) is `StoreSetupError`, one line that
+names TUSK_DATABASE_URL and never its password.
+
+    db = Database(url)
+    await db.open()                      # the first connection made at once: a bad setting fails here
+    async with db.transaction() as conn: # one transaction: committed whole, or rolled back
+        await conn.execute(...)
+    await db.close()
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Iterator
+
+import psycopg
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
+
+from store.errors import StorageUnavailable, StoreSetupError
+from store.postgres.url import SETTING, check, redact
+
+logger = logging.getLogger(__name__)
+
+CONNECT_TIMEOUT = 5  # seconds a new connection may take before the database counts as unreachable
+WAIT = 10.0  # seconds a caller waits for a pooled connection before StorageUnavailable
+
+
+def setup_error(url: str, exc: BaseException) -> StoreSetupError | StorageUnavailable:
+    """What a failed first connection means, in one line without the password."""
+    text = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
+    where = redact(url)
+    lowered = text.lower()
+    if "password authentication failed" in lowered or "no password supplied" in lowered:
+        return StoreSetupError(f"{SETTING}: the database refused the login ({where}): check the user and password")
+    if "does not exist" in lowered and "database" in lowered:
+        return StoreSetupError(f"{SETTING}: {text} ({where}): create it (createdb) or fix the name")
+    if "could not translate host name" in lowered or "name or service not known" in lowered:
+        return StoreSetupError(f"{SETTING}: host not found ({where}): check the host name")
+    if "permission denied" in lowered or "not permitted" in lowered:
+        return StoreSetupError(f"{SETTING}: {text} ({where}): grant the role access to the database")
+    return StorageUnavailable(f"{SETTING}: the database does not answer ({where}): {text}; "
+                              "is PostgreSQL running there?")
+
+
+def _connection_lost(exc: psycopg.OperationalError) -> bool:
+    """Whether the error means the connection or the server went (not a statement refused on a live one)."""
+    state = exc.sqlstate or ""
+    # 08: connection exceptions; 57P: the server shutting down or restarting; 53: out of resources; none: the
+    # client lost the socket before any answer
+    return not state or state.startswith(("08", "57P", "53"))
+
+
+class Database:
+    def __init__(self, url: str, min_size: int = 1, max_size: int = 10, name: str = "tusk") -> None:
+        self.url = check(url)
+        self.where = redact(url)
+        self.pool = AsyncConnectionPool(url, min_size=min_size, max_size=max_size, open=False, name=name,
+                                        timeout=WAIT, kwargs={"connect_timeout": CONNECT_TIMEOUT,
+                                                              "application_name": name},
+                                        check=AsyncConnectionPool.check_connection, reconnect_timeout=0)
+
+    async def open(self) -> None:
+        """Connect once directly (so a wrong setting is told precisely), then open the pool."""
+        try:
+            conn = await psycopg.AsyncConnection.connect(self.url, connect_timeout=CONNECT_TIMEOUT)
+        except psycopg.Error as exc:
+            raise setup_error(self.url, exc) from None
+        await conn.close()
+        await self.pool.open(wait=False)
+
+    async def close(self) -> None:
+        await self.pool.close()
+
+    @contextlib.asynccontextmanager
+    async def connection(self) -> AsyncIterator[psycopg.AsyncConnection]:
+        """A pooled connection (autocommit off: use `transaction` to write)."""
+        try:
+            async with self.pool.connection() as conn:
+                yield conn
+        except PoolTimeout as exc:
+            raise StorageUnavailable(f"the database does not answer ({self.where})") from exc
+        except psycopg.OperationalError as exc:
+            if not _connection_lost(exc):  # a statement the server refused (a limit): a bug to see, not an outage
+                raise
+            raise StorageUnavailable(f"the database connection was lost ({self.where}): {exc}".strip()) from exc
+
+    @contextlib.asynccontextmanager
+    async def transaction(self) -> AsyncIterator[psycopg.AsyncConnection]:
+        """One transaction on a pooled connection: committed when the block ends, rolled back if it raises."""
+        async with self.connection() as conn:
+            async with conn.transaction():
+                yield conn
+
+    async def ready(self) -> bool:
+        """Whether the database answers now (/readyz)."""
+        try:
+            async with self.connection() as conn:
+                await conn.execute("SELECT 1")
+            return True
+        except StorageUnavailable:
+            return False
+
+
+class SyncDatabase:
+    """The same database for the small shared stores whose callers are synchronous (the usage ledger, the
+    pairing and API-key documents, what was learned about models, the schedules): each call is one short
+    statement on a pooled connection, bounded by CONNECT_TIMEOUT; errors as `Database`'s."""
+
+    def __init__(self, url: str, max_size: int = 4, name: str = "tusk-shared") -> None:
+        from psycopg_pool import ConnectionPool
+
+        self.url = check(url)
+        self.where = redact(url)
+        self.pool = ConnectionPool(url, min_size=0, max_size=max_size, open=False, name=name, timeout=WAIT,
+                                   kwargs={"connect_timeout": CONNECT_TIMEOUT, "application_name": name},
+                                   check=ConnectionPool.check_connection, reconnect_timeout=0)
+        self._opened = False
+
+    def _open(self) -> None:
+        if not self._opened:
+            self.pool.open(wait=False)
+            self._opened = True
+
+    def close(self) -> None:
+        if self._opened:
+            self.pool.close()
+            self._opened = False
+
+    @contextlib.contextmanager
+    def connection(self) -> Iterator[psycopg.Connection]:
+        self._open()
+        try:
+            with self.pool.connection() as conn:
+                yield conn
+        except PoolTimeout as exc:
+            raise StorageUnavailable(f"the database does not answer ({self.where})") from exc
+        except psycopg.OperationalError as exc:
+            if not _connection_lost(exc):
+                raise
+            raise StorageUnavailable(f"the database connection was lost ({self.where}): {exc}".strip()) from exc
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[psycopg.Connection]:
+        with self.connection() as conn, conn.transaction():
+            yield conn

@@ -1,0 +1,1 @@
+-- The job queue's own schema (procrastinate, as installed): applied from the package by migrations.py.
