@@ -50,6 +50,11 @@ def size_text(size: int) -> str:
     return f"{size / MB:.1f} MB" if size >= MB // 10 else f"{max(1, round(size / 1024)) if size else 0} KB"
 
 
+def limit_text(size: int) -> str:
+    """A cap as an owner sets it: `20 MB`, and `512 KB` or `1.5 MB` where it is not whole megabytes."""
+    return f"{size // MB} MB" if size >= MB and size % MB == 0 else size_text(size)
+
+
 def safe_name(name: str, fallback: str = "file") -> str:
     """A file name that is one plain path part (no `/`, no leading dot), at most 80 characters."""
     cleaned = _UNSAFE.sub("_", os.path.basename(name or "")).lstrip("._")[-80:]
@@ -137,7 +142,7 @@ class MediaStore:
         platform declared (over the cap: refused before downloading)."""
         cap = self.limits.file_bytes
         if size is not None and size > cap:
-            raise MediaRefused(f"That file is {size / MB:.1f} MB; I take files up to {cap / MB:.0f} MB.")
+            raise MediaRefused(f"That file is {size_text(size)}; I take files up to {limit_text(cap)}.")
         kind = kind or kind_of(mime, name)
         shown = safe_name(name, fallback=kind)
         tag = hashlib.sha256(source_id.encode()).hexdigest()[:12] if source_id else ""
@@ -175,7 +180,7 @@ async def _capped(chunks: AsyncIterable[bytes], cap: int) -> AsyncIterator[bytes
     async for piece in chunks:
         written += len(piece)
         if written > cap:
-            raise MediaRefused(f"That file is over {cap / MB:.0f} MB, the most I take.")
+            raise MediaRefused(f"That file is over {limit_text(cap)}, the most I take.")
         yield piece
 
 
