@@ -82,3 +82,10 @@ async def test_attachments_survive_the_journal(tmp_path):
     finally:
         held.release()
     assert pending.attachments == (att,)
+
+
+def test_a_cap_is_said_as_the_owner_set_it():
+    """A refusal names the cap in whole megabytes where it is some, else as it is: never `0 MB`."""
+    from memory.media import MB, limit_text
+
+    assert (limit_text(20 * MB), limit_text(512 * 1024), limit_text(3 * MB // 2)) == ("20 MB", "512 KB", "1.5 MB")
