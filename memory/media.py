@@ -52,7 +52,9 @@ def size_text(size: int) -> str:
 
 def limit_text(size: int) -> str:
     """A cap as an owner sets it: `20 MB`, and `512 KB` or `1.5 MB` where it is not whole megabytes."""
-    return f"{size // MB} MB" if size >= MB and size % MB == 0 else size_text(size)
+    if size < MB:
+        return f"{max(1, round(size / 1024))} KB"
+    return f"{size // MB} MB" if size % MB == 0 else size_text(size)
 
 
 def safe_name(name: str, fallback: str = "file") -> str:
