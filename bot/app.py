@@ -26,16 +26,17 @@ from bot.commands.erasure import (DocumentMembers, InboxMembers, MediaMembers, M
 from bot.config import Settings
 from bot.ops import access
 from bot.dedupe import SeenStore
-from bot.errors import ConfigError, ContextOverflow, ToolsUnsupported
+from bot.errors import ConfigError
+from bot.consolidation_call import ConsolidationCall
 from bot.context import ContextBuilder
 from bot.events import ChatKey, InboundMessage
 from bot.access.api_keys import ApiKeys
 from bot.access.flood import FloodGate
 from bot.inbox import Inbox
 from bot.llm import LLM
-from bot.llm.learned import Learner, ModelBook
+from bot.llm.learned import ModelBook
+from bot.llm.profile import ModelProfile
 from bot.media import MediaReader
-from bot.llm.window import reply_cap
 from bot.access.pairing import PairingStore
 from bot.tools.memory import MemoryTools
 from bot.commands.reminders import reminder_commands
@@ -49,14 +50,13 @@ from bot.skills.views import skills_command
 from bot.stop import Stops, stop_command
 from bot.tools.tasks import Tasks
 from bot.tools.box import BUILTIN_TOOLS, ToolBox
-from bot.llm.slots import Preempted
+from bot.llm.slots import Turns
 from bot.llm.warmup import ModelWarmup
 from bot.llm.choice import ModelChoices
 from bot.commands.model import model_command
 from bot.usage.ledger import Ledger
 from bot.usage.limits import Limits
 from bot.version import installed as installed_version
-from bot.usage import meter as usage
 from bot.usage.meter import Meter
 from bot.usage.prices import configured_prices
 from bot.usage.erasure import UsageRecords
@@ -64,10 +64,11 @@ from bot.usage.unpriced import ModelsInUse, Unpriced
 from bot.usage.view import status_lines, usage_command
 from bot.commands.base import CommandContext
 from bot.speech.command import voice_command
+from bot.speech.config import SpeechSettings
 from bot.speech.replies import voice_replies
 from channels.base import Access, Channel
 from memory import chat_settings, tokens
-from memory.consolidate import Budget, Consolidator, Deferred
+from memory.consolidate import Consolidator
 from memory.media import MediaStore
 from memory.paths import ChatFiles, private_dir
 from memory.search import HistorySearch
@@ -143,73 +144,60 @@ class TuskApp:
         self.seen = SeenStore(settings.home)  # platform messages taken already: never answered twice (bot/dedupe.py)
         self.stops = Stops()  # /stop: answered by the bus as it arrives (bot/stop.py)
         self.bus = MessageBus(self._handle, self.inbox, durable=_durable, at_once=self.stops.answer)
-        self.llm = LLM(llm_settings)
         self.ledger = Ledger(settings.home)  # every model call, its tokens and cost (bot/usage/)
         self.limits = Limits(self.ledger, settings.limit_settings())
         self.models = settings.model_choices()
         self.choices = ModelChoices(llm_settings.model, {c.label: c.model for c in self.models.values()})
-        self.llm.meter = Meter(self.ledger, self.limits, configured_prices(self.models))
-        self.unpriced = Unpriced(settings.home, ModelsInUse.of(settings), configured_prices(self.models), self.ledger,
+        # what is known of the model (window, tools, streaming, truncation, price): read by all, taught by its
+        # server through the LLM alone (bot/llm/profile.py); provisional until the warm-up settles the window
+        self.profile = ModelProfile(llm_settings.model, ModelBook(settings.home),
+                                    configured_window=settings.context_window,
+                                    max_reply_tokens=settings.max_reply_tokens,
+                                    memory_max_tokens=settings.memory_max_tokens, prices=configured_prices(self.models))
+        turns = Turns()  # the chat turns under way: the agent counts them, housekeeping waits for them
+        self.llm = LLM(llm_settings, self.profile, Meter(self.ledger, self.limits, self.profile.prices), turns)
+        self.unpriced = Unpriced(settings.home, ModelsInUse.of(settings), self.profile.prices, self.ledger,
                                  self.limits)  # USD limits that cannot count a model: said in /status, the console
-        book = ModelBook(settings.home)
-        # litellm (seconds to import) loads once Tusk is up (bot/llm/warmup.py); until then, no litellm figures
-        window = ModelWarmup.provisional(settings.context_window, book.get(llm_settings.model).window)
-        known_output = None
-        self.consolidator = Consolidator(self.store, self._consolidation_call,
-                                         Budget.for_window(window.tokens, reply_cap(settings.max_reply_tokens,
-                                                           known_output, window.source), window.source),
-                                         settings.memory_max_tokens or window.tokens // 10)
-        self.memory_tools = MemoryTools(HistorySearch(), self.consolidator.lock, self.consolidator.max_memory_tokens,
+        self.schedules = Schedules(settings.home, settings.schedule_settings(), self.bus.publish)  # bot/schedules/
+        self.checkins = CheckIns(self.schedules)
+        consolidation = ConsolidationCall(self.llm, settings.consolidation_model)
+        # replies first: background rounds wait for the turns, and on a one-slot server yield to them (bot/llm/slots.py)
+        self.consolidator = Consolidator(self.store, consolidation, lambda: self.profile.budget,
+                                         lambda: self.profile.memory_cap, tools_available=consolidation.takes_tools,
+                                         idle=self.llm.slots.quiet,
+                                         instructions_for=self.checkins.instructions)  # open items, with check-ins on
+        self.memory_tools = MemoryTools(HistorySearch(), self.consolidator.lock, lambda: self.profile.memory_cap,
                                         notices=settings.memory_notices, bot_name=settings.bot_name,
                                         default_zone=ZoneInfo(settings.timezone),
                                         everyone_in_groups=settings.group_remember == "everyone")
-        self.schedules = Schedules(settings.home, settings.schedule_settings(), self.bus.publish)  # bot/schedules/
-        self.checkins = CheckIns(self.schedules)
         reminders = ReminderTools(self.schedules)
-        self.tasks = Tasks(settings.task_settings(self.consolidator.budget.limit),
-                           self.llm.slots.retrying(self.llm.complete),
-                           ToolBox([self.memory_tools.search_history]), self.bus.publish, settings.bot_name)
+        self.tasks = Tasks(settings.task_settings(), self.llm.slots.retrying(self.llm.complete),
+                           ToolBox([self.memory_tools.search_history]), self.bus.publish,
+                           lambda: self.profile.budget.limit, settings.bot_name)
         self.stops.also(self.tasks.stop)
         self.mcp = _mcp_hub(settings)
-        self.chat_tools = _chat_tools(settings, self.mcp, lambda: self.consolidator.budget.window)
-        # the owner's playbooks (bot/skills/): read_skill and the prompt's Skills section, for chats that have skills
+        window = lambda: self.profile.window.tokens  # noqa: E731 (the tokens the model's window holds now)
+        self.chat_tools = _chat_tools(settings, self.mcp, window)
+        # the owner's playbooks (bot/skills/): read_skill and the prompt's Skills section, for chats that have skills;
+        # none without tools (no read_skill)
         skill_settings = settings.skill_settings()
-        self.skills = SkillTools(skill_settings, Catalog(skill_settings.roots), self.chat_tools,
-                                 lambda: self.consolidator.budget.window)
+        self.skills = SkillTools(skill_settings, Catalog(skill_settings.roots), self.chat_tools, window,
+                                 tools_available=lambda: self.profile.tools)
         self.skills.catalog.snapshot()  # read once at start: a bad skill is logged now, not at the first turn
         self.tools = ToolBox([*BUILTIN_TOOLS, self.memory_tools.search_history, self.memory_tools.remember,
                               reminders.set_reminder, reminders.list_reminders,
                               reminders.cancel_reminder, self.tasks.start_task], extra=self.skills)
         speech = settings.speech_settings()  # a speech engine that cannot work stops Tusk here, saying why
         self.voice = voice_replies(speech, self.ledger, self.limits, settings.home, self.bus.voice, self.bus.send)
-        usage_records = UsageRecords(self.ledger)
-        chat_commands = Commands(settings.timezone, holders=[self.schedules, self.tasks, self.inbox, usage_records],
-                                 extra=[*reminder_commands(self.schedules, self.checkins),
-                                        usage_command(self.ledger, settings.timezone),
-                                        model_command(self.choices), skills_command(self.skills), stop_command(),
-                                        voice_command(speech, lambda key: self.bus.voice(key) is not None)],
-                                 status_extra=[self._spend_lines], erasure=MemberErasure(
-                                     model_rewrite(self.llm.complete, settings.consolidation_model),
-                                     [ReminderMembers(self.schedules), InboxMembers(self.inbox.path),
-                                      MediaMembers(), DocumentMembers(), SearchMembers(self.memory_tools.index),
-                                      usage_records]),
-                                 persona_max_tokens=settings.persona_max_tokens)
+        chat_commands = self._commands(speech)
         context = ContextBuilder(settings.home, settings.bot_name, self.tools.schemas, settings.timezone,
-                                 chat_tools=self.skills)
-        self.learner = Learner(book, llm_settings.model, self.consolidator, context, self.llm,
-                               settings.max_reply_tokens, settings.memory_max_tokens, known_output)
+                                 chat_tools=self.skills, takes_tools=lambda: self.profile.tools)
         media = MediaReader(settings.media_settings(), self.media, llm_settings.model, self.llm.complete, self.llm.meter)
-        self.warmup = ModelWarmup(llm_settings, settings.context_window, self.learner)
+        self.warmup = ModelWarmup(llm_settings, settings.context_window, self.profile, self.llm.slots)
         self.agent = ChatAgent(settings.agent_settings(), self.store, self.llm, self.tools, context, self.bus.send,
-                               chat_commands, consolidator=self.consolidator, learner=self.learner, media=media,
+                               chat_commands, consolidator=self.consolidator, media=media,
                                drafts=self.bus.draft, streaming=settings.stream_settings(), models=self.choices,
-                               stops=self.stops, voice=self.voice, runs=self.schedules.turns)
-        # replies first: background rounds wait for the turns, and on a one-slot server yield to them (bot/llm/slots.py)
-        self.llm.slots.busy, self.llm.slots.idle = self.agent.busy, self.agent.until_idle
-        self.consolidator.idle = self.llm.slots.quiet
-        self.consolidator.tools_available = lambda: context.tools_available
-        self.consolidator.instructions_for = self.checkins.instructions  # open items, where check-ins are on
-        self.skills.tools_available = lambda: context.tools_available  # no tools: no read_skill, so no skills
+                               stops=self.stops, voice=self.voice, runs=self.schedules.turns, turns=turns)
         self.channels: list[Channel] = []
         self.access = Access(settings.dm_policy, PairingStore(settings.home, settings.pairing_ttl * 60,
                                                               settings.pairing_max_pending))
@@ -226,37 +214,22 @@ class TuskApp:
         await asyncio.to_thread(backup.scheduled, self.settings.home, self.settings.backup_dir,
                                 self.settings.backup_keep, installed_version())
 
+    def _commands(self, speech: SpeechSettings) -> Commands:
+        """The chat commands (bot/commands/), with those of reminders, usage, /model, skills, /stop and /voice."""
+        s, usage_records = self.settings, UsageRecords(self.ledger)
+        erasure = MemberErasure(model_rewrite(self.llm.complete, s.consolidation_model),
+                                [ReminderMembers(self.schedules), InboxMembers(self.inbox.path), MediaMembers(),
+                                 DocumentMembers(), SearchMembers(self.memory_tools.index), usage_records])
+        return Commands(s.timezone, holders=[self.schedules, self.tasks, self.inbox, usage_records],
+                        extra=[*reminder_commands(self.schedules, self.checkins), usage_command(self.ledger, s.timezone),
+                               model_command(self.choices), skills_command(self.skills), stop_command(),
+                               voice_command(speech, lambda key: self.bus.voice(key) is not None)],
+                        status_extra=[self._spend_lines], erasure=erasure, persona_max_tokens=s.persona_max_tokens)
+
     def _spend_lines(self, ctx: CommandContext) -> Sequence[str]:
         """/status: today's spend against the limits that apply to this chat (bot/usage/view.py)."""
         zone = chat_settings.chat_zone(ctx.files, ZoneInfo(self.settings.timezone))
         return status_lines(self.ledger, self.limits, ctx, zone, self.unpriced)
-
-    async def _consolidation_call(self, messages: list[dict], tools: list[dict], max_tokens: int) -> str | None:
-        """One consolidation request, forcing save_memory when tools are offered: its arguments, else the
-        reply's text (a model without tools answers in the text form), or None. At temperature 0: a summary
-        and a memory, not a creative reply (a local server sampling within its tool grammar scattered the
-        answer over the fields); litellm drops it for a model that takes none."""
-        forced = {"type": "function", "function": {"name": tools[0]["function"]["name"]}} if tools else None
-        try:
-            purpose = "import" if usage.current().purpose == "import" else "consolidation"
-            with usage.scope(person=None, purpose=purpose):  # the chat's, as housekeeping: no person
-                reply = await self.llm.complete(messages, tools or None, tool_choice=forced, temperature=0,
-                                                model=self.settings.consolidation_model, max_tokens=max_tokens)
-        except Preempted as exc:  # a reply went first: the round is sent again later (memory/consolidate.py)
-            raise Deferred(str(exc)) from exc
-        except ContextOverflow as exc:
-            if not self.settings.consolidation_model:  # the chat model's window: learn it for the chats too
-                self.learner.learn_window(exc)
-            raise
-        except ToolsUnsupported as exc:
-            if not self.settings.consolidation_model:
-                self.learner.tools_refused(exc)
-            raise
-        if forced is not None:
-            called = next((c for c in reply.tool_calls if c.name == forced["function"]["name"]), None)
-            if called is not None:  # arguments it could not read: the raw text, for the lenient parse's reason
-                return called.arguments if called.error is None else called.error
-        return reply.content
 
     def _known(self, key: ChatKey) -> bool:
         """A chat Tusk already keeps files for (not a new chat for the flood limits)."""

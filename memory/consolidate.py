@@ -1,8 +1,9 @@
 """Consolidation: summarise a chat's oldest whole turns into HISTORY.md and MEMORY.md, then
 move the session's pointer past them.
 
-    budget = window - reply reserve       reserve = min(max reply tokens, window / 4)
-    trigger: prompt estimate > budget     target: prompt estimate <= budget / 2
+    trigger: prompt estimate > budget     target: prompt estimate <= budget / 2     (memory/budget.py)
+    a round: choose_chunk -> the model asked -> result_of (or raw_result) -> apply_round
+             (pure steps and the one write: memory/round_step.py; the answer read: memory/round_answer.py)
 
 A chunk always ends just before a user message, so no turn is split, and is small enough for the
 whole request (instructions, MEMORY.md, the chunk's transcript, the tool schema and the answer's
@@ -28,32 +29,36 @@ otherwise leaves its oldest turns out of that request.
 
 This module knows nothing of the bot: the LLM call arrives as `complete`, a function
 from (messages, tools, max_tokens) to the `save_memory` arguments (a dict or JSON text), the
-reply's text when the model answered in text, or None (or raising `Deferred`); `tools_available()` says whether to
-offer the tool at all, and `idle()` waits until no chat turn is running.
+reply's text when the model answered in text, or None; it raises `ConsolidationFailed` for a call that
+failed (the caller translates its own errors: bot/consolidation_call.py) and `Deferred` for one that gave
+way. Anything else it raises is a bug and goes up, never into HISTORY.md. The figures are asked at use
+time: `budget()` (the model's window may be learned smaller mid-run), `memory_cap()`, `tools_available()`
+(whether to offer the tool at all); `idle()` waits until no chat turn is running.
 """
 
 from __future__ import annotations
 
 import asyncio
-import re
 import logging
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from memory import files as memfiles
-from memory import provenance, tombstones
-from memory.round_request import (  # noqa: F401 (INSTRUCTIONS, SAVE_MEMORY, transcript: also read from here)
-    INSTRUCTIONS, SAVE_MEMORY, Round, chunk_cut, pick_cut, transcript,
-)
+from memory import tombstones
+from memory.budget import Budget
 from memory.paths import ChatFiles
-from memory.session import Message, Session, SessionStore
+from memory.round_answer import (  # noqa: F401 (parse_summary: also read from here)
+    ConsolidationFailed, Deferred, MemoryTooLong, parse_summary,
+)
+from memory.round_request import INSTRUCTIONS, SAVE_MEMORY, Round, pick_cut  # noqa: F401 (also read from here)
+from memory.round_step import Chunk, RoundResult, apply_round, choose_chunk, raw_result, result_of
+from memory.session import Session, SessionStore
 from memory.tokens import count_text
-from memory.wire import parse_lenient
 
 logger = logging.getLogger(__name__)
 
@@ -66,90 +71,6 @@ ENTRY_TOKENS = 600  # room for the history entry (and the call's JSON) in a roun
 
 Complete = Callable[[list[dict[str, Any]], list[dict[str, Any]], int], Awaitable[dict[str, Any] | str | None]]
 
-_LABEL = re.compile(r"^[\s#*_>`-]*(history[ _]entry|summary|memory[ _]update|memory(?:\.md)?)[\s*_`]*:?[\s*_`]*(.*)$",
-                    re.IGNORECASE)
-
-
-@dataclass(frozen=True, slots=True)
-class Budget:
-    window: int
-    reserve: int
-    source: str = ""  # where the window figure came from (shown by /status and doctor)
-
-    @classmethod
-    def for_window(cls, window: int, max_reply_tokens: int | None = None, source: str = "") -> Budget:
-        quarter = window // 4
-        return cls(window, min(max_reply_tokens, quarter) if max_reply_tokens else quarter, source)
-
-    @property
-    def limit(self) -> int:
-        return self.window - self.reserve
-
-    @property
-    def target(self) -> int:
-        return self.limit // 2
-
-
-@dataclass(frozen=True, slots=True)
-class Summary:
-    history_entry: str
-    memory_update: str
-
-
-class ConsolidationFailed(Exception):
-    pass
-
-
-class Deferred(Exception):
-    """`complete` did not answer so that a person's reply could go first (a one-slot model server: bot/llm/slots.py):
-    nothing of the round is written, and the run waits (`idle`) and sends the same chunk again."""
-
-
-class MemoryTooLong(ConsolidationFailed):
-    pass
-
-
-def parse_summary(raw: dict[str, Any] | str | None, old_memory: str, max_tokens: int) -> Summary:
-    """Validate `save_memory` arguments, or the same two parts in labelled text; raises ConsolidationFailed."""
-    args = parse_lenient(raw) if isinstance(raw, str) else raw
-    if not isinstance(args, dict) and isinstance(raw, str):
-        args = parse_text_summary(raw)
-    if not isinstance(args, dict):
-        raise ConsolidationFailed("the model did not call save_memory" if not raw else
-                                  f"save_memory arguments could not be read: {str(raw)[:200]}")
-    entry, memory = args.get("history_entry"), args.get("memory_update")
-    if not isinstance(entry, str) or not entry.strip() or not isinstance(memory, str):
-        raise ConsolidationFailed("save_memory needs history_entry and memory_update strings")
-    if old_memory.strip() and not memory.strip():
-        raise ConsolidationFailed("memory_update is empty while MEMORY.md was not")
-    if count_text(memory) > max_tokens:
-        raise MemoryTooLong(f"memory_update is over {max_tokens} tokens")
-    return Summary(entry.strip(), memory.strip() + "\n" if memory.strip() else "")
-
-
-def parse_text_summary(text: str) -> dict[str, str] | None:
-    """The two labelled parts of `TEXT_FORMAT` (headings, bold or `key:` forms alike), or None."""
-    parts: dict[str, list[str]] = {}
-    current: list[str] | None = None
-    for line in text.strip().strip("`").splitlines():
-        if match := _LABEL.match(line):
-            key = "history_entry" if match.group(1).lower().startswith(("history", "summary")) else "memory_update"
-            current = parts.setdefault(key, [])
-            if match.group(2).strip():
-                current.append(match.group(2))
-        elif current is not None:
-            current.append(line)
-    if "history_entry" not in parts or "memory_update" not in parts:
-        return None
-    return {key: "\n".join(lines).strip() for key, lines in parts.items()}
-
-
-def span(chunk: Sequence[Message]) -> tuple[float, float]:
-    """The times of a chunk's first and last dated message (an imported 2023 chat's entry is dated 2023,
-    not with the day it was imported); now for a chunk without dates."""
-    times = [m.ts for m in chunk if m.ts > 0] or [time.time()]
-    return min(times), max(times)
-
 
 @dataclass
 class ChatStats:
@@ -161,21 +82,42 @@ class ChatStats:
     last_run: float | None = None
     retry_at: float = 0.0  # after a failure, no round before this time (backoff)
 
+    def failed(self, exc: ConsolidationFailed, now: float) -> bool:
+        """Count a failed round and back off (30 s, doubling to 15 min); True once the chunk failed too often
+        and goes to HISTORY.md raw."""
+        self.failures += 1
+        self.last_error, self.shrink = str(exc), isinstance(exc, MemoryTooLong)
+        self.retry_at = now + min(MAX_BACKOFF, BACKOFF * 2 ** (self.failures - 1))
+        return self.failures >= MAX_FAILURES
 
-@dataclass
+    def succeeded(self, now: float) -> None:
+        self.failures, self.last_error, self.shrink, self.runs = 0, "", False, self.runs + 1
+        self.last_run, self.retry_at = now, 0.0
+
+
 class Consolidator:
-    store: SessionStore
-    complete: Complete
-    budget: Budget
-    max_memory_tokens: int
-    stats: dict[Path, ChatStats] = field(default_factory=dict)
-    tools_available: Callable[[], bool] = lambda: True
-    idle: Callable[[], Awaitable[None]] | None = None  # returns once no chat turn is running
-    # what a chat's own settings add to the instructions (its open items, with check-ins on: memory/open_items.py)
-    instructions_for: Callable[[ChatFiles], str] = lambda files: ""
-    rounds_ok: int = 0  # rounds since start, in every chat (/metrics)
-    rounds_failed: int = 0
-    _locks: weakref.WeakValueDictionary[Path, asyncio.Lock] = field(default_factory=weakref.WeakValueDictionary)
+    def __init__(self, store: SessionStore, complete: Complete, budget: Callable[[], Budget],
+                 memory_cap: Callable[[], int], *, tools_available: Callable[[], bool] = lambda: True,
+                 idle: Callable[[], Awaitable[None]] | None = None,
+                 instructions_for: Callable[[ChatFiles], str] = lambda files: "") -> None:
+        """`budget()` and `memory_cap()`: the model's figures now; `idle()` returns once no chat turn is running;
+        `instructions_for(files)`: what a chat's own settings add to the instructions (its open items, with
+        check-ins on: memory/open_items.py)."""
+        self.store, self.complete = store, complete
+        self._budget, self._memory_cap = budget, memory_cap
+        self.tools_available, self.idle, self.instructions_for = tools_available, idle, instructions_for
+        self.stats: dict[Path, ChatStats] = {}
+        self.rounds_ok = 0  # rounds since start, in every chat (/metrics)
+        self.rounds_failed = 0
+        self._locks: weakref.WeakValueDictionary[Path, asyncio.Lock] = weakref.WeakValueDictionary()
+
+    @property
+    def budget(self) -> Budget:
+        return self._budget()
+
+    @property
+    def max_memory_tokens(self) -> int:
+        return self._memory_cap()
 
     def rounds(self) -> tuple[int, int]:
         """Rounds since start: (ok, failed)."""
@@ -257,45 +199,31 @@ class Consolidator:
         the whole rest where it fits or holds no earlier cut (an import's last round)."""
         old_memory = memfiles.read_memory(session.files)
         ask = self._ask(old_memory, stats, tombstones.request_note(session.files) + self.instructions_for(session.files))
-        cut = chunk_cut(session.unconsolidated, excess, ask, self.budget.window, stats.failures, rest=whole or rest)
-        if not cut:
+        chunk = choose_chunk(session.unconsolidated, session.last_consolidated, excess, ask, self.budget.window,
+                             stats.failures, rest=whole or rest)
+        if chunk is None:
             return False
-        start, chunk = session.last_consolidated, session.unconsolidated[:cut]
-        try:
-            summary = await self._summarise(chunk, ask, stats)
-        except ConsolidationFailed as exc:
-            stats.failures += 1
-            self.rounds_failed += 1
-            stats.last_error, stats.shrink = str(exc), isinstance(exc, MemoryTooLong)
-            stats.retry_at = time.time() + min(MAX_BACKOFF, BACKOFF * 2 ** (stats.failures - 1))
-            logger.warning("consolidation failed (%d in a row): %s", stats.failures, exc)
-            if stats.failures < MAX_FAILURES:
-                return False
-            summary = Summary(f"[raw] {transcript(chunk)}", old_memory)
-        if self.store.cached(session.files) is not session or session.last_consolidated != start:
+        result = await self._result(chunk, ask, stats)
+        if result is None:
+            return False
+        if self.store.cached(session.files) is not session or session.last_consolidated != chunk.start:
             logger.info("consolidation result discarded: the chat was reset while it ran")
             return False
-        numbered, (first, last) = list(enumerate(chunk, start)), span(chunk)
-        older = memfiles.history_entries(session.files)
-        memory_update = tombstones.enforce(session.files, old_memory, summary.memory_update, numbered)
-        entry = tombstones.clean_entry(session.files, summary.history_entry)
-        memfiles.append_history(session.files, entry, first, last)
-        memfiles.write_memory(session.files, memory_update)
-        provenance.after_round(session.files, old_memory, memory_update, numbered, older,
-                               provenance.round_entry(first, entry, last))
-        self.store.set_pointer(session, start + cut)
-        stats.failures, stats.last_error, stats.shrink, stats.runs = 0, "", False, stats.runs + 1
+        apply_round(self.store, session, result)
+        stats.succeeded(time.time())
         self.rounds_ok += 1
-        stats.last_run, stats.retry_at = time.time(), 0.0
         return True
 
-    async def _summarise(self, chunk: Sequence[Message], ask: Round, stats: ChatStats) -> Summary:
-        prompt = ask.prompt(chunk)
+    async def _result(self, chunk: Chunk, ask: Round, stats: ChatStats) -> RoundResult | None:
+        """The round's result from the model's answer; after a failure None (nothing is written), or once the
+        chunk failed `MAX_FAILURES` times its raw transcript. `Deferred` goes up: not a failure."""
+        prompt = ask.prompt(chunk.messages)
         stats.tokens_sent += sum(count_text(m["content"]) for m in prompt)
         try:
-            raw = await self.complete(prompt, ask.tools, ask.answer_tokens)
-        except Deferred:
-            raise  # not a failure: the same chunk goes again once the replies are out
-        except Exception as exc:  # the LLM boundary already translated errors; any failure counts alike
-            raise ConsolidationFailed(f"LLM call failed: {exc}") from exc
-        return parse_summary(raw, ask.old_memory, self.max_memory_tokens)
+            return result_of(chunk, ask.old_memory, await self.complete(prompt, ask.tools, ask.answer_tokens),
+                             self.max_memory_tokens)
+        except ConsolidationFailed as exc:  # the answer could not be used, or the call failed (`complete`)
+            self.rounds_failed += 1
+            last = stats.failed(exc, time.time())
+            logger.warning("consolidation failed (%d in a row): %s", stats.failures, exc)
+            return raw_result(chunk, ask.old_memory) if last else None
