@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 from zoneinfo import ZoneInfo
 
@@ -58,7 +58,7 @@ from bot.usage.ledger import Ledger
 from bot.usage.limits import Limits
 from bot.version import installed as installed_version
 from bot.usage.meter import Meter
-from bot.usage.prices import configured_prices
+from bot.usage.prices import ModelChoice, configured_prices
 from bot.usage.erasure import UsageRecords
 from bot.usage.unpriced import ModelsInUse, Unpriced
 from bot.usage.view import status_lines, usage_command
@@ -118,6 +118,31 @@ def _chat_tools(settings: Settings, mcp: McpHub | None, window: Callable[[], int
     return WebTools(web, fns, mcp, window)
 
 
+def _tokenizer_checked() -> None:
+    """Fail at start, not in a chat, if token counting is impossible (the tokenizer itself is built later)."""
+    try:
+        tokens.check()
+    except tokens.TokenizerUnavailable as exc:
+        raise ConfigError(str(exc)) from exc
+
+
+def _profile(settings: Settings, model: str, models: Mapping[str, ModelChoice]) -> ModelProfile:
+    """What is known of the model (window, tools, streaming, truncation, price): read by all, taught by its server
+    through the LLM alone (bot/llm/profile.py); the window provisional until the warm-up settles it."""
+    return ModelProfile(model, ModelBook(settings.home), configured_window=settings.context_window,
+                        max_reply_tokens=settings.max_reply_tokens, memory_max_tokens=settings.memory_max_tokens,
+                        prices=configured_prices(models))
+
+
+def _skills(settings: Settings, inner: Any, window: Callable[[], int], takes_tools: Callable[[], bool]) -> SkillTools:
+    """The owner's playbooks (bot/skills/): read_skill and the prompt's Skills section, for chats that have skills,
+    in front of `inner` (the web tools, the MCP servers); none for a model without tools (no read_skill)."""
+    skill_settings = settings.skill_settings()
+    skills = SkillTools(skill_settings, Catalog(skill_settings.roots), inner, window, tools_available=takes_tools)
+    skills.catalog.snapshot()  # read once at start: a bad skill is logged now, not at the first turn
+    return skills
+
+
 def _mcp_hub(settings: Settings) -> McpHub | None:
     """The MCP servers of mcp.json, or None without any (the SDK is then not even imported)."""
     servers = settings.mcp_servers()  # a bad mcp.json stops Tusk here, naming the problem
@@ -134,10 +159,7 @@ class TuskApp:
         self.command = command  # what the home's lock record calls this Tusk (bot/running.py)
         self.http: HttpChannel | None = None
         llm_settings = settings.llm_settings()  # fails here, before anything starts, if the LLM is not configured
-        try:
-            tokens.check()  # fail at start, not in a chat, if token counting is impossible (built later)
-        except tokens.TokenizerUnavailable as exc:
-            raise ConfigError(str(exc)) from exc
+        _tokenizer_checked()
         self.store = SessionStore(settings.home)
         self.media = MediaStore(settings.home, settings.media_limits())  # every channel keeps files here (memory/media.py)
         self.inbox = Inbox(settings.home / "inbox.jsonl")
@@ -148,12 +170,7 @@ class TuskApp:
         self.limits = Limits(self.ledger, settings.limit_settings())
         self.models = settings.model_choices()
         self.choices = ModelChoices(llm_settings.model, {c.label: c.model for c in self.models.values()})
-        # what is known of the model (window, tools, streaming, truncation, price): read by all, taught by its
-        # server through the LLM alone (bot/llm/profile.py); provisional until the warm-up settles the window
-        self.profile = ModelProfile(llm_settings.model, ModelBook(settings.home),
-                                    configured_window=settings.context_window,
-                                    max_reply_tokens=settings.max_reply_tokens,
-                                    memory_max_tokens=settings.memory_max_tokens, prices=configured_prices(self.models))
+        self.profile = _profile(settings, llm_settings.model, self.models)
         turns = Turns()  # the chat turns under way: the agent counts them, housekeeping waits for them
         self.llm = LLM(llm_settings, self.profile, Meter(self.ledger, self.limits, self.profile.prices), turns)
         self.unpriced = Unpriced(settings.home, ModelsInUse.of(settings), self.profile.prices, self.ledger,
@@ -170,7 +187,6 @@ class TuskApp:
                                         notices=settings.memory_notices, bot_name=settings.bot_name,
                                         default_zone=ZoneInfo(settings.timezone),
                                         everyone_in_groups=settings.group_remember == "everyone")
-        reminders = ReminderTools(self.schedules)
         self.tasks = Tasks(settings.task_settings(), self.llm.slots.retrying(self.llm.complete),
                            ToolBox([self.memory_tools.search_history]), self.bus.publish,
                            lambda: self.profile.budget.limit, settings.bot_name)
@@ -178,24 +194,19 @@ class TuskApp:
         self.mcp = _mcp_hub(settings)
         window = lambda: self.profile.window.tokens  # noqa: E731 (the tokens the model's window holds now)
         self.chat_tools = _chat_tools(settings, self.mcp, window)
-        # the owner's playbooks (bot/skills/): read_skill and the prompt's Skills section, for chats that have skills;
-        # none without tools (no read_skill)
-        skill_settings = settings.skill_settings()
-        self.skills = SkillTools(skill_settings, Catalog(skill_settings.roots), self.chat_tools, window,
-                                 tools_available=lambda: self.profile.tools)
-        self.skills.catalog.snapshot()  # read once at start: a bad skill is logged now, not at the first turn
+        self.skills = _skills(settings, self.chat_tools, window, lambda: self.profile.tools)
+        reminders = ReminderTools(self.schedules)
         self.tools = ToolBox([*BUILTIN_TOOLS, self.memory_tools.search_history, self.memory_tools.remember,
                               reminders.set_reminder, reminders.list_reminders,
                               reminders.cancel_reminder, self.tasks.start_task], extra=self.skills)
         speech = settings.speech_settings()  # a speech engine that cannot work stops Tusk here, saying why
         self.voice = voice_replies(speech, self.ledger, self.limits, settings.home, self.bus.voice, self.bus.send)
-        chat_commands = self._commands(speech)
         context = ContextBuilder(settings.home, settings.bot_name, self.tools.schemas, settings.timezone,
                                  chat_tools=self.skills, takes_tools=lambda: self.profile.tools)
         media = MediaReader(settings.media_settings(), self.media, llm_settings.model, self.llm.complete, self.llm.meter)
         self.warmup = ModelWarmup(llm_settings, settings.context_window, self.profile, self.llm.slots)
         self.agent = ChatAgent(settings.agent_settings(), self.store, self.llm, self.tools, context, self.bus.send,
-                               chat_commands, consolidator=self.consolidator, media=media,
+                               self._commands(speech), consolidator=self.consolidator, media=media,
                                drafts=self.bus.draft, streaming=settings.stream_settings(), models=self.choices,
                                stops=self.stops, voice=self.voice, runs=self.schedules.turns, turns=turns)
         self.channels: list[Channel] = []

@@ -17,6 +17,9 @@ behind it. `Slots` puts the person first when the server has one slot:
                                  itself ends early (it does so when another client's request waits) is
                                  `Preempted` too, not asked again whole (bot/llm/client.py)
 
+`Turns` counts the chat turns under way (the agent enters `running()` for each): made first and given to both
+the agent and `Slots`, so housekeeping waits for turns without either holding the other.
+
 How many slots: TUSK_MODEL_SLOTS, else what the server says (llama.cpp's /props `total_slots`, asked at
 the warm-up: bot/llm/warmup.py), else unknown. With several slots, or unknown (a cloud API), nothing of this
 applies: requests go as they come.
