@@ -67,7 +67,7 @@ async def main() -> None:
         chats = open_files(home).chats
         tools = ToolBox(BUILTIN_TOOLS)
         budget = Budget.for_window(args.window)
-        consolidator = Consolidator(chats, llm.consolidate, budget, args.window // 10)
+        consolidator = Consolidator(chats, llm.consolidate, lambda: budget, lambda: args.window // 10)
         bus = MessageBus(lambda m: agent.handle(m))
         agent = ChatAgent(AgentSettings(model="scripted"), chats, llm, tools,
                           ContextBuilder(home, "Tusk", tools.schemas), bus.send, consolidator=consolidator)

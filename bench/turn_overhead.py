@@ -65,7 +65,7 @@ async def measure(home: Path, chat: str, turns: int) -> tuple[float, float]:
     chats = open_files(home).chats
     tools = ToolBox(BUILTIN_TOOLS)
     bus = MessageBus(lambda m: agent.handle(m))
-    consolidator = Consolidator(chats, InstantLLM().complete, Budget.for_window(65_536), 6_553)
+    consolidator = Consolidator(chats, InstantLLM().complete, lambda: Budget.for_window(65_536), lambda: 6_553)
     agent = ChatAgent(AgentSettings(model="instant"), chats, InstantLLM(), tools,
                       ContextBuilder(home, "Tusk", tools.schemas), bus.send, consolidator=consolidator)
     bus.register(Sink())
