@@ -8,15 +8,14 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, TypeVar
 from zoneinfo import ZoneInfo
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
-from bot import running, stores
+from bot import parts, running, stores
 from bot.agent import ChatAgent
 from bot.bus import MessageBus
 from bot.chat_move import ChatMoves
@@ -25,25 +24,18 @@ from bot.commands.erasure import (DocumentMembers, MediaMembers, MemberErasure, 
                                   model_rewrite)
 from bot.config import Settings
 from bot.ops import access
-from bot.errors import ConfigError, StorageDown
-from bot.consolidation_call import ConsolidationCall
 from bot.context import ContextBuilder
 from bot.events import ChatKey, InboundMessage, TurnResult
 from bot.access.api_keys import ApiKeys
 from bot.access.flood import FloodGate
 from bot.llm import LLM
-from bot.llm.learned import ModelBook
-from bot.llm.profile import ModelProfile
 from bot.media import MediaReader
 from bot.access.pairing import PairingStore
-from bot.tools.memory import MemoryTools
 from bot.commands.reminders import reminder_commands
 from bot.schedules.checkins import CheckIns
 from bot.schedules.service import Schedules
 from bot.tools.reminders import ReminderTools
 from bot.scheduler import Sweeper, start_scheduler
-from bot.skills.catalog import Catalog
-from bot.skills.chats import SkillTools
 from bot.skills.views import skills_command
 from bot.stop import Stops, stop_command
 from bot.tools.tasks import Tasks
@@ -55,7 +47,6 @@ from bot.commands.model import model_command
 from bot.usage.limits import Limits
 from bot.version import installed as installed_version
 from bot.usage.meter import Meter
-from bot.usage.prices import ModelChoice, configured_prices
 from bot.usage.erasure import UsageRecords
 from bot.usage.unpriced import ModelsInUse, Unpriced
 from bot.usage.view import status_lines, usage_command
@@ -64,15 +55,11 @@ from bot.speech.command import voice_command
 from bot.speech.config import SpeechSettings
 from bot.speech.replies import voice_replies
 from channels.base import Access, Channel
-from memory import chat_settings, tokens
-from bot.consolidation import Consolidator
+from memory import chat_settings
 from memory.media import MediaStore
 from memory.paths import private_dir
-from store import Store, open_store
-from store.errors import StorageUnavailable, StoreSetupError
 
 if TYPE_CHECKING:
-    from bot.tools.mcp.hub import McpHub
     from channels.http import HttpChannel
 
 logger = logging.getLogger(__name__)
@@ -90,102 +77,14 @@ def _durable(msg: InboundMessage) -> bool:
     return msg.key.channel not in LOCAL_CHANNELS or msg.injected is not None
 
 
-@contextlib.contextmanager
-def _needs(extra: str, variable: str) -> Iterator[None]:
-    """Turn a missing optional library into a ConfigError that says what to install."""
-    try:
-        yield
-    except ImportError as exc:
-        raise ConfigError(f"{variable} is set but the {extra} support is not installed ({exc.name} is missing): "
-                          f"in Tusk's venv, from its clone: pip install '.[{extra}]'") from exc
-
-
-def _chat_tools(settings: Settings, mcp: McpHub | None, window: Callable[[], int]) -> Any:
-    """The tools only some chats get: the web tools (bot/tools/web/) in front of the MCP servers; `window`:
-    the tokens the model's window holds now (the web tools need room for a page)."""
-    web = settings.web_settings()  # a search backend without its URL or key stops Tusk here, saying so
-    if not web.any:
-        return mcp
-    from bot.tools.web.chats import WebTools
-    from bot.tools.web.fetch import WebFetch
-    from bot.tools.web.search import WebSearch
-
-    fns = [*([WebFetch(web, documents=settings.document_limits()).web_fetch] if web.fetch else []),
-           *([WebSearch(web).web_search] if web.search != "off" else [])]
-    return WebTools(web, fns, mcp, window)
-
-
-def _tokenizer_checked() -> None:
-    """Fail at start, not in a chat, if token counting is impossible (the tokenizer itself is built later)."""
-    try:
-        tokens.check()
-    except tokens.TokenizerUnavailable as exc:
-        raise ConfigError(str(exc)) from exc
-
-
-def _profile(settings: Settings, model: str, models: Mapping[str, ModelChoice], book: ModelBook) -> ModelProfile:
-    """What is known of the model (window, tools, streaming, truncation, price): read by all, taught by its server
-    through the LLM alone (bot/llm/profile.py) and kept in `book`; the window provisional until the warm-up
-    settles it."""
-    return ModelProfile(model, book, configured_window=settings.context_window,
-                        max_reply_tokens=settings.max_reply_tokens, memory_max_tokens=settings.memory_max_tokens,
-                        prices=configured_prices(models))
-
-
-def _skills(settings: Settings, inner: Any, window: Callable[[], int], takes_tools: Callable[[], bool]) -> SkillTools:
-    """The owner's playbooks (bot/skills/): read_skill and the prompt's Skills section, for chats that have skills,
-    in front of `inner` (the web tools, the MCP servers); none for a model without tools (no read_skill)."""
-    skill_settings = settings.skill_settings()
-    skills = SkillTools(skill_settings, Catalog(skill_settings.roots), inner, window, tools_available=takes_tools)
-    skills.catalog.snapshot()  # read once at start: a bad skill is logged now, not at the first turn
-    return skills
-
-
-def _mcp_hub(settings: Settings) -> McpHub | None:
-    """The MCP servers of mcp.json, or None without any (the SDK is then not even imported)."""
-    servers = settings.mcp_servers()  # a bad mcp.json stops Tusk here, naming the problem
-    if not servers:
-        return None
-    from bot.tools.mcp.hub import McpHub
-
-    return McpHub(servers, settings.mcp_settings())
-
-
-@contextlib.contextmanager
-def _told() -> Iterator[None]:
-    """The store's errors said as Tusk's: a setting that cannot work is a ConfigError (one line naming
-    TUSK_DATABASE_URL), a database that does not answer StorageDown."""
-    try:
-        yield
-    except StoreSetupError as exc:
-        raise ConfigError(str(exc)) from None
-    except StorageUnavailable as exc:
-        raise StorageDown(str(exc)) from None
-
-
-def _store(settings: Settings) -> Store:
-    """What Tusk keeps (store/): files under TUSK_HOME, or PostgreSQL when TUSK_DATABASE_URL is set, the
-    database's schema brought up to date first: the parts made after it read shared documents at once."""
-    url = settings.database_url.get_secret_value() if settings.database_url else None
-    store = open_store(settings.home, url)
-    with _told():
-        store.prepare()
-    return store
-
-
-async def _started(store: Store) -> None:
-    with _told():
-        await store.start()
-
-
 class TuskApp:
     def __init__(self, settings: Settings, command: str = "tusk run") -> None:
         self.settings = settings
         self.command = command  # what the home's lock record calls this Tusk (bot/running.py)
         self.http: HttpChannel | None = None
         llm_settings = settings.llm_settings()  # fails here, before anything starts, if the LLM is not configured
-        _tokenizer_checked()
-        self.store = _store(settings)  # what Tusk keeps (store/): files, or PostgreSQL, its schema current
+        parts.tokenizer_checked()
+        self.store = parts.store(settings)  # what Tusk keeps (store/): files, or PostgreSQL, its schema current
         self.chats = self.store.chats
         self.media = MediaStore(self.chats, settings.media_limits())  # every channel keeps files here (memory/media.py)
         self.inbox = stores.inbox(self.store)  # inbox.jsonl or the database's `inbox` (bot/stores.py)
@@ -196,7 +95,7 @@ class TuskApp:
         self.limits = Limits(self.ledger, settings.limit_settings(), doc=stores.budgets(self.store))
         self.models = settings.model_choices()
         self.choices = ModelChoices(llm_settings.model, {c.label: c.model for c in self.models.values()})
-        self.profile = _profile(settings, llm_settings.model, self.models, ModelBook(self.store.doc("models.json")))
+        self.profile = parts.model_profile(settings, llm_settings.model, self.models, self.store)
         turns = Turns()  # the chat turns under way: the agent counts them, housekeeping waits for them
         self.llm = LLM(llm_settings, self.profile, Meter(self.ledger, self.limits, self.profile.prices), turns)
         self.unpriced = Unpriced(self.chats.prefs_now, ModelsInUse.of(settings), self.profile.prices, self.ledger,
@@ -204,24 +103,18 @@ class TuskApp:
         self.schedules = Schedules(settings.home, settings.schedule_settings(), self.bus.publish,  # bot/schedules/
                                    self.chats, store=stores.schedules(self.store))
         self.checkins = CheckIns(self.schedules)
-        consolidation = ConsolidationCall(self.llm, settings.consolidation_model)
         # replies first: background rounds wait for the turns, and on a one-slot server yield to them (bot/llm/slots.py)
-        self.consolidator = Consolidator(self.chats, consolidation, lambda: self.profile.budget,
-                                         lambda: self.profile.memory_cap, tools_available=consolidation.takes_tools,
-                                         idle=self.llm.slots.quiet,
-                                         instructions_for=self.checkins.instructions)  # open items, with check-ins on
-        self.memory_tools = MemoryTools(self.store.search, self.consolidator.lock, lambda: self.profile.memory_cap,
-                                        notices=settings.memory_notices, bot_name=settings.bot_name,
-                                        default_zone=ZoneInfo(settings.timezone),
-                                        everyone_in_groups=settings.group_remember == "everyone")
+        self.consolidator = parts.consolidator(settings, self.chats, self.llm, self.profile, self.checkins.instructions)
+        self.memory_tools = parts.memory_tools(settings, self.store.search, self.consolidator.lock,
+                                               lambda: self.profile.memory_cap)  # remember, search_history
         self.tasks = Tasks(settings.task_settings(), self.llm.slots.retrying(self.llm.complete),
                            ToolBox([self.memory_tools.search_history]), self.bus.publish,
                            lambda: self.profile.budget.limit, settings.bot_name)
         self.stops.also(self.tasks.stop)
-        self.mcp = _mcp_hub(settings)
+        self.mcp = parts.mcp_hub(settings)
         window = lambda: self.profile.window.tokens  # noqa: E731 (the tokens the model's window holds now)
-        self.chat_tools = _chat_tools(settings, self.mcp, window)
-        self.skills = _skills(settings, self.chat_tools, window, lambda: self.profile.tools)
+        self.chat_tools = parts.chat_tools(settings, self.mcp, window)
+        self.skills = parts.skills(settings, self.chat_tools, window, lambda: self.profile.tools)
         reminders = ReminderTools(self.schedules)
         self.tools = ToolBox([*BUILTIN_TOOLS, self.memory_tools.search_history, self.memory_tools.remember,
                               reminders.set_reminder, reminders.list_reminders,
@@ -347,19 +240,19 @@ class TuskApp:
         return [self.add(make()) for token, make in wanted if token is not None]
 
     def _telegram(self) -> Channel:
-        with _needs("telegram", "TELEGRAM_BOT_TOKEN"):
+        with parts.needs("telegram", "TELEGRAM_BOT_TOKEN"):
             from channels.telegram import TelegramChannel
         return TelegramChannel(self.settings.telegram_settings(), self.flood.publish, self.menu(), access=self.access,
                                media=self.media, move=self.moves, seen=self.seen)
 
     def _discord(self) -> Channel:
-        with _needs("discord", "DISCORD_BOT_TOKEN"):
+        with parts.needs("discord", "DISCORD_BOT_TOKEN"):
             from channels.discord_bot import DiscordChannel
         return DiscordChannel(self.settings.discord_settings(), self.flood.publish, self.menu(), access=self.access,
                               media=self.media, seen=self.seen)
 
     def _slack(self) -> Channel:
-        with _needs("slack", "SLACK_BOT_TOKEN"):
+        with parts.needs("slack", "SLACK_BOT_TOKEN"):
             from channels.slack import SlackChannel
         return SlackChannel(self.settings.slack_settings(), self.flood.publish, self.menu(), access=self.access,
                             media=self.media, seen=self.seen)
@@ -369,7 +262,7 @@ class TuskApp:
         self._running = running.claim(self.settings.home, self.command)  # one Tusk per home: else HomeBusy
         started: list[Channel] = []
         try:
-            await _started(self.store)  # the database reached and its schema current, or one line saying why
+            await parts.started(self.store)  # the database reached and its schema current, or one line saying why
             if self.mcp is not None:  # MCP servers start with Tusk, before any turn can want them
                 await self.mcp.start()
             for channel in self.channels:
