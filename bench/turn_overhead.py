@@ -35,6 +35,7 @@ from bot.events import ChatKey, InboundMessage  # noqa: E402
 from bot.llm import LLMReply  # noqa: E402
 from bot.tools.box import BUILTIN_TOOLS, ToolBox  # noqa: E402
 from bot.consolidation import Consolidator  # noqa: E402
+from bot.llm.profile import ModelProfile  # noqa: E402
 from memory.consolidate import Budget  # noqa: E402
 from memory.session import Message  # noqa: E402
 from store import open_files  # noqa: E402
@@ -42,6 +43,8 @@ from bench.call_path import call_path  # noqa: E402
 
 
 class InstantLLM:
+    profile = ModelProfile("instant", None, configured_window=65_536)  # what the agent budgets by
+
     async def complete(self, messages, tools=None, **kw):
         return LLMReply(content="fine, thanks", tool_calls=(), model="instant")
 
