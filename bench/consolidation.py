@@ -28,7 +28,7 @@ from bot.events import ChatKey, InboundMessage  # noqa: E402
 from bot.llm import LLMReply  # noqa: E402
 from bot.tools.box import BUILTIN_TOOLS, ToolBox  # noqa: E402
 from bot.consolidation import Consolidator  # noqa: E402
-from memory.consolidate import Budget  # noqa: E402
+from bot.llm.profile import ModelProfile  # noqa: E402
 from store import open_files  # noqa: E402
 from memory.tokens import count_message, count_text  # noqa: E402
 
@@ -36,7 +36,8 @@ WORDS = " ".join(f"w{i}" for i in range(60))
 
 
 class ScriptedLLM:
-    def __init__(self) -> None:
+    def __init__(self, window: int) -> None:
+        self.profile = ModelProfile("scripted", None, configured_window=window)  # what the agent budgets by
         self.peak_prompt = 0
         self.chat_calls = 0
         self.consolidations = 0
@@ -63,11 +64,11 @@ async def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
-        llm = ScriptedLLM()
+        llm = ScriptedLLM(args.window)
         chats = open_files(home).chats
         tools = ToolBox(BUILTIN_TOOLS)
-        budget = Budget.for_window(args.window)
-        consolidator = Consolidator(chats, llm.consolidate, budget, args.window // 10)
+        budget = llm.profile.budget
+        consolidator = Consolidator(chats, llm.consolidate, lambda: llm.profile.budget, lambda: llm.profile.memory_cap)
         bus = MessageBus(lambda m: agent.handle(m))
         agent = ChatAgent(AgentSettings(model="scripted"), chats, llm, tools,
                           ContextBuilder(home, "Tusk", tools.schemas), bus.send, consolidator=consolidator)

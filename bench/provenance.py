@@ -84,7 +84,7 @@ async def measure(chat: Chat, home: Path, chunk_size: int) -> tuple[list[bool], 
             evidence.setdefault((turn.speaker, ask.answer), set()).add(pos_of[e])
     model = NewsModel(news)
     chats, key = open_files(home).chats, ChatKey("http", chat.name)
-    consolidator = Consolidator(chats, model.complete, Budget.for_window(200_000), 20_000)
+    consolidator = Consolidator(chats, model.complete, lambda: Budget.for_window(200_000), lambda: 20_000)
     baseline: dict[str, int | None] = {}
     for start in range(0, len(chat.turns), chunk_size):
         batch = [Message("user", t.text, ts=t.ts, sender_id=t.speaker.lower(), sender_name=t.speaker)
@@ -119,7 +119,7 @@ async def forgetting(home: Path, rounds: int) -> tuple[int, bool]:
     said = "We adopted a pair of rabbits on Saturday!"
     model = NewsModel({said: ("Quinn", "pair of rabbits")}, reword=0)
     chats, key = open_files(home).chats, ChatKey("http", "forgetting")
-    consolidator = Consolidator(chats, model.complete, Budget.for_window(200_000), 20_000)
+    consolidator = Consolidator(chats, model.complete, lambda: Budget.for_window(200_000), lambda: 20_000)
 
     async def say(text: str, ts: float | None = None) -> str:
         """One message of Quinn's, then a round over it; MEMORY.md after it."""

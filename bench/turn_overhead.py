@@ -35,6 +35,7 @@ from bot.events import ChatKey, InboundMessage  # noqa: E402
 from bot.llm import LLMReply  # noqa: E402
 from bot.tools.box import BUILTIN_TOOLS, ToolBox  # noqa: E402
 from bot.consolidation import Consolidator  # noqa: E402
+from bot.llm.profile import ModelProfile  # noqa: E402
 from memory.consolidate import Budget  # noqa: E402
 from memory.session import Message  # noqa: E402
 from store import open_files  # noqa: E402
@@ -42,6 +43,8 @@ from bench.call_path import call_path  # noqa: E402
 
 
 class InstantLLM:
+    profile = ModelProfile("instant", None, configured_window=65_536)  # what the agent budgets by
+
     async def complete(self, messages, tools=None, **kw):
         return LLMReply(content="fine, thanks", tool_calls=(), model="instant")
 
@@ -65,7 +68,7 @@ async def measure(home: Path, chat: str, turns: int) -> tuple[float, float]:
     chats = open_files(home).chats
     tools = ToolBox(BUILTIN_TOOLS)
     bus = MessageBus(lambda m: agent.handle(m))
-    consolidator = Consolidator(chats, InstantLLM().complete, Budget.for_window(65_536), 6_553)
+    consolidator = Consolidator(chats, InstantLLM().complete, lambda: Budget.for_window(65_536), lambda: 6_553)
     agent = ChatAgent(AgentSettings(model="instant"), chats, InstantLLM(), tools,
                       ContextBuilder(home, "Tusk", tools.schemas), bus.send, consolidator=consolidator)
     bus.register(Sink())

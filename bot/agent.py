@@ -18,7 +18,6 @@ The bus guarantees one turn at a time per chat, so a turn owns its session while
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
@@ -32,8 +31,7 @@ from bot.events import ChatKey, InboundMessage, OutboundMessage, TurnResult
 from bot.llm import LLM, LLMReply
 from bot.llm.choice import ModelChoices
 from bot.fitting import PromptFit
-from bot.llm.learned import Learner
-from bot.llm.slots import housekeeping
+from bot.llm.slots import Turns, housekeeping
 from bot.llm.streams import StreamCut
 from bot.media import Attached, MediaReader
 from bot.media import turn as media_turn
@@ -82,14 +80,15 @@ class AgentSettings:
 class ChatAgent:
     def __init__(self, settings: AgentSettings, chats: ChatStore, llm: LLM, tools: ToolBox,
                  context: ContextBuilder, send: Send, chat_commands: commands.Commands | None = None,
-                 consolidator: Consolidator | None = None, learner: Learner | None = None,
-                 media: MediaReader | None = None, drafts: Drafts | None = None,
-                 streaming: StreamSettings = StreamSettings("off"), models: ModelChoices | None = None,
-                 stops: Stops | None = None, voice: VoiceReplies | None = None,
-                 runs: RunReports | None = None) -> None:
+                 consolidator: Consolidator | None = None, media: MediaReader | None = None,
+                 drafts: Drafts | None = None, streaming: StreamSettings = StreamSettings("off"),
+                 models: ModelChoices | None = None, stops: Stops | None = None, voice: VoiceReplies | None = None,
+                 runs: RunReports | None = None, turns: Turns | None = None) -> None:
+        """`turns`: where this agent counts its turns (housekeeping waits for them: bot/llm/slots.py)."""
         self.settings = settings
         self.models = models or ModelChoices(settings.model, {})  # a chat's /model pick (bot/llm/choice.py)
-        self.fit = PromptFit(context, self.models, consolidator, learner)  # the turn's budget (bot/fitting.py)
+        self.profile = llm.profile  # what is known of the model: window, tools, ... (bot/llm/profile.py)
+        self.fit = PromptFit(context, self.models, consolidator, self.profile)  # the turn's budget (bot/fitting.py)
         self.chats = chats  # what each chat keeps (store/base.py): loaded, appended to, consolidated
         self.llm = llm
         self.tools = tools
@@ -97,7 +96,6 @@ class ChatAgent:
         self.send = send
         self.commands = chat_commands or commands.Commands()
         self.consolidator = consolidator
-        self.learner = learner  # applies what the server says: window, tools, cut prompts (bot/llm/learned.py)
         self.media = media  # reads a message's files into its turn (bot/media/)
         self.runs = runs  # schedules hear how their runs' turns went
         self.hooks: list[PostTurnHook] = [self.consolidate] if consolidator else []
@@ -105,29 +103,20 @@ class ChatAgent:
         self.stops = stops or Stops()  # /stop: the running conversation cut short, what it showed kept
         self.voice = voice  # replies read out (bot/speech/replies.py)
         self._background = Spawned()  # post-turn hooks
-        self._turns = 0  # turns running now, in any chat
-        self._idle = asyncio.Event()
-        self._idle.set()
+        self.turns = turns or Turns()
 
     def busy(self) -> bool:
-        """Whether a turn is running now, in any chat (housekeeping requests wait: bot/llm/slots.py)."""
-        return self._turns > 0
+        """Whether a turn is running now, in any chat."""
+        return self.turns.busy()
 
     async def until_idle(self) -> None:
-        """Return once no turn is running (background consolidation waits for it: replies go first)."""
-        while self._turns:
-            await self._idle.wait()
+        """Return once no turn is running."""
+        await self.turns.until_idle()
 
     async def handle(self, msg: InboundMessage) -> TurnResult | None:
         """The turn for `msg`, answered; how it ended (None for group chatter, which is no turn)."""
-        self._turns += 1
-        self._idle.clear()
-        try:
+        with self.turns.running():
             return await self._handle(msg)
-        finally:
-            self._turns -= 1
-            if not self._turns:
-                self._idle.set()
 
     async def _handle(self, msg: InboundMessage) -> TurnResult | None:
         if not msg.addressed:  # group chatter: saved if the chat listens, never answered
@@ -216,7 +205,7 @@ class ChatAgent:
             ctx = commands.CommandContext(msg.key, chat, self.chats, self.settings.model,
                                           self.consolidator, self.context.fixed_tokens(chat),
                                           may_erase=not msg.is_group or msg.sender_is_admin,
-                                          model_notes=self.learner.notes() if self.learner else (),
+                                          model_notes=self.profile.notes(),
                                           tool_status=tuple(self.tools.status(msg)),
                                           sender_id=msg.sender_id, sender_name=msg.sender_name, is_group=msg.is_group)
             return own(await self.commands.run(*command, ctx))
@@ -318,26 +307,18 @@ class ChatAgent:
         temperature = msg.client.temperature if msg.client is not None else None
         for _ in range(self.settings.max_tool_iterations):
             try:
-                reply = await self._complete(prompt, tools, model, live, cap, temperature)
+                reply = await self._complete(prompt, tools, model, live, cap, temperature, sent)
             except StreamCut as exc:
                 assert live is not None
                 logger.warning("the reply's stream was cut after part of it was shown: %s", exc)
                 text = live.text + stream.CUT_NOTE
                 break
-            except ContextOverflow as exc:  # the server's window is smaller than we budgeted for
-                overflows += 1
-                if overflows > MAX_OVERFLOWS or self.learner is None or not self.learner.learn_window(exc, model):
+            except (ContextOverflow, ToolsUnsupported) as exc:  # the profile learned a smaller window, or no tools
+                overflows += isinstance(exc, ContextOverflow)
+                if overflows > MAX_OVERFLOWS or not exc.learned:
                     raise
-                prompt, room, sent = await self._prompt(chat, msg, new, attached)
+                prompt, room, sent = await self._prompt(chat, msg, new, attached)  # refitted; without tools
                 continue
-            except ToolsUnsupported as exc:  # asked again without tools; the prompt says there are none
-                if self.learner is None or not self.learner.takes_tools(model):
-                    raise
-                self.learner.tools_refused(exc, model)
-                prompt, room, sent = await self._prompt(chat, msg, new, attached)
-                continue
-            if self.learner is not None:
-                self.learner.prompt_counted(sent, reply.prompt_tokens)
             if reply.cut and any(c.error for c in reply.tool_calls) and not cut_retries:
                 cut_retries += 1  # cut inside a call's arguments: a failed step, asked once more
                 logger.warning("a tool call was cut off by the length limit; asking again")
@@ -360,16 +341,18 @@ class ChatAgent:
         new.append(Message(role="assistant", content=text))
         return new, text
 
-    async def _complete(self, prompt: list[dict[str, object]], tools: Toolset, model: str,
-                        live: Live | None = None, cap: int | None = None, temperature: float | None = None) -> LLMReply:
+    async def _complete(self, prompt: list[dict[str, object]], tools: Toolset, model: str, live: Live | None,
+                        cap: int | None, temperature: float | None, sent: int) -> LLMReply:
         """One chat request to the chat's model: its tools when the model takes them, the reply bounded by the
-        reserve (and by an API client's `cap`, within it)."""
-        takes = self.learner.takes_tools(model) if self.learner else self.context.tools_available
+        reserve (and by an API client's `cap`, within it); `sent`: the prompt's estimate, for the server's
+        count to be compared with (bot/llm/profile.py `prompt_counted`)."""
+        takes = self.profile.takes_tools(model)
         reserve = self.fit.budget(model).reserve if self.consolidator else None
         if cap is not None:
             reserve = min(cap, reserve) if reserve is not None else cap
         return await self.llm.complete(prompt, tools.schemas if takes else None, live=live, max_tokens=reserve,
-                                       model=None if model == self.settings.model else model, temperature=temperature)
+                                       model=None if model == self.settings.model else model, temperature=temperature,
+                                       estimate=sent)
 
     async def _prompt(self, chat: Chat, msg: InboundMessage, new: list[Message],
                       attached: Attached | None = None) -> tuple[list[dict[str, object]], int, int]:

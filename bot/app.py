@@ -8,15 +8,14 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, TypeVar
 from zoneinfo import ZoneInfo
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
-from bot import running, stores
+from bot import parts, running, stores
 from bot.agent import ChatAgent
 from bot.bus import MessageBus
 from bot.chat_move import ChatMoves
@@ -25,54 +24,42 @@ from bot.commands.erasure import (DocumentMembers, MediaMembers, MemberErasure, 
                                   model_rewrite)
 from bot.config import Settings
 from bot.ops import access
-from bot.errors import ConfigError, StorageDown, ContextOverflow, ToolsUnsupported
 from bot.context import ContextBuilder
 from bot.events import ChatKey, InboundMessage, TurnResult
 from bot.access.api_keys import ApiKeys
 from bot.access.flood import FloodGate
 from bot.llm import LLM
-from bot.llm.learned import Learner, ModelBook
 from bot.media import MediaReader
-from bot.llm.window import reply_cap
 from bot.access.pairing import PairingStore
-from bot.tools.memory import MemoryTools
 from bot.commands.reminders import reminder_commands
 from bot.schedules.checkins import CheckIns
 from bot.schedules.service import Schedules
 from bot.tools.reminders import ReminderTools
 from bot.scheduler import Sweeper, start_scheduler
-from bot.skills.catalog import Catalog
-from bot.skills.chats import SkillTools
 from bot.skills.views import skills_command
 from bot.stop import Stops, stop_command
 from bot.tools.tasks import Tasks
 from bot.tools.box import BUILTIN_TOOLS, ToolBox
-from bot.llm.slots import Preempted
+from bot.llm.slots import Turns
 from bot.llm.warmup import ModelWarmup
 from bot.llm.choice import ModelChoices
 from bot.commands.model import model_command
 from bot.usage.limits import Limits
 from bot.version import installed as installed_version
-from bot.usage import meter as usage
 from bot.usage.meter import Meter
-from bot.usage.prices import configured_prices
 from bot.usage.erasure import UsageRecords
 from bot.usage.unpriced import ModelsInUse, Unpriced
 from bot.usage.view import status_lines, usage_command
 from bot.commands.base import CommandContext
 from bot.speech.command import voice_command
+from bot.speech.config import SpeechSettings
 from bot.speech.replies import voice_replies
 from channels.base import Access, Channel
-from memory import chat_settings, tokens
-from bot.consolidation import Consolidator
-from memory.consolidate import Budget, Deferred
+from memory import chat_settings
 from memory.media import MediaStore
 from memory.paths import private_dir
-from store import Store, open_store
-from store.errors import StorageUnavailable, StoreSetupError
 
 if TYPE_CHECKING:
-    from bot.tools.mcp.hub import McpHub
     from channels.http import HttpChannel
 
 logger = logging.getLogger(__name__)
@@ -90,146 +77,58 @@ def _durable(msg: InboundMessage) -> bool:
     return msg.key.channel not in LOCAL_CHANNELS or msg.injected is not None
 
 
-@contextlib.contextmanager
-def _needs(extra: str, variable: str) -> Iterator[None]:
-    """Turn a missing optional library into a ConfigError that says what to install."""
-    try:
-        yield
-    except ImportError as exc:
-        raise ConfigError(f"{variable} is set but the {extra} support is not installed ({exc.name} is missing): "
-                          f"in Tusk's venv, from its clone: pip install '.[{extra}]'") from exc
-
-
-def _chat_tools(settings: Settings, mcp: McpHub | None, window: Callable[[], int]) -> Any:
-    """The tools only some chats get: the web tools (bot/tools/web/) in front of the MCP servers; `window`:
-    the tokens the model's window holds now (the web tools need room for a page)."""
-    web = settings.web_settings()  # a search backend without its URL or key stops Tusk here, saying so
-    if not web.any:
-        return mcp
-    from bot.tools.web.chats import WebTools
-    from bot.tools.web.fetch import WebFetch
-    from bot.tools.web.search import WebSearch
-
-    fns = [*([WebFetch(web, documents=settings.document_limits()).web_fetch] if web.fetch else []),
-           *([WebSearch(web).web_search] if web.search != "off" else [])]
-    return WebTools(web, fns, mcp, window)
-
-
-def _mcp_hub(settings: Settings) -> McpHub | None:
-    """The MCP servers of mcp.json, or None without any (the SDK is then not even imported)."""
-    servers = settings.mcp_servers()  # a bad mcp.json stops Tusk here, naming the problem
-    if not servers:
-        return None
-    from bot.tools.mcp.hub import McpHub
-
-    return McpHub(servers, settings.mcp_settings())
-
-
-@contextlib.contextmanager
-def _told() -> Iterator[None]:
-    """The store's errors said as Tusk's: a setting that cannot work is a ConfigError (one line naming
-    TUSK_DATABASE_URL), a database that does not answer StorageDown."""
-    try:
-        yield
-    except StoreSetupError as exc:
-        raise ConfigError(str(exc)) from None
-    except StorageUnavailable as exc:
-        raise StorageDown(str(exc)) from None
-
-
-async def _started(store: Store) -> None:
-    with _told():
-        await store.start()
-
-
 class TuskApp:
     def __init__(self, settings: Settings, command: str = "tusk run") -> None:
         self.settings = settings
         self.command = command  # what the home's lock record calls this Tusk (bot/running.py)
         self.http: HttpChannel | None = None
         llm_settings = settings.llm_settings()  # fails here, before anything starts, if the LLM is not configured
-        try:
-            tokens.check()  # fail at start, not in a chat, if token counting is impossible (built later)
-        except tokens.TokenizerUnavailable as exc:
-            raise ConfigError(str(exc)) from exc
-        url = settings.database_url.get_secret_value() if settings.database_url else None
-        self.store = open_store(settings.home, url)  # what Tusk keeps (store/): files, or PostgreSQL
-        with _told():
-            self.store.prepare()  # the database's schema current before anything below reads it
+        parts.tokenizer_checked()
+        self.store = parts.store(settings)  # what Tusk keeps (store/): files, or PostgreSQL, its schema current
         self.chats = self.store.chats
         self.media = MediaStore(self.chats, settings.media_limits())  # every channel keeps files here (memory/media.py)
         self.inbox = stores.inbox(self.store)  # inbox.jsonl or the database's `inbox` (bot/stores.py)
         self.seen = stores.seen(self.store)  # platform messages taken already: never answered twice (bot/dedupe.py)
         self.stops = Stops()  # /stop: answered by the bus as it arrives (bot/stop.py)
         self.bus = MessageBus(self._handle, self.inbox, durable=_durable, at_once=self.stops.answer)
-        self.llm = LLM(llm_settings)
         self.ledger = stores.ledger(self.store)  # every model call, its tokens and cost (bot/usage/)
         self.limits = Limits(self.ledger, settings.limit_settings(), doc=stores.budgets(self.store))
         self.models = settings.model_choices()
         self.choices = ModelChoices(llm_settings.model, {c.label: c.model for c in self.models.values()})
-        self.llm.meter = Meter(self.ledger, self.limits, configured_prices(self.models))
-        self.unpriced = Unpriced(self.chats.prefs_now, ModelsInUse.of(settings), configured_prices(self.models), self.ledger,
+        self.profile = parts.model_profile(settings, llm_settings.model, self.models, self.store)
+        turns = Turns()  # the chat turns under way: the agent counts them, housekeeping waits for them
+        self.llm = LLM(llm_settings, self.profile, Meter(self.ledger, self.limits, self.profile.prices), turns)
+        self.unpriced = Unpriced(self.chats.prefs_now, ModelsInUse.of(settings), self.profile.prices, self.ledger,
                                  self.limits)  # USD limits that cannot count a model: said in /status, the console
-        book = ModelBook(self.store.doc("models.json"))
-        # litellm (seconds to import) loads once Tusk is up (bot/llm/warmup.py); until then, no litellm figures
-        window = ModelWarmup.provisional(settings.context_window, book.get(llm_settings.model).window)
-        known_output = None
-        self.consolidator = Consolidator(self.chats, self._consolidation_call,
-                                         Budget.for_window(window.tokens, reply_cap(settings.max_reply_tokens,
-                                                           known_output, window.source), window.source),
-                                         settings.memory_max_tokens or window.tokens // 10)
-        self.memory_tools = MemoryTools(self.store.search, self.consolidator.lock, self.consolidator.max_memory_tokens,
-                                        notices=settings.memory_notices, bot_name=settings.bot_name,
-                                        default_zone=ZoneInfo(settings.timezone),
-                                        everyone_in_groups=settings.group_remember == "everyone")
         self.schedules = Schedules(settings.home, settings.schedule_settings(), self.bus.publish,  # bot/schedules/
                                    self.chats, store=stores.schedules(self.store))
         self.checkins = CheckIns(self.schedules)
-        reminders = ReminderTools(self.schedules)
-        self.tasks = Tasks(settings.task_settings(self.consolidator.budget.limit),
-                           self.llm.slots.retrying(self.llm.complete),
-                           ToolBox([self.memory_tools.search_history]), self.bus.publish, settings.bot_name)
+        # replies first: background rounds wait for the turns, and on a one-slot server yield to them (bot/llm/slots.py)
+        self.consolidator = parts.consolidator(settings, self.chats, self.llm, self.profile, self.checkins.instructions)
+        self.memory_tools = parts.memory_tools(settings, self.store.search, self.consolidator.lock,
+                                               lambda: self.profile.memory_cap)  # remember, search_history
+        self.tasks = Tasks(settings.task_settings(), self.llm.slots.retrying(self.llm.complete),
+                           ToolBox([self.memory_tools.search_history]), self.bus.publish,
+                           lambda: self.profile.budget.limit, settings.bot_name)
         self.stops.also(self.tasks.stop)
-        self.mcp = _mcp_hub(settings)
-        self.chat_tools = _chat_tools(settings, self.mcp, lambda: self.consolidator.budget.window)
-        # the owner's playbooks (bot/skills/): read_skill and the prompt's Skills section, for chats that have skills
-        skill_settings = settings.skill_settings()
-        self.skills = SkillTools(skill_settings, Catalog(skill_settings.roots), self.chat_tools,
-                                 lambda: self.consolidator.budget.window)
-        self.skills.catalog.snapshot()  # read once at start: a bad skill is logged now, not at the first turn
+        self.mcp = parts.mcp_hub(settings)
+        window = lambda: self.profile.window.tokens  # noqa: E731 (the tokens the model's window holds now)
+        self.chat_tools = parts.chat_tools(settings, self.mcp, window)
+        self.skills = parts.skills(settings, self.chat_tools, window, lambda: self.profile.tools)
+        reminders = ReminderTools(self.schedules)
         self.tools = ToolBox([*BUILTIN_TOOLS, self.memory_tools.search_history, self.memory_tools.remember,
                               reminders.set_reminder, reminders.list_reminders,
                               reminders.cancel_reminder, self.tasks.start_task], extra=self.skills)
         speech = settings.speech_settings()  # a speech engine that cannot work stops Tusk here, saying why
         self.voice = voice_replies(speech, self.ledger, self.limits, settings.home, self.bus.voice, self.bus.send)
-        usage_records = UsageRecords(self.ledger)
-        chat_commands = Commands(settings.timezone, holders=[self.schedules, self.tasks, self.inbox, usage_records],
-                                 extra=[*reminder_commands(self.schedules, self.checkins),
-                                        usage_command(self.ledger, settings.timezone),
-                                        model_command(self.choices), skills_command(self.skills), stop_command(),
-                                        voice_command(speech, lambda key: self.bus.voice(key) is not None)],
-                                 status_extra=[self._spend_lines], erasure=MemberErasure(
-                                     model_rewrite(self.llm.complete, settings.consolidation_model),
-                                     [ReminderMembers(self.schedules), stores.inbox_members(self.inbox),
-                                      MediaMembers(), DocumentMembers(), SearchMembers(self.store.search),
-                                      usage_records]),
-                                 persona_max_tokens=settings.persona_max_tokens)
         context = ContextBuilder(settings.home, settings.bot_name, self.tools.schemas, settings.timezone,
-                                 chat_tools=self.skills)
-        self.learner = Learner(book, llm_settings.model, self.consolidator, context, self.llm,
-                               settings.max_reply_tokens, settings.memory_max_tokens, known_output)
+                                 chat_tools=self.skills, takes_tools=lambda: self.profile.tools)
         media = MediaReader(settings.media_settings(), self.media, llm_settings.model, self.llm.complete, self.llm.meter)
-        self.warmup = ModelWarmup(llm_settings, settings.context_window, self.learner)
+        self.warmup = ModelWarmup(llm_settings, settings.context_window, self.profile, self.llm.slots)
         self.agent = ChatAgent(settings.agent_settings(), self.chats, self.llm, self.tools, context, self.bus.send,
-                               chat_commands, consolidator=self.consolidator, learner=self.learner, media=media,
+                               self._commands(speech), consolidator=self.consolidator, media=media,
                                drafts=self.bus.draft, streaming=settings.stream_settings(), models=self.choices,
-                               stops=self.stops, voice=self.voice, runs=self.schedules.turns)
-        # replies first: background rounds wait for the turns, and on a one-slot server yield to them (bot/llm/slots.py)
-        self.llm.slots.busy, self.llm.slots.idle = self.agent.busy, self.agent.until_idle
-        self.consolidator.idle = self.llm.slots.quiet
-        self.consolidator.tools_available = lambda: context.tools_available
-        self.consolidator.instructions_for = self.checkins.instructions  # open items, where check-ins are on
-        self.skills.tools_available = lambda: context.tools_available  # no tools: no read_skill, so no skills
+                               stops=self.stops, voice=self.voice, runs=self.schedules.turns, turns=turns)
         self.channels: list[Channel] = []
         self.access = Access(settings.dm_policy, PairingStore(self.store.doc("pairing.json"), settings.pairing_ttl * 60,
                                                               settings.pairing_max_pending))
@@ -246,37 +145,22 @@ class TuskApp:
         await asyncio.to_thread(backup.scheduled, self.settings.home, self.settings.backup_dir,
                                 self.settings.backup_keep, installed_version(), self.settings.store_url())
 
+    def _commands(self, speech: SpeechSettings) -> Commands:
+        """The chat commands (bot/commands/), with those of reminders, usage, /model, skills, /stop and /voice."""
+        s, usage_records = self.settings, UsageRecords(self.ledger)
+        erasure = MemberErasure(model_rewrite(self.llm.complete, s.consolidation_model),
+                                [ReminderMembers(self.schedules), stores.inbox_members(self.inbox), MediaMembers(),
+                                 DocumentMembers(), SearchMembers(self.store.search), usage_records])
+        return Commands(s.timezone, holders=[self.schedules, self.tasks, self.inbox, usage_records],
+                        extra=[*reminder_commands(self.schedules, self.checkins), usage_command(self.ledger, s.timezone),
+                               model_command(self.choices), skills_command(self.skills), stop_command(),
+                               voice_command(speech, lambda key: self.bus.voice(key) is not None)],
+                        status_extra=[self._spend_lines], erasure=erasure, persona_max_tokens=s.persona_max_tokens)
+
     def _spend_lines(self, ctx: CommandContext) -> Sequence[str]:
         """/status: today's spend against the limits that apply to this chat (bot/usage/view.py)."""
         zone = chat_settings.zone_of(ctx.prefs, ZoneInfo(self.settings.timezone))
         return status_lines(self.ledger, self.limits, ctx, zone, self.unpriced)
-
-    async def _consolidation_call(self, messages: list[dict], tools: list[dict], max_tokens: int) -> str | None:
-        """One consolidation request, forcing save_memory when tools are offered: its arguments, else the
-        reply's text (a model without tools answers in the text form), or None. At temperature 0: a summary
-        and a memory, not a creative reply (a local server sampling within its tool grammar scattered the
-        answer over the fields); litellm drops it for a model that takes none."""
-        forced = {"type": "function", "function": {"name": tools[0]["function"]["name"]}} if tools else None
-        try:
-            purpose = "import" if usage.current().purpose == "import" else "consolidation"
-            with usage.scope(person=None, purpose=purpose):  # the chat's, as housekeeping: no person
-                reply = await self.llm.complete(messages, tools or None, tool_choice=forced, temperature=0,
-                                                model=self.settings.consolidation_model, max_tokens=max_tokens)
-        except Preempted as exc:  # a reply went first: the round is sent again later (memory/consolidate.py)
-            raise Deferred(str(exc)) from exc
-        except ContextOverflow as exc:
-            if not self.settings.consolidation_model:  # the chat model's window: learn it for the chats too
-                self.learner.learn_window(exc)
-            raise
-        except ToolsUnsupported as exc:
-            if not self.settings.consolidation_model:
-                self.learner.tools_refused(exc)
-            raise
-        if forced is not None:
-            called = next((c for c in reply.tool_calls if c.name == forced["function"]["name"]), None)
-            if called is not None:  # arguments it could not read: the raw text, for the lenient parse's reason
-                return called.arguments if called.error is None else called.error
-        return reply.content
 
     async def ready(self) -> None:
         """Return once litellm is loaded and the model's window settled (bot/llm/warmup.py)."""
@@ -356,19 +240,19 @@ class TuskApp:
         return [self.add(make()) for token, make in wanted if token is not None]
 
     def _telegram(self) -> Channel:
-        with _needs("telegram", "TELEGRAM_BOT_TOKEN"):
+        with parts.needs("telegram", "TELEGRAM_BOT_TOKEN"):
             from channels.telegram import TelegramChannel
         return TelegramChannel(self.settings.telegram_settings(), self.flood.publish, self.menu(), access=self.access,
                                media=self.media, move=self.moves, seen=self.seen)
 
     def _discord(self) -> Channel:
-        with _needs("discord", "DISCORD_BOT_TOKEN"):
+        with parts.needs("discord", "DISCORD_BOT_TOKEN"):
             from channels.discord_bot import DiscordChannel
         return DiscordChannel(self.settings.discord_settings(), self.flood.publish, self.menu(), access=self.access,
                               media=self.media, seen=self.seen)
 
     def _slack(self) -> Channel:
-        with _needs("slack", "SLACK_BOT_TOKEN"):
+        with parts.needs("slack", "SLACK_BOT_TOKEN"):
             from channels.slack import SlackChannel
         return SlackChannel(self.settings.slack_settings(), self.flood.publish, self.menu(), access=self.access,
                             media=self.media, seen=self.seen)
@@ -378,7 +262,7 @@ class TuskApp:
         self._running = running.claim(self.settings.home, self.command)  # one Tusk per home: else HomeBusy
         started: list[Channel] = []
         try:
-            await _started(self.store)  # the database reached and its schema current, or one line saying why
+            await parts.started(self.store)  # the database reached and its schema current, or one line saying why
             if self.mcp is not None:  # MCP servers start with Tusk, before any turn can want them
                 await self.mcp.start()
             for channel in self.channels:

@@ -23,19 +23,18 @@ import asyncio
 import logging
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
 from bot import remembering
 from bot.errors import LLMError
 from memory import provenance, tombstones
-from memory.consolidate import (ENTRY_TOKENS, Budget, ConsolidationFailed, Deferred, MemoryTooLong, Summary,
-                                parse_summary, settle)
+from memory.consolidate import (ENTRY_TOKENS, Budget, Chunk, ConsolidationFailed, Deferred, MemoryTooLong, Summary,
+                                choose_chunk, parse_summary, raw_summary, settle)
 from memory.keys import ChatKey
-from memory.round_request import SAVE_MEMORY, Round, chunk_cut, transcript
-from memory.session import Message
+from memory.round_request import SAVE_MEMORY, Round
 from memory.tokens import count_text
 from store.base import FORGOTTEN, PROVENANCE, Chat, ChatStore, Entry, RoundCommit
 from store.errors import StaleWrite
@@ -61,21 +60,46 @@ class ChatStats:
     last_run: float | None = None
     retry_at: float = 0.0  # after a failure, no round before this time (backoff)
 
+    def failed(self, exc: ConsolidationFailed, now: float) -> bool:
+        """Count a failed round and back off (30 s, doubling to 15 min); True once the chunk failed too often
+        and goes to HISTORY.md raw."""
+        self.failures += 1
+        self.last_error, self.shrink = str(exc), isinstance(exc, MemoryTooLong)
+        self.retry_at = now + min(MAX_BACKOFF, BACKOFF * 2 ** (self.failures - 1))
+        return self.failures >= MAX_FAILURES
 
-@dataclass
+    def succeeded(self, now: float) -> None:
+        """A round written: the failures forgotten, the backoff lifted."""
+        self.failures, self.last_error, self.shrink, self.runs = 0, "", False, self.runs + 1
+        self.last_run, self.retry_at = now, 0.0
+
+
 class Consolidator:
-    chats: ChatStore
-    complete: Complete
-    budget: Budget
-    max_memory_tokens: int
-    stats: dict[ChatKey, ChatStats] = field(default_factory=dict)
-    tools_available: Callable[[], bool] = lambda: True
-    idle: Callable[[], Awaitable[None]] | None = None  # returns once no chat turn is running
-    # what a chat's own settings add to the instructions (its open items, with check-ins on: memory/open_items.py)
-    instructions_for: Callable[[Chat], str] = lambda chat: ""
-    rounds_ok: int = 0  # rounds since start, in every chat (/metrics)
-    rounds_failed: int = 0
-    _locks: weakref.WeakValueDictionary[ChatKey, asyncio.Lock] = field(default_factory=weakref.WeakValueDictionary)
+    def __init__(self, chats: ChatStore, complete: Complete, budget: Callable[[], Budget],
+                 memory_cap: Callable[[], int], *, tools_available: Callable[[], bool] = lambda: True,
+                 idle: Callable[[], Awaitable[None]] | None = None,
+                 instructions_for: Callable[[Chat], str] = lambda chat: "") -> None:
+        """`complete`: the model call (bot/consolidation_call.py); `budget()` and `memory_cap()`: the model's
+        figures now (bot/llm/profile.py: a window learned mid-run applies to the next round); `tools_available()`:
+        whether to offer save_memory; `idle()` returns once no chat turn is running; `instructions_for(chat)`: what
+        a chat's own settings add to the instructions (its open items, with check-ins on: memory/open_items.py)."""
+        self.chats, self.complete = chats, complete
+        self._budget, self._memory_cap = budget, memory_cap
+        self.tools_available, self.idle, self.instructions_for = tools_available, idle, instructions_for
+        self.stats: dict[ChatKey, ChatStats] = {}
+        self.rounds_ok = 0  # rounds since start, in every chat (/metrics)
+        self.rounds_failed = 0
+        self._locks: weakref.WeakValueDictionary[ChatKey, asyncio.Lock] = weakref.WeakValueDictionary()
+
+    @property
+    def budget(self) -> Budget:
+        """The model's budget now."""
+        return self._budget()
+
+    @property
+    def max_memory_tokens(self) -> int:
+        """MEMORY.md's cap now."""
+        return self._memory_cap()
 
     def rounds(self) -> tuple[int, int]:
         """Rounds since start: (ok, failed)."""
@@ -156,47 +180,43 @@ class Consolidator:
         session, handle = chat.session, self.chats.handle(chat.key)
         memory, stones = chat.memory, await remembering.stones(handle)
         ask = self._ask(memory.text, stats, tombstones.request_note(stones) + self.instructions_for(chat))
-        cut = chunk_cut(session.unconsolidated, excess, ask, self.budget.window, stats.failures, rest=whole or rest)
-        if not cut:
+        chunk = choose_chunk(session.unconsolidated, session.last_consolidated, excess, ask, self.budget.window,
+                             stats.failures, rest=whole or rest)
+        if chunk is None:
             return False
-        start, chunk = session.last_consolidated, session.unconsolidated[:cut]
         summary = await self._answer(chunk, ask, stats)
         if summary is None:
             return False
         older = [e.heading for e in await handle.history()]
-        done = settle(summary, memory.text, chunk, start, stones, await remembering.links(handle), older)
+        done = settle(summary, memory.text, chunk, stones, await remembering.links(handle), older)
         docs: dict[str, str | None] = {PROVENANCE: provenance.dump(done.links)}
         if stones:
             docs[FORGOTTEN] = tombstones.dump(done.stones)
         entry = Entry(done.first, done.entry, done.last if done.last != done.first else None)
         try:
-            await self.chats.commit_round(chat, RoundCommit(start, start + cut, memory.version, done.memory, entry,
-                                                            docs))
+            await self.chats.commit_round(chat, RoundCommit(chunk.start, chunk.end, memory.version, done.memory,
+                                                            entry, docs))
         except StaleWrite as exc:
             logger.info("consolidation result discarded: %s", exc)
             return False
-        stats.failures, stats.last_error, stats.shrink, stats.runs = 0, "", False, stats.runs + 1
+        stats.succeeded(time.time())
         self.rounds_ok += 1
-        stats.last_run, stats.retry_at = time.time(), 0.0
         return True
 
-    async def _answer(self, chunk: Sequence[Message], ask: Round, stats: ChatStats) -> Summary | None:
+    async def _answer(self, chunk: Chunk, ask: Round, stats: ChatStats) -> Summary | None:
         """The model's summary of `chunk`; after a failure None (the round waits, then takes less), and after
-        the `MAX_FAILURES`th the chunk's raw transcript, so the chat cannot stay over budget forever."""
+        the `MAX_FAILURES`th the chunk's raw transcript, so the chat cannot stay over budget forever. Only a
+        failed call or an unusable answer is a failure: anything else raises, and nothing is written."""
         try:
             return await self._summarise(chunk, ask, stats)
         except ConsolidationFailed as exc:
-            stats.failures += 1
             self.rounds_failed += 1
-            stats.last_error, stats.shrink = str(exc), isinstance(exc, MemoryTooLong)
-            stats.retry_at = time.time() + min(MAX_BACKOFF, BACKOFF * 2 ** (stats.failures - 1))
+            last = stats.failed(exc, time.time())
             logger.warning("consolidation failed (%d in a row): %s", stats.failures, exc)
-            if stats.failures < MAX_FAILURES:
-                return None
-            return Summary(f"[raw] {transcript(chunk)}", ask.old_memory)
+            return raw_summary(chunk, ask.old_memory) if last else None
 
-    async def _summarise(self, chunk: Sequence[Message], ask: Round, stats: ChatStats) -> Summary:
-        prompt = ask.prompt(chunk)
+    async def _summarise(self, chunk: Chunk, ask: Round, stats: ChatStats) -> Summary:
+        prompt = ask.prompt(chunk.messages)
         stats.tokens_sent += sum(count_text(m["content"]) for m in prompt)
         try:
             raw = await self.complete(prompt, ask.tools, ask.answer_tokens)

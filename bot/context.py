@@ -21,7 +21,7 @@ import functools
 import json
 import logging
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
@@ -93,15 +93,22 @@ class ChatToolInfo(Protocol):
 
 class ContextBuilder:
     def __init__(self, home: Path, bot_name: str, tool_schemas: list[dict[str, Any]],
-                 default_timezone: str = "UTC", chat_tools: ChatToolInfo | None = None) -> None:
+                 default_timezone: str = "UTC", chat_tools: ChatToolInfo | None = None,
+                 takes_tools: Callable[[], bool] = lambda: True) -> None:
+        """`takes_tools()`: whether the model is offered tools now (not once its server refused them: the
+        model's profile, bot/llm/profile.py)."""
         self.chat_tools = chat_tools
+        self.takes_tools = takes_tools
         self.home = Path(home)
         self.default_zone = chat_settings.zone(default_timezone)
         self.bot_name = bot_name
         self.tool_schemas = tool_schemas
         self._tool_tokens = count_text(json.dumps(tool_schemas)) if tool_schemas else 0
-        self.tools_available = True  # False once the model's server refused tools (bot/llm/learned.py)
         self._prompts: OrderedDict[ChatKey, tuple[tuple[object, ...], str]] = OrderedDict()  # chat -> (stamp, prompt)
+
+    @property
+    def tools_available(self) -> bool:
+        return self.takes_tools()
 
     def system_prompt(self, chat: Chat) -> str:
         """Built once per version of what it holds: a turn asks for it several times (budget checks, the

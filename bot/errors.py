@@ -131,6 +131,7 @@ class LLMAuthFailed(LLMRejected):
 
 class ContextOverflow(LLMRejected):
     doctor_helps = False
+    learned = False  # set by the LLM boundary: the model's profile took a smaller window from it (bot/llm/profile.py)
     user_message = ("This conversation no longer fits in the model's window, even after condensing it. "
                     "Try /new to start afresh; your memory is kept.")
 
@@ -146,6 +147,7 @@ class LLMFiltered(LLMRejected):
 
 class ToolsUnsupported(LLMRejected):
     doctor_helps = False
+    learned = False  # set by the LLM boundary: the model's profile now offers it no tools (bot/llm/profile.py)
     user_message = "The model cannot use tools; I will answer without them."
 
 

@@ -1,7 +1,7 @@
 """The turn's budget: how much of the model's window a turn's prompt may use, and the history that fits.
 
-    model(session, msg)     the turn's model: an API client's pick for this request, else the chat's (/model)
-    budget(model)           that model's budget (its window, less the reply's reserve; bot/llm/learned.py)
+    model(chat, msg)        the turn's model: an API client's pick for this request, else the chat's (/model)
+    budget(model)           that model's budget (its window, less the reply's reserve; bot/llm/profile.py)
     fixed / room            the prompt but its history (system prompt, tools, the new message) / what is left
     history(...)            the chat's history, consolidated first if the prompt would be over budget (one
                             round at most), then cut to fit (oldest whole turns left out): an over-budget
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from bot.context import ContextBuilder
 from bot.events import InboundMessage
 from bot.llm.choice import ModelChoices
-from bot.llm.learned import Learner
+from bot.llm.profile import ModelProfile
 from bot.media import Attached
 from bot.replies import MessageTooLong
 from memory.consolidate import Budget, pick_cut
@@ -32,8 +32,8 @@ RUNTIME_BLOCK_TOKENS = 40  # the runtime-context line added to the user message
 
 class PromptFit:
     def __init__(self, context: ContextBuilder, models: ModelChoices, consolidator: Consolidator | None,
-                 learner: Learner | None) -> None:
-        self.context, self.models, self.consolidator, self.learner = context, models, consolidator, learner
+                 profile: ModelProfile) -> None:
+        self.context, self.models, self.consolidator, self.profile = context, models, consolidator, profile
 
     def model(self, chat: Chat, msg: InboundMessage) -> str:
         """The model of this turn: an API client's pick for this request, else the chat's (/model)."""
@@ -42,9 +42,8 @@ class PromptFit:
         return self.models.for_chat(chat.prefs)
 
     def budget(self, model: str) -> Budget:
-        """The budget of a turn on `model` (a chat's /model pick has its own window)."""
-        assert self.consolidator is not None
-        return self.learner.budget_for(model) if self.learner else self.consolidator.budget
+        """The budget of a turn on `model` (a chat's /model pick has its own window), as the profile has it now."""
+        return self.profile.budget_for(model)
 
     def room(self, chat: Chat, msg: InboundMessage, attached: Attached | None = None) -> int:
         """Tokens left in the budget for history and tool steps, once the rest of the prompt is in."""

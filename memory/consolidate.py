@@ -1,9 +1,17 @@
-"""Consolidation's pure step: how large a budget is, how a model's answer is read, and what a round
-writes (`settle`). The runner that picks the chunk, asks the model, backs off and has the store write a
+"""Consolidation's pure steps: how large a budget is, which chunk a round takes, how a model's answer
+is read, and what a round writes. The runner that asks the model, backs off and has the store write a
 round whole is bot/consolidation.py; the request itself is memory/round_request.py.
 
     budget = window - reply reserve       reserve = min(max reply tokens, window / 4)
     trigger: prompt estimate > budget     target: prompt estimate <= budget / 2
+
+    choose_chunk(messages, start, excess, ask, window, failures, rest)   the leading whole turns one round
+                                                                          takes, or None
+    parse_summary(answer, old_memory, max_tokens)                        the model's answer read, else
+                                                                          ConsolidationFailed saying why
+    raw_summary(chunk, old_memory)                                       a chunk that failed too often: its
+                                                                          transcript, marked [raw]
+    settle(summary, old_memory, chunk, ...)                              what the round writes (`Settled`)
 
 A chunk always ends just before a user message, so no turn is split, and is small enough for the
 whole request (instructions, MEMORY.md, the chunk's transcript, the tool schema and the answer's
@@ -39,8 +47,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from memory import provenance, tombstones
-from memory.round_request import (  # noqa: F401 (INSTRUCTIONS, SAVE_MEMORY, transcript: also read from here)
-    INSTRUCTIONS, SAVE_MEMORY, pick_cut, transcript,
+from memory.round_request import (  # noqa: F401 (INSTRUCTIONS, SAVE_MEMORY: also read from here)
+    INSTRUCTIONS, SAVE_MEMORY, Round, chunk_cut, pick_cut, transcript,
 )
 from memory.session import Message
 from memory.tokens import count_text
@@ -89,6 +97,34 @@ class Deferred(Exception):
 
 class MemoryTooLong(ConsolidationFailed):
     pass
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """The leading unconsolidated messages one round takes; `start`: the first one's index in the session."""
+
+    start: int
+    messages: tuple[Message, ...]
+
+    @property
+    def end(self) -> int:
+        """The session's pointer once the chunk is consolidated."""
+        return self.start + len(self.messages)
+
+
+def choose_chunk(messages: Sequence[Message], start: int, excess: int, ask: Round, window: int, failures: int = 0,
+                 rest: bool = False) -> Chunk | None:
+    """The chunk of `messages` (the unconsolidated ones, the first at `start`) one round takes: whole turns
+    removing about `excess` tokens, its request within `window` (room halved per failure); with `rest`, all
+    of them where they fit (memory/round_request.py `chunk_cut`). None when there is no whole turn to take."""
+    cut = chunk_cut(messages, excess, ask, window, failures, rest=rest)
+    return Chunk(start, tuple(messages[:cut])) if cut else None
+
+
+def raw_summary(chunk: Chunk, old_memory: str) -> Summary:
+    """A chunk that failed `MAX_FAILURES` times (bot/consolidation.py) kept as its transcript, marked [raw],
+    MEMORY.md unchanged: a broken model cannot make a chat overflow forever."""
+    return Summary(f"[raw] {transcript(chunk.messages)}", old_memory)
 
 
 def parse_summary(raw: dict[str, Any] | str | None, old_memory: str, max_tokens: int) -> Summary:
@@ -145,13 +181,12 @@ class Settled:
     stones: list[tombstones.Tombstone]  # the tombstones left (those of facts said again are lifted)
 
 
-def settle(summary: Summary, old_memory: str, chunk: Sequence[Message], start: int,
-           stones: Sequence[tombstones.Tombstone], links: dict[str, dict[str, Any]],
-           older: Sequence[str]) -> Settled:
-    """A round's result from the model's `summary` of `chunk` (messages `start`... of the session): tombstoned
-    facts kept out (memory/tombstones.py), each fact linked to what said it (memory/provenance.py), the entry
-    dated with its messages' span. Pure: the caller writes it whole."""
-    numbered, (first, last) = list(enumerate(chunk, start)), span(chunk)
+def settle(summary: Summary, old_memory: str, chunk: Chunk, stones: Sequence[tombstones.Tombstone],
+           links: dict[str, dict[str, Any]], older: Sequence[str]) -> Settled:
+    """A round's result from the model's `summary` of `chunk`: tombstoned facts kept out (memory/tombstones.py),
+    each fact linked to what said it (memory/provenance.py), the entry dated with its messages' span. Pure:
+    the caller writes it whole."""
+    numbered, (first, last) = list(enumerate(chunk.messages, chunk.start)), span(chunk.messages)
     memory, left = tombstones.enforce(stones, old_memory, summary.memory_update, numbered)
     entry = tombstones.clean_entry(stones, summary.history_entry)
     links = provenance.after_round(links, old_memory, memory, numbered, older,

@@ -141,7 +141,7 @@ async def test_the_window_litellm_knows_is_applied_once_it_is_loaded(make_settin
     assert app.consolidator.budget.source == "default"
     await app.ready()
     budget = app.consolidator.budget
-    assert budget.source == "litellm" and budget.window == 128_000 and app.learner.known_output == 16_384
+    assert budget.source == "litellm" and budget.window == 128_000 and app.profile.known_output == 16_384
 
 
 async def test_after_the_warm_up_a_full_collection_no_longer_walks_litellm(make_settings):

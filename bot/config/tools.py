@@ -38,9 +38,9 @@ class TasksConfig(BaseModel):
     task_max_steps: int = env("TUSK_TASK_MAX_STEPS", 8, ge=1, le=50)
     max_tasks: int = env("TUSK_MAX_TASKS", 3, ge=1, le=20)
 
-    def task_settings(self, budget_tokens: int) -> TaskSettings:
+    def task_settings(self) -> TaskSettings:
         return TaskSettings(timeout=self.task_timeout, max_steps=self.task_max_steps, max_running=self.max_tasks,
-                            result_max_chars=self.tool_result_max_chars, budget_tokens=budget_tokens)
+                            result_max_chars=self.tool_result_max_chars)
 
 
 class McpConfig(BaseModel):

@@ -21,8 +21,9 @@
                   serves, what its window is
     window.py     the model's real window, and where that figure came from (configured, learned, litellm's
                   list, the server asked at start, the default); the reply's cap; the step down on overflow
-    learned.py    what a model's server taught Tusk (window, no tools, cut prompts, no streaming), applied to
-                  the running Tusk (`Learner`) and kept in $TUSK_HOME/models.json (`ModelBook`)
+    profile.py    `ModelProfile`: what Tusk knows of the model now (window and budget, tools, streaming, cut
+                  prompts, price), read by all and written only here, as a server teaches it (client.py, warmup.py)
+    learned.py    what a model's server taught Tusk, kept in $TUSK_HOME/models.json (`ModelBook`)
     loader.py     litellm imported on first use or in a background thread; its model list's window and
                   largest reply for a model
     warmup.py     what a running Tusk loads once it is up: the tokenizer and the model's window (turns go from

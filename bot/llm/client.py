@@ -22,20 +22,23 @@ fallbacks, streaming, the meter, the errors) is the same on both paths (tests/te
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from bot import logs, metrics
-from bot.errors import LLMError, LLMUnavailable, LLMUnreachable, ModelNotFound, NotAModelServer
+from bot.errors import (ContextOverflow, LLMError, LLMUnavailable, LLMUnreachable, ModelNotFound, NotAModelServer,
+                        ToolsUnsupported)
 from bot.llm.direct import DirectClient, body_for, counted_usage
 from bot.llm.direct import route as direct_route
 from bot.llm.loader import litellm_loaded, loaded
+from bot.llm.profile import ModelProfile
 from bot.llm.reply import LLMReply, parse
 from bot.llm.server import served_models
-from bot.llm.slots import Preempted, QuietWatcher, Slots, is_housekeeping
+from bot.llm.slots import Preempted, QuietWatcher, Slots, Turns, is_housekeeping
 from bot.llm.streams import StreamCut, StreamEmpty, Watcher, collect
 from bot.llm.translate import translate
 from bot.llm.wire import (GEMINI_ROUTES, for_model, model_name, provider_base, public_url, thinking_options,
@@ -61,20 +64,27 @@ class LLMSettings:
 
 
 class LLM:
-    """`aclose()` (or `async with`) releases its client when done."""
+    """`aclose()` (or `async with`) releases its client when done.
 
-    def __init__(self, settings: LLMSettings) -> None:
+    `profile`: what is known of the model (bot/llm/profile.py), read for each request and taught by the
+    servers' answers here alone; `meter` (bot/usage/meter.py): each request checked against the limits and
+    recorded; `turns`: the chat turns under way, which housekeeping waits for on a one-slot server."""
+
+    def __init__(self, settings: LLMSettings, profile: ModelProfile | None = None, meter: Any = None,
+                 turns: Turns | None = None) -> None:
         self.settings = settings
-        self.window: int | None = None  # the window Tusk budgets for (sent as Ollama's num_ctx)
-        # model -> "tools" | "all": requests its server cannot stream (with tools, or at all), and who to tell
-        # when one more is found (bot/llm/learned.py keeps them in models.json)
-        self.no_stream: dict[str, str] = {}
-        self.on_no_stream: Callable[[str, str, str], None] | None = None
-        self.meter: Any = None  # bot/usage/meter.py's Meter: each request checked against the limits, recorded
+        self.profile = profile if profile is not None else ModelProfile(settings.model)
+        self._budgeted = profile is not None  # a bare LLM (the doctor's probe) budgets for no window: no num_ctx
+        self.meter = meter
         self._client: Any = None
         self.direct = settings.direct  # the OpenAI wire without litellm (bot/llm/direct.py; TUSK_LLM_CLIENT)
         self._direct: DirectClient | None = None
-        self.slots = Slots(settings.slots)  # who goes first on a one-slot server (bot/llm/slots.py)
+        self.slots = Slots(settings.slots, turns)  # who goes first on a one-slot server (bot/llm/slots.py)
+
+    @property
+    def no_stream(self) -> Mapping[str, str]:
+        """model -> "tools" | "all": the requests its server cannot stream (the profile's)."""
+        return self.profile.no_stream
 
     async def __aenter__(self) -> LLM:
         return self
@@ -130,32 +140,52 @@ class LLM:
         max_tokens: int | None = None,
         live: Watcher | None = None,
         temperature: float | None = None,
+        estimate: int | None = None,
     ) -> LLMReply:
         """One reply for `messages`; raises LLMUnavailable / LLMRejected when none can be had.
         `max_tokens` bounds the reply (else TUSK_MAX_REPLY_TOKENS, if set). With `live`, the reply is
         streamed into it (bot/llm/streams.py); a stream cut after `live` showed some of it is `StreamCut`.
         On a one-slot server a person's request goes first and housekeeping yields (bot/llm/slots.py:
-        `Preempted`)."""
+        `Preempted`). What the server's answer teaches goes into the profile (`_learned`); `estimate`: the
+        caller's count of the prompt, compared with the server's (a far smaller one: a server cutting it)."""
         if self.slots.one and is_housekeeping() and live is None:
             live = QuietWatcher()  # streamed: a closed connection stops the server's generation
         return await self.slots.run(lambda: self._complete(messages, tools, tool_choice, model, max_tokens, live,
-                                                           temperature))
+                                                           temperature, estimate))
 
     async def _complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
                         tool_choice: str | dict[str, Any] | None, model: str | None, max_tokens: int | None,
-                        live: Watcher | None, temperature: float | None) -> LLMReply:
+                        live: Watcher | None, temperature: float | None, estimate: int | None) -> LLMReply:
         models = (model or self.settings.model, *self.settings.fallbacks)
         options = {"tools": tools or None, "tool_choice": tool_choice if tools else None,
                    "max_tokens": max_tokens or self.settings.max_tokens, "temperature": temperature}
         error: LLMError | None = None
         for name in models:
             try:
-                return await self._with_retries(name, messages, options, live)
+                with self._learned(name, bool(tools)):
+                    reply = await self._with_retries(name, messages, options, live)
             except LLMUnavailable as exc:
                 error = exc
                 logger.warning("model %s unavailable: %s", name, exc)
+                continue
+            if estimate:
+                self.profile.prompt_counted(name, estimate, reply.prompt_tokens)
+            return reply
         assert error is not None
         raise error
+
+    @contextlib.contextmanager
+    def _learned(self, model: str, with_tools: bool) -> Iterator[None]:
+        """A window or tools refusal from `model`'s server, taught to the profile on its way to the caller:
+        `exc.learned` says whether the profile changed (so the same request, rebuilt, may now go)."""
+        try:
+            yield
+        except ContextOverflow as exc:
+            exc.learned = self.profile.overflowed(exc, model)
+            raise
+        except ToolsUnsupported as exc:
+            exc.learned = with_tools and self.profile.tools_refused(exc, model)
+            raise
 
     async def _with_retries(self, model: str, messages: list[dict[str, Any]], options: dict[str, Any],
                             live: Watcher | None = None) -> LLMReply:
@@ -197,7 +227,7 @@ class LLM:
                                model, why)
                 reply = await self._once(model, messages, options)
                 if learn and not _empty(reply) and reply.finish_reason != "malformed_call":
-                    self._cannot_stream(model, options, why)
+                    self.profile.stream_refused(model, bool(options.get("tools")), why)
                 return reply
         if reply.finish_reason == "malformed_call":
             logger.warning("%s wrote a malformed tool call; asking once more", model)
@@ -206,16 +236,7 @@ class LLM:
 
     def streams(self, model: str, options: dict[str, Any]) -> bool:
         """Whether a request of `model` (with these options) may stream: not where its server was found not to."""
-        scope = self.no_stream.get(model)
-        return scope is None or (scope == "tools" and not options.get("tools"))
-
-    def _cannot_stream(self, model: str, options: dict[str, Any], why: str) -> None:
-        scope = "tools" if options.get("tools") else "all"
-        self.no_stream[model] = scope
-        logger.warning("%s's server streamed %s but answers whole: its requests%s go unstreamed from now on",
-                       model, why, " with tools" if scope == "tools" else "")
-        if self.on_no_stream is not None:
-            self.on_no_stream(model, scope, why)
+        return self.profile.streams(model, bool(options.get("tools")))
 
     async def _once(self, model: str, messages: list[dict[str, Any]], options: dict[str, Any],
                     live: Watcher | None = None) -> LLMReply:
@@ -230,7 +251,8 @@ class LLM:
         kwargs: dict[str, Any] = {"timeout": s.timeout, "num_retries": 0, "max_retries": 0}
         # Ollama runs a model at its own small context and cuts the front of a longer prompt without a word;
         # its native route takes num_ctx (the OpenAI-compatible one ignores it): the window Tusk budgets for.
-        num_ctx = self.window if model.startswith(("ollama/", "ollama_chat/")) else None
+        ollama = self._budgeted and model.startswith(("ollama/", "ollama_chat/"))
+        num_ctx = self.profile.budget_for(model).window if ollama else None
         client = self._client_for(model) if base is None else None
         for key, value in (("api_base", provider_base(model, s.api_base)), ("api_key", s.api_key), *options.items(),
                            ("client", client), ("num_ctx", num_ctx)):

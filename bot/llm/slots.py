@@ -17,6 +17,9 @@ behind it. `Slots` puts the person first when the server has one slot:
                                  itself ends early (it does so when another client's request waits) is
                                  `Preempted` too, not asked again whole (bot/llm/client.py)
 
+`Turns` counts the chat turns under way (the agent enters `running()` for each): made first and given to both
+the agent and `Slots`, so housekeeping waits for turns without either holding the other.
+
 How many slots: TUSK_MODEL_SLOTS, else what the server says (llama.cpp's /props `total_slots`, asked at
 the warm-up: bot/llm/warmup.py), else unknown. With several slots, or unknown (a cloud API), nothing of this
 applies: requests go as they come.
@@ -70,13 +73,45 @@ class QuietWatcher:
         pass
 
 
+class Turns:
+    """The chat turns under way now, in any chat: counted by the agent (`running()`), waited for by
+    housekeeping (`until_idle()`: replies go first). Made before both, so neither needs the other."""
+
+    def __init__(self) -> None:
+        self._count = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
+
+    def busy(self) -> bool:
+        """Whether a turn is under way now, in any chat."""
+        return self._count > 0
+
+    @contextlib.contextmanager
+    def running(self) -> Iterator[None]:
+        """Counts one turn while inside."""
+        self._count += 1
+        self._idle.clear()
+        try:
+            yield
+        finally:
+            self._count -= 1
+            if not self._count:
+                self._idle.set()
+
+    async def until_idle(self) -> None:
+        """Return once no turn is under way."""
+        while self._count:
+            await self._idle.wait()
+
+
 class Slots:
-    def __init__(self, count: int | None = None) -> None:
-        self.count = count  # requests the server answers at once; None: unknown (nothing is held back)
+    def __init__(self, count: int | None = None, turns: Turns | None = None) -> None:
+        """`count`: requests the server answers at once (None: unknown, nothing is held back; the warm-up may
+        learn it); `turns`: the chat turns under way, before which housekeeping does not start."""
+        self.count = count
         self.people = 0  # a person's requests waiting or under way
         self.cuts = 0  # housekeeping requests cut off since start
-        self.busy: Callable[[], bool] = lambda: False  # a person's turn is under way (bot/agent.py)
-        self.idle: Callable[[], Awaitable[None]] | None = None  # returns once no turn is under way
+        self.turns = turns
         self._chores: set[asyncio.Task[Any]] = set()
         self._cut: set[asyncio.Task[Any]] = set()
         self._nobody: asyncio.Event | None = None
@@ -94,8 +129,8 @@ class Slots:
     async def quiet(self) -> None:
         """Return once no person's request nor turn is under way."""
         while True:
-            if self.idle is not None:
-                await self.idle()
+            if self.turns is not None:
+                await self.turns.until_idle()
             if not self.people:
                 return
             await self._people_gone().wait()
@@ -127,7 +162,7 @@ class Slots:
             await asyncio.wait(running)  # their connections closed before the person's request goes out
 
     async def _chore(self, call: Callable[[], Awaitable[T]]) -> T:
-        if self.people or self.busy():
+        if self.people or (self.turns is not None and self.turns.busy()):
             raise Preempted("a person's turn is under way")
         task = asyncio.ensure_future(call())
         self._chores.add(task)

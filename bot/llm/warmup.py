@@ -16,7 +16,8 @@
                          wire directly meanwhile (bot/llm/direct.py), or wait for litellm in bot/llm/client.py
                          for a route that has no direct path
 
-Until then the budget is the provisional one TuskApp starts with (configured, learned, or the default).
+Until then the budget is the provisional one the model's profile starts with (configured, learned, or the
+default: bot/llm/profile.py); every reader of the profile sees the settled one from then on.
 A failed import is logged here; the turns then fail on it in bot/llm/client.py like any LLM failure.
 """
 
@@ -30,10 +31,11 @@ from typing import Any
 
 from bot.llm import catalog
 from bot.llm.client import LLMSettings
-from bot.llm.learned import Learner
 from bot.llm.loader import litellm_loaded, load_litellm, model_max_output, model_window
+from bot.llm.profile import ModelProfile
 from bot.llm.server import served_slots
-from bot.llm.window import Window, ask_server, resolve
+from bot.llm.slots import Slots
+from bot.llm.window import ask_server, resolve
 from bot.threads import in_thread
 from memory import tokens
 
@@ -49,18 +51,14 @@ def freeze_heap() -> None:
 
 
 class ModelWarmup:
-    def __init__(self, settings: LLMSettings, configured: int | None, learner: Learner) -> None:
+    def __init__(self, settings: LLMSettings, configured: int | None, profile: ModelProfile, slots: Slots) -> None:
+        """Settles `profile`'s window (`configured`: TUSK_CONTEXT_WINDOW) and learns `slots`' count."""
         self.settings = settings
-        self.configured = configured  # TUSK_CONTEXT_WINDOW
-        self.learner = learner
+        self.configured = configured
+        self.profile, self.slots = profile, slots
         self._task: asyncio.Task[None] | None = None
         self._tokenizer: concurrent.futures.Future[Any] | None = None
         self._settled: asyncio.Future[None] | None = None
-
-    @staticmethod
-    def provisional(configured: int | None, learned: int | None) -> Window:
-        """The window to budget for until the warm-up settles it: configured, learned, else the default."""
-        return resolve(configured, learned, None)
 
     def start(self) -> None:
         """Start loading (once); returns at once."""
@@ -113,18 +111,18 @@ class ModelWarmup:
             logger.exception("the tokenizer could not be built")
         s = self.settings
         known, known_output = await asyncio.to_thread(lambda: (model_window(s.model), model_max_output(s.model)))
-        self.learner.known_output = known_output
-        window = resolve(self.configured, self.learner.book.get(s.model).window, known)
-        self.learner.set_window(window)
+        learned = self.profile.book.get(s.model).window if self.profile.book is not None else None
+        window = resolve(self.configured, learned, known)
+        self.profile.settle(window, known_output)
         if window.source == "default" or (window.source == "litellm" and s.model.startswith(("ollama/", "ollama_chat/"))):
             if (asked := await ask_server(s.model, s.api_base, s.api_key)) is not None:  # the server knows best
-                self.learner.set_window(asked)
+                self.profile.settle(asked)
 
     async def _learn_slots(self) -> None:
         """How many requests the server answers at once, where it says (after `settled`: only housekeeping
         needs it, and the first turns need not wait for one more question to the server)."""
         s = self.settings
         if s.slots is None and s.api_base and (count := await served_slots(s.api_base, s.api_key)) is not None:
-            self.learner.llm.slots.count = count
+            self.slots.count = count
             logger.info("the model's server answers %d request(s) at once%s", count,
                         ": replies go before housekeeping" if count == 1 else "")

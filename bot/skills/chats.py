@@ -40,11 +40,12 @@ MAX_ARG = 300  # characters of a name or path: anything longer is refused (check
 
 class SkillTools:
     def __init__(self, settings: SkillSettings, catalog: Catalog, inner: Any = None,
-                 window: Callable[[], int] | None = None) -> None:
+                 window: Callable[[], int] | None = None, tools_available: Callable[[], bool] = lambda: True) -> None:
         """`inner`: the next ChatToolSource (the web tools, the MCP hub) or None; `window`: the tokens the model's
-        window holds now (the skills take a share of it)."""
+        window holds now (the skills take a share of it); `tools_available()`: False once the model refused
+        tools (no read_skill, so no skills)."""
         self.window = window
-        self.tools_available: Callable[[], bool] = lambda: True  # False once the model refused tools (bot/app.py)
+        self.tools_available = tools_available
         self.settings = settings
         self.catalog = catalog
         self.inner = inner

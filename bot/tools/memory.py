@@ -48,14 +48,14 @@ def asked_by(ctx: ToolContext) -> str:
 
 
 class MemoryTools:
-    def __init__(self, search: ChatSearch, lock_for: Callable[[ChatKey], asyncio.Lock], max_memory_tokens: int,
+    def __init__(self, search: ChatSearch, lock_for: Callable[[ChatKey], asyncio.Lock], memory_cap: Callable[[], int],
                  notices: bool = True, bot_name: str = "Tusk", default_zone: ZoneInfo = ZoneInfo("UTC"),
                  everyone_in_groups: bool = False) -> None:
         self.index = search
         self.bot_name = bot_name
         self.default_zone = default_zone
         self.lock_for = lock_for
-        self.max_memory_tokens = max_memory_tokens
+        self.memory_cap = memory_cap  # MEMORY.md's cap now (the model's profile: a tenth of its window by default)
         self.notices = notices
         self.everyone_in_groups = everyone_in_groups  # TUSK_GROUP_REMEMBER=everyone
 
@@ -114,9 +114,9 @@ class MemoryTools:
             line = f"- {fact} {asked_by(ctx)}".rstrip()
             text = f"{memory.rstrip()}\n{line}\n" if memory.strip() else f"{line}\n"
             tokens = count_text(text)
-            if tokens > self.max_memory_tokens:
+            if tokens > (cap := self.memory_cap()):
                 raise ValueError(f"MEMORY.md would grow to {tokens:,} tokens, over its cap of "
-                                 f"{self.max_memory_tokens:,}: the fact was NOT saved. Tell the user.")
+                                 f"{cap:,}: the fact was NOT saved. Tell the user.")
             source = Source("remember", time.time(), sender_id=ctx.sender_id or None,
                             sender_name=ctx.sender_name or None, text=trim(ctx.message_text))
             written = await remembering.edit(ctx.handle, text, source, current, exact=lambda f: f.line == line)

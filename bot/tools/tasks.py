@@ -56,7 +56,6 @@ class TaskSettings:
     max_steps: int = 8  # LLM requests a task may make
     max_running: int = 3  # per chat
     result_max_chars: int = 8_000  # of each search result and of the final report
-    budget_tokens: int = 32_000  # the task's prompt may not grow past this
 
 
 @dataclass(slots=True)
@@ -75,8 +74,10 @@ def _cut(text: str, limit: int) -> str:
 
 class Tasks:
     def __init__(self, settings: TaskSettings, complete: Complete, tools: ToolBox, publish: Publish,
-                 bot_name: str = "Tusk") -> None:
+                 budget: Callable[[], int], bot_name: str = "Tusk") -> None:
+        """`budget()`: the tokens a task's prompt may grow to, now (the model's budget: bot/llm/profile.py)."""
         self.settings = settings
+        self.budget = budget
         self.complete = complete
         self.tools = tools
         self.publish = publish
@@ -150,8 +151,8 @@ class Tasks:
                 step.append({"role": "tool", "tool_call_id": call.id, "name": call.name,
                              "content": _cut(result.for_model(), s.result_max_chars)})
             used += sum(count_text(str(m["content"] or "")) + count_text(str(m.get("tool_calls", ""))) for m in step)
-            if used > s.budget_tokens:
-                return f"(stopped: the search results filled the helper's budget of {s.budget_tokens:,} tokens)"
+            if used > (budget := self.budget()):
+                return f"(stopped: the search results filled the helper's budget of {budget:,} tokens)"
             messages.extend(step)
         return f"(stopped after {s.max_steps} steps without a final report)"
 
