@@ -18,7 +18,7 @@ from memory.session import Message, whole_session
 from store.base import Entry, MediaFile, Memory, Version
 from store.errors import StaleWrite
 from store.postgres import rows as chat_rows
-from store.postgres.indexing import reindex
+from store.postgres.indexing import index_document, reindex, unindex_documents
 
 if TYPE_CHECKING:
     from store.postgres.chats import PgChats
@@ -252,6 +252,7 @@ class PgChat:
             await conn.execute("INSERT INTO chat_documents (chat, id, body) VALUES (%s, %s, %s)"
                                " ON CONFLICT (chat, id) DO UPDATE SET body = EXCLUDED.body",
                                (chat_id, doc_id, chat_rows.clean(record)))
+            await index_document(conn, chat_id, doc_id, chat_rows.clean(record))
 
     async def drop_documents(self, doc_ids: Sequence[str]) -> int:
         async with self.db.transaction() as conn:
@@ -260,4 +261,5 @@ class PgChat:
                 return 0
             cur = await conn.execute("DELETE FROM chat_documents WHERE chat = %s AND id = ANY(%s)",
                                      (chat_id, list(doc_ids)))
+            await unindex_documents(conn, chat_id, doc_ids)
             return cur.rowcount
