@@ -129,6 +129,8 @@ class Consolidator:
                 await self.idle()
             try:
                 async with self.lock(chat.key):
+                    if not force and time.time() < stats.retry_at:  # a round that failed while this one waited
+                        break
                     excess = session.tokens if force else fixed_tokens() + session.tokens - self.budget.target
                     if excess <= 0 or not await self._round(chat, excess, stats, whole=force):
                         break
@@ -178,7 +180,10 @@ class Consolidator:
         """One round, its request within the window; `whole` (/new) takes every message that fits, `rest`
         the whole rest where it fits or holds no earlier cut (an import's last round)."""
         session, handle = chat.session, self.chats.handle(chat.key)
-        memory, stones = chat.memory, await remembering.stones(handle)
+        # MEMORY.md as it is now, under the lock: the chat may have been opened before another round (the turn's
+        # own, while this one waited for replies to go first) or a remember() rewrote it
+        chat.memory = memory = await handle.memory()
+        stones = await remembering.stones(handle)
         ask = self._ask(memory.text, stats, tombstones.request_note(stones) + self.instructions_for(chat))
         chunk = choose_chunk(session.unconsolidated, session.last_consolidated, excess, ask, self.budget.window,
                              stats.failures, rest=whole or rest)

@@ -8,17 +8,28 @@ import pytest
 
 from bot.app import TuskApp
 from bot.events import ChatKey
-from memory import files as memfiles
 from bot.consolidation import MAX_FAILURES, ChatStats
 from memory.consolidate import pick_cut
-from memory.session import Message, load
+from memory.session import Message
 from memory.tokens import count_text
 from tests.fakes.fake_llm import Reply
 from tests.outbox import attach
 from tests.legality import violations
 from tests import kept
 
+pytestmark = pytest.mark.both_stores
+
 FILLER = " ".join(f"word{i}" for i in range(60))  # ~120 tokens
+
+
+async def memory(app, chat_id):
+    """The chat's MEMORY.md as the app's store keeps it ("" when there is none)."""
+    return (await app.chats.handle(ChatKey("http", chat_id)).memory()).text
+
+
+async def history(app, chat_id):
+    """The chat's HISTORY.md entries as the app's store keeps them, each as HISTORY.md shows it."""
+    return [e.heading for e in await app.chats.handle(ChatKey("http", chat_id)).history()]
 
 
 def is_consolidation(body):
@@ -46,8 +57,20 @@ async def chat(app, chat_id, turns, start=0):
 
 
 @pytest.fixture
-def small(make_settings):
-    return lambda **env: TuskApp(make_settings(TUSK_CONTEXT_WINDOW=2560, **env))
+async def small(make_settings):
+    """`await small(**env)`: a TuskApp on a 2,560-token window, its store open (the app itself not started: the
+    tests drive its bus and consolidator); every one made is closed when the test ends."""
+    made = []
+
+    async def make(**env):
+        app = TuskApp(make_settings(TUSK_CONTEXT_WINDOW=2560, **env))
+        await app.store.start()
+        made.append(app)
+        return app
+
+    yield make
+    for app in made:
+        await app.store.close()
 
 
 def test_pick_cut_only_before_user_messages():
@@ -59,13 +82,12 @@ def test_pick_cut_only_before_user_messages():
 
 async def test_over_budget_consolidates_to_half_at_a_turn_boundary(small, fake_llm):
     """Past the budget, the oldest whole turns go to HISTORY.md/MEMORY.md and the prompt drops to half."""
-    app = small()
+    app = await small()
     answer(fake_llm)
     await chat(app, "c", 12)
-    session = kept.on_disk(app, "http", "c")
-    files = session.files
+    session = await kept.session(app, "http", "c")
     assert session.last_consolidated > 0 and session.unconsolidated[0].role == "user"
-    assert memfiles.read_memory(files) == "- likes tea\n" and len(memfiles.history_entries(files)) >= 1
+    assert await memory(app, "c") == "- likes tea\n" and len(await history(app, "c")) >= 1
     budget = app.consolidator.budget
     assert app.agent.context.fixed_tokens(await kept.chat(app, "http", "c")) + session.tokens <= budget.limit
     calls = [b for b in fake_llm.requests if is_consolidation(b)]
@@ -78,7 +100,7 @@ async def test_over_budget_consolidates_to_half_at_a_turn_boundary(small, fake_l
 
 async def test_every_request_is_legal_and_within_the_window(small, fake_llm):
     """A long conversation on a small window: every request the fake saw is legal and fits."""
-    app = small()
+    app = await small()
     def respond(body):
         if is_consolidation(body):
             return saving()
@@ -98,7 +120,7 @@ async def test_every_request_is_legal_and_within_the_window(small, fake_llm):
 async def test_failed_rounds_advance_nothing_then_raw_fallback(small, fake_llm):
     """A model that never calls save_memory moves nothing and backs off, each retry on a smaller chunk; the
     third failure keeps the raw chunk in HISTORY.md."""
-    app = small()
+    app = await small()
     fake_llm.responder = lambda body: Reply(text="no tool call")
     await kept.append(app, "http", "bad", [Message("user" if i % 2 == 0 else "assistant", f"message {i}: {FILLER}")
                                            for i in range(20)])
@@ -107,25 +129,24 @@ async def test_failed_rounds_advance_nothing_then_raw_fallback(small, fake_llm):
     def fixed():
         return app.agent.context.fixed_tokens(opened)
     sizes = []
-    files = kept.files(app, "http", "bad")
     for attempt in range(1, MAX_FAILURES):
         assert await app.consolidator.run(opened, fixed) == 0
         sizes.append(len(fake_llm.requests[-1]["messages"][1]["content"]))
-        assert opened.session.last_consolidated == 0 and not files.history.exists()
+        assert opened.session.last_consolidated == 0 and await history(app, "bad") == []
         assert stats.failures == attempt and stats.retry_at > time.time()
         assert await app.consolidator.run(opened, fixed) == 0 and len(sizes) == len(fake_llm.requests)  # backing off
         stats.retry_at = 0  # the backoff has passed
     assert sizes[1] < sizes[0]  # the retry took a smaller chunk
     assert await app.consolidator.run(opened, fixed) == 1
-    entries = memfiles.history_entries(files)
+    entries = await history(app, "bad")
     assert opened.session.last_consolidated > 0 and len(entries) == 1
     assert "[raw]" in entries[0] and "message 0:" in entries[0]
-    assert not files.memory.exists()  # nothing invented into MEMORY.md
+    assert await memory(app, "bad") == ""  # nothing invented into MEMORY.md
 
 
 async def test_oversized_memory_is_rejected_and_shrink_requested(small, fake_llm):
     """A memory_update over TUSK_MEMORY_MAX_TOKENS is refused, and the retry asks for a shorter one."""
-    app = small(TUSK_MEMORY_MAX_TOKENS=100)
+    app = await small(TUSK_MEMORY_MAX_TOKENS=100)
     big = "- fact " * 300
     def respond(body):
         if is_consolidation(body):
@@ -134,28 +155,27 @@ async def test_oversized_memory_is_rejected_and_shrink_requested(small, fake_llm
         return Reply(text=f"ok {FILLER}")
     fake_llm.responder = respond
     await chat(app, "big", 14)
-    files = kept.files(app, "http", "big")
     stats = app.consolidator.stats[ChatKey("http", "big")]
-    assert "over 100 tokens" in stats.last_error and stats.shrink and not files.memory.exists()
+    assert "over 100 tokens" in stats.last_error and stats.shrink and await memory(app, "big") == ""
     stats.retry_at = 0  # the backoff has passed
     await chat(app, "big", 1)
-    assert memfiles.read_memory(files) == "- short\n"
+    assert await memory(app, "big") == "- short\n"
 
 
 async def test_pointer_survives_restart(small, fake_llm):
     """After a restart the chat resumes past the consolidated messages."""
-    app = small()
+    app = await small()
     answer(fake_llm)
     await chat(app, "r", 12)
-    before = kept.on_disk(app, "http", "r")
-    again = load(before.files, "http", "r")
+    before = await kept.session(app, "http", "r")
+    again = await kept.session(await small(), "http", "r")  # as a restarted Tusk loads it
     assert again.last_consolidated == before.last_consolidated > 0
     assert [m.content for m in again.unconsolidated] == [m.content for m in before.unconsolidated]
 
 
 async def test_memory_is_versioned(small, fake_llm):
     """Each new MEMORY.md keeps the previous text under versions/."""
-    app = small()
+    app = await small()
     count = {"n": 0}
     def respond(body):
         if is_consolidation(body):
@@ -164,15 +184,15 @@ async def test_memory_is_versioned(small, fake_llm):
         return Reply(text=f"ok {FILLER}")
     fake_llm.responder = respond
     await chat(app, "v", 24)
-    files = kept.files(app, "http", "v")
-    earlier = memfiles.versions(files)
-    assert count["n"] >= 2 and earlier and earlier[-1].read_text() == f"- version {count['n'] - 1}\n"
-    assert memfiles.restore_previous(files) and memfiles.read_memory(files) == f"- version {count['n'] - 1}\n"
+    handle = app.chats.handle(ChatKey("http", "v"))
+    earlier = await handle.versions()
+    assert count["n"] >= 2 and earlier and earlier[-1].text == f"- version {count['n'] - 1}\n"
+    assert await handle.restore_previous() and await memory(app, "v") == f"- version {count['n'] - 1}\n"
 
 
 async def test_one_chats_memory_never_reaches_another(small, fake_llm):
     """Isolation canary: a fact told in chat A appears in no request made for chat B."""
-    app = small()
+    app = await small()
     answer(fake_llm, memory="- the canary is ZEBRA-42")
     await chat(app, "a", 12)
     mark = len(fake_llm.requests)
@@ -185,20 +205,20 @@ async def test_one_chats_memory_never_reaches_another(small, fake_llm):
 async def test_sweep_consolidates_chats_left_over_budget(small, fake_llm):
     """After a restart, the sweep finds a chat over budget on disk and consolidates it; unchanged chats are skipped."""
     answer(fake_llm)
-    first = small()
+    first = await small()
     await kept.append(first, "http", "left", [Message("user" if i % 2 == 0 else "assistant", f"message {i}: {FILLER}")
                                               for i in range(30)])
-    restarted = small()
+    restarted = await small()
     assert await restarted.sweeper.sweep() == 1
-    again = kept.on_disk(restarted, "http", "left")
-    assert again.last_consolidated > 0 and memfiles.history_entries(kept.files(restarted, "http", "left"))
+    again = await kept.session(restarted, "http", "left")
+    assert again.last_consolidated > 0 and await history(restarted, "left")
     assert await restarted.sweeper.sweep() == 1  # the pointer record changed the file: checked once more
     assert await restarted.sweeper.sweep() == 0
 
 
-async def test_scheduler_job_is_coalesced_and_single(small):
+async def test_scheduler_job_is_coalesced_and_single(make_settings):
     """The sweep job is registered once, coalesced, never overlapping."""
-    app = small()
+    app = TuskApp(make_settings(TUSK_CONTEXT_WINDOW=2560))
     async with app:
         job = app._scheduler.get_job("consolidation-sweep")
         assert job.coalesce and job.max_instances == 1 and job.trigger.interval.total_seconds() == 600
@@ -208,7 +228,7 @@ async def test_forget_during_consolidation_discards_its_result(small, fake_llm):
     """A /forget confirm while a consolidation is waiting on the model leaves no memory files behind."""
     from bot.events import ChatKey, InboundMessage
 
-    app = small()
+    app = await small()
     def respond(body):
         if is_consolidation(body):
             return Reply(text=None, delay=0.5, tool_calls=[("s", "save_memory", {
@@ -223,17 +243,17 @@ async def test_forget_during_consolidation_discards_its_result(small, fake_llm):
     box = attach(app)
     await app.bus.publish(InboundMessage(ChatKey("http", "gone"), "/forget confirm", sender_id="u"))
     await running
-    assert "Forgotten" in box.sent[0].text and not kept.files(app, "http", "gone").dir.exists()
+    assert "Forgotten" in box.sent[0].text and not await app.chats.handle(ChatKey("http", "gone")).exists()
 
 
 async def test_tool_results_never_push_a_request_over_budget(small, fake_llm):
     """A model that keeps calling a tool with big results is stopped before a request would exceed the budget."""
-    app = small(TUSK_TOOL_RESULT_MAX_CHARS=100_000)
+    app = await small(TUSK_TOOL_RESULT_MAX_CHARS=100_000)
     fake_llm.responder = lambda body: Reply(text=None, tool_calls=[(f"c{len(fake_llm.requests)}", "nope", {"x": FILLER * 3})])
     sent = await chat(app, "tools", 1)
     assert "token budget" in sent[0]
     for body in fake_llm.requests:
         estimate = sum(count_text(json.dumps(m)) for m in body["messages"])
         assert estimate <= 2560
-    session = kept.on_disk(app, "http", "tools")
+    session = await kept.session(app, "http", "tools")
     assert violations([{"role": "system", "content": ""}, *(m.to_llm() for m in session.unconsolidated)]) == []

@@ -3,6 +3,9 @@ index with its date and sender, within caps, and /forget and /forget me take it 
 
 import json
 import os
+from datetime import timezone
+
+import pytest
 
 from bot.commands.base import CommandContext
 from bot.commands.erasure import DocumentMembers
@@ -19,6 +22,8 @@ from tests.fakes.fake_web import FakeWeb
 from tests.media_files import pdf_bytes
 from tests.test_media_turn import upload
 from tests import kept
+
+pytestmark = pytest.mark.both_stores
 
 FILLER = " ".join(f"filler{i}" for i in range(40))
 PAGES = ["Harbour survey 2026, prepared for the town council.",
@@ -61,7 +66,7 @@ async def test_a_pdf_is_found_a_hundred_turns_later(make_settings, fake_llm):
         await upload(tusk, "d", ("harbour.pdf", pdf_bytes(PAGES), "application/pdf"), text="the survey", user="ann")
         for i in range(100):
             await tusk.say("d", f"turn {i}: {FILLER}")
-        session = kept.on_disk(tusk, "http", "d")
+        session = await kept.session(tusk, "http", "d")
         assert session.last_consolidated > 2  # the PDF's turn left the prompt long ago
         assert not any("Biscuit" in str(m.content) for m in session.unconsolidated)
         assert await tusk.say("d", "what is the cat called in the survey?") == ["The cat is called Biscuit."]
@@ -124,19 +129,22 @@ async def test_the_same_document_from_the_same_sender_is_kept_once(tmp_path):
     assert len(list(files.documents.iterdir())) == 2
 
 
-async def test_forget_me_removes_that_senders_documents_from_search(tmp_path):
+async def test_forget_me_removes_that_senders_documents_from_search(tusk):
     """/forget me's holder deletes Ann's documents; the search then finds Bob's and not hers."""
-    handle, files = chat(tmp_path, "telegram", "-5")
+    chats, key = tusk.chats, ChatKey("telegram", "-5")
+    handle = chats.handle(key)
     await doc(handle, "ann.txt", "Ann's secret recipe uses cardamom.", "ann", 1.0)
     await doc(handle, "bob.txt", "Bob's recipe uses cardamom too.", "bob", 2.0)
-    search = HistorySearch()
-    assert {h.document for h in search.search(files, "cardamom recipe")} == {"ann.txt", "bob.txt"}
-    chats = FileChats(tmp_path)
-    ctx = CommandContext(handle.key, await chats.open(handle.key), chats, "m", is_group=True, sender_id="ann")
+
+    async def found():
+        return {h.document for h in await tusk.store.search.search(key, "cardamom recipe", 5, timezone.utc)}
+
+    assert await found() == {"ann.txt", "bob.txt"}
+    ctx = CommandContext(key, await chats.open(key), chats, "m", is_group=True, sender_id="ann")
     (owned,) = await DocumentMembers().owned_by(ctx, [], "ann")
     assert owned.label.startswith("the text of 1 document or web page")
     await owned.delete()
-    assert {h.document for h in search.search(files, "cardamom recipe")} == {"bob.txt"}
+    assert await found() == {"bob.txt"}
 
 
 async def test_forget_deletes_the_documents_with_the_chat(make_settings, fake_llm):
@@ -146,7 +154,7 @@ async def test_forget_deletes_the_documents_with_the_chat(make_settings, fake_ll
         (listing,) = await tusk.say("g", "/forget")
         assert "- the text of 1 document or web page kept for search (documents/)" in listing
         await tusk.say("g", "/forget confirm")
-        assert not kept.files(tusk, "http", "g").dir.exists()
+        assert not await tusk.chats.handle(ChatKey("http", "g")).exists()
 
 
 async def test_a_page_web_fetch_read_is_searchable_later(make_settings, fake_llm):
@@ -157,9 +165,9 @@ async def test_a_page_web_fetch_read_is_searchable_later(make_settings, fake_llm
         settings = make_settings(TUSK_WEB_ALLOW_HOSTS=site.allow, TUSK_WEB_HOST_INTERVAL=0)
         async with running(settings) as tusk:
             await tusk.say("w", f"read {url}", user="ann")
-            files = kept.files(tusk, "http", "w")
             (page,) = await documents.kept(tusk.chats.handle(ChatKey("http", "w")))
-            hit = HistorySearch().search(files, "where is the otters' favourite stone kept?")[0]
+            hit = (await tusk.store.search.search(ChatKey("http", "w"), "where is the otters' favourite stone kept?",
+                                                  5, timezone.utc))[0]
     assert (page.source, page.url, page.sender_id) == ("web", url, "ann") and "armpit" in page.text
     assert hit.web and hit.document == f"Sea otters hold hands {url}" and "armpit" in hit.text
 

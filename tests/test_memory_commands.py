@@ -1,9 +1,15 @@
 """/memory, /forget, /new and /status as a user sees them."""
 
+import time
 
-from memory import files as memfiles
+import pytest
+
+from bot.events import ChatKey
+from store.base import Entry
 from tests.fakes.fake_llm import Reply
 from tests import kept
+
+pytestmark = pytest.mark.both_stores
 
 
 def save_memory_responder(memory):
@@ -37,11 +43,11 @@ async def test_new_consolidates_then_memory_shows_it(tusk, fake_llm):
 
 async def test_memory_undo_restores_previous_version(tusk, fake_llm):
     """/memory undo puts the previous MEMORY.md back."""
-    files = kept.files(tusk, "http", "u")
-    memfiles.write_memory(files, "- first\n")
-    memfiles.write_memory(files, "- second\n")
+    handle = tusk.chats.handle(ChatKey("http", "u"))
+    await handle.write_memory("- first\n")
+    await handle.write_memory("- second\n")
     assert "- first" in (await tusk.say("u", "/memory undo"))[0]
-    assert memfiles.read_memory(files) == "- first\n"
+    assert (await handle.memory()).text == "- first\n"
     assert "no earlier version" in (await tusk.say("u", "/memory undo"))[0]
 
 
@@ -51,14 +57,14 @@ async def test_forget_lists_then_deletes_and_reports(tusk, fake_llm):
     await tusk.say("f", "remember this")
     await tusk.say("f", "/new")
     await tusk.say("f", "and this")
-    files = kept.files(tusk, "http", "f")
+    handle = tusk.chats.handle(ChatKey("http", "f"))
     listing = (await tusk.say("f", "/forget"))[0]
     assert "MEMORY.md" in listing and "1 history entry (HISTORY.md)" in listing and "session messages" in listing
-    assert "/forget confirm" in listing and files.session.exists()
+    assert "/forget confirm" in listing and len(await handle.messages()) == 4
     report = (await tusk.say("f", "/forget confirm"))[0]
     assert report.count("- deleted") == 5 and "FAILED" not in report and "provenance.json" in report
     assert "- deleted 3 usage records of this chat" in report  # two replies and the /new consolidation
-    assert not files.dir.exists()
+    assert not await handle.exists()
     assert "nothing to forget" in (await tusk.say("f", "/forget"))[0]
     await tusk.say("f", "hello again")
     assert "secret fact" not in str(fake_llm.requests[-1]["messages"])
@@ -77,10 +83,10 @@ async def test_forget_counts_in_words_and_names_only_what_the_settings_hold(tusk
     from memory import chat_settings
 
     await tusk.say("p", "hello")
-    files = kept.files(tusk, "http", "p")
-    memfiles.append_history(files, "Said hello.")
-    memfiles.write_memory(files, "- one\n")
-    memfiles.write_memory(files, "- two\n")
+    handle = tusk.chats.handle(ChatKey("http", "p"))
+    await handle.append_history(Entry(time.time(), "Said hello."))
+    await handle.write_memory("- one\n")
+    await handle.write_memory("- two\n")
     await tusk.chats.put_settings(await kept.chat(tusk, "http", "p"), chat_settings.ChatSettings(model="fast"))
     listing = (await tusk.say("p", "/forget"))[0]
     assert "- 1 history entry (HISTORY.md)" in listing and "- 1 earlier memory version" in listing

@@ -2,6 +2,9 @@
 
 import asyncio
 import time
+from datetime import timezone
+
+import pytest
 
 from bot.events import ChatKey
 from memory import files as memfiles
@@ -15,7 +18,19 @@ from tests.outbox import attach
 from tests import kept
 from tests.settle import waiting_on
 
+pytestmark = pytest.mark.both_stores
+
 DAY = 86_400
+
+
+def handle(app, chat):
+    """The chat's ChatHandle in the app's store."""
+    return app.chats.handle(ChatKey("http", chat))
+
+
+async def memory(app, chat):
+    """The chat's MEMORY.md as the app's store keeps it."""
+    return (await handle(app, chat).memory()).text
 
 
 async def seed(app, chat, entries=(), messages=(), consolidated=0):
@@ -27,7 +42,6 @@ async def seed(app, chat, entries=(), messages=(), consolidated=0):
         await kept.append(app, "http", chat, [Message(role, text, ts=now - 40 * DAY) for role, text in messages])
     if consolidated:
         await app.chats.set_pointer(await kept.chat(app, "http", chat), consolidated)
-    return kept.files(app, "http", chat)
 
 
 def searching(query, limit=5):
@@ -52,14 +66,31 @@ async def test_search_covers_consolidated_messages_not_the_recent_ones(tusk, fak
     """Messages past the consolidation pointer are searched; those still in the prompt are not."""
     await seed(tusk, "c", messages=[("user", "my locker code is 4711"), ("assistant", "noted, 4711"),
                               ("user", "the locker is on floor 3"), ("assistant", "ok")], consolidated=2)
-    hits = HistorySearch().search(kept.files(tusk, "http", "c"), "locker")
+    hits = await tusk.store.search.search(ChatKey("http", "c"), "locker", 5, timezone.utc)
     assert [(h.source, h.text) for h in hits] == [("user", "my locker code is 4711"), ("assistant", "noted, 4711")]
     assert hits[0].after.text == "noted, 4711"  # the reply ranks by its neighbour's words, below the match
 
 
 async def test_search_follows_appends_and_rewrites(tusk):
-    """New entries are found without a rebuild; a hand-edited HISTORY.md is read again whole."""
-    files = await seed(tusk, "inc", entries=[(3, "We planned the garden.")])
+    """New entries are found without a rebuild; a rewritten HISTORY.md is searched again whole."""
+    key, search = ChatKey("http", "inc"), tusk.store.search
+    await seed(tusk, "inc", entries=[(3, "We planned the garden.")])
+    assert len(await search.search(key, "garden", 5, timezone.utc)) == 1
+    await handle(tusk, "inc").append_history(Entry(time.time(), "The garden gets tomatoes."))
+    assert len(await search.search(key, "garden", 5, timezone.utc)) == 2
+    await handle(tusk, "inc").replace_history([Entry(1767261600.0, "Only roses now.")])  # 2026-01-01 10:00 UTC
+    assert await search.search(key, "garden", 5, timezone.utc) == []
+    assert (await search.search(key, "roses", 5, timezone.utc))[0].at == "2026-01-01 10:00 UTC"
+    await handle(tusk, "inc").replace_history([])
+    assert await search.search(key, "roses", 5, timezone.utc) == []
+
+
+def test_search_follows_hand_edits_of_history_md(tmp_path):
+    """On files, new entries are found without a rebuild; a hand-edited HISTORY.md is read again whole."""
+    from memory.paths import ChatFiles
+
+    files = ChatFiles.locate(tmp_path, "http", "inc")
+    memfiles.append_history(files, "We planned the garden.", time.time() - 3 * DAY)
     search = HistorySearch()
     assert len(search.search(files, "garden")) == 1
     memfiles.append_history(files, "The garden gets tomatoes.")
@@ -90,14 +121,13 @@ async def test_chat_b_cannot_find_chat_a_history(tusk, fake_llm):
 
 async def test_remember_writes_memory_now_and_tusk_posts_the_notice(tusk, fake_llm):
     """remember() writes MEMORY.md at once (versioned), Tusk posts "Noted: ..." and /memory shows it."""
-    files = kept.files(tusk, "http", "r")
-    memfiles.write_memory(files, "- Ann likes tea\n")
+    await handle(tusk, "r").write_memory("- Ann likes tea\n")
     fake_llm.script(Reply(text=None, tool_calls=[("m1", "remember", {"fact": "Bob's birthday is\n12 May"})]),
                     Reply(text="Sure."))
     replies = await tusk.say("r", "remember that Bob's birthday is 12 May")
     assert replies == ["Noted: Bob's birthday is 12 May", "Sure."]
-    assert memfiles.read_memory(files) == "- Ann likes tea\n- Bob's birthday is 12 May [asked by id http]\n"
-    assert [v.read_text() for v in memfiles.versions(files)] == ["- Ann likes tea\n"]
+    assert await memory(tusk, "r") == "- Ann likes tea\n- Bob's birthday is 12 May [asked by id http]\n"
+    assert [v.text for v in await handle(tusk, "r").versions()] == ["- Ann likes tea\n"]
     tool_result = fake_llm.requests[1]["messages"][-1]["content"]
     assert tool_result.startswith("Saved to MEMORY.md") and "Noted:" in tool_result
     assert "Bob's birthday is 12 May" in (await tusk.say("r", "/memory"))[0]
@@ -115,7 +145,7 @@ async def test_no_notice_when_notices_are_off(make_settings, fake_llm):
     fake_llm.script(Reply(text=None, tool_calls=[("m1", "remember", {"fact": "likes jazz"})]), Reply(text="ok"))
     async with app:
         assert await say(app, box, "q", "I like jazz") == ["ok"]
-    assert memfiles.read_memory(kept.files(app, "http", "q")) == "- likes jazz [asked by Ann, id u1]\n"
+        assert await memory(app, "q") == "- likes jazz [asked by Ann, id u1]\n"
 
 
 async def test_remember_refuses_past_the_memory_cap_and_posts_nothing(make_settings, fake_llm):
@@ -125,29 +155,27 @@ async def test_remember_refuses_past_the_memory_cap_and_posts_nothing(make_setti
 
     app = TuskApp(make_settings(TUSK_MEMORY_MAX_TOKENS=100))
     box = attach(app)
-    files = kept.files(app, "http", "full")
-    memfiles.write_memory(files, "- " + "word " * 95 + "\n")
     fake_llm.script(Reply(text=None, tool_calls=[("m1", "remember", {"fact": "one more thing to keep"})]),
                     Reply(text="My memory is full."))
     async with app:
+        await handle(app, "full").write_memory("- " + "word " * 95 + "\n")
         assert await say(app, box, "full", "keep this") == ["My memory is full."]
+        assert "one more thing" not in await memory(app, "full")
     assert "NOT saved" in fake_llm.requests[1]["messages"][-1]["content"]
-    assert "one more thing" not in memfiles.read_memory(files)
 
 
 async def test_remember_waits_for_a_running_consolidation(tusk, fake_llm):
     """remember() takes the chat's memory lock, so a consolidation rewriting MEMORY.md cannot drop the fact."""
-    files = kept.files(tusk, "http", "lock")
     lock = tusk.consolidator.lock(ChatKey("http", "lock"))
     await lock.acquire()  # as a consolidation holds it between reading and rewriting MEMORY.md
     fake_llm.script(Reply(text=None, tool_calls=[("m1", "remember", {"fact": "new fact"})]), Reply(text="ok"))
     turn = asyncio.create_task(tusk.say("lock", "remember new fact"))
     await wait_until(lambda: waiting_on(lock) or turn.done(), what=lambda: "remember() never waited for the lock")
-    assert not turn.done() and not files.memory.exists() and len(fake_llm.requests) == 1
-    memfiles.write_memory(files, "- consolidated summary\n")
+    assert not turn.done() and await memory(tusk, "lock") == "" and len(fake_llm.requests) == 1
+    await handle(tusk, "lock").write_memory("- consolidated summary\n")
     lock.release()
     assert await turn == ["Noted: new fact", "ok"]
-    assert memfiles.read_memory(files) == "- consolidated summary\n- new fact [asked by id http]\n"
+    assert await memory(tusk, "lock") == "- consolidated summary\n- new fact [asked by id http]\n"
 
 
 async def test_results_name_the_speakers_and_show_the_neighbours(tusk, fake_llm):

@@ -1,5 +1,6 @@
 """/model: a chat picks one of the owner's TUSK_MODELS; only that chat's requests go to it."""
 
+import pytest
 
 from bot.commands import CommandContext
 from bot.commands.model import model_command
@@ -7,6 +8,8 @@ from bot.events import ChatKey
 from bot.llm.choice import ModelChoices
 from store import open_files
 from tests.conftest import running
+
+pytestmark = pytest.mark.both_stores
 
 MODELS = "fast=openai/fast-model,big=openai/big-model@3/15"
 
@@ -51,11 +54,12 @@ async def test_in_a_group_only_admins_switch(tmp_path):
 async def test_the_chats_model_prices_its_usage(make_settings, fake_llm):
     """Usage of a chat on a priced TUSK_MODELS model is costed at that model's price."""
     from tests.fakes.fake_llm import Reply
-    from tests.test_usage_turns import rows, usage
+    from tests.test_usage_turns import usage
 
     fake_llm.responder = lambda body: Reply(text="ok", usage=usage(1_000_000, 100_000))
     async with running(make_settings(TUSK_MODELS=MODELS)) as tusk:
         await tusk.say("m4", "/model big")
         await tusk.say("m4", "hello")
-    (row,) = rows(tusk)
+        (row,) = tusk.ledger._rows("SELECT purpose, channel, chat, person, input_tokens, output_tokens, cached_tokens,"
+                                   f" estimated, cost_usd, cost_source FROM {tusk.ledger.table} ORDER BY id", [])  # the app's ledger
     assert row[8:] == (4.5, "configured")  # $3 per million in, $15 per million out

@@ -3,13 +3,23 @@
 import stat
 import tarfile
 
+import pytest
+
 from bot.commands import CommandContext
 from bot.commands.persona import persona_command
 from bot.events import ChatKey
-from memory.chats import export
+from bot.ops.admin import export_chat
 from memory.paths import ChatFiles
 from store import open_files
+from store.base import PERSONA
 from tests import kept
+
+pytestmark = pytest.mark.both_stores
+
+
+async def persona(tusk, chat):
+    """The chat's PERSONA.md as its store keeps it (None: none)."""
+    return await tusk.chats.handle(ChatKey("http", chat)).doc(PERSONA)
 
 
 def system_of(body):
@@ -30,8 +40,9 @@ async def test_persona_changes_what_this_chat_sends_and_no_other(tusk, fake_llm)
     assert "Talk like a pirate" in pirate and "Talk like a pirate" not in plain
     assert pirate.index("Always be kind.") < pirate.index("Talk like a pirate") < pirate.index("## Memory of this chat")
     assert "the instructions above win" in pirate
-    path = kept.files(tusk, "http", "pirate").persona
-    assert path.read_text() == "Talk like a pirate, briefly.\n" and stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert await persona(tusk, "pirate") == "Talk like a pirate, briefly.\n"
+    if tusk.store.kind == "files":  # a file of the owner's alone
+        assert stat.S_IMODE(kept.files(tusk, "http", "pirate").persona.stat().st_mode) == 0o600
 
 
 async def test_persona_shows_resets_and_caps(make_settings, fake_llm):
@@ -41,7 +52,7 @@ async def test_persona_shows_resets_and_caps(make_settings, fake_llm):
     async with running(make_settings(TUSK_PERSONA_MAX_TOKENS=20)) as tusk:
         assert "no persona" in (await tusk.say("p", "/persona"))[0]
         too_long = (await tusk.say("p", "/persona " + "be very very formal " * 20))[0]
-        assert "up to 20" in too_long and not kept.files(tusk, "http", "p").persona.exists()
+        assert "up to 20" in too_long and await persona(tusk, "p") is None
         await tusk.say("p", "/persona Be formal.")
         assert "Be formal." in (await tusk.say("p", "/persona"))[0]
         assert (await tusk.say("p", "/persona reset"))[0].startswith("Persona removed")
@@ -53,14 +64,13 @@ async def test_forget_deletes_the_persona_and_export_carries_it(tusk, fake_llm, 
     """/forget lists and deletes PERSONA.md; `tusk export` includes it."""
     await tusk.say("f", "/persona Be brief.")
     await tusk.say("f", "hi")
-    files = kept.files(tusk, "http", "f")
-    names = export(files, tmp_path / "out.tar.gz")
+    _, names = await export_chat(tusk.store, ChatKey("http", "f"), tmp_path / "out.tar.gz")
     assert "f/PERSONA.md" in names
     with tarfile.open(tmp_path / "out.tar.gz") as tar:
         assert tar.extractfile("f/PERSONA.md").read() == b"Be brief.\n"
     assert "persona (PERSONA.md)" in (await tusk.say("f", "/forget"))[0]
     report = (await tusk.say("f", "/forget confirm"))[0]
-    assert "deleted this chat's persona (PERSONA.md)" in report and not files.persona.exists()
+    assert "deleted this chat's persona (PERSONA.md)" in report and await persona(tusk, "f") is None
 
 
 async def test_in_a_group_only_admins_change_the_persona(tmp_path):

@@ -4,18 +4,22 @@ import asyncio
 import json
 import time
 
-from memory.session import load
+import pytest
+
+from bot.events import ChatKey
 from tests.fakes.fake_llm import Reply
 from tests.outbox import attach
 from tests.legality import violations
 from tests import kept
+
+pytestmark = pytest.mark.both_stores
 
 
 async def test_message_gets_the_model_reply_and_is_saved(tusk, fake_llm):
     """A posted message is answered by the model and both sides land in the chat's session file."""
     replies = await tusk.say("alice", "hello there")
     assert replies == ["echo: " + fake_llm.requests[0]["messages"][-1]["content"]]
-    session = load(kept.files(tusk, "http", "alice"), "http", "alice")
+    session = await kept.session(tusk, "http", "alice")
     assert [(m.role, m.content) for m in session.unconsolidated][0] == ("user", "hello there")
     assert session.unconsolidated[1].role == "assistant"
 
@@ -42,7 +46,7 @@ async def test_tool_call_round_trip(tusk, fake_llm):
     step, tool_msg = fake_llm.requests[1]["messages"][-2:]
     assert tool_msg["role"] == "tool" and "JST" in tool_msg["content"]
     assert tool_msg["tool_call_id"] == step["tool_calls"][0]["id"] != "call_1"  # Tusk's own id, not the provider's
-    roles = [m.role for m in kept.on_disk(tusk, "http", "carol").unconsolidated]
+    roles = [m.role for m in (await kept.session(tusk, "http", "carol")).unconsolidated]
     assert roles == ["user", "assistant", "tool", "assistant"]
     await tusk.say("carol", "thanks")
     assert not violations(fake_llm.requests[2]["messages"])
@@ -60,14 +64,16 @@ async def test_bad_tool_arguments_become_an_error_result(tusk, fake_llm):
 async def test_tool_loop_is_bounded(make_settings, fake_llm):
     """A model that calls tools forever is stopped after the configured number of steps."""
     from bot.app import TuskApp
-    from bot.events import ChatKey, InboundMessage
+    from bot.events import InboundMessage
 
     fake_llm.responder = lambda body: Reply(text=None, tool_calls=[(f"c{len(fake_llm.requests)}", "current_time", {})])
     app = TuskApp(make_settings(TUSK_MAX_TOOL_ITERATIONS=3))
     box = attach(app)
-    await app.bus.publish(InboundMessage(ChatKey("http", "loop"), "go", sender_id="u"))
-    assert len(fake_llm.requests) == 3 and "3 tool steps" in box.sent[0].text
-    assert not violations([{"role": "system", "content": ""}, *(m.to_llm() for m in kept.on_disk(app, "http", "loop").unconsolidated)])
+    async with app:
+        await app.bus.publish(InboundMessage(ChatKey("http", "loop"), "go", sender_id="u"))
+        assert len(fake_llm.requests) == 3 and "3 tool steps" in box.sent[0].text
+        saved = (await kept.session(app, "http", "loop")).unconsolidated
+    assert not violations([{"role": "system", "content": ""}, *(m.to_llm() for m in saved)])
 
 
 async def test_twenty_chats_in_parallel(tusk, fake_llm):
@@ -87,7 +93,7 @@ async def test_one_chat_answered_in_order(tusk, fake_llm):
         tasks.append(asyncio.create_task(tusk.say("ordered", f"m{i}")))
         await asyncio.sleep(0.01)
     assert [r[0] for r in await asyncio.gather(*tasks)] == [f"m{i}" for i in range(5)]
-    saved = [m.content for m in kept.on_disk(tusk, "http", "ordered").unconsolidated if m.role == "user"]
+    saved = [m.content for m in (await kept.session(tusk, "http", "ordered")).unconsolidated if m.role == "user"]
     assert saved == [f"m{i}" for i in range(5)]
 
 
@@ -115,16 +121,14 @@ async def test_oversize_message_gets_a_clear_answer(tusk, fake_llm):
     """A message over the limit is refused politely, never sent to the model, never saved."""
     reply = (await tusk.say("big", "x" * 40_000))[0]
     assert "40,000 characters" in reply and fake_llm.requests == []
-    assert kept.on_disk(tusk, "http", "big").total == 0
+    assert (await kept.session(tusk, "http", "big")).total == 0
 
 
 async def test_workspace_files_and_own_memory_in_system_prompt(tusk, fake_llm):
     """AGENTS.md/SOUL.md reach every chat; a chat's MEMORY.md reaches only that chat."""
     home = tusk.settings.home
     (home / "AGENTS.md").write_text("Always answer in haiku.")
-    files_a = kept.files(tusk, "http", "a")
-    files_a.dir.mkdir(parents=True)
-    files_a.memory.write_text("- Alice's cat is called Miso.")
+    await tusk.chats.handle(ChatKey("http", "a")).write_memory("- Alice's cat is called Miso.")
     await tusk.say("a", "hi")
     await tusk.say("b", "hi")
     sys_a, sys_b = (r["messages"][0]["content"] for r in fake_llm.requests)
@@ -135,7 +139,6 @@ async def test_workspace_files_and_own_memory_in_system_prompt(tusk, fake_llm):
 async def test_system_prompt_follows_every_change_of_its_files(tmp_path):
     """The prompt is kept between turns but rebuilt when MEMORY.md or AGENTS.md changes, even to the same size."""
     from bot.context import ContextBuilder
-    from bot.events import ChatKey
     from memory import files as memfiles
     from memory.paths import ChatFiles
     from store import open_files

@@ -6,6 +6,7 @@ documents kept for search. Every write is a transaction on the chat's locked row
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections.abc import AsyncIterable, AsyncIterator, Mapping, Sequence
@@ -18,7 +19,7 @@ from memory.session import Message, whole_session
 from store.base import Entry, MediaFile, Memory, Version
 from store.errors import StaleWrite
 from store.postgres import rows as chat_rows
-from store.postgres.indexing import reindex
+from store.postgres.indexing import index_document, reindex, unindex_documents
 
 if TYPE_CHECKING:
     from store.postgres.chats import PgChats
@@ -31,17 +32,34 @@ class PgChat:
 
     def __init__(self, chats: PgChats, key: ChatKey) -> None:
         self.chats, self.key, self.db = chats, key, chats.db
+        self._wrote: dict[int, tuple[int, int]] = {}  # (row id, version) each open transaction wrote, by connection
+
+    @contextlib.asynccontextmanager
+    async def _transaction(self) -> AsyncIterator[psycopg.AsyncConnection]:
+        """A transaction; once it committed, a write that left the session as it was (memory, history, documents,
+        media) moves the loaded session's version along (PgChats.follow), so the turn and a consolidation of the
+        chat go on sharing one Session rather than the next `open` loading a second."""
+        async with self.db.transaction() as conn:
+            try:
+                yield conn
+            finally:
+                wrote = self._wrote.pop(id(conn), None)
+        if wrote is not None:
+            self.chats.follow(self.key, *wrote)
 
     async def _id(self, conn: psycopg.AsyncConnection) -> int | None:
         row = await (await conn.execute("SELECT id FROM chats WHERE channel = %s AND chat_id = %s",
                                         (self.key.channel, self.key.chat_id))).fetchone()
         return row[0] if row else None
 
-    async def _write(self, conn: psycopg.AsyncConnection, create: bool = True) -> int | None:
-        """The chat's row, locked (made when missing and `create`), its version bumped."""
+    async def _write(self, conn: psycopg.AsyncConnection, create: bool = True, session: bool = False) -> int | None:
+        """The chat's row, locked (made when missing and `create`), its version bumped; `session`: this write
+        replaces the session (the loaded one is not followed)."""
         chat_id = await self.chats._row(conn, self.key, create)
         if chat_id is not None:
-            await self.chats._bump(conn, chat_id)
+            version, *_ = await self.chats._bump(conn, chat_id)
+            if not session:
+                self._wrote[id(conn)] = (chat_id, version)
         return chat_id
 
     async def exists(self) -> bool:
@@ -67,8 +85,8 @@ class PgChat:
         """The whole session replaced (`/forget me`), with its pointer, in one transaction."""
         messages = [m.counted() for m in messages]
         marks = marks or [None] * len(messages)
-        async with self.db.transaction() as conn:
-            chat_id = await self._write(conn)
+        async with self._transaction() as conn:
+            chat_id = await self._write(conn, session=True)
             created = (await (await conn.execute("SELECT created FROM chats WHERE id = %s", (chat_id,))).fetchone())[0]
             lines = whole_session(self.key.channel, self.key.chat_id, created, messages, pointer, marks)
             await conn.execute("DELETE FROM session_lines WHERE chat = %s", (chat_id,))
@@ -88,7 +106,7 @@ class PgChat:
         return Memory(*row) if row else Memory("", 0)
 
     async def write_memory(self, text: str, expect: int | None = None) -> Memory:
-        async with self.db.transaction() as conn:
+        async with self._transaction() as conn:
             chat_id = await self._write(conn)
             current = await (await conn.execute("SELECT memory_version FROM chats WHERE id = %s",
                                                 (chat_id,))).fetchone()
@@ -108,7 +126,7 @@ class PgChat:
 
     async def restore_previous(self) -> bool:
         """The newest kept version back as MEMORY.md (the current text dropped); False if none."""
-        async with self.db.transaction() as conn:
+        async with self._transaction() as conn:
             chat_id = await self._write(conn, create=False)
             if chat_id is None:
                 return False
@@ -123,7 +141,7 @@ class PgChat:
 
     async def replace_versions(self, texts: Sequence[str]) -> None:
         """The newest kept versions get `texts` (oldest first, their names kept); older ones are dropped."""
-        async with self.db.transaction() as conn:
+        async with self._transaction() as conn:
             chat_id = await self._write(conn, create=False)
             if chat_id is None:
                 return
@@ -143,11 +161,11 @@ class PgChat:
         return [Entry(at, text, until) for at, text, until in rows]
 
     async def append_history(self, entry: Entry) -> None:
-        async with self.db.transaction() as conn:
+        async with self._transaction() as conn:
             await chat_rows.append_history(conn, await self._write(conn), entry)
 
     async def replace_history(self, entries: Sequence[Entry]) -> None:
-        async with self.db.transaction() as conn:
+        async with self._transaction() as conn:
             chat_id = await self._write(conn, create=bool(entries))
             if chat_id is None:
                 return
@@ -163,7 +181,7 @@ class PgChat:
         return row[0] if row else None
 
     async def put_doc(self, name: str, text: str | None) -> None:
-        async with self.db.transaction() as conn:
+        async with self._transaction() as conn:
             chat_id = await self._write(conn, create=text is not None)
             if chat_id is not None:
                 await chat_rows.put_doc(conn, chat_id, name, text)
@@ -173,7 +191,7 @@ class PgChat:
     async def keep_media(self, name: str, chunks: AsyncIterable[bytes], max_bytes: int) -> MediaFile:
         """Stream a file in, CHUNK bytes a row; over `max_bytes` it is refused (ValueError) and nothing kept."""
         path = f"media/{name}"
-        async with self.db.transaction() as conn:
+        async with self._transaction() as conn:
             chat_id = await self._write(conn)
             await conn.execute("DELETE FROM media WHERE chat = %s AND path = %s", (chat_id, path))
             await conn.execute("INSERT INTO media (chat, path, size, created) VALUES (%s, %s, 0, %s)",
@@ -229,7 +247,7 @@ class PgChat:
         return [MediaFile(*r) for r in rows]
 
     async def delete_media(self, paths: Sequence[str]) -> int:
-        async with self.db.transaction() as conn:
+        async with self._transaction() as conn:
             chat_id = await self._write(conn, create=False)
             if chat_id is None:
                 return 0
@@ -247,17 +265,19 @@ class PgChat:
         return dict(rows)
 
     async def keep_document(self, doc_id: str, record: str) -> None:
-        async with self.db.transaction() as conn:
+        async with self._transaction() as conn:
             chat_id = await self._write(conn)
             await conn.execute("INSERT INTO chat_documents (chat, id, body) VALUES (%s, %s, %s)"
                                " ON CONFLICT (chat, id) DO UPDATE SET body = EXCLUDED.body",
                                (chat_id, doc_id, chat_rows.clean(record)))
+            await index_document(conn, chat_id, doc_id, chat_rows.clean(record))
 
     async def drop_documents(self, doc_ids: Sequence[str]) -> int:
-        async with self.db.transaction() as conn:
+        async with self._transaction() as conn:
             chat_id = await self._write(conn, create=False)
             if chat_id is None:
                 return 0
             cur = await conn.execute("DELETE FROM chat_documents WHERE chat = %s AND id = ANY(%s)",
                                      (chat_id, list(doc_ids)))
+            await unindex_documents(conn, chat_id, doc_ids)
             return cur.rowcount

@@ -156,9 +156,14 @@ class PgChats:
     async def commit_round(self, chat: Chat, commit: RoundCommit) -> None:
         session = chat.session
         async with self.db.transaction() as conn:
-            chat_id = await self._row(conn, chat.key)
-            pointer, memory_version = (await (await conn.execute(
-                "SELECT pointer, memory_version FROM chats WHERE id = %s", (chat_id,))).fetchone())
+            chat_id = await self._row(conn, chat.key, create=False)
+            if chat_id is None:  # erased (/forget) while the round ran: nothing of it is written
+                raise StaleWrite(f"{chat.key}: the chat was erased while the round ran; its result was discarded")
+            pointer, memory_version, created = (await (await conn.execute(
+                "SELECT pointer, memory_version, created FROM chats WHERE id = %s", (chat_id,))).fetchone())
+            if session.created and created != session.created:  # erased, then begun again
+                raise StaleWrite(f"{chat.key}: the chat was erased and begun again while the round ran; "
+                                 "its result was discarded")
             if pointer != commit.start or memory_version != commit.memory_version:
                 raise StaleWrite(f"{chat.key}: the chat moved on while the round ran (pointer {pointer}, "
                                  f"memory version {memory_version}); the round's result was discarded")
@@ -189,6 +194,13 @@ class PgChats:
 
     def handle(self, key: ChatKey) -> PgChat:
         return PgChat(self, key)
+
+    def follow(self, key: ChatKey, chat_id: int, version: int) -> None:
+        """This process's write that left the session alone made the row `version`: the loaded session is
+        still the chat's if it was at the version just before (no one else wrote in between)."""
+        cached = self._cache.get(key)
+        if cached is not None and cached[0] == chat_id and cached[1] == version - 1:
+            self._cache[key] = (chat_id, version, cached[2])
 
     def forget_cached(self, key: ChatKey) -> None:
         self._cache.pop(key, None)

@@ -5,11 +5,14 @@ exactly the chat's content and needs no state of its own to catch up from:
 
     await index_messages(conn, chat_id, start, messages)   # append: messages stored from seq `start` on
     await index_entries(conn, chat_id)                      # commit_round, append_history: the new entries
+    await index_document(conn, chat_id, doc_id, record)     # keep_document: its passages (again)
+    await unindex_documents(conn, chat_id, doc_ids)         # drop_documents: their passages gone
     await reindex(conn, chat_id)                            # replace_session, replace_history: all again
 
 Rows are as in search.sqlite (memory/search_index.py): each user or assistant message with text, with the
 words of the message before and after it (`around`: a new message also updates its predecessor's), and
-each HISTORY.md entry dated with its span; the chat's words (for respelling), its members, and the two
+each HISTORY.md entry dated with its span, each passage of a kept document (memory/search_index.py's
+`passages`: its page, sender and date, its name and URL as its `around`); the chat's words (for respelling), its members, and the two
 numbers bm25 needs (rows and words).
 """
 
@@ -22,8 +25,10 @@ from collections.abc import Iterable, Sequence
 
 import psycopg
 
+from memory import documents
 from memory.question import words
 from memory.search_core import vocabulary
+from memory.search_index import passages
 from memory.session import Message
 
 CONFIG = "tusk_search"  # the text search configuration (schema/0003_search.sql)
@@ -32,8 +37,8 @@ INDEX_CHARS = 200_000  # a longer text's words are indexed up to here (a tsvecto
 NOT_WORD = re.compile(r"[\W_]+")
 
 INSERT = (f"INSERT INTO search_docs (chat, kind, n, seq, ts, ts_end, role, speaker, key, body, body_tsv,"
-          f" around_tsv, length) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s,"
-          f" to_tsvector('{CONFIG}', %s), to_tsvector('{CONFIG}', %s), %s)")
+          f" around_tsv, length, place, doc) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s,"
+          f" to_tsvector('{CONFIG}', %s), to_tsvector('{CONFIG}', %s), %s, %s, %s)")
 
 
 def searchable(text: str) -> str:
@@ -63,16 +68,18 @@ class _Rows:
         self.members: set[str] = set()
 
     def add(self, kind: str, n: int, seq: int, ts: float, ts_end: float | None, role: str | None,
-            speaker: str | None, body: str, around: str) -> None:
+            speaker: str | None, body: str, around: str, place: str | None = None, doc: str | None = None) -> None:
+        """A row; `place` and `doc` a document passage's name and URL and its document's id (its sender is not
+        a member of the chat's: members are those who wrote messages)."""
         body = body.replace("\x00", "")
         words_body, words_around = searchable(body), searchable(around)
         length = len(words_body.split()) + len(words_around.split())
         key = " ".join(words(speaker)) if speaker else None
         self.rows.append((self.chat_id, kind, n, seq, ts, ts_end, role, speaker, key, body, words_body,
-                          words_around, length))
+                          words_around, length, place, doc))
         self.docs, self.tokens = self.docs + 1, self.tokens + length
         self.texts.append(body)
-        if speaker:
+        if speaker and doc is None:
             self.members.add(speaker)
 
     async def write(self, conn: psycopg.AsyncConnection) -> None:
@@ -144,8 +151,34 @@ async def index_entries(conn: psycopg.AsyncConnection, chat_id: int) -> None:
     await rows.write(conn)
 
 
+async def index_document(conn: psycopg.AsyncConnection, chat_id: int, doc_id: str, record: str) -> None:
+    """Index a kept document (memory/documents.py's record under `doc_id`) in passages, replacing its earlier
+    rows (the same document sent again); a record that is not a kept document is not indexed."""
+    await unindex_documents(conn, chat_id, [doc_id])
+    doc = documents.parse(doc_id, record)
+    if doc is None:
+        return
+    speaker = doc.sender_name or doc.sender_id or None  # the id where the platform gave no name (the HTTP API)
+    where = " ".join(filter(None, (doc.name, doc.url)))
+    last = (await (await conn.execute("SELECT coalesce(max(n), 0) FROM search_docs WHERE chat = %s AND"
+                                      " kind = 'document'", (chat_id,))).fetchone())[0]
+    rows = _Rows(chat_id)
+    for n, (page, passage) in enumerate(passages(doc.text), last + 1):
+        rows.add("document", n, page, doc.ts, None, doc.source, speaker, passage, where, where, doc_id)
+    await rows.write(conn)
+
+
+async def unindex_documents(conn: psycopg.AsyncConnection, chat_id: int, doc_ids: Sequence[str]) -> None:
+    """The passages of these kept documents out of the index (and out of bm25's totals)."""
+    gone = await (await conn.execute("DELETE FROM search_docs WHERE chat = %s AND kind = 'document' AND doc = ANY(%s)"
+                                     " RETURNING length", (chat_id, list(doc_ids)))).fetchall()
+    if gone:
+        await _add_totals(conn, chat_id, -len(gone), -sum(length for (length,) in gone))
+
+
 async def reindex(conn: psycopg.AsyncConnection, chat_id: int) -> None:
-    """The chat's index made again from its messages and HISTORY.md entries (after either was replaced)."""
+    """The chat's index made again from its messages, HISTORY.md entries and kept documents (after the session
+    or HISTORY.md was replaced)."""
     for table in ("search_docs", "search_stats", "search_words", "search_members"):
         await conn.execute(f"DELETE FROM {table} WHERE chat = %s", (chat_id,))
     numbered = []
@@ -156,3 +189,13 @@ async def reindex(conn: psycopg.AsyncConnection, chat_id: int) -> None:
             numbered.append((seq, Message.from_record(json.loads(line))))
     await _index_numbered(conn, chat_id, numbered)
     await index_entries(conn, chat_id)
+    kept = await (await conn.execute("SELECT id, body FROM chat_documents WHERE chat = %s", (chat_id,))).fetchall()
+    for doc_id, record in sorted(kept, key=lambda row: (_kept_ts(row[1]), row[0])):  # n follows time, as on files
+        await index_document(conn, chat_id, doc_id, record)
+
+
+def _kept_ts(record: str) -> float:
+    try:
+        return float(json.loads(record).get("ts") or 0)
+    except (ValueError, TypeError, AttributeError):
+        return 0.0

@@ -26,7 +26,7 @@ import psycopg
 from memory import question as questions
 from memory.keys import ChatKey
 from memory.search_core import (CANDIDATES, EXCERPT_TOKENS, FULL_TEXT_CHARS, MAX_TERMS, Hit, Weights, closest, hit,
-                                line, respellable, trigrams)
+                                line, respellable, stamp, trigrams)
 from store.postgres.indexing import CONFIG
 from store.postgres.pool import Database
 
@@ -58,7 +58,7 @@ WITH phrases AS (   -- the question's words, one row per word of each term (FTS5
                             -- indexes), with each word's occurrences in it: in its own text counting 1,
                             -- in its neighbours' (`around`) counting Weights.around
     SELECT d.kind, d.n, d.seq, d.key, d.length,
-           CASE WHEN d.kind = 'history' THEN %(history)s ELSE 1.0 END
+           CASE d.kind WHEN 'history' THEN %(history)s WHEN 'document' THEN %(document)s ELSE 1.0 END
            * CASE WHEN coalesce(d.ts_end, d.ts) >= %(since)s AND d.ts < %(until)s THEN %(dated)s ELSE 1.0 END
              AS boost,
            o.lexeme, o.tf
@@ -78,24 +78,24 @@ WITH phrases AS (   -- the question's words, one row per word of each term (FTS5
 ), idf AS (         -- in how many of the chat's rows each word is (any column), as bm25's idf
     SELECT h.lexeme, greatest(ln((s.docs - count(*) + 0.5) / (count(*) + 0.5)), 1e-6) AS idf
     FROM hits h CROSS JOIN stats s GROUP BY h.lexeme, s.docs
-), scored AS (      -- bm25 of the entries and of the messages already consolidated, times the weights
+), scored AS (      -- bm25 of the entries, documents and messages already consolidated, times the weights
     SELECT h.kind, h.n, h.key,
            h.boost * sum(i.idf * h.tf * {K1 + 1} / (h.tf + {K1} * ({1 - B} + {B} * h.length / s.avgdl))) AS score
     FROM hits h JOIN phrases p ON p.lexeme = h.lexeme JOIN idf i ON i.lexeme = h.lexeme CROSS JOIN stats s
-    WHERE h.kind = 'history' OR h.seq < %(pointer)s
+    WHERE h.kind <> 'message' OR h.seq < %(pointer)s
     GROUP BY h.kind, h.n, h.key, h.boost
 ), pool AS (        -- equal scores (rounded: sums in another order differ in the last bits) go in FTS5's
-    SELECT *         -- order, entries first, then messages in order
-    FROM scored ORDER BY round(score::numeric, 9) DESC, kind = 'message', n LIMIT %(pool)s
+    SELECT *, CASE kind WHEN 'document' THEN 0 WHEN 'history' THEN 1 ELSE 2 END AS tier  -- order: documents,
+    FROM scored ORDER BY round(score::numeric, 9) DESC, tier, n LIMIT %(pool)s  -- entries, messages in order
 ), best AS (        -- a member the question names: their messages re-ranked among the best candidates
     SELECT kind, n, row_number() OVER (  -- (a tie keeps the candidates' order)
         ORDER BY round((score * CASE WHEN key = ANY(%(names)s::text[]) THEN %(named)s ELSE 1.0 END)::numeric, 9)
-                 DESC, round(score::numeric, 9) DESC, kind = 'message', n) AS place
+                 DESC, round(score::numeric, 9) DESC, tier, n) AS place
     FROM pool
 )
 SELECT d.kind, d.role, d.seq, d.ts, d.ts_end, d.speaker,
        CASE WHEN length(d.body) > %(long)s THEN ts_headline('{CONFIG}', d.body, question.q, %(headline)s) END,
-       d.body, b.role, b.speaker, b.body, a.role, a.speaker, a.body
+       d.body, b.role, b.speaker, b.body, a.role, a.speaker, a.body, d.place
 FROM best JOIN search_docs d ON d.chat = %(chat)s AND d.kind = best.kind AND d.n = best.n
 CROSS JOIN question
 LEFT JOIN search_docs b ON d.kind = 'message' AND b.chat = d.chat AND b.kind = 'message' AND b.n = d.n - 1
@@ -139,9 +139,16 @@ class PgSearch:
             rows = await (await conn.execute(RANK, {
                 "chat": chat_id, "pointer": pointer, "terms": list(terms), "names": list(q.names),
                 "since": q.since, "until": q.until, "around": w.around, "history": w.history, "dated": w.dated,
-                "named": w.named, "pool": max(50, limit * 5) if q.names else limit, "limit": limit,
+                "named": w.named, "document": w.document, "pool": max(50, limit * 5) if q.names else limit, "limit": limit,
                 "long": FULL_TEXT_CHARS, "headline": HEADLINE}, prepare=True)).fetchall()
         return [_hit(row) for row in rows]
+
+    async def drop(self, key: ChatKey) -> None:
+        """Nothing to drop: a chat's search rows are rewritten with the chat in the same transaction."""
+
+    def holds(self, key: ChatKey) -> bool:
+        """No copy apart from the chat's rows (they go with it)."""
+        return False
 
     async def _respell(self, conn: psycopg.AsyncConnection, chat_id: int, terms: tuple[str, ...],
                        known: set[str]) -> tuple[str, ...]:
@@ -163,16 +170,12 @@ class PgSearch:
 
 def _hit(row: tuple) -> Hit:
     kind, role, seq, ts, ts_end, speaker, fragment, body = row[:8]
+    if kind == "document":  # a passage: its document's name (and URL), page and sender, as memory/search.py's
+        return Hit("document", stamp(ts), excerpt(body, fragment) if fragment else body, speaker, document=row[14],
+                   page=seq, web=role == "web")
     return hit(kind, role, seq, ts, ts_end, speaker, excerpt(body, fragment) if fragment else body,
                line(*row[8:11]), line(*row[11:14]))
 
 
 def _like(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-
-    async def drop(self, key: ChatKey) -> None:
-        """Nothing to drop: a chat's search rows are rewritten with the chat in the same transaction."""
-
-    def holds(self, key: ChatKey) -> bool:
-        """No copy apart from the chat's rows (they go with it)."""
-        return False
