@@ -227,7 +227,8 @@ class SessionStore:
         if drop >= 0:
             del session.unconsolidated[:drop]
         else:  # moving back (e.g. an undo) needs the older messages again
-            session.unconsolidated[:0] = [m.counted() for m in list(iter_messages(session.files))[n:session.last_consolidated]]
+            older = list(iter_messages(session.files))[n:session.last_consolidated]
+            session.unconsolidated[:0] = [m.counted() for m in older]
         session.last_consolidated = n
 
 
