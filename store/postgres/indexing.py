@@ -128,7 +128,7 @@ async def _index_numbered(conn: psycopg.AsyncConnection, chat_id: int, numbered:
     for i, (seq, message) in enumerate(new, first):
         around = _around(texts[i - 1] if i > 0 else None, texts[i + 1] if i + 1 < len(texts) else None)
         speaker = message.sender_name if message.role == "user" else None
-        rows.add("message", last + 1 + i - first, seq, message.ts, None, message.role, speaker, message.content,
+        rows.add("message", last + 1 + i - first, seq, message.ts, None, message.role, speaker, message.content or "",
                  around)
     await rows.write(conn)
 

@@ -160,6 +160,13 @@ class PgSearch:
             candidates[term].append(word)
         return tuple(closest(t, candidates[t]) if t in candidates else t for t in terms)
 
+    async def drop(self, key: ChatKey) -> None:
+        """Nothing to drop: a chat's search rows are rewritten with the chat in the same transaction."""
+
+    def holds(self, key: ChatKey) -> bool:
+        """No copy apart from the chat's rows (they go with it)."""
+        return False
+
 
 def _hit(row: tuple) -> Hit:
     kind, role, seq, ts, ts_end, speaker, fragment, body = row[:8]
@@ -169,10 +176,3 @@ def _hit(row: tuple) -> Hit:
 
 def _like(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-
-    async def drop(self, key: ChatKey) -> None:
-        """Nothing to drop: a chat's search rows are rewritten with the chat in the same transaction."""
-
-    def holds(self, key: ChatKey) -> bool:
-        """No copy apart from the chat's rows (they go with it)."""
-        return False
