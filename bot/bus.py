@@ -40,8 +40,11 @@ class Outlet(Protocol):
     `voice`, replies as the platform's voice messages (bot/speech/replies.py)."""
 
     name: str
-    draft: Drafts | None
     voice: VoiceOutlet | None
+
+    @property
+    def draft(self) -> Drafts | None:  # read-only: a platform's is its `draft` method, a local channel's None
+        ...
 
     async def send(self, msg: OutboundMessage) -> None:
         """Deliver a reply (split, formatted, rate-limited as the platform needs)."""
