@@ -86,7 +86,8 @@ class MessageBus:
 
     def backlog(self) -> dict[str, tuple[int, float]]:
         """Per channel: messages waiting for their turn, and the age in seconds of the oldest (/metrics)."""
-        now, out = time.time(), {}
+        now = time.time()
+        out: dict[str, tuple[int, float]] = {}
         for key, queue in self._queues.items():
             ages = [now - item.ts for item, _ in queue if isinstance(item, InboundMessage)]
             n, oldest = out.get(key.channel, (0, 0.0))
