@@ -40,8 +40,11 @@ class Outlet(Protocol):
     `voice`, replies as the platform's voice messages (bot/speech/replies.py)."""
 
     name: str
-    draft: Drafts | None
     voice: VoiceOutlet | None
+
+    @property
+    def draft(self) -> Drafts | None:  # read-only: a platform's is its `draft` method, a local channel's None
+        ...
 
     async def send(self, msg: OutboundMessage) -> None:
         """Deliver a reply (split, formatted, rate-limited as the platform needs)."""
@@ -83,7 +86,8 @@ class MessageBus:
 
     def backlog(self) -> dict[str, tuple[int, float]]:
         """Per channel: messages waiting for their turn, and the age in seconds of the oldest (/metrics)."""
-        now, out = time.time(), {}
+        now = time.time()
+        out: dict[str, tuple[int, float]] = {}
         for key, queue in self._queues.items():
             ages = [now - item.ts for item, _ in queue if isinstance(item, InboundMessage)]
             n, oldest = out.get(key.channel, (0, 0.0))

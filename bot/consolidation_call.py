@@ -34,7 +34,8 @@ class ConsolidationCall:
         reply's text (a model without tools answers in the text form), or None. At temperature 0: a summary
         and a memory, not a creative reply (a local server sampling within its tool grammar scattered the
         answer over the fields); litellm drops it for a model that takes none."""
-        forced = {"type": "function", "function": {"name": tools[0]["function"]["name"]}} if tools else None
+        forced: dict[str, Any] | None = ({"type": "function", "function": {"name": tools[0]["function"]["name"]}}
+                                         if tools else None)
         try:
             purpose = "import" if usage.current().purpose == "import" else "consolidation"
             with usage.scope(person=None, purpose=purpose):  # the chat's, as housekeeping: no person

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
@@ -58,8 +58,9 @@ def chat_tools(settings: Settings, mcp: McpHub | None, window: Callable[[], int]
     from bot.tools.web.fetch import WebFetch
     from bot.tools.web.search import WebSearch
 
-    fns = [*([WebFetch(web, documents=settings.document_limits()).web_fetch] if web.fetch else []),
-           *([WebSearch(web).web_search] if web.search != "off" else [])]
+    fns: list[Callable[..., Awaitable[str]]] = [
+        *([WebFetch(web, documents=settings.document_limits()).web_fetch] if web.fetch else []),
+        *([WebSearch(web).web_search] if web.search != "off" else [])]
     return WebTools(web, fns, mcp, window)
 
 

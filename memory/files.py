@@ -96,7 +96,8 @@ def restore_previous(files: ChatFiles) -> bool:
 def entry_stamp(when: float, until: float | None = None) -> str:
     """An entry heading's time: `2023-06-01 10:09 UTC`, or the span of the messages it summarises,
     `2023-06-01 10:09 UTC – 2023-06-03 18:40 UTC` (ENTRY_HEADING matches both)."""
-    first, last = (datetime.fromtimestamp(t, timezone.utc).strftime("%Y-%m-%d %H:%M UTC") for t in (when, until or when))
+    first, last = (datetime.fromtimestamp(t, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+                   for t in (when, until or when))
     return first if last == first else f"{first} – {last}"
 
 

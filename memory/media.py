@@ -161,7 +161,8 @@ class MediaStore:
     async def _enforce_caps(self, key: ChatKey, keep: str) -> None:
         """Remove the chat's oldest files until it is within its caps (never the file just kept)."""
         kept = await self.files(key)
-        total, drop = sum(f.size for f in kept), []
+        total = sum(f.size for f in kept)
+        drop: list[str] = []
         for old in kept:
             if len(kept) - len(drop) <= self.limits.chat_files and total <= self.limits.chat_bytes:
                 break

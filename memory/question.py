@@ -135,7 +135,7 @@ def read(text: str, members: Iterable[str] = (), now: datetime | None = None) ->
         found, used = (None, 0) if now is None else _relative(ws, i, now)
         if not used and now is not None:
             found, used = _absolute(ws, i, now)
-        if used:
+        if used and found is not None:
             span = found if span is None else (min(span[0], found[0]), max(span[1], found[1]))
             i += used
             continue

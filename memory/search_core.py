@@ -75,7 +75,8 @@ def trigrams(word: str) -> list[str]:
 
 def distance(a: str, b: str) -> int:
     """Edits (insert, delete, replace, swap two neighbours) from `a` to `b` (optimal string alignment)."""
-    prev2, prev = [], list(range(len(b) + 1))
+    prev2: list[int] = []
+    prev = list(range(len(b) + 1))
     for i in range(1, len(a) + 1):
         row = [i] + [0] * len(b)
         for j in range(1, len(b) + 1):

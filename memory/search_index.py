@@ -32,6 +32,7 @@ import re
 import sqlite3
 import threading
 from pathlib import Path
+from typing import Any
 
 from memory import documents
 from memory.files import ENTRY_HEADING, entry_span
@@ -135,6 +136,13 @@ class ChatIndex:
         self.db: sqlite3.Connection | None = None
         self.ino: int | None = None
 
+    @property
+    def conn(self) -> sqlite3.Connection:
+        """The open index database: `refresh()` (which returned True) opens it."""
+        if self.db is None:
+            raise RuntimeError(f"{self.path} is not open: refresh() it first")
+        return self.db
+
     def close(self) -> None:
         if self.db is not None:
             self.db.close()
@@ -178,8 +186,8 @@ class ChatIndex:
         self.db.executescript(f"BEGIN; {DDL} COMMIT;")
         self.db.execute("INSERT INTO state VALUES ('schema', ?)", (SCHEMA,))
 
-    def _get(self, key: str, default: object = None) -> object:
-        row = self.db.execute("SELECT value FROM state WHERE key = ?", (key,)).fetchone()
+    def _get(self, key: str, default: Any = None) -> Any:  # the state table's values are of any SQLite type
+        row = self.conn.execute("SELECT value FROM state WHERE key = ?", (key,)).fetchone()
         return default if row is None else row[0]
 
     def _load_state(self) -> None:
@@ -197,7 +205,7 @@ class ChatIndex:
         rows = [*self.history.state("history"), *self.session.state("session"), ("messages", self.messages),
                 ("pointer", self.pointer), ("last_id", self.last_id), ("history_id", self.history_id),
                 ("document_id", self.document_id)]
-        self.db.executemany("INSERT OR REPLACE INTO state VALUES (?, ?)", rows)
+        self.conn.executemany("INSERT OR REPLACE INTO state VALUES (?, ?)", rows)
 
     # -- following the files -------------------------------------------------------------------
 
@@ -220,7 +228,7 @@ class ChatIndex:
     def _follow(self) -> None:
         """Under the database's write lock, from the state it holds (so another process or index
         object that indexed meanwhile is never indexed twice), read and index what was appended."""
-        self.db.execute("BEGIN IMMEDIATE")
+        self.conn.execute("BEGIN IMMEDIATE")
         try:
             self._load_state()
             history, h_reset = self.history.read()
@@ -235,16 +243,16 @@ class ChatIndex:
                 self._add_history(history.decode("utf-8", "replace"))
             if s_reset:
                 self._delete("kind = 'message'")
-                self.db.execute("DELETE FROM members")
+                self.conn.execute("DELETE FROM members")
                 self.messages = self.pointer = self.last_id = 0
             if session:
                 self._add_messages(session)
             changed = self._follow_documents()
             if history or session or h_reset or s_reset or changed:
                 self._save_state()
-            self.db.execute("COMMIT")
+            self.conn.execute("COMMIT")
         except BaseException:
-            self.db.execute("ROLLBACK")
+            self.conn.execute("ROLLBACK")
             raise
 
     def _follow_documents(self) -> bool:
@@ -260,12 +268,12 @@ class ChatIndex:
                 continue
             now[path.name] = f"{info.st_mtime_ns}:{info.st_size}"
         indexed = {name: (stamp, first, last) for name, stamp, first, last
-                   in self.db.execute("SELECT name, stamp, first, last FROM files")}
+                   in self.conn.execute("SELECT name, stamp, first, last FROM files")}
         stale = [name for name, (stamp, _, _) in indexed.items() if now.get(name) != stamp]
         for name in stale:
             _, first, last = indexed[name]
             self._delete(f"kind = 'document' AND id BETWEEN {int(first)} AND {int(last)}")
-            self.db.execute("DELETE FROM files WHERE name = ?", (name,))
+            self.conn.execute("DELETE FROM files WHERE name = ?", (name,))
         fresh = [doc for name, stamp in now.items() if indexed.get(name, ("",))[0] != stamp
                  and (doc := self._read_document(folder / name)) is not None]
         for doc in sorted(fresh, key=lambda d: d.ts):  # ids follow time, as the dated boost needs
@@ -292,28 +300,28 @@ class ChatIndex:
         if not rows:
             return
         self._insert(rows)
-        self.db.execute("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?)", (f"{doc.id}.json", stamp, first,
-                                                                            self.document_id))
+        self.conn.execute("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?)", (f"{doc.id}.json", stamp, first,
+                                                                              self.document_id))
 
     def _delete(self, where: str) -> None:
-        self.db.execute(f"INSERT INTO fts(fts, rowid, body, around) SELECT 'delete', id, body, around FROM docs "
-                        f"WHERE {where}")
-        self.db.execute(f"DELETE FROM docs WHERE {where}")
+        self.conn.execute(f"INSERT INTO fts(fts, rowid, body, around) SELECT 'delete', id, body, around FROM docs "
+                          f"WHERE {where}")
+        self.conn.execute(f"DELETE FROM docs WHERE {where}")
 
     def _insert(self, rows: list[tuple]) -> None:
         """rows: (id, kind, seq, ts, role, speaker, key, body, around, ts_end)."""
-        self.db.executemany("INSERT INTO docs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
-        self.db.executemany("INSERT INTO fts(rowid, body, around) VALUES (?, ?, ?)",
-                            [(r[0], r[7], r[8]) for r in rows])
+        self.conn.executemany("INSERT INTO docs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        self.conn.executemany("INSERT INTO fts(rowid, body, around) VALUES (?, ?, ?)",
+                              [(r[0], r[7], r[8]) for r in rows])
         self._add_words(r[7] for r in rows)
 
     def _add_words(self, texts) -> None:
         new = vocabulary(texts)  # the words the spelling fallback may offer
         if not new:
             return
-        before = self.db.execute("SELECT coalesce(max(id), 0) FROM words").fetchone()[0]
-        self.db.executemany("INSERT OR IGNORE INTO words(word) VALUES (?)", [(w,) for w in new])
-        self.db.execute("INSERT INTO grams(rowid, word) SELECT id, word FROM words WHERE id > ?", (before,))
+        before = self.conn.execute("SELECT coalesce(max(id), 0) FROM words").fetchone()[0]
+        self.conn.executemany("INSERT OR IGNORE INTO words(word) VALUES (?)", [(w,) for w in new])
+        self.conn.execute("INSERT INTO grams(rowid, word) SELECT id, word FROM words WHERE id > ?", (before,))
 
     def _add_history(self, text: str) -> None:
         starts = [m.start() for m in ENTRY_HEADING.finditer(text)]
@@ -350,17 +358,17 @@ class ChatIndex:
         new = self._parse(data)
         if not new:
             return
-        prev = self.db.execute("SELECT id, body FROM docs WHERE id IN (?, ?) ORDER BY id",
-                               (self.last_id - 1, self.last_id)).fetchall() if self.last_id else []
-        texts = [b[:AROUND_CHARS] for _, b in prev] + [m.content[:AROUND_CHARS] for _, m in new]
+        prev = self.conn.execute("SELECT id, body FROM docs WHERE id IN (?, ?) ORDER BY id",
+                                 (self.last_id - 1, self.last_id)).fetchall() if self.last_id else []
+        texts = [b[:AROUND_CHARS] for _, b in prev] + [(m.content or "")[:AROUND_CHARS] for _, m in new]
         first = len(prev)  # where the new messages start in `texts`
         if prev:  # the previous newest message now has a next neighbour: update it in place
             last_id = prev[-1][0]
             around = " ".join(texts[first - 2:first - 1] + texts[first:first + 1])
-            old = self.db.execute("SELECT body, around FROM docs WHERE id = ?", (last_id,)).fetchone()
-            self.db.execute("INSERT INTO fts(fts, rowid, body, around) VALUES ('delete', ?, ?, ?)", (last_id, *old))
-            self.db.execute("UPDATE docs SET around = ? WHERE id = ?", (around, last_id))
-            self.db.execute("INSERT INTO fts(rowid, body, around) VALUES (?, ?, ?)", (last_id, old[0], around))
+            old = self.conn.execute("SELECT body, around FROM docs WHERE id = ?", (last_id,)).fetchone()
+            self.conn.execute("INSERT INTO fts(fts, rowid, body, around) VALUES ('delete', ?, ?, ?)", (last_id, *old))
+            self.conn.execute("UPDATE docs SET around = ? WHERE id = ?", (around, last_id))
+            self.conn.execute("INSERT INTO fts(rowid, body, around) VALUES (?, ?, ?)", (last_id, old[0], around))
         rows = []
         for i, (seq, msg) in enumerate(new, first):
             around = " ".join(texts[max(0, i - 1):i] + texts[i + 1:i + 2])
@@ -369,32 +377,33 @@ class ChatIndex:
             self.last_id += 1
             rows.append((self.last_id, "message", seq, msg.ts, msg.role, speaker, key, msg.content, around, None))
         self._insert(rows)
-        self.db.executemany("INSERT OR IGNORE INTO members VALUES (?)", {(r[5],) for r in rows if r[5]})
+        self.conn.executemany("INSERT OR IGNORE INTO members VALUES (?)", {(r[5],) for r in rows if r[5]})
 
     # -- reading -------------------------------------------------------------------------------
 
     def members(self) -> list[str]:
         """The display names of everyone who wrote here."""
-        return [r[0] for r in self.db.execute("SELECT name FROM members")]
+        return [r[0] for r in self.conn.execute("SELECT name FROM members")]
 
     def has_word(self, word: str) -> bool:
         """Whether the chat ever used `word` (4+ letters) as it is written."""
-        return self.db.execute("SELECT 1 FROM words WHERE word = ?", (word,)).fetchone() is not None
+        return self.conn.execute("SELECT 1 FROM words WHERE word = ?", (word,)).fetchone() is not None
 
     def words_sharing(self, grams: list[str], limit: int) -> list[str]:
         """The used words sharing the most of `grams` (three-letter pieces), best first."""
         expression = " OR ".join(f'"{g}"' for g in grams if '"' not in g)
         if not expression:
             return []
-        rows = self.db.execute("SELECT word FROM grams WHERE grams MATCH ? ORDER BY rank LIMIT ?", (expression, limit))
+        rows = self.conn.execute("SELECT word FROM grams WHERE grams MATCH ? ORDER BY rank LIMIT ?",
+                                 (expression, limit))
         return [r[0] for r in rows]
 
     def _span(self, kind: str, since: float | None, until: float | None) -> tuple[int, int]:
         """The ids of the `kind` docs dated within [since, until) as a range (ids follow time)."""
         if since is None or until is None:
             return 1, 0
-        lo, hi = self.db.execute("SELECT min(id), max(id) FROM docs WHERE kind = ? AND coalesce(ts_end, ts) >= ? "
-                                 "AND ts < ?", (kind, since, until)).fetchone()
+        lo, hi = self.conn.execute("SELECT min(id), max(id) FROM docs WHERE kind = ? AND coalesce(ts_end, ts) >= ? "
+                                   "AND ts < ?", (kind, since, until)).fetchone()
         return (lo, hi) if lo is not None else (1, 0)
 
     def query(self, match: str, names: tuple[str, ...], since: float | None, until: float | None, weights,
@@ -404,22 +413,22 @@ class ChatIndex:
 
         Only consolidated messages count: ids up to the newest one before the pointer. The member
         boost re-ranks a pool of the best candidates (the rest are too far behind to catch up)."""
-        last = self.db.execute("SELECT max(id) FROM docs WHERE kind = 'message' AND seq < ?",
-                               (self.pointer,)).fetchone()[0] or 0
+        last = self.conn.execute("SELECT max(id) FROM docs WHERE kind = 'message' AND seq < ?",
+                                 (self.pointer,)).fetchone()[0] or 0
         (m0, m1), (h0, h1) = self._span("message", since, until), self._span("history", since, until)
         d0, d1 = self._span("document", since, until)
         pool = max(50, limit * 5) if names else limit
         params = {"around": weights.around, "history": weights.history, "dated": weights.dated, "m0": m0, "m1": m1,
                   "h0": h0, "h1": h1, "d0": d0, "d1": d1, "document": weights.document, "documents_end": HISTORY_IDS,
                   "match": match, "last": last, "limit": pool}
-        scored = self.db.execute(RANK, params).fetchall()
+        scored = self.conn.execute(RANK, params).fetchall()
         if names:
-            keys = dict(self.db.execute(f"SELECT id, key FROM docs WHERE id IN ({', '.join('?' * len(scored))})",
-                                        [i for i, _ in scored]).fetchall())
+            keys = dict(self.conn.execute(f"SELECT id, key FROM docs WHERE id IN ({', '.join('?' * len(scored))})",
+                                          [i for i, _ in scored]).fetchall())
             scored = sorted(((i, s * (weights.named if keys.get(i) in names else 1.0)) for i, s in scored),
                             key=lambda r: r[1])[:limit]
         ids = [i for i, _ in scored]
-        rows = {r[0]: r for r in self.db.execute(
+        rows = {r[0]: r for r in self.conn.execute(
             f"SELECT id, kind, seq, ts, role, speaker, body, ts_end, around FROM docs "
             f"WHERE id IN ({', '.join('?' * len(ids))})",
             ids)}
@@ -427,13 +436,13 @@ class ChatIndex:
         for doc_id in ids:
             row = rows[doc_id]
             if len(row[6]) > long:
-                row = (*row[:6], self.db.execute(EXCERPT, (tokens, match, doc_id)).fetchone()[0], *row[7:])
+                row = (*row[:6], self.conn.execute(EXCERPT, (tokens, match, doc_id)).fetchone()[0], *row[7:])
             out.append(row)
         return out
 
     def neighbours(self, doc_id: int) -> list[tuple[str | None, str | None, str | None]]:
         """(role, speaker, text) of the messages just before and after message `doc_id` (Nones at the ends)."""
-        rows = {r[0]: r[1:] for r in self.db.execute(
+        rows = {r[0]: r[1:] for r in self.conn.execute(
             "SELECT id, role, speaker, body FROM docs WHERE id IN (?, ?)", (doc_id - 1, doc_id + 1))}
         return [rows.get(doc_id - 1, (None, None, None)), rows.get(doc_id + 1, (None, None, None))]
 

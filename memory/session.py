@@ -154,7 +154,7 @@ def _opt_str(value: Any) -> str | None:
 class Session:
     """A chat's conversation past its consolidation pointer (earlier messages stay on disk only)."""
 
-    files: ChatFiles
+    files: ChatFiles | None  # None for a chat kept in PostgreSQL (store/postgres/chats.py)
     channel: str
     chat_id: str
     last_consolidated: int = 0  # messages [0, last_consolidated) are summarised into memory
@@ -162,6 +162,13 @@ class Session:
     unconsolidated: list[Message] = field(default_factory=list)  # messages [last_consolidated, total)
     created: float | None = None  # None until the file exists
     needs_newline: bool = False  # the file ends in a torn line: start the next write on a new line
+
+    @property
+    def on_disk(self) -> ChatFiles:
+        """The chat's files, for a session the files backend loaded (this module's SessionStore)."""
+        if self.files is None:
+            raise TypeError(f"{self.channel}/{self.chat_id}: a session kept in PostgreSQL has no files")
+        return self.files
 
     @property
     def tokens(self) -> int:
@@ -227,7 +234,8 @@ class SessionStore:
         if drop >= 0:
             del session.unconsolidated[:drop]
         else:  # moving back (e.g. an undo) needs the older messages again
-            session.unconsolidated[:0] = [m.counted() for m in list(iter_messages(session.files))[n:session.last_consolidated]]
+            older = list(iter_messages(session.on_disk))[n:session.last_consolidated]
+            session.unconsolidated[:0] = [m.counted() for m in older]
         session.last_consolidated = n
 
 
@@ -298,10 +306,10 @@ def read_line(raw: bytes | str, messages_before: int) -> Line:
 
 
 def _append_lines(session: Session, lines: list[str]) -> None:
-    path = session.files.session
+    path = session.on_disk.session
     new_file = not path.exists()
     if new_file:
-        session.files.ensure()
+        session.on_disk.ensure()
     data = ("\n" if session.needs_newline else "") + "".join(lines)
     try:
         with os.fdopen(open_private(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT), "a", encoding="utf-8") as fh:

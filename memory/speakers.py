@@ -26,7 +26,7 @@ def labels(messages: Iterable[Message], extra: Iterable[tuple[str, str]] = ()) -
     """Sender id -> how the model sees them: their latest name, with the id where names collide."""
     names: dict[str, str] = {}
     for m in messages:
-        if _member(m):
+        if m.sender_id is not None and _member(m):
             names[m.sender_id] = (m.sender_name or "").strip() or names.get(m.sender_id, "")
     for sender_id, name in extra:
         if sender_id and sender_id != SELF_ID:
@@ -47,11 +47,11 @@ def label(sender_id: str, name: str, shared: bool = False) -> str:
 
 def speakers(messages: Iterable[Message]) -> set[str]:
     """The distinct sender ids of the user messages."""
-    return {m.sender_id for m in messages if _member(m)}
+    return {m.sender_id for m in messages if m.sender_id is not None and _member(m)}
 
 
 def named(messages: Sequence[Message], extra: Iterable[tuple[str, str]] = ()) -> list[Message]:
     """The messages with each user message's text prefixed by its speaker (`Name: text`)."""
     who = labels(messages, extra)
     return [replace(m, content=f"{who[m.sender_id]}: {m.content}")
-            if _member(m) and m.content else m for m in messages]
+            if m.sender_id is not None and _member(m) and m.content else m for m in messages]

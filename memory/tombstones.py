@@ -39,8 +39,8 @@ STAMP = "%Y-%m-%d %H:%M UTC"
 # What the note puts around a fact, in any form a model may copy it: "(forgotten DATE)", "[forgotten ...]",
 # "forgotten DATE:" (the date ISO, with or without its time and zone)
 _DATE = r"\d{4}-\d{2}-\d{2}(?:[ T]\d{1,2}:\d{2}(?::\d{2})?)?(?:\s*(?:UTC|Z))?"
-NOTICE = re.compile(rf"\(\s*forgotten\b[^()]*\)|\[\s*forgotten\b[^\[\]]*\]|\bforgotten(?:\s+(?:on|at))?\s+{_DATE}\s*[:\-\u2013\u2014]?",
-                    re.IGNORECASE)
+NOTICE = re.compile(rf"\(\s*forgotten\b[^()]*\)|\[\s*forgotten\b[^\[\]]*\]"
+                    rf"|\bforgotten(?:\s+(?:on|at))?\s+{_DATE}\s*[:\-\u2013\u2014]?", re.IGNORECASE)
 QUOTES = "\"'`\u2018\u2019\u201c\u201d"
 
 

@@ -21,7 +21,7 @@ from dataclasses import replace
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
-from bot.commands.base import ADMINS_ONLY, Command, CommandContext, Holder, Owned, counted, delete_each
+from bot.commands.base import ADMINS_ONLY, Command, CommandContext, Holder, counted, delete_each
 from bot.commands.memory_why import memory_subcommand
 from bot.commands.persona import persona_command
 from memory import chat_settings, persona, tombstones

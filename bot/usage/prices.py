@@ -19,6 +19,7 @@ that shape, so a model name with an `@` of its own (`vertex_ai/claude-3-5-sonnet
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 LABEL = re.compile(r"[A-Za-z0-9_-]{1,32}")
@@ -72,7 +73,7 @@ def parse_models(text: str) -> dict[str, ModelChoice]:
     return choices
 
 
-def configured_prices(choices: dict[str, ModelChoice]) -> dict[str, ModelPrice]:
+def configured_prices(choices: Mapping[str, ModelChoice]) -> dict[str, ModelPrice]:
     """The owner's prices by model string (what `price` takes as `configured`)."""
     return {c.model: c.price for c in choices.values() if c.price is not None}
 

@@ -9,6 +9,7 @@ The attachment id is the source id.
 
 from __future__ import annotations
 
+import functools
 import mimetypes
 from typing import Any
 
@@ -22,6 +23,6 @@ def files_of(message: Any, intake: MediaIntake) -> list[Remote]:
         voice = attachment.is_voice_message()
         mime = attachment.content_type or mimetypes.guess_type(attachment.filename)[0] or "application/octet-stream"
         found.append(Remote(str(attachment.id), attachment.filename, mime.split(";")[0].strip(),
-                            lambda url=attachment.url: intake.stream(url), kind="voice" if voice else None,
+                            functools.partial(intake.stream, attachment.url), kind="voice" if voice else None,
                             size=attachment.size, duration=attachment.duration))
     return found

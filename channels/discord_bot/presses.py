@@ -18,7 +18,7 @@ from collections.abc import Callable
 import aiohttp
 import discord
 
-from bot.events import InboundMessage, OutboundMessage
+from bot.events import InboundMessage, OutboundMessage, TurnResult
 from channels.base import AllowList
 from channels.discord_bot.stream import stop_item
 from channels.stop_buttons import StopButtons
@@ -28,7 +28,7 @@ logger = logging.getLogger(__name__)
 STOPPED_ALREADY = "That reply is already finished."
 NOT_YOURS = "Only those who may talk with me here can stop my replies."
 ERRORS = (discord.HTTPException, aiohttp.ClientError, OSError)  # what answering an interaction may raise
-Take = Callable[[InboundMessage], "asyncio.Future[None] | None"]  # the channel's publish (None: not taken)
+Take = Callable[[InboundMessage], "asyncio.Future[TurnResult | None] | None"]  # the channel's publish (None: not taken)
 
 
 class Presses:
@@ -44,7 +44,7 @@ class Presses:
     def view(self) -> discord.ui.View:
         """A view with the Stop button, for a draft's message."""
         view = discord.ui.View(timeout=None)
-        view.add_item(self.item())
+        view.add_item(self.item())  # type: ignore[call-arg]  # StopButton takes none; typed as its base class
         return view
 
     async def on_press(self, interaction: discord.Interaction) -> None:
@@ -73,8 +73,8 @@ class Presses:
         """A slash /stop is being published: note whether an answer goes to it."""
         self._slashes[msg_id] = False
 
-    async def close_slash(self, msg_id: int, done: asyncio.Future[None] | None, interaction: discord.Interaction,
-                          ephemeral: bool) -> None:
+    async def close_slash(self, msg_id: int, done: asyncio.Future[TurnResult | None] | None,
+                          interaction: discord.Interaction, ephemeral: bool) -> None:
         """Once the slash /stop is handled: its deferred interaction gets "Stopped." if no answer went to it."""
         try:
             if done is not None:

@@ -29,9 +29,10 @@ answered (no DNS rebinding). A token for any other address must be at least 32 c
 (`bind_problem`, the rule `tusk run` and `tusk doctor` share). Requests that change state
 (POST, PUT, DELETE, ...) need `Content-Type: application/json` and may not come from another
 origin (a foreign `Origin` or `Sec-Fetch-Site` is refused), so no other site open in the same browser
-can send them (CSRF: channels/http/requests.py); with a bearer token that is all (API clients send no `Origin`), without one
-(TUSK_HTTP_TOKEN=off) they must say they come from this server's own pages. Connections are bounded in number and idle time
-(channels/http/limits.py). Every error is a JSON body `{"error": "..."}` with a 4xx status: bad
+can send them (CSRF: channels/http/requests.py); with a bearer token that is all (API clients send no
+`Origin`), without one (TUSK_HTTP_TOKEN=off) they must say they come from this server's own pages.
+Connections are bounded in number and idle time (channels/http/limits.py).
+Every error is a JSON body `{"error": "..."}` with a 4xx status: bad
 JSON, missing text, bodies over 1 MiB, chat ids that are empty, too long or hold control characters.
 The one exception to "JSON only": a message with files may be multipart/form-data (same origin
 rules), streamed to disk within the upload deadline (channels/http/limits.py).
@@ -147,6 +148,7 @@ class HttpChannel:
     async def start(self) -> None:
         self._runner = web.AppRunner(self.app(), access_log=None, keepalive_timeout=self.settings.idle_timeout)
         await self._runner.setup()
+        assert self._runner.server is not None  # setup() made it
         factory = self._limit.factory(self._runner.server)
         try:
             self._server = await asyncio.get_running_loop().create_server(
@@ -204,7 +206,7 @@ class HttpChannel:
         """Keep the spoken reply in the chat's media/ and link it from the answer of the request that waits."""
         voices = self._voices.get(msg.reply_to) if msg.reply_to is not None else None
         replies = self._waiting.get(msg.reply_to) if msg.reply_to is not None else None
-        if voices is None or replies is None:
+        if msg.reply_to is None or voices is None or replies is None:
             raise DeliveryError("no request is waiting for this spoken reply")
         voices.append(await voice_files.keep(self.media, msg))
         if msg.caption is not None:
@@ -218,7 +220,7 @@ class HttpChannel:
 
     async def send(self, msg: OutboundMessage) -> None:
         replies = self._waiting.get(msg.reply_to) if msg.reply_to is not None else None
-        if replies is None:
+        if msg.reply_to is None or replies is None:
             logger.info("no request is waiting for a message to %s; it is kept in the session only", msg.key)
             return
         replies.append(msg.text)

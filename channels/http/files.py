@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from aiohttp import BodyPartReader, web
 
 from bot.errors import MediaRefused
-from bot.events import Attachment, ChatKey
+from bot.events import Attachment, ChatKey, MediaKind
 from memory.media import MediaStore
 
 MAX_FILES = 4
@@ -73,11 +73,12 @@ async def read_upload(request: web.Request, key: ChatKey, store: MediaStore) -> 
             mime = part.headers.get("Content-Type") or mimetypes.guess_type(name)[0] or "application/octet-stream"
             if mime == "application/octet-stream":
                 mime = mimetypes.guess_type(name)[0] or mime
-            kind = "voice" if part.name == "voice" else None  # a voice note (the console's, an app's recording)
+            # a voice note (the console's, an app's recording)
+            kind: MediaKind | None = "voice" if part.name == "voice" else None
             kept.append(await store.keep(key, _chunks(part), name=name, mime=mime, kind=kind))
     except (MediaRefused, web.HTTPException, ValueError):
-        for att in kept:
-            store.path(key, att).unlink(missing_ok=True)
+        if kept:  # MediaStore has no `path` since media moved behind the store: this raised AttributeError
+            await store.remove(key, [att.path for att in kept])
         raise
     user = fields["user"].strip() or "http"
     if len(user) > 200:

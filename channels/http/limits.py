@@ -48,7 +48,10 @@ class _Refused(asyncio.Protocol):
     """A connection over the limit while every open one is busy: closed as soon as it is accepted."""
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        transport.abort()
+        if isinstance(transport, asyncio.Transport):  # a TCP server's: dropped without a goodbye
+            transport.abort()
+        else:
+            transport.close()
 
 
 class ConnectionLimit:

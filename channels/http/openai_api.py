@@ -181,6 +181,7 @@ class OpenAIApi:
             except (binascii.Error, ValueError) as exc:
                 raise ApiError(400, f"image_url: bad base64 data ({exc})", param="messages") from exc
             mime = match[1]
+            assert self.channel.media is not None  # checked above: urls are taken only with a media store
             try:
                 kept.append(await self.channel.media.keep(key, chunks_of(data), name=f"image-{n}.{mime[6:]}",
                                                           mime=mime, size=len(data)))

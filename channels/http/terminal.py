@@ -175,8 +175,8 @@ class TerminalRelay:
                                                "X-Accel-Buffering": "no"})
         await response.prepare(request)
         queue: asyncio.Queue[str | None] = asyncio.Queue()
-        for text in self._kept.pop(key, ()):
-            queue.put_nowait(text)
+        for waiting in self._kept.pop(key, ()):
+            queue.put_nowait(waiting)
         self._watchers.setdefault(key, set()).add(queue)
         text: str | None = None
         try:

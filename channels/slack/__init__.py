@@ -8,11 +8,12 @@ With SLACK_THREAD_SESSIONS=false a channel is one chat (key C…) and replies go
 mention was. /stop (bot/stop.py) comes as a mention in the reply's thread, or as `/tusk stop` (or
 `/stop`) in the channel: Slack gives slash commands no thread, so in a channel with thread sessions it
 stops the reply its sender asked for there, the latest if several are running.
-Bot messages, edits, deletions and other subtypes are not answered (the list: channels/slack/events.py); a retried or doubled event (same channel and ts) is answered once, also
-across a restart (bot/dedupe.py).
+Bot messages, edits, deletions and other subtypes are not answered (the list: channels/slack/events.py);
+a retried or doubled event (same channel and ts) is answered once, also across a restart (bot/dedupe.py).
 Mentions of people reach the model as `@name` (channels/slack/people.py); Web API errors are
 read in channels/slack/api.py. An hourglass reaction marks a message while its turn runs.
-Messages take the intake chain (channels/intake.py); senders outside SLACK_ALLOW_FROM cost no API or LLM call. `send` finds a reply's place from the inbound message it answers, else from the chat key
+Messages take the intake chain (channels/intake.py); senders outside SLACK_ALLOW_FROM cost no API or LLM
+call. `send` finds a reply's place from the inbound message it answers, else from the chat key
 alone (`C123` or `C123-1700000000.000100`), so reminders work with no message to answer.
 Payload mapping: channels/slack/events.py; Markdown to mrkdwn: channels/slack/format.py; replies read out
 are uploaded as audio files: channels/slack/voice.py.
@@ -346,7 +347,8 @@ class SlackChannel:
     async def _post(self, route: Route, piece: str, verbatim: bool = False) -> None:
         if self._client is None:
             raise SlackError("the Slack channel is not running")
-        plain = {"mrkdwn": False} if verbatim else {}  # Tusk's own words: no *bold* or _italic_ read into them
+        # Tusk's own words: no *bold* or _italic_ read into them
+        plain: dict[str, Any] = {"mrkdwn": False} if verbatim else {}
         try:
             await self._client.chat_postMessage(channel=route.channel, thread_ts=route.thread_ts, text=piece, **plain)
         except _NET_ERRORS as exc:

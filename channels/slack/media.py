@@ -9,6 +9,7 @@ clip recorded in Slack (`subtype` slack_audio / slack_video) is kind voice. The 
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import AsyncIterator
 from typing import Any
@@ -41,7 +42,7 @@ def files_of(event: dict[str, Any], intake: MediaIntake, token: str, api_url: st
         name = file.get("name") or file.get("title") or "file"
         duration = file.get("duration_ms")
         found.append(Remote(str(file["id"]), name, file.get("mimetype") or "application/octet-stream",
-                            lambda file=file: _download(file, intake, token, api_url),
+                            functools.partial(_download, file, intake, token, api_url),
                             kind="voice" if file.get("subtype") in CLIPS else None,
                             size=file.get("size") if isinstance(file.get("size"), int) else None,
                             duration=duration / 1000 if isinstance(duration, (int, float)) else None))

@@ -179,10 +179,12 @@ class TelegramChannel:
             path = s.webhook_url.split("://", 1)[-1].partition("/")[2]
             secret = s.webhook_secret or secrets.token_urlsafe(32)  # given to Telegram anew at every start
             bound_webhook_server()
+            assert app.updater is not None  # ApplicationBuilder makes one unless told not to
             await app.updater.start_webhook(listen=s.webhook_listen, port=s.webhook_port, url_path=path,
                                             webhook_url=s.webhook_url, secret_token=secret,
                                             allowed_updates=UPDATES)
         else:
+            assert app.updater is not None
             await app.updater.start_polling(timeout=s.poll_timeout, allowed_updates=UPDATES,
                                             error_callback=self._on_poll_error)
         logger.info("Telegram channel running as @%s (%s)", app.bot.username, "webhook" if s.webhook_url else "polling")

@@ -9,6 +9,7 @@ Bots may send voice files of up to 50 MB: a reply read out is far below (about 4
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from chatgpt_md_converter import telegram_format
 from telegram import Bot, ReplyParameters
@@ -36,8 +37,8 @@ async def send(bot: Bot, chat_id: int, thread: int | None, audio: SpokenAudio, c
     if len(audio.data) > MAX_BYTES:
         raise DeliveryError(f"the spoken reply is {len(audio.data):,} bytes, over Telegram's 50 MB for voice")
     reply = ReplyParameters(reply_to, allow_sending_without_reply=True) if reply_to else None
-    common = {"duration": max(1, round(audio.duration)), "message_thread_id": thread, "reply_parameters": reply,
-              "filename": FILE_NAME}
+    common: dict[str, Any] = {"duration": max(1, round(audio.duration)), "message_thread_id": thread,
+                              "reply_parameters": reply, "filename": FILE_NAME}
     try:
         try:
             await bot.send_voice(chat_id, audio.data, caption=telegram_format(caption) if caption else None,

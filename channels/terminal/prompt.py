@@ -35,7 +35,7 @@ class PrivateHistory(FileHistory):
         """Append one line to the file; while the chat's folder is gone (`/forget confirm` took it), the line is
         kept in memory only (Up still finds it), so forgetting is not undone by what is typed next. Once a
         message has made the folder again, lines are written to it again."""
-        path = Path(self.filename)
+        path = Path(os.fsdecode(self.filename))
         if not path.parent.is_dir():
             return
         lines = [f"\n# {datetime.datetime.now()}\n", *(f"+{line}\n" for line in string.split("\n"))]

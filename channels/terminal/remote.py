@@ -35,7 +35,8 @@ CONNECT = aiohttp.ClientTimeout(total=None, sock_connect=10)  # a turn takes as 
 
 async def server_events(content: aiohttp.StreamReader) -> AsyncIterator[tuple[str, Any]]:
     """(event, data) of a Server-Sent Events body; comments (`: ping`) skipped. Lines of any length."""
-    buffer, name, data = b"", "message", []
+    buffer, name = b"", "message"
+    data: list[str] = []
     async for chunk in content.iter_any():
         buffer += chunk
         while b"\n" in buffer:

@@ -85,7 +85,7 @@ class FileChats:
 
     async def open(self, key: ChatKey) -> Chat:
         session = self.sessions.get(key.channel, key.chat_id)
-        files = session.files
+        files = session.on_disk
         memory = _read(files.memory) or ""
         persona = (_read(files.persona) or "").strip()
         return Chat(key, session, Memory(memory, stamp(files.memory)), persona, _read(files.settings),
@@ -100,7 +100,7 @@ class FileChats:
         self.sessions.set_pointer(chat.session, pointer)
 
     async def commit_round(self, chat: Chat, commit: RoundCommit) -> None:
-        session, files = chat.session, chat.session.files
+        session, files = chat.session, chat.session.on_disk
         if self.sessions.cached(files) is not session or session.last_consolidated != commit.start:
             raise StaleWrite(f"{chat.key}: the chat was reset while the round ran; its result was discarded")
         if stamp(files.memory) != commit.memory_version:

@@ -10,7 +10,7 @@ import contextlib
 import json
 import time
 from collections.abc import AsyncIterable, AsyncIterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import psycopg
 
@@ -52,6 +52,12 @@ class PgChat:
                                         (self.key.channel, self.key.chat_id))).fetchone()
         return row[0] if row else None
 
+    @overload
+    async def _write(self, conn: psycopg.AsyncConnection, create: Literal[True] = True,
+                     session: bool = False) -> int: ...
+    @overload
+    async def _write(self, conn: psycopg.AsyncConnection, create: bool, session: bool = False) -> int | None: ...
+
     async def _write(self, conn: psycopg.AsyncConnection, create: bool = True, session: bool = False) -> int | None:
         """The chat's row, locked (made when missing and `create`), its version bumped; `session`: this write
         replaces the session (the loaded one is not followed)."""
@@ -81,13 +87,15 @@ class PgChat:
         return [Message.from_record(json.loads(line)) for (line,) in rows]
 
     async def replace_session(self, messages: Sequence[Message], pointer: int,
-                              marks: Sequence[Mapping[str, Any]] | None = None) -> None:
+                              marks: Sequence[Mapping[str, Any] | None] | None = None) -> None:
         """The whole session replaced (`/forget me`), with its pointer, in one transaction."""
         messages = [m.counted() for m in messages]
         marks = marks or [None] * len(messages)
         async with self._transaction() as conn:
             chat_id = await self._write(conn, session=True)
-            created = (await (await conn.execute("SELECT created FROM chats WHERE id = %s", (chat_id,))).fetchone())[0]
+            row = await (await conn.execute("SELECT created FROM chats WHERE id = %s", (chat_id,))).fetchone()
+            assert row is not None  # _write made and locked it
+            created = row[0]
             lines = whole_session(self.key.channel, self.key.chat_id, created, messages, pointer, marks)
             await conn.execute("DELETE FROM session_lines WHERE chat = %s", (chat_id,))
             await conn.execute("UPDATE chats SET lines = 0, total = %s, pointer = %s WHERE id = %s",
@@ -110,11 +118,13 @@ class PgChat:
             chat_id = await self._write(conn)
             current = await (await conn.execute("SELECT memory_version FROM chats WHERE id = %s",
                                                 (chat_id,))).fetchone()
+            assert current is not None  # _write made and locked it
             if expect is not None and current[0] != expect:
                 raise StaleWrite(f"{self.key}: MEMORY.md changed meanwhile (version {current[0]}, not {expect})")
             await chat_rows.write_memory(conn, chat_id, text)
             row = await (await conn.execute("SELECT memory, memory_version FROM chats WHERE id = %s",
                                             (chat_id,))).fetchone()
+        assert row is not None  # the row this transaction wrote
         return Memory(*row)
 
     async def versions(self) -> list[Version]:
@@ -213,6 +223,7 @@ class PgChat:
             row = await (await conn.execute(
                 "UPDATE media SET size = %s, complete = true WHERE chat = %s AND path = %s RETURNING created",
                 (size, chat_id, path))).fetchone()
+            assert row is not None  # the row inserted above, in this transaction
         return MediaFile(path, size, row[0])
 
     async def read_media(self, path: str) -> AsyncIterator[bytes]:

@@ -16,7 +16,7 @@ import json
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal, overload
 
 import psycopg
 
@@ -90,6 +90,11 @@ class PgChats:
 
     # -- write --------------------------------------------------------------------------------
 
+    @overload
+    async def _row(self, conn: psycopg.AsyncConnection, key: ChatKey, create: Literal[True] = True) -> int: ...
+    @overload
+    async def _row(self, conn: psycopg.AsyncConnection, key: ChatKey, create: bool) -> int | None: ...
+
     async def _row(self, conn: psycopg.AsyncConnection, key: ChatKey, create: bool = True) -> int | None:
         """The chat's row id, locked for this transaction (made when `create` and missing)."""
         row = await (await conn.execute("SELECT id FROM chats WHERE channel = %s AND chat_id = %s FOR UPDATE",
@@ -113,7 +118,7 @@ class PgChats:
         return row
 
     async def append(self, chat: Chat, messages: Sequence[Message],
-                     marks: Sequence[Mapping[str, Any]] | None = None) -> None:
+                     marks: Sequence[Mapping[str, Any] | None] | None = None) -> None:
         if not messages:
             return
         messages = [m.counted() for m in messages]
@@ -121,6 +126,7 @@ class PgChats:
         async with self.db.transaction() as conn:
             chat_id = await self._row(conn, chat.key)
             total_row = await (await conn.execute("SELECT total FROM chats WHERE id = %s", (chat_id,))).fetchone()
+            assert total_row is not None  # _row made and locked it
             if total_row[0] != session.total:
                 raise StaleWrite(f"{chat.key}: the session has {total_row[0]} messages, not {session.total}: "
                                  "another process wrote to this chat")
@@ -159,8 +165,10 @@ class PgChats:
             chat_id = await self._row(conn, chat.key, create=False)
             if chat_id is None:  # erased (/forget) while the round ran: nothing of it is written
                 raise StaleWrite(f"{chat.key}: the chat was erased while the round ran; its result was discarded")
-            pointer, memory_version, created = (await (await conn.execute(
-                "SELECT pointer, memory_version, created FROM chats WHERE id = %s", (chat_id,))).fetchone())
+            row = await (await conn.execute(
+                "SELECT pointer, memory_version, created FROM chats WHERE id = %s", (chat_id,))).fetchone()
+            assert row is not None  # _row found and locked it
+            pointer, memory_version, created = row
             if session.created and created != session.created:  # erased, then begun again
                 raise StaleWrite(f"{chat.key}: the chat was erased and begun again while the round ran; "
                                  "its result was discarded")

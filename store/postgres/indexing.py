@@ -12,8 +12,8 @@ exactly the chat's content and needs no state of its own to catch up from:
 Rows are as in search.sqlite (memory/search_index.py): each user or assistant message with text, with the
 words of the message before and after it (`around`: a new message also updates its predecessor's), and
 each HISTORY.md entry dated with its span, each passage of a kept document (memory/search_index.py's
-`passages`: its page, sender and date, its name and URL as its `around`); the chat's words (for respelling), its members, and the two
-numbers bm25 needs (rows and words).
+`passages`: its page, sender and date, its name and URL as its `around`); the chat's words (for respelling),
+its members, and the two numbers bm25 needs (rows and words).
 """
 
 from __future__ import annotations
@@ -135,7 +135,7 @@ async def _index_numbered(conn: psycopg.AsyncConnection, chat_id: int, numbered:
     for i, (seq, message) in enumerate(new, first):
         around = _around(texts[i - 1] if i > 0 else None, texts[i + 1] if i + 1 < len(texts) else None)
         speaker = message.sender_name if message.role == "user" else None
-        rows.add("message", last + 1 + i - first, seq, message.ts, None, message.role, speaker, message.content,
+        rows.add("message", last + 1 + i - first, seq, message.ts, None, message.role, speaker, message.content or "",
                  around)
     await rows.write(conn)
 
@@ -160,8 +160,9 @@ async def index_document(conn: psycopg.AsyncConnection, chat_id: int, doc_id: st
         return
     speaker = doc.sender_name or doc.sender_id or None  # the id where the platform gave no name (the HTTP API)
     where = " ".join(filter(None, (doc.name, doc.url)))
-    last = (await (await conn.execute("SELECT coalesce(max(n), 0) FROM search_docs WHERE chat = %s AND"
-                                      " kind = 'document'", (chat_id,))).fetchone())[0]
+    row = await (await conn.execute("SELECT coalesce(max(n), 0) FROM search_docs WHERE chat = %s AND"
+                                    " kind = 'document'", (chat_id,))).fetchone()
+    last = row[0] if row is not None else 0
     rows = _Rows(chat_id)
     for n, (page, passage) in enumerate(passages(doc.text), last + 1):
         rows.add("document", n, page, doc.ts, None, doc.source, speaker, passage, where, where, doc_id)

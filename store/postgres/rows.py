@@ -41,7 +41,9 @@ def block_entry(block: str) -> Entry | None:
 async def add_lines(conn: psycopg.AsyncConnection, chat_id: int, rows: Sequence[tuple[int | None, str | None, str]],
                     ) -> None:
     """Append session lines, (message number or None, import mark or None, line) each, after the chat's last."""
-    start = (await (await conn.execute("SELECT lines FROM chats WHERE id = %s", (chat_id,))).fetchone())[0]
+    row = await (await conn.execute("SELECT lines FROM chats WHERE id = %s", (chat_id,))).fetchone()
+    assert row is not None  # the caller holds the chat's row
+    start = row[0]
     async with conn.cursor() as cur:
         await cur.executemany("INSERT INTO session_lines (chat, n, seq, source, line) VALUES (%s, %s, %s, %s, %s)",
                               [(chat_id, start + i, seq, source, clean(line))
@@ -53,15 +55,17 @@ async def add_messages(conn: psycopg.AsyncConnection, chat_id: int, key: tuple[s
                        marks: Sequence[Mapping[str, Any] | None] | None = None) -> tuple[int, float]:
     """Append counted messages (and the meta line first, for a chat's first lines); their index rows too.
     Returns (the first one's number, the session's created time)."""
-    total, lines, created = await (await conn.execute(
-        "SELECT total, lines, created FROM chats WHERE id = %s", (chat_id,))).fetchone()
+    row = await (await conn.execute("SELECT total, lines, created FROM chats WHERE id = %s", (chat_id,))).fetchone()
+    assert row is not None  # the caller holds the chat's row
+    total, lines, created = row
     rows: list[tuple[int | None, str | None, str]] = []
     if lines == 0:
         created = time.time()
         await conn.execute("UPDATE chats SET created = %s WHERE id = %s", (created, chat_id))
         rows.append((None, None, meta_line(*key, created)))
     marks = marks or [None] * len(messages)
-    rows += [(total + i, source(mark), line) for i, (mark, line) in enumerate(zip(marks, message_lines(messages, marks)))]
+    rows += [(total + i, source(mark), line)
+             for i, (mark, line) in enumerate(zip(marks, message_lines(messages, marks)))]
     await add_lines(conn, chat_id, rows)
     await conn.execute("UPDATE chats SET total = total + %s WHERE id = %s", (len(messages), chat_id))
     await index_messages(conn, chat_id, total, messages)

@@ -139,7 +139,8 @@ class PgSearch:
             rows = await (await conn.execute(RANK, {
                 "chat": chat_id, "pointer": pointer, "terms": list(terms), "names": list(q.names),
                 "since": q.since, "until": q.until, "around": w.around, "history": w.history, "dated": w.dated,
-                "named": w.named, "document": w.document, "pool": max(50, limit * 5) if q.names else limit, "limit": limit,
+                "named": w.named, "document": w.document, "pool": max(50, limit * 5) if q.names else limit,
+                "limit": limit,
                 "long": FULL_TEXT_CHARS, "headline": HEADLINE}, prepare=True)).fetchall()
         return [_hit(row) for row in rows]
 

@@ -79,9 +79,11 @@ async def read_folder(db: Database, key: ChatKey, folder: Path) -> None:
     files = ChatFiles(folder)
     async with db.transaction() as conn:
         await conn.execute("DELETE FROM chats WHERE channel = %s AND chat_id = %s", (key.channel, key.chat_id))
-        chat_id = (await (await conn.execute(
+        row = await (await conn.execute(
             "INSERT INTO chats (channel, chat_id, created, active) VALUES (%s, %s, 0, %s) RETURNING id",
-            (key.channel, key.chat_id, folder.stat().st_mtime))).fetchone())[0]
+            (key.channel, key.chat_id, folder.stat().st_mtime))).fetchone()
+        assert row is not None  # INSERT ... RETURNING returns the row
+        chat_id = row[0]
         await _session(conn, chat_id, files.session)
         if files.memory.exists():
             await conn.execute("UPDATE chats SET memory = %s, memory_version = 1 WHERE id = %s",

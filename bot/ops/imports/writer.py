@@ -36,7 +36,7 @@ class _Chat:
     def __init__(self, store: SessionStore, channel: str, chat_id: str) -> None:
         self.store = store
         self.session = store.get(channel, chat_id)
-        self.files: ChatFiles = self.session.files
+        self.files: ChatFiles = self.session.on_disk
         self.files.ensure()
         self.db = sqlite3.connect(self.files.dir / RECORD)
         os.chmod(self.files.dir / RECORD, 0o600)
