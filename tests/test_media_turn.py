@@ -143,6 +143,15 @@ async def test_oversize_file_is_refused_naming_the_limit(make_settings, fake_llm
         assert [p for p in media_dir(app, "big").iterdir()] == []
 
 
+async def test_a_refused_file_takes_the_files_before_it_along(make_settings, fake_llm):
+    """Two files in one message, the second over the cap: the refusal is the reply, and the first file, kept
+    while the second streamed in, is removed again; nothing reaches the model."""
+    async with running(make_settings(TUSK_MEDIA_MAX_MB="1", **MEDIA_ENV)) as app:
+        (reply,) = await upload(app, "two", ("small.txt", b"a few words", "text/plain"),
+                                ("big.txt", io.BytesIO(b"a" * 1_500_000), "text/plain"))
+        assert reply == "That file is over 1 MB, the most I take." and fake_llm.requests == []
+        assert list(media_dir(app, "two").iterdir()) == []
+
 async def test_long_document_is_refused_naming_the_setting(make_settings, fake_llm):
     """A document with more text than TUSK_DOCUMENT_MAX_CHARS gets a reply naming the setting."""
     async with running(make_settings(TUSK_DOCUMENT_MAX_CHARS="1000", **MEDIA_ENV)) as app:

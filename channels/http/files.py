@@ -77,7 +77,7 @@ async def read_upload(request: web.Request, key: ChatKey, store: MediaStore) -> 
             kind: MediaKind | None = "voice" if part.name == "voice" else None
             kept.append(await store.keep(key, _chunks(part), name=name, mime=mime, kind=kind))
     except (MediaRefused, web.HTTPException, ValueError):
-        if kept:  # MediaStore has no `path` since media moved behind the store: this raised AttributeError
+        if kept:  # a message is taken whole or not at all: the files kept before the refused one go again
             await store.remove(key, [att.path for att in kept])
         raise
     user = fields["user"].strip() or "http"
