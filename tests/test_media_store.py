@@ -31,7 +31,7 @@ async def test_kept_file_is_private_and_described(tmp_path):
 async def test_over_the_cap_is_refused_and_leaves_nothing(tmp_path):
     """A download past the per-file cap is refused with the limit named; no partial file stays."""
     store = MediaStore(FileChats(tmp_path), MediaLimits(file_bytes=1000))
-    with pytest.raises(MediaRefused, match="MB"):
+    with pytest.raises(MediaRefused, match="over 1 KB, the most I take"):
         await store.keep(KEY, chunks_of(b"y" * 5000, size=100), name="big.bin", mime="application/octet-stream")
     with pytest.raises(MediaRefused):
         await store.keep(KEY, chunks_of(b""), name="big.bin", mime="text/plain", size=5000)

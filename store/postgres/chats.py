@@ -133,7 +133,7 @@ class PgChats:
             _, created = await chat_rows.add_messages(conn, chat_id, (chat.key.channel, chat.key.chat_id), messages,
                                                       marks)
             version, *_ = await self._bump(conn, chat_id)
-        session.created = session.created or created
+        session.created = created  # the row's, as its first line set it (a file kept may have made the row)
         session.unconsolidated.extend(messages)
         session.total += len(messages)
         chat.exists = True
