@@ -17,6 +17,7 @@ doctor never creates it).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import time
@@ -28,7 +29,7 @@ from bot.config import Settings
 from bot.errors import (ConfigError, LLMAuthFailed, LLMError, LLMUnreachable, ModelNotFound, NotAModelServer,
                         ToolsUnsupported)
 from bot.llm import LLM, LLMSettings, model_window
-from bot.llm.learned import ModelBook
+from bot.llm.learned import FILE, ModelBook, ModelFacts
 from bot.llm.loader import litellm, litellm_loaded
 from bot.llm.server import served_models, server_root
 from bot.llm.wire import model_name
@@ -132,8 +133,23 @@ def _price(settings: Settings, model: str) -> Check:
     return Check("price", "ok", f"{model} has no known price: its cost is recorded as unknown (never $0)")
 
 
+def _learned(settings: Settings, model: str) -> ModelFacts:
+    """What a running Tusk learned of the model (models.json: a file of the home, or the database's document);
+    nothing when the database does not answer (its own check says so)."""
+    if settings.store_url() is None:
+        return ModelBook(settings.home).get(model)
+    from store import prepared
+    from store.errors import StoreError
+
+    try:
+        with prepared(settings.home, settings.store_url()) as store:
+            return ModelBook(store.doc(FILE)).get(model)
+    except StoreError:
+        return ModelFacts()
+
+
 async def _window(settings: Settings, s: LLMSettings) -> Check:
-    facts = ModelBook(settings.home).get(s.model)
+    facts = await asyncio.to_thread(_learned, settings, s.model)
     window = resolve(settings.context_window, facts.window, model_window(s.model))
     if window.source == "default":
         window = await ask_server(s.model, s.api_base, s.api_key) or window
