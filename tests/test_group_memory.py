@@ -1,9 +1,12 @@
 """Group chats that know who said what, and /forget me: three members on Telegram's fake, end to end."""
 
+import asyncio
 import json
+import time
 from datetime import timezone
 
 import pytest
+from psycopg import sql
 
 from bot.events import ChatKey
 from tests.fakes.fake_llm import Reply, attributing_responder
@@ -11,7 +14,10 @@ from tests.fakes.fake_telegram import FakeTelegram
 from tests.legality import violations
 from tests import kept
 
+pytestmark = pytest.mark.both_stores
+
 GROUP = -300
+KEY = ChatKey("telegram", str(GROUP))
 MEMBERS = {7: "alice", 8: "bob", 9: "carol"}
 
 
@@ -43,12 +49,58 @@ async def say(tg, user_id, text):
     return tg.sent[-1]["plain"]
 
 
-def chat_files(tusk):
-    return kept.files(tusk, "telegram", str(GROUP))
+def group(tusk):
+    """The group chat's handle on the app's store."""
+    return tusk.chats.handle(KEY)
+
+
+async def memory(tusk) -> str:
+    """The group's MEMORY.md as its store keeps it."""
+    return (await group(tusk).memory()).text
+
+
+async def history(tusk) -> str:
+    """The group's HISTORY.md entries as its store keeps them, one text."""
+    return "\n\n".join(f"{e.heading}\n{e.text}" for e in await group(tusk).history())
+
+
+async def said(tusk) -> str:
+    """Every message of the group's session (consolidated or not) as its store keeps them, one text."""
+    return "\n".join(m.content or "" for m in await group(tusk).messages())
+
+
+async def unconsolidated(tusk, count):
+    """The group's messages past the pointer, once there are `count` of them (TimeoutError after 5 s)."""
+    deadline = time.monotonic() + 5
+    while len(saved := (await kept.session(tusk, "telegram", str(GROUP))).unconsolidated) < count:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{len(saved)} of {count} messages saved")
+        await asyncio.sleep(0.01)
+    return saved
 
 
 def every_file_text(folder):
     return {p: p.read_text(encoding="utf-8", errors="replace") for p in folder.rglob("*") if p.is_file()}
+
+
+def everything_kept(tusk) -> dict[str, str]:
+    """All the store holds, as text by where: the group's folder and inbox.jsonl (files), or every row of
+    every table of the database (PostgreSQL: the search index's words and the inbox journal too)."""
+    if tusk.store.kind == "files":
+        return {**every_file_text(kept.files(tusk, "telegram", str(GROUP)).dir),
+                tusk.inbox.path: tusk.inbox.path.read_text()}
+    with tusk.store.sync_db.connection() as conn:
+        tables = [t for (t,) in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")]
+        return {f"{table} row {i}": text for table in tables for i, (text,) in enumerate(
+            conn.execute(sql.SQL("SELECT row_to_json(t)::text FROM {} AS t").format(sql.Identifier(table))))}
+
+
+def journal(tusk) -> str:
+    """The inbox journal's text: inbox.jsonl (files) or the `inbox` table's records (PostgreSQL)."""
+    if tusk.store.kind == "files":
+        return tusk.inbox.path.read_text()
+    with tusk.store.sync_db.connection() as conn:
+        return "\n".join(text for (text,) in conn.execute("SELECT record::text FROM inbox"))
 
 
 def legal(fake_llm):
@@ -63,7 +115,8 @@ async def test_history_sent_to_the_model_names_each_speaker(tusk, tg, fake_llm):
     convo = [m["content"] for m in fake_llm.requests[-1]["messages"] if m["role"] == "user"]
     assert convo[0] == "Alice: I like tea" and convo[1] == "Bob: I like coffee"
     assert "from Carol (id 9)" in convo[2] and convo[2].endswith("\n\nand I like water")
-    saved = [m.content for m in kept.on_disk(tusk, "telegram", str(GROUP)).unconsolidated if m.role == "user"]
+    saved = [m.content for m in (await kept.session(tusk, "telegram", str(GROUP))).unconsolidated
+             if m.role == "user"]
     assert saved == ["I like tea", "I like coffee", "and I like water"] and legal(fake_llm)
     assert fake_llm.requests[-1]["messages"][0] == fake_llm.requests[-2]["messages"][0]  # system prompt unchanged
 
@@ -88,8 +141,7 @@ async def test_facts_land_in_each_members_section(tusk, tg, fake_llm):
     await say(tg, 8, "@tusk_bot my drink is espresso-8b2")
     await say(tg, 9, "@tusk_bot my drink is lemonade-9c3")
     await say(tg, 8, "/new@tusk_bot")
-    memory = chat_files(tusk).memory.read_text()
-    sections = {s.split("\n", 1)[0]: s for s in memory.split("## ")[1:]}
+    sections = {s.split("\n", 1)[0]: s for s in (await memory(tusk)).split("## ")[1:]}
     assert set(sections) == {"Alice", "Bob", "Carol", "The group"}
     assert "mint-tea-7a1" in sections["Alice"] and "espresso-8b2" in sections["Bob"]
     assert "lemonade-9c3" in sections["Carol"] and "espresso" not in sections["Alice"]
@@ -113,25 +165,28 @@ async def test_forget_me_removes_one_member_from_every_file(tusk, tg, fake_llm):
     assert "gecko-7d4" in fake_llm.requests[-1]["messages"][-1]["content"]  # the index holds her text now
     await say(tg, 9, "/new@tusk_bot")  # a second consolidation: Alice's first section is now a kept version
     await say(tg, 7, "@tusk_bot my bike is tandem-7g8")  # unconsolidated: in the session only
-    files = chat_files(tusk)
-    assert any("mint-tea-7a1" in t for t in every_file_text(files.versions).values())
+    assert any("mint-tea-7a1" in v.text for v in await group(tusk).versions())
     report = await say(tg, 7, "/forget@tusk_bot me confirm")
     assert "removed their section from MEMORY.md and from 1 earlier version" in report
     assert "rewrote 1 history entry without them (by the model)" in report
-    assert "removed 1 history entry only about them" in report and "search index" in report
-    assert "of their messages from the journal (inbox.jsonl)" in report
+    assert "removed 1 history entry only about them" in report
+    if tusk.store.kind == "files":  # search.sqlite, a copy dropped; the database's search rows go with the chat's
+        assert "search index" in report and "of their messages from the journal (inbox.jsonl)" in report
+    else:
+        assert "of their message from the journal (the database's inbox)" in report
 
-    for path, text in [*every_file_text(files.dir).items(), (tusk.inbox.path, tusk.inbox.path.read_text())]:
+    everything = everything_kept(tusk)
+    assert any("espresso-8b2" in text for text in everything.values())  # what is read holds the others' facts
+    for where, text in everything.items():
         for canary in ("mint-tea-7a1", "gecko-7d4", "kayak-7f6", "tandem-7g8"):
-            assert canary not in text, f"{canary} left in {path}"
-    memory = files.memory.read_text()
-    assert "espresso-8b2" in memory and "lemonade-9c3" in memory and "## Alice" not in memory
-    assert "espresso-8b2" in files.history.read_text() and "Bob said" in files.history.read_text()
-    session = kept.on_disk(tusk, "telegram", str(GROUP))
+            assert canary not in text, f"{canary} left in {where}"
+    kept_memory = await memory(tusk)
+    assert "espresso-8b2" in kept_memory and "lemonade-9c3" in kept_memory and "## Alice" not in kept_memory
+    assert "espresso-8b2" in await history(tusk) and "Bob said" in await history(tusk)
+    session = await kept.session(tusk, "telegram", str(GROUP))
     assert {m.sender_id for m in session.unconsolidated if m.role == "user"} <= {"8", "9"}
-    key = ChatKey("telegram", str(GROUP))
-    assert not tusk.store.search.holds(key)
-    hits = await tusk.store.search.search(key, "gecko mint tea kayak tandem drink", 5, timezone.utc)
+    assert not tusk.store.search.holds(KEY)
+    hits = await tusk.store.search.search(KEY, "gecko mint tea kayak tandem drink", 5, timezone.utc)
     assert hits and not any(c in h.text for h in hits for c in ("gecko", "mint-tea", "kayak", "tandem"))
     assert legal(fake_llm)
 
@@ -143,41 +198,39 @@ async def test_forget_me_lists_first_and_is_everyones_right(tusk, tg, fake_llm):
     listing = await say(tg, 7, "/forget@tusk_bot me")
     assert listing.startswith("This would remove what Alice left in this chat:")
     assert "1 turn of theirs in the conversation (2 messages, with my replies)" in listing
-    assert "/forget me confirm" in listing and "mint-tea-7a1" in chat_files(tusk).session.read_text()
+    assert "/forget me confirm" in listing and "mint-tea-7a1" in await said(tusk)
     assert "only its administrators" in await say(tg, 7, "/forget@tusk_bot @bob confirm")
     tg.members[(GROUP, 9)] = "administrator"
     assert "This would remove what Bob left" in await say(tg, 9, "/forget@tusk_bot @bob")
     assert "Forgotten Bob" in await say(tg, 9, "/forget@tusk_bot id:8 confirm")
-    text = chat_files(tusk).session.read_text()
+    text = await said(tusk)
     assert "espresso-8b2" not in text and "mint-tea-7a1" in text and legal(fake_llm)
 
 
 async def test_listen_on_keeps_unaddressed_chatter_without_a_model_call(tusk, tg, fake_llm):
     """With /listen off chatter is dropped; after an admin's /listen on it is saved with its sender, costs no
     LLM call, gets no reply, and reaches the next consolidation under its speaker."""
-    files = chat_files(tusk)
     tg.push_message(GROUP, "my secret is dropped-7z0", chat_type="group", user_id=7, username="alice")
     assert "only its administrators" in await say(tg, 8, "/listen@tusk_bot on")
     tg.members[(GROUP, 9)] = "administrator"
     assert "Listening: on" in await say(tg, 9, "/listen@tusk_bot on")
-    assert json.loads(files.settings.read_text())["listen"] is True
+    assert (await kept.chat(tusk, "telegram", str(GROUP))).prefs.listen is True
     assert "Listening: on" in await say(tg, 8, "/status@tusk_bot")
     calls, replies = len(fake_llm.requests), len(tg.sent)
     tg.push_message(GROUP, "my snack is pretzel-7h9", chat_type="group", user_id=7, username="alice")
     tg.push_message(GROUP, "my snack is olive-8i1", chat_type="group", user_id=8, username="bob")
-    await tg.wait_for(lambda: len(kept.on_disk(tusk, "telegram", str(GROUP)).unconsolidated) == 2)
+    saved = await unconsolidated(tusk, 2)
     assert len(fake_llm.requests) == calls and len(tg.sent) == replies
-    saved = kept.on_disk(tusk, "telegram", str(GROUP)).unconsolidated
     assert [(m.sender_name, m.content) for m in saved] == [("Alice", "my snack is pretzel-7h9"),
                                                           ("Bob", "my snack is olive-8i1")]
     await say(tg, 9, "@tusk_bot my snack is grape-9j2")
     convo = [m["content"] for m in fake_llm.requests[-1]["messages"] if m["role"] == "user"]
     assert convo[0].startswith("Alice: my snack is pretzel-7h9\n\nBob: my snack is olive-8i1\n\n[context:")
     await say(tg, 9, "/new@tusk_bot")
-    memory = files.memory.read_text()
-    assert "## Alice\n\n- snack: pretzel-7h9" in memory and "## Bob\n\n- snack: olive-8i1" in memory
-    assert "dropped-7z0" not in json.dumps(fake_llm.requests) and "dropped-7z0" not in files.session.read_text()
-    assert "dropped-7z0" not in tusk.inbox.path.read_text()  # not even journaled
+    kept_memory = await memory(tusk)
+    assert "## Alice\n\n- snack: pretzel-7h9" in kept_memory and "## Bob\n\n- snack: olive-8i1" in kept_memory
+    assert "dropped-7z0" not in json.dumps(fake_llm.requests) and "dropped-7z0" not in await said(tusk)
+    assert "dropped-7z0" not in journal(tusk)  # not even journaled
     assert "Listening: off" in await say(tg, 9, "/listen@tusk_bot off")
     assert legal(fake_llm)
 
@@ -190,8 +243,8 @@ async def test_forget_me_without_the_model_removes_history_entries(tusk, tg, fak
     fake_llm.script(Reply(status=503))
     report = await say(tg, 7, "/forget@tusk_bot me confirm")
     assert "removed 1 history entry naming them (the model was unavailable to rewrite them)" in report
-    assert not chat_files(tusk).history.read_text().strip() and "mint-tea" not in chat_files(tusk).memory.read_text()
-    assert "espresso-8b2" in chat_files(tusk).memory.read_text()
+    assert await group(tusk).history() == [] and "mint-tea" not in await memory(tusk)
+    assert "espresso-8b2" in await memory(tusk)
 
 
 async def test_forget_me_in_a_direct_chat_is_forget(tusk, tg, fake_llm):
@@ -203,4 +256,4 @@ async def test_forget_me_in_a_direct_chat_is_forget(tusk, tg, fake_llm):
     assert "Send /forget confirm" in tg.sent[-1]["plain"]
     tg.push_message(42, "/forget me confirm", user_id=7, username="alice")
     await tg.wait_for(lambda: len(tg.sent) == 3)
-    assert "Forgotten:" in tg.sent[-1]["plain"] and not kept.files(tusk, "telegram", "42").dir.exists()
+    assert "Forgotten:" in tg.sent[-1]["plain"] and not await tusk.chats.handle(ChatKey("telegram", "42")).exists()
