@@ -207,5 +207,5 @@ class PgInboxMembers:
             with db.transaction() as conn:
                 conn.execute(f"DELETE FROM inbox WHERE {where}", args)
 
-        return [Owned(f"{count} of their {'message' if count == 1 else 'messages'} from the journal "
+        return [Owned(f"{count} {'message' if count == 1 else 'messages'} of theirs from the journal "
                       f"({self.inbox.where})", delete)]

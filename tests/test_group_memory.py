@@ -171,9 +171,9 @@ async def test_forget_me_removes_one_member_from_every_file(tusk, tg, fake_llm):
     assert "rewrote 1 history entry without them (by the model)" in report
     assert "removed 1 history entry only about them" in report
     if tusk.store.kind == "files":  # search.sqlite, a copy dropped; the database's search rows go with the chat's
-        assert "search index" in report and "of their messages from the journal (inbox.jsonl)" in report
+        assert "search index" in report and "messages of theirs from the journal (inbox.jsonl)" in report
     else:
-        assert "of their message from the journal (the database's inbox)" in report
+        assert "1 message of theirs from the journal (the database's inbox)" in report
 
     everything = everything_kept(tusk)
     assert any("espresso-8b2" in text for text in everything.values())  # what is read holds the others' facts

@@ -110,7 +110,7 @@ class InboxMembers:
                     if not self._theirs(key, member_id, line)]
             write_atomic(self.path, "".join(kept))
 
-        return [Owned(f"{count} of their {'message' if count == 1 else 'messages'} from the journal (inbox.jsonl)",
+        return [Owned(f"{count} {'message' if count == 1 else 'messages'} of theirs from the journal (inbox.jsonl)",
                       delete)]
 
 
