@@ -4,10 +4,12 @@ and a restore (byte-identical chat files), and a database that holds anything is
 
 import tarfile
 
+from bot.schedules.store import FILE, FileStore
 from store.files.chats import FileChats
 from tests.test_backup import files_of
 from tests.test_cli import env_for
 from tests.test_cli import tusk as tusk_cli
+from tests.test_schedule_store import daily, reminder
 from tests.test_store_transfer import KEY, a_lived_in_chat, tree
 
 
@@ -18,10 +20,14 @@ def members(archive) -> set[str]:
 
 async def test_a_files_home_moves_onto_postgresql_and_back_byte_for_byte(fake_llm, pg_url, tmp_path):
     """files -> backup -> restore into the database -> backup -> restore into files: the chat folder and the
-    shared documents come back identical, and the database's home keeps none of the chat files itself."""
+    shared documents come back identical, the schedules still set, and the database's home keeps none of them."""
     home = tmp_path / "data"
     folder = await a_lived_in_chat(home)
     (home / "pairing.json").write_text('{"codes": {}, "approved": {"telegram": ["7"]}}')
+    kept_schedules = FileStore(home / FILE)
+    with kept_schedules.batch():
+        kept_schedules.add(daily("s1"))
+        kept_schedules.add(reminder("s2", chat="43"))
     env = env_for(fake_llm, tmp_path)
     first, second = tmp_path / "first.tar.gz", tmp_path / "second.tar.gz"
     assert (await tusk_cli("backup", str(first), env=env))[0] == 0
@@ -30,7 +36,7 @@ async def test_a_files_home_moves_onto_postgresql_and_back_byte_for_byte(fake_ll
     code, out, err = await tusk_cli("restore", str(first), env=on_db)
     assert code == 0, err
     assert "and the database" in out
-    assert not (tmp_path / "db-home" / "chats").exists() and not (tmp_path / "db-home" / "pairing.json").exists()
+    assert not any((tmp_path / "db-home" / name).exists() for name in ("chats", "pairing.json", FILE))
     code, out, _ = await tusk_cli("chats", env=on_db)
     assert code == 0 and KEY.chat_id in out
     assert (await tusk_cli("backup", str(second), env=on_db))[0] == 0
@@ -44,6 +50,8 @@ async def test_a_files_home_moves_onto_postgresql_and_back_byte_for_byte(fake_ll
     assert (await tusk_cli("restore", str(first), env={**env, "TUSK_HOME": str(direct)}))[0] == 0
     assert tree(back / folder.relative_to(home)) == tree(direct / folder.relative_to(home))
     assert (back / "pairing.json").read_text() == (home / "pairing.json").read_text()
+    assert [(s.id, s.key, s.text) for s in FileStore(back / FILE).load()] == [
+        ("s1", daily("s1").key, "brief s1"), ("s2", reminder("s2", chat="43").key, "call Bob")]  # still set
     chat = await FileChats(back).open(KEY)
     assert chat.memory.text == "- Ana, likes green tea\n" and chat.session.last_consolidated == 2
 

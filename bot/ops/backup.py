@@ -153,8 +153,13 @@ def _sources(home: Path, with_secrets: bool, stored_from: Path | None) -> list[t
     (`stored_from`, store/transfer.py), so the archive is the same whichever store made it."""
     if stored_from is None:
         return list(walk(home, with_secrets))
-    own = [(rel, path) for rel, path in walk(home, with_secrets) if not transfer.stored(rel)]
-    kept = [(rel, path) for rel, path in walk(stored_from, with_secrets) if transfer.stored(rel)]
+    from bot.ops import carried
+
+    def dumped(rel: str) -> bool:
+        return transfer.stored(rel) or rel in carried.NAMES
+
+    own = [(rel, path) for rel, path in walk(home, with_secrets) if not dumped(rel)]
+    kept = [(rel, path) for rel, path in walk(stored_from, with_secrets) if dumped(rel)]
     return sorted(own + kept)
 
 
@@ -217,6 +222,9 @@ def create_from(home: Path, database_url: str | None, target: Path, version: str
         async with opened(home, database_url) as store:
             with tempfile.TemporaryDirectory(prefix="tusk-dump-") as scratch:
                 await transfer.dump(store, Path(scratch))
+                from bot.ops import carried
+
+                await asyncio.to_thread(carried.dump, store.sync_db, Path(scratch))
                 return await asyncio.to_thread(create, home, target, version, with_secrets, Path(scratch))
 
     return asyncio.run(dumped())

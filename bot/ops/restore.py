@@ -27,7 +27,7 @@ from typing import NamedTuple
 
 from bot import running
 from bot.errors import HomeBusy
-from bot.ops import backup
+from bot.ops import backup, carried
 from memory.paths import open_private, private_dir
 from store import transfer
 
@@ -96,8 +96,13 @@ def _set_aside(home: Path, there: list[str], version: str, database_url: str | N
             os.replace(home / name, aside / name)
     shutil.rmtree(aside)
     if database_url:
-        asyncio.run(_on_store(home, database_url, transfer.empty))
+        asyncio.run(_on_store(home, database_url, _emptied))
     return saved
+
+
+async def _emptied(store) -> None:
+    await transfer.empty(store)
+    await asyncio.to_thread(carried.empty, store.sync_db)
 
 
 def _database_holds(home: Path, database_url: str) -> bool:
@@ -106,7 +111,11 @@ def _database_holds(home: Path, database_url: str) -> bool:
 
 def _into_database(home: Path, database_url: str) -> None:
     """The stored files just extracted go into the database, and out of the home (they live there now)."""
-    asyncio.run(_on_store(home, database_url, lambda store: transfer.load(store, home)))
+    async def into(store) -> None:
+        await transfer.load(store, home)
+        await asyncio.to_thread(carried.load, store.sync_db, home)
+
+    asyncio.run(_on_store(home, database_url, into))
     shutil.rmtree(home / "chats", ignore_errors=True)
     for name in transfer.SHARED:
         (home / name).unlink(missing_ok=True)
