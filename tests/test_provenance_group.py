@@ -1,7 +1,8 @@
 """/memory why and /memory forget in a group: who said it, and who may forget what (Telegram's fake)."""
 
 from memory import files as memfiles
-from tests.test_group_memory import GROUP, chat_files, say, tg, tusk  # noqa: F401 - the group's fixtures
+from tests import kept
+from tests.test_group_memory import GROUP, say, tg, tusk  # noqa: F401 - the group's fixtures
 
 
 async def test_why_in_a_group_names_who_said_it(tusk, tg, fake_llm):
@@ -19,7 +20,7 @@ async def test_a_member_forgets_only_their_own_facts_an_admin_any(tusk, tg, fake
     await say(tg, 7, "@tusk_bot my drink is mint-tea-7a1")
     await say(tg, 8, "@tusk_bot my drink is espresso-8b2")
     await say(tg, 8, "/new@tusk_bot")
-    files = chat_files(tusk)
+    files = kept.files(tusk, "telegram", str(GROUP))  # this module's tests run on files
     refused = await say(tg, 7, "/memory@tusk_bot forget all espresso-8b2")
     assert "only its administrators" in refused and "espresso-8b2" in memfiles.read_memory(files)
     assert "Forgotten for good" in await say(tg, 7, "/memory@tusk_bot forget all mint-tea-7a1")
