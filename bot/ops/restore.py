@@ -68,12 +68,13 @@ def restore(archive: Path, home: Path, version: str, force: bool = False,
         raise backup.BackupError(f"{exc} (`systemctl stop tusk`, Ctrl-C)") from None
     try:
         saved = None
-        there = _occupied(home) + (["(the database)"] if database_url and _database_holds(home, database_url) else [])
-        if there:
+        there = _occupied(home)
+        database_holds = bool(database_url) and _database_holds(home, database_url)
+        if there or database_holds:
             if not force:
-                raise backup.BackupError(f"{home} is not empty ({', '.join(there[:3])}...): restore into an empty "
-                                         "TUSK_HOME (and database), or add --force to back up what is there and "
-                                         "replace it")
+                said = ", ".join(there[:3] + (["(the database)"] if database_holds else []))
+                raise backup.BackupError(f"{home} is not empty ({said}...): restore into an empty TUSK_HOME (and "
+                                         "database), or add --force to back up what is there and replace it")
             saved = _set_aside(home, there, version, database_url)
         files = _extract(archive, home)
         if database_url:
@@ -92,8 +93,7 @@ def _set_aside(home: Path, there: list[str], version: str, database_url: str | N
     aside = home.parent / f".{home.name}-before-restore-{stamp}"
     private_dir(aside)
     for name in there:
-        if (home / name).exists():
-            os.replace(home / name, aside / name)
+        os.replace(home / name, aside / name)
     shutil.rmtree(aside)
     if database_url:
         asyncio.run(_on_store(home, database_url, _emptied))
