@@ -43,7 +43,12 @@ class Store:
             return FileDoc(self.home, name)
         from store.postgres.shared import PgDoc
 
-        return PgDoc(self.databases[1], name)
+        return PgDoc(self.sync_db, name)
+
+    @property
+    def db(self) -> Any:
+        """The database's async pool (postgres: `Database`); None on files."""
+        return self.databases[0] if self.databases else None
 
     @property
     def sync_db(self) -> Any:
@@ -57,8 +62,8 @@ class Store:
         if self.kind == "postgres":
             from store.postgres import migrations
 
-            await self.databases[0].open()
-            await migrations.require_current(self.databases[0])
+            await self.db.open()
+            await migrations.require_current(self.db)
 
     def prepare(self) -> None:
         """`start`'s work from synchronous code, before any event loop of the caller's runs it: the database
@@ -73,7 +78,7 @@ class Store:
         from store.postgres.pool import Database
 
         async def upgrade() -> None:
-            db = Database(self.databases[0].url, min_size=0, max_size=1, name="tusk-migrate")
+            db = Database(self.db.url, min_size=0, max_size=1, name="tusk-migrate")
             await db.open()
             try:
                 await migrations.require_current(db)

@@ -55,7 +55,7 @@ async def dump(store, into: Path) -> int:
     n = 0
     for info in await store.chats.chats():
         folder = ChatFiles.locate(into, info.key.channel, info.key.chat_id).dir
-        n += await write_folder(store.databases[0], info.key, folder)
+        n += await write_folder(store.db, info.key, folder)
     return n
 
 
@@ -73,7 +73,7 @@ async def load(store, home: Path) -> int:
             write(store.doc(name), path.read_text(encoding="utf-8"))
     folders = chat_folders(home)
     for key, folder in folders:
-        await read_folder(store.databases[0], key, folder)
+        await read_folder(store.db, key, folder)
     return len(folders)
 
 

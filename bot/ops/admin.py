@@ -96,7 +96,7 @@ async def export_chat(store: Store, key: ChatKey, target: Path | None) -> tuple[
 
     with tempfile.TemporaryDirectory(prefix="tusk-export-") as scratch:
         files = ChatFiles.locate(Path(scratch), key.channel, key.chat_id)
-        await write_folder(store.databases[0], key, files.dir)
+        await write_folder(store.db, key, files.dir)
         return _export(files, key, target)
 
 
