@@ -2,6 +2,7 @@
 bot/llm/streams.py, bot/llm/readable.py) and every turn is answered. Each test watches the reply over SSE,
 so the model is asked to stream."""
 
+import asyncio
 import json
 
 import pytest
@@ -11,6 +12,7 @@ from bot.llm.learned import FILE, ModelBook
 from memory import files as memfiles
 from tests.conftest import running
 from tests.fakes.fake_llm import Reply, attributing_responder
+from tests.fakes.loopback import wait_until
 from tests.legality import violations
 from tests import kept
 
@@ -35,6 +37,22 @@ async def test_a_stream_closed_before_its_first_chunk_teaches_the_window(make_se
         assert book(tusk).get("openai/tiny").no_stream is None
         assert memfiles.history_entries(kept.files(tusk, "http", "w"))
     assert any(b.get("stream") for b in fake_llm.requests[-3:])
+
+
+async def test_a_stream_the_server_ends_for_another_request_is_asked_again_whole(make_settings, fake_llm):
+    """llama-cpp-python ends a stream in progress with [DONE] and no finish reason when another request waits
+    for its one slot (here, another chat's). Each cut reply is asked again whole and delivered in full;
+    streaming stays on, since the server streams fine (it was cut, not refused)."""
+    fake_llm.one_slot = True
+    words = " ".join(f"w{i}" for i in range(40))
+    fake_llm.responder = lambda body: Reply(text=words, token_delay=0.02)
+    async with running(make_settings(TUSK_MODEL="openai/tiny")) as tusk:
+        first = asyncio.create_task(tusk.say_streamed("a", "one"))
+        await wait_until(lambda: fake_llm.streams >= 1, 30)
+        second = await tusk.say_streamed("b", "two")
+        assert await first == [words] and second == [words]
+        assert fake_llm.interrupted >= 1 and tusk.llm.no_stream == {}
+        assert book(tusk).get("openai/tiny").no_stream is None
 
 
 async def test_a_server_that_drops_streamed_tool_calls_is_asked_whole_and_remembered(make_settings, fake_llm):

@@ -206,8 +206,9 @@ class LLM:
                      live: Watcher | None) -> LLMReply:
         """One reply, streamed into `live` where the server can stream this request. A stream that brought
         nothing (no chunk, no finish, an empty reply) is asked again once without streaming: the server's
-        real answer or error (a window error included) comes that way; if it is an answer, the server is
-        remembered as one that cannot stream such requests. Gemini's MALFORMED_FUNCTION_CALL (no text, no
+        real answer or error (a window error included) comes that way; if it is an answer to a stream that
+        brought no chunk or an empty reply, the server is remembered as one that cannot stream such requests
+        (one that broke or ended early was cut, and says nothing of the server). Gemini's MALFORMED_FUNCTION_CALL (no text, no
         call) is asked once more too."""
         if live is None or not self.streams(model, options):
             reply = await self._once(model, messages, options)
@@ -221,7 +222,9 @@ class LLM:
                     # housekeeping on a one-slot server that the server itself cut short (llama-cpp-python
                     # ends a stream when another request waits): later, streamed again, not now and whole
                     raise Preempted(f"the server ended the stream early ({exc})") from exc
-                why, learn = str(exc), learn and not exc.broken
+                # a stream that broke, or that chunks began and [DONE] ended early, was cut (llama-cpp-python
+                # ends one so when another request waits): asked again whole now, not taken for a refusal
+                why, learn = str(exc), learn and not exc.broken and not exc.unfinished
             if why is not None:
                 logger.warning("the stream from %s brought nothing (%s); asking once more without streaming",
                                model, why)

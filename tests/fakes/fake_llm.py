@@ -38,7 +38,9 @@ sent as an event of a 200 stream.
 
 `one_slot` answers chat completions one at a time (a one-slot llama.cpp server, whose `/props` says
 `total_slots` when `props` is set); a streamed client that hangs up stops its answer (`hangups`);
-`finished` says when each answer was all sent.
+`finished` says when each answer was all sent. As llama-cpp-python's server does by default
+(`interrupt_requests`), a stream in progress ends at once with `[DONE]` and no finish reason when another
+request waits for the slot (`interrupted` counts them; `interrupts = False` turns it off).
 
 Images in a request are checked as OpenAI checks them: every `image_url` part must be a
 `data:image/<png|jpeg|gif|webp>;base64,` URI that decodes to an image of at most
@@ -86,6 +88,7 @@ from tests.fakes.loopback import serve, wait_until
 
 
 INDEX = web.RequestKey("index", int)  # a request's place in FakeLLM.requests
+SCRIPTED = web.RequestKey("scripted", bool)  # whether its reply came from the script (not a responder)
 
 
 @dataclass
@@ -290,7 +293,10 @@ class FakeLLM:
         self.one_slot = False  # True: chat completions are answered one at a time, as a one-slot llama.cpp server
         self.hangups = 0  # streams whose client closed the connection before their end
         self.finished: dict[int, float] = {}  # index in `requests` -> time.monotonic() its answer was all sent
+        self.interrupts = True  # one_slot: a waiting request ends the stream in progress (llama-cpp-python)
+        self.interrupted = 0  # streams so ended
         self._slot = asyncio.Lock()
+        self._waiting = 0  # requests waiting for the slot
         self.headers: list[dict[str, str]] = []  # Anthropic wire: each /v1/messages request's headers (lower-case)
         self.refusals: list[str] = []  # Anthropic wire: the 400 message of each request refused as invalid
         self.claude_models: set[str] | None = None  # set: any other model gets Anthropic's 404 not_found_error
@@ -353,6 +359,7 @@ class FakeLLM:
         request[INDEX] = len(self.requests)
         self.requests.append(body)
         self.arrivals.append(time.monotonic())
+        request[SCRIPTED] = bool(self._script)
         reply = self._next(view(body) if view else body)  # `view`: the body as responders read it
         if reply.delay:  # cut short when the fake closes, so a test never waits out a slow reply
             with contextlib.suppress(TimeoutError):
@@ -525,11 +532,19 @@ class FakeLLM:
         return web.json_response({"text": text})
 
     async def _complete(self, request: web.Request) -> web.StreamResponse:
-        async with self._slot if self.one_slot else contextlib.nullcontext():
+        self._waiting += self.one_slot
+        try:
+            await self._slot.acquire() if self.one_slot else None
+        finally:
+            self._waiting -= self.one_slot
+        try:
             resp = await self._answer(request)
             if INDEX in request:  # a request taken from the script or the responder
                 self.finished[request[INDEX]] = time.monotonic()
             return resp
+        finally:
+            if self.one_slot:
+                self._slot.release()
 
     async def _answer(self, request: web.Request) -> web.StreamResponse:
         raw = await request.json()
@@ -674,6 +689,7 @@ class FakeLLM:
             done = len(reply.text or "") // 4 + 1
             usage = reply.usage or {"prompt_tokens": prompt, "completion_tokens": done, "total_tokens": prompt + done}
             chunks.append({**base, "object": "chat.completion.chunk", "choices": [], "usage": usage})
+        finished = False
         for i, chunk in enumerate(chunks):
             if reply.cut_after is not None and i >= reply.cut_after:
                 assert request.transport is not None
@@ -685,6 +701,12 @@ class FakeLLM:
             except ConnectionResetError:  # the client hung up: the generation stops, as llama.cpp's does
                 self.hangups += 1
                 return resp
+            finished = finished or any(c.get("finish_reason") for c in chunk["choices"])
+            if self.one_slot and self.interrupts and self._waiting:  # llama-cpp-python: [DONE], no finish reason
+                self.interrupted += 1
+                if not finished and request[SCRIPTED]:
+                    self._script.appendleft(reply)  # for the request that asks again
+                break
             if reply.hold is not None and i + 1 == reply.hold_after:  # the test looks at what arrived so far
                 await _first(reply.hold.wait(), self._closing.wait())
             if len(self.first_tokens) < self.streams and any(c.get("delta", {}).get("content")
