@@ -19,6 +19,8 @@ from bot import parts, running, stores
 from bot.agent import ChatAgent
 from bot.bus import MessageBus
 from bot.chat_move import ChatMoves
+from bot.cluster.resend import resend_saved
+from bot.cluster.roles import Cluster, Role, refuse_role
 from bot.commands import Commands
 from bot.commands.erasure import (DocumentMembers, MediaMembers, MemberErasure, ReminderMembers, SearchMembers,
                                   model_rewrite)
@@ -78,19 +80,25 @@ def _durable(msg: InboundMessage) -> bool:
 
 
 class TuskApp:
-    def __init__(self, settings: Settings, command: str = "tusk run") -> None:
+    def __init__(self, settings: Settings, command: str = "tusk run", role: Role = "all") -> None:
         self.settings = settings
         self.command = command  # what the home's lock record calls this Tusk (bot/running.py)
         self.http: HttpChannel | None = None
         llm_settings = settings.llm_settings()  # fails here, before anything starts, if the LLM is not configured
         parts.tokenizer_checked()
         self.store = parts.store(settings)  # what Tusk keeps (store/): files, or PostgreSQL, its schema current
+        refuse_role(self.store, role)  # ingress and worker need the database
         self.chats = self.store.chats
         self.media = MediaStore(self.chats, settings.media_limits())  # every channel keeps files here (memory/media.py)
         self.inbox = stores.inbox(self.store)  # inbox.jsonl or the database's `inbox` (bot/stores.py)
         self.seen = stores.seen(self.store)  # platform messages taken already: never answered twice (bot/dedupe.py)
         self.stops = Stops()  # /stop: answered by the bus as it arrives (bot/stop.py)
-        self.bus = MessageBus(self._handle, self.inbox, durable=_durable, at_once=self.stops.answer)
+        # on the database, several processes may serve the bot: messages are queued there (bot/cluster/)
+        self.cluster = Cluster(self.store, role, lambda msg: self.bus.run_here(msg),
+                               lambda msg: resend_saved(self.chats, self.bus.send, msg), settings.worker_turns,
+                               settings.shutdown_grace) if self.store.kind == "postgres" else None
+        self.bus = MessageBus(self._handle, None if self.cluster else self.inbox, durable=_durable,
+                              at_once=self.stops.answer, remote=self.cluster.dispatch.submit if self.cluster else None)
         self.ledger = stores.ledger(self.store)  # every model call, its tokens and cost (bot/usage/)
         self.limits = Limits(self.ledger, settings.limit_settings(), doc=stores.budgets(self.store))
         self.models = settings.model_choices()
@@ -177,7 +185,7 @@ class TuskApp:
         await self.agent.consolidate(key)
 
     def add(self, channel: C) -> C:
-        self.bus.register(channel)
+        self.bus.register(self.cluster.outlet(channel) if self.cluster is not None else channel)
         self.channels.append(channel)
         return channel
 
@@ -268,6 +276,8 @@ class TuskApp:
             for channel in self.channels:
                 await channel.start()
                 started.append(channel)
+            if self.cluster is not None:
+                await self.cluster.start()  # the queue's results listened for; a worker takes turns
         except BaseException:
             for channel in reversed(started):
                 await channel.stop()
@@ -278,9 +288,14 @@ class TuskApp:
             raise
         if self.http is not None:  # where `tusk chat` beside it (and `tusk forget`, `tusk doctor`) find it
             self._running.describe(self.http.local_url)
-        self._scheduler = start_scheduler(self.sweeper, self.settings.consolidate_every, self.schedules,
-                                          self._backup if self.settings.backup_dir else None, self.checkins)
-        replay = self.inbox.take_pending(self._running, self.bus.channels)  # others wait for a Tusk serving them
+        cluster = self.cluster
+        if cluster is None or cluster.works:
+            self._scheduler = start_scheduler(self.sweeper, self.settings.consolidate_every, self.schedules,
+                                              self._backup if self.settings.backup_dir else None, self.checkins,
+                                              leading=(lambda: cluster.leader.held) if cluster else None,
+                                              shared=cluster is not None)
+        # a crash's open turns: from the journal (files); in the database's queue a dead worker's turn runs again
+        replay = self.inbox.take_pending(self._running, self.bus.channels) if cluster is None else []
         self.schedules.settle(replay)  # runs a crash cut short, and not run again below, are recorded as failed
         if replay:
             logger.warning("running again %d turn(s) a crash or forced stop cut short", len(replay))
@@ -302,6 +317,8 @@ class TuskApp:
                 await channel.pause()
             except Exception:  # shutdown boundary: keep draining the turns already taken
                 logger.exception("channel %s did not pause cleanly", channel.name)
+        if self.cluster is not None:
+            await self.cluster.stop()  # no new turn from the queue; this worker's running turns finish
         if not await self.bus.close(self.settings.shutdown_grace):
             logger.warning("shutdown: turns still running after %.0fs were cancelled", self.settings.shutdown_grace)
         await self.agent.aclose()

@@ -31,6 +31,7 @@ logger = logging.getLogger(__name__)
 
 Handler = Callable[[InboundMessage], Awaitable[TurnResult | None]]  # a turn, and how it ended
 Job = Callable[[], Awaitable[Any]]  # work that must take its place in a chat's order (the console's Forget)
+Remote = Callable[[InboundMessage], "asyncio.Future[TurnResult | None]"]  # several processes: bot/cluster/dispatch.py
 AtOnce = Callable[[InboundMessage], str | None]  # the answer to a message that takes no turn (/stop), else None
 
 
@@ -60,8 +61,12 @@ class Journal(Protocol):
 
 class MessageBus:
     def __init__(self, handler: Handler, journal: Journal | None = None,
-                 durable: Callable[[InboundMessage], bool] = lambda msg: False, at_once: AtOnce | None = None) -> None:
+                 durable: Callable[[InboundMessage], bool] = lambda msg: False, at_once: AtOnce | None = None,
+                 remote: Remote | None = None) -> None:
+        """`remote`: several processes (bot/cluster/): where published messages go instead of this process's
+        queues (stored and queued in the database); the worker hands each turn back with `run_here`."""
         self._handler = handler
+        self._remote = remote
         self._at_once = at_once
         self._answering = Spawned()  # at-once answers being sent
         self._journal = journal
@@ -101,12 +106,20 @@ class MessageBus:
             return self._answer_now(msg, answer)  # also while shutting down: it takes no turn (/stop ends one)
         if not self._accepting:
             raise BusClosed("Tusk is shutting down and takes no new messages")
+        if self._remote is not None:
+            return self._remote(msg)
         if self._journal is not None and self._durable(msg):
             try:
                 self._journal.record(msg)
             except (OSError, StorageUnavailable):  # a full disk, a database gone: the message is answered, just
                 # not journaled
                 logger.exception("could not journal a message for %s", msg.key)
+        return self._enqueue(msg.key, msg)
+
+    def run_here(self, msg: InboundMessage) -> asyncio.Future[TurnResult | None]:
+        """Run `msg`'s turn in this process, in its chat's order here (a worker's job: bot/cluster/worker.py)."""
+        if not self._accepting:
+            raise BusClosed("Tusk is shutting down and takes no new messages")
         return self._enqueue(msg.key, msg)
 
     def _answer_now(self, msg: InboundMessage, answer: str) -> asyncio.Future[TurnResult | None]:

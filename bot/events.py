@@ -115,6 +115,7 @@ class InboundMessage:
     attachments: tuple[Attachment, ...] = ()
     client: ClientTurn | None = None  # an API client's wishes for this turn only (the OpenAI endpoint)
     ref: ReplyRef | None = None  # where its replies go on the platform (None: the chat key alone says)
+    idempotency_key: str | None = None  # an HTTP request's Idempotency-Key: a repeat gets the first one's answer
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,6 +30,7 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Json
 
+from bot.cluster.wire import ANSWERING
 from bot.commands.base import CommandContext, Owned, counted
 from bot.events import ChatKey, InboundMessage
 from bot.inbox import message_of, record_of
@@ -162,7 +163,8 @@ class PgInbox:
         """For /forget (and `tusk forget`): every row of this chat, waiting or being answered now."""
         with self.db.connection() as conn:
             rows = [(run, seq, rec.get("text") if isinstance(rec, dict) else None) for run, seq, rec in conn.execute(
-                "SELECT run, seq, record FROM inbox WHERE channel = %s AND chat_id = %s", (key.channel, key.chat_id))]
+                "SELECT run, seq, record FROM inbox WHERE channel = %s AND chat_id = %s AND id IS DISTINCT FROM %s",
+                (key.channel, key.chat_id, ANSWERING.get()))]
         if not rows:
             return []
         running = {(run, seq) for run, seq, _ in rows if run == self.run and seq in self._open}

@@ -30,6 +30,7 @@ logger = logging.getLogger(__name__)
 
 FIRST_SWEEP_AFTER = 30  # seconds after start: catches chats a restart left over budget
 FIRST_CHECKINS_AFTER = 60  # seconds after start, then hourly: open items planned as check-ins
+REFRESH = 15  # seconds between reads of the schedules other processes may have changed (several processes)
 
 Consolidate = Callable[[ChatKey], Awaitable[None]]
 
@@ -62,19 +63,36 @@ class Sweeper:
 
 def start_scheduler(sweeper: Sweeper, every_minutes: float, schedules: Schedules | None = None,
                     daily: Callable[[], Awaitable[object]] | None = None,
-                    checkins: CheckIns | None = None) -> AsyncIOScheduler:
-    """`daily`: the scheduled backup (bot/ops/backup.py), first run an hour after the start, then every 24 h."""
+                    checkins: CheckIns | None = None, leading: Callable[[], bool] | None = None,
+                    shared: bool = False) -> AsyncIOScheduler:
+    """`daily`: the scheduled backup (bot/ops/backup.py), first run an hour after the start, then every 24 h.
+    Several processes (bot/cluster/): the backup, the check-in and consolidation sweeps run where `leading()`
+    says; `shared` schedules (in the database) are read again every REFRESH seconds, since other processes
+    add and change them (each run is claimed once across processes: bot/schedules/store_pg.py)."""
     scheduler = AsyncIOScheduler(timezone="UTC")
+    now = datetime.now(timezone.utc)
     if daily is not None:
-        scheduler.add_job(daily, "interval", hours=24, id="backup", coalesce=True, max_instances=1,
-                          next_run_time=datetime.now(timezone.utc) + timedelta(hours=1))
+        scheduler.add_job(_led(daily, leading), "interval", hours=24, id="backup", coalesce=True, max_instances=1,
+                          next_run_time=now + timedelta(hours=1))
     if schedules is not None:
         schedules.start(scheduler)
+        if shared:
+            scheduler.add_job(schedules.refresh, "interval", seconds=REFRESH, id="schedules-refresh",
+                              coalesce=True, max_instances=1)
     if checkins is not None:
-        scheduler.add_job(checkins.sweep, "interval", hours=1, id="checkins", coalesce=True, max_instances=1,
-                          next_run_time=datetime.now(timezone.utc) + timedelta(seconds=FIRST_CHECKINS_AFTER))
-    scheduler.add_job(sweeper.sweep, "interval", minutes=every_minutes, id="consolidation-sweep",
-                      coalesce=True, max_instances=1,
-                      next_run_time=datetime.now(timezone.utc) + timedelta(seconds=FIRST_SWEEP_AFTER))
+        scheduler.add_job(_led(checkins.sweep, leading), "interval", hours=1, id="checkins", coalesce=True,
+                          max_instances=1, next_run_time=now + timedelta(seconds=FIRST_CHECKINS_AFTER))
+    scheduler.add_job(_led(sweeper.sweep, leading), "interval", minutes=every_minutes, id="consolidation-sweep",
+                      coalesce=True, max_instances=1, next_run_time=now + timedelta(seconds=FIRST_SWEEP_AFTER))
     scheduler.start()
     return scheduler
+
+
+def _led(job: Callable[[], Awaitable[object]], leading: Callable[[], bool] | None) -> Callable[[], Awaitable[object]]:
+    """`job`, run only while this process leads (always, with one process)."""
+    if leading is None:
+        return job
+
+    async def led() -> object:
+        return await job() if leading() else None
+    return led

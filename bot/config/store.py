@@ -12,6 +12,8 @@ class StoreConfig(BaseModel):
     """TUSK_DATABASE_URL: everything Tusk keeps in that database instead of files (store/postgres/)."""
     # postgresql://user:password@host:5432/db; unset: files under TUSK_HOME, one Tusk per home
     database_url: OrUnset[SecretStr] = env("TUSK_DATABASE_URL", None)
+    # with a database: the turns (of different chats) one worker process runs at once (docs: Scaling out)
+    worker_turns: int = env("TUSK_WORKER_TURNS", 8, ge=1, le=256)
 
     def store_url(self) -> str | None:
         """The database's URL (None: files)."""

@@ -60,8 +60,11 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tusk", description="Tusk: a chat bot in which every chat keeps its own memory.")
     parser.add_argument("--version", action="version", version=f"tusk {installed()}")
     command = functools.partial(_command, parser.add_subparsers(dest="command", metavar="COMMAND"))
-    command("run", "bot.ops.serve:run", "start every configured channel plus the local HTTP API", quiet=False,
-            starts=True)
+    run = command("run", "bot.ops.serve:run", "start every configured channel plus the local HTTP API", quiet=False,
+                  starts=True)
+    run.add_argument("--role", default="all", choices=["all", "ingress", "worker"],
+                     help="with TUSK_DATABASE_URL, several processes share the work: ingress takes messages, "
+                          "worker runs turns, all does both (docs: Scaling out)")
     chat = command("chat", "bot.ops.terminal_chat:command", "chat with Tusk in this terminal", starts=True)
     chat.add_argument("--chat", default="local", type=_chat_name, help="which local chat to talk in (each keeps its own memory)")
     doctor = command("doctor", "bot.ops.doctor:command", "check the configuration, data dir, LLM and platform tokens",

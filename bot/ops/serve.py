@@ -13,13 +13,13 @@ from bot.config import Settings
 logger = logging.getLogger("tusk")
 
 
-def run(args: argparse.Namespace, settings: Settings) -> int:  # noqa: ARG001  (the CLI's handler signature)
+def run(args: argparse.Namespace, settings: Settings) -> int:
     settings.llm_settings()  # fail fast, before the slow imports, on a missing model
-    asyncio.run(_serve(settings))
+    asyncio.run(_serve(settings, getattr(args, "role", "all")))
     return 0
 
 
-async def _serve(settings: Settings) -> None:
+async def _serve(settings: Settings, role: str = "all") -> None:
     from bot import running
     from bot.errors import HomeBusy
 
@@ -27,7 +27,7 @@ async def _serve(settings: Settings) -> None:
         raise HomeBusy(there.refusal(), there)
     from bot.app import TuskApp
 
-    app = TuskApp(settings)
+    app = TuskApp(settings, role=role)  # type: ignore[arg-type]  (argparse's choices are the roles)
     http = app.add_http()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -40,7 +40,7 @@ async def _serve(settings: Settings) -> None:
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, on_signal)
-    platforms = app.add_platforms()
+    platforms = app.add_platforms() if role != "worker" else []  # a worker sends; it takes no platform traffic
     for variable in settings.open_allow_lists():
         logger.warning("%s is empty: anyone who finds the bot can talk to it and spend your LLM credits. "
                        "Set it to the user ids allowed to use Tusk.", variable)

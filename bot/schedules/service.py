@@ -93,6 +93,21 @@ class Schedules:
         self._running = True
         self._arm()
 
+    def refresh(self) -> None:
+        """Read the schedules again (several processes: others add, change and run them); the outcomes this
+        process recorded are written first."""
+        if not self._running:
+            return
+        try:
+            self.store.flush()
+            self._all = {s.id: s for s in self.store.load()}
+        except (OSError, StorageUnavailable):
+            logger.warning("could not read the schedules again; keeping those known", exc_info=True)
+            return
+        self._heap = [(instant(s.due), s.id) for s in self._all.values() if s.due is not None and not s.paused]
+        heapq.heapify(self._heap)
+        self._arm()
+
     def stop(self) -> None:
         """No more ticks; outcomes recorded so far are written."""
         self._running = False

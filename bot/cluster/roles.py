@@ -1,0 +1,83 @@
+"""What one process of several runs, by its role (`tusk run --role all|ingress|worker`), beside the parts
+every Tusk has (bot/app.py):
+
+    ingress   takes platform traffic and the local HTTP API: each message stored and its turn queued
+              (bot/cluster/dispatch.py); the results of its requests' turns delivered to them
+    worker    runs turns from the queue (bot/cluster/worker.py), sends replies through each platform's API,
+              runs the schedules (each run claimed once across processes) and, while it leads
+              (bot/cluster/leader.py), the consolidation sweep, the check-ins and the daily backup
+    all       both (the default)
+
+Files: no cluster, one process (roles other than `all` are refused).
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal
+
+from bot.cluster.dispatch import Dispatch
+from bot.cluster.leader import Leader
+from bot.cluster.results import ResultsOutlet
+from bot.cluster.worker import TurnWorker
+from bot.errors import ConfigError
+from bot.events import InboundMessage, TurnResult
+from store import Store
+
+Role = Literal["all", "ingress", "worker"]
+ROLES: tuple[Role, ...] = ("all", "ingress", "worker")
+LOCAL = ("http", "terminal")  # channels whose requests wait on the process that took them
+
+
+def refuse_role(store: Store, role: str) -> None:
+    if role not in ROLES:
+        raise ConfigError(f"--role {role}: expected one of {', '.join(ROLES)}")
+    if role != "all" and store.kind != "postgres":
+        raise ConfigError(f"--role {role} needs TUSK_DATABASE_URL: several processes share one PostgreSQL "
+                          "database (docs: Scaling out); on files one Tusk runs with every role")
+
+
+class Cluster:
+    def __init__(self, store: Store, role: Role, run_turn: Callable[[InboundMessage], Awaitable[TurnResult | None]],
+                 resend: Callable[[InboundMessage], Awaitable[bool]], turns: int, grace: float) -> None:
+        self.role = role
+        self.run = secrets.randbelow(2**31 - 1) + 1  # this process in `inbox` rows
+        self.dispatch = Dispatch(store.db, store.sync_db, local={}, run=self.run)
+        self.results = {name: ResultsOutlet(name, store.db) for name in LOCAL}
+        self.leader = Leader(store.db.url)
+        self.worker = TurnWorker(store.db, run_turn, resend, self.results.values(), turns, grace) \
+            if role != "ingress" else None
+
+    @property
+    def works(self) -> bool:
+        return self.worker is not None
+
+    @property
+    def takes(self) -> bool:
+        """Whether this process takes platform traffic (ingress or all)."""
+        return self.role != "worker"
+
+    def outlet(self, channel: Any) -> Any:
+        """What the bus sends through for `channel`: a local channel's requests may wait on another process, so
+        its replies are results (the channel itself gets them from the dispatch); a platform's, itself."""
+        if channel.name in self.results:
+            self.dispatch.local[channel.name] = channel
+            return self.results[channel.name]
+        return channel
+
+    def in_flight(self) -> int:
+        return self.worker.in_flight if self.worker is not None else 0
+
+    async def start(self) -> None:
+        await self.dispatch.start()
+        await self.leader.start()
+        if self.worker is not None:
+            await self.worker.start()
+
+    async def stop(self) -> None:
+        """The worker first (no new turn; running ones finish), then the rest."""
+        if self.worker is not None:
+            await self.worker.stop()
+        await self.leader.stop()
+        await self.dispatch.close()

@@ -1,0 +1,166 @@
+"""The worker side of several processes: procrastinate (a PostgreSQL job queue) hands this process chats'
+turns, one at a time per chat across the whole cluster and in the order they came (each job's lock is its
+chat), different chats at once (`concurrency`).
+
+    worker = TurnWorker(db, run_turn, resend, outlets, concurrency=8)
+    await worker.start()       # procrastinate's worker, and the watch over dead workers' turns
+    await worker.stop(grace)   # no new turn; those running finish (a rolling restart drops nothing)
+
+A job carries only its inbox row's id (no text). Running it:
+1. read the row (gone: the turn ended already, or /forget erased it: nothing to do);
+2. take the chat: bump its epoch (store/fence.py), so a worker that held it before and was paused past its
+   heartbeat writes nothing more into it nor sends anything for it;
+3. a job run again after its worker died checks the chat's session first: when the turn was saved already
+   (the user message, by its time and sender), the saved replies are sent again (`resend`) instead of
+   running the turn twice; otherwise the turn runs (`run_turn`: the local bus, bot/bus.py);
+4. one transaction: the `done` row for whoever waits (bot/cluster/dispatch.py) and the inbox row deleted.
+
+Dead workers: procrastinate's heartbeat (every HEARTBEAT s); every worker looks every HEARTBEAT s for turns
+whose worker has not beaten for STALLED s and puts them back in the queue, so a killed worker's turn runs
+again elsewhere within about STALLED + HEARTBEAT seconds. A job that fails on the database (a restart) is
+tried again (RETRY), so an acknowledged message is answered once the database is back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import asdict
+from typing import Any
+
+import psycopg
+from psycopg.types.json import Json
+
+from bot.cluster import wire
+from bot.cluster.results import ResultsOutlet
+from bot.events import InboundMessage, TurnResult
+from store import fence
+from store.errors import StaleWrite, StorageUnavailable
+from store.postgres.pool import Database
+
+logger = logging.getLogger(__name__)
+
+HEARTBEAT = 3.0  # seconds between a worker's heartbeats, and between its looks for dead workers' turns
+STALLED = 12.0  # seconds without a heartbeat after which a worker's turns are run again elsewhere
+RETRY_WAIT = 2  # seconds between tries of a job that failed on the database
+POLL = 1.0  # seconds between looks for turns no notification announced (a chat's next, its lock let go elsewhere)
+
+RunTurn = Callable[[InboundMessage], Awaitable[TurnResult | None]]
+Resend = Callable[[InboundMessage], Awaitable[bool]]  # the saved replies sent again; False: the turn was not saved
+
+
+class TurnWorker:
+    def __init__(self, db: Database, run_turn: RunTurn, resend: Resend, results: Iterable[ResultsOutlet],
+                 concurrency: int, grace: float = 30.0) -> None:
+        self.db, self.run_turn, self.resend = db, run_turn, resend
+        self.results = {outlet.name: outlet for outlet in results}
+        self.concurrency, self.grace = concurrency, grace
+        self.in_flight = 0  # turns running here now (`tusk status`)
+        self.taken_over = 0  # turns another worker took from this one (fenced)
+        self.rerun = 0  # turns this worker put back in the queue after their worker died
+        self._app: Any = None
+        self._worker: Any = None
+        self._tasks: list[asyncio.Task[Any]] = []
+
+    async def start(self) -> None:
+        import procrastinate
+
+        app = procrastinate.App(connector=procrastinate.PsycopgConnector(
+            conninfo=self.db.url, min_size=1, max_size=max(2, self.concurrency // 2),
+            kwargs={"application_name": "tusk-worker"}))
+        retry = procrastinate.RetryStrategy(max_attempts=None, wait=RETRY_WAIT,
+                                            retry_exceptions={StorageUnavailable, psycopg.OperationalError})
+        app.task(name=wire.TURN_TASK, queue=wire.TURN_QUEUE, pass_context=True, retry=retry)(self._job)
+        await app.open_async()
+        self._app = app
+        self._worker = _worker_class()(app, queues=[wire.TURN_QUEUE], concurrency=self.concurrency,
+                               install_signal_handlers=False, update_heartbeat_interval=HEARTBEAT,
+                               stalled_worker_timeout=STALLED, delete_jobs="successful",
+                               shutdown_graceful_timeout=self.grace, fetch_job_polling_interval=POLL)
+        self._tasks = [asyncio.create_task(self._worker.run(), name="procrastinate worker"),
+                       asyncio.create_task(self._watch(), name="dead workers' turns")]
+
+    async def stop(self) -> None:
+        """No new turn; the running ones finish (up to `grace` seconds), then procrastinate closes."""
+        if self._worker is not None:
+            self._worker.stop()
+        for task in self._tasks[1:]:
+            task.cancel()
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks = []
+        if self._app is not None:
+            await self._app.close_async()
+            self._app = None
+
+    async def _watch(self) -> None:
+        """Put back in the queue the turns of workers that stopped beating (killed, or paused)."""
+        manager = self._app.job_manager
+        while True:
+            await asyncio.sleep(HEARTBEAT)
+            try:
+                stalled = list(await manager.get_stalled_jobs(task_name=wire.TURN_TASK,
+                                                              seconds_since_heartbeat=STALLED))
+                for job in stalled:
+                    with contextlib.suppress(Exception):  # another worker put it back first
+                        await manager.retry_job(job)
+                        self.rerun += 1
+                        logger.warning("a worker stopped beating: its turn (job %s) goes to another", job.id)
+            except (psycopg.Error, StorageUnavailable, OSError) as exc:
+                logger.warning("could not look for dead workers' turns: %s", exc)
+
+    async def _job(self, context: Any, inbox: int) -> None:
+        async with self.db.connection() as conn:
+            row = await (await conn.execute("SELECT record FROM inbox WHERE id = %s", (inbox,))).fetchone()
+        if row is None:
+            return  # answered already, or erased by /forget
+        msg, watched = wire.message_of(row[0])
+        async with self.db.transaction() as conn:
+            epoch = await fence.take(conn, msg.key)
+        outlet = self.results.get(msg.key.channel)
+        if outlet is not None:
+            outlet.watch(inbox, msg, watched)
+        self.in_flight += 1
+        try:
+            wire.ANSWERING.set(inbox)  # this job's own context: its turn's /forget leaves this row out
+            async with fence.fenced(msg.key, epoch) as held:
+                again = context.job.attempts > 0  # run before: by a worker that died, or failed on the database
+                result = TurnResult() if again and await self.resend(msg) else await self.run_turn(msg)
+                await self._finish(inbox, msg, held, result)
+        except StaleWrite as exc:
+            self.taken_over += 1
+            logger.warning("%s", exc)
+        finally:
+            self.in_flight -= 1
+            if outlet is not None:
+                outlet.forget(inbox, msg)
+
+    async def _finish(self, inbox: int, msg: InboundMessage, held: fence.Fence, result: TurnResult | None) -> None:
+        """The `done` row and the inbox row's deletion, in one transaction, if this worker still holds the chat."""
+        async with self.db.transaction() as conn:
+            if not await fence.holds(conn, held):
+                raise StaleWrite(f"{msg.key}: another worker took this chat over while this turn ran; "
+                                 "its end is that worker's to record")
+            await conn.execute("INSERT INTO turn_results (inbox, channel, chat_id, kind, body) VALUES "
+                               "(%s, %s, %s, 'done', %s)", (inbox, msg.key.channel, msg.key.chat_id,
+                                                            Json(asdict(result) if result is not None else {})))
+            await conn.execute("DELETE FROM inbox WHERE id = %s", (inbox,))
+            await conn.execute("SELECT pg_notify(%s, %s)", (wire.CHANNEL, str(inbox)))
+
+
+def _worker_class() -> type:
+    from procrastinate.worker import Worker
+
+    class Fetching(Worker):
+        """procrastinate's worker, looking for the next job as soon as one ends: a chat's next turn waits on the
+        lock of the one that ended, and no notification says it is free."""
+
+        async def _process_job(self, context: Any) -> None:
+            try:
+                await super()._process_job(context)
+            finally:
+                self._new_job_event.set()
+
+    return Fetching
