@@ -8,7 +8,9 @@
                                         model's Markdown, or Tusk's own words (a command's answer), as written
                                         (and "voice": links to the spoken replies when a reply was read out:
                                         voice.py)
-                                        or multipart/form-data: text, user, file or voice (channels/http/files.py)
+                                        or multipart/form-data: text, user, file or voice (channels/http/files.py);
+                                        with TUSK_DATABASE_URL an `Idempotency-Key` header makes a repeat (to
+                                        any process) get the first one's answer, running nothing again
     GET  /v1/chats/{chat_id}/voice/{name}   a spoken reply's OGG/Opus file (channels/http/voice.py)
                                         {"stream": true, ...} -> Server-Sent Events while it runs
                                         (channels/http/stream.py: delta, tool, done, error)
@@ -41,6 +43,7 @@ rules), streamed to disk within the upload deadline (channels/http/limits.py).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hmac
 import logging
 from collections.abc import Iterable
@@ -64,6 +67,7 @@ from channels.http.requests import (ASSET_NAME, CONSOLE_DIR, CONTENT_TYPES, CONT
                                     OPENAI_PATHS, MessageBody, StopBody, chat_key, error, is_upload,
                                     load_assets, problems, write_refusal)
 from memory.media import MediaStore
+from store.errors import StorageUnavailable
 
 if TYPE_CHECKING:
     from bot.stream import Draft
@@ -71,6 +75,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 MAX_BODY = 1024 * 1024
+MAX_IDEMPOTENCY_KEY = 255  # characters of an Idempotency-Key header (a UUID is 36)
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 API_KEY = web.RequestKey("api_key", ApiKey)  # the owner's API key a request came with (bot/access/api_keys.py)
 SECURITY_HEADERS = {
@@ -321,6 +326,10 @@ class HttpChannel:
             except pydantic.ValidationError as exc:
                 return error(400, f"expected JSON {{\"text\": \"...\", \"user\": \"optional\"}}: {problems(exc)}")
             msg, stream = InboundMessage(key, body.text, sender_id=body.user), body.stream
+        if (idem := request.headers.get("Idempotency-Key")) is not None:
+            if not 0 < len(idem) <= MAX_IDEMPOTENCY_KEY:
+                return error(400, f"Idempotency-Key: 1 to {MAX_IDEMPOTENCY_KEY} characters")
+            msg = dataclasses.replace(msg, idempotency_key=idem)  # a repeat gets the first one's answer
         if stream:
             return await self._stream_turn(request, msg)
         replies: list[str] = []
@@ -330,6 +339,8 @@ class HttpChannel:
             await self.run_turn(msg, replies, formats=formats, voices=voices)
         except BusClosed as exc:
             return error(503, str(exc))
+        except StorageUnavailable:  # the database is down: not taken; the client may send it again
+            return error(503, "the database does not answer: not taken, send it again in a moment")
         return web.json_response({"replies": replies, "formats": formats, **({"voice": voices} if voices else {})})
 
     async def _post_stop(self, request: web.Request) -> web.Response:

@@ -1,0 +1,125 @@
+"""Several Tusk processes on one real PostgreSQL (bot/cluster/): 2 ingress and 3 workers behind the HTTP API,
+chats talking at once through both ingress, a worker killed and started again, another paused past its
+heartbeat and resumed: every message answered once and stored once, in order."""
+
+import asyncio
+import json
+import re
+import signal
+import uuid
+
+import aiohttp
+import psycopg
+
+from tests import procs
+from tests.conftest import migrated
+from tests.fakes.fake_llm import Reply, last_user_text
+from tests.test_cli import env_for
+
+CHATS, MESSAGES = 10, 3
+TOKEN = re.compile(r"\b(c\d+m\d+)\b")
+DEADLINE = 150  # seconds a message may take, retries included (a dead worker's turn waits ~15 s to run again)
+
+
+def answering(fake_llm):
+    """Replies naming the message they answer, after 0.3 s (a model's pace)."""
+    def respond(body):
+        found = TOKEN.findall(last_user_text(body))
+        return Reply(text=f"ok {found[-1] if found else '?'}", delay=0.3)
+    fake_llm.responder = respond
+
+
+async def start_role(fake_llm, tmp_path, url, role, n):
+    env = env_for(fake_llm, tmp_path / f"{role}{n}", TUSK_HTTP_PORT="0", TUSK_DATABASE_URL=url,
+                  TUSK_HTTP_TOKEN="cluster-token", TUSK_LOG_LEVEL="warning")
+    out, err = tmp_path / f"{role}{n}.out", tmp_path / f"{role}{n}.log"
+    with open(out, "wb") as stdout, open(err, "wb") as stderr:  # the child keeps its own copies
+        proc = await procs.start_tusk("run", "--role", role, env=env, stdout=stdout, stderr=stderr)
+    await procs_wait(lambda: "Tusk is running" in out.read_text() or proc.returncode is not None, 120)
+    line = out.read_text()
+    assert "Tusk is running" in line, (line, err.read_text())
+    return proc, re.search(r"http://[^\s/#]+", line)[0]
+
+
+async def ask(session, bases, chat, text, start):
+    """POST the message with one Idempotency-Key, to one ingress then the other, until answered (200)."""
+    key, i = str(uuid.uuid4()), start
+    deadline = asyncio.get_running_loop().time() + DEADLINE
+    while asyncio.get_running_loop().time() < deadline:
+        base = bases[i % len(bases)]
+        i += 1
+        try:
+            async with session.post(f"{base}/v1/chats/{chat}/messages", json={"text": text},
+                                    headers={"Authorization": "Bearer cluster-token", "Origin": base,
+                                             "Idempotency-Key": key},
+                                    timeout=aiohttp.ClientTimeout(total=DEADLINE)) as resp:
+                if resp.status == 200:
+                    return (await resp.json())["replies"]
+        except (aiohttp.ClientError, TimeoutError):
+            pass
+        await asyncio.sleep(0.5)
+    raise AssertionError(f"{chat}: {text!r} not answered in {DEADLINE} s")
+
+
+def stored(url, chat):
+    """The chat's session messages in the database, in order: (role, content)."""
+    with psycopg.connect(url) as conn:
+        rows = conn.execute("SELECT s.line FROM session_lines s JOIN chats c ON c.id = s.chat WHERE c.channel = "
+                            "'http' AND c.chat_id = %s AND s.seq IS NOT NULL ORDER BY s.seq", (chat,)).fetchall()
+    return [(m["role"], m.get("content")) for m in (json.loads(line) for (line,) in rows)]
+
+
+async def test_chats_through_two_ingress_survive_a_killed_and_a_paused_worker(fake_llm, pg_url, tmp_path):
+    """30 messages in 10 chats through 2 ingress and 3 workers; one worker killed (-9) and started again, one
+    paused past its heartbeat and resumed: each message answered once with its own reply, stored once, in
+    order, and nothing is left queued."""
+    answering(fake_llm)
+    migrated(pg_url)
+    ingress = await asyncio.gather(*(start_role(fake_llm, tmp_path, pg_url, "ingress", n) for n in range(2)))
+    workers = list(await asyncio.gather(*(start_role(fake_llm, tmp_path, pg_url, "worker", n) for n in range(3))))
+    bases = [base for _, base in ingress]
+    answered = 0
+
+    async def chat(c, session):
+        nonlocal answered
+        for m in range(MESSAGES):
+            replies = await ask(session, bases, f"c{c}", f"message c{c}m{m} for the cluster", c + m)
+            assert replies == [f"ok c{c}m{m}"], (c, m, replies)
+            answered += 1
+
+    async def trouble():
+        await procs_wait(lambda: answered >= 3)
+        victim, _ = workers[0]
+        victim.send_signal(signal.SIGKILL)  # mid-traffic: its turns run again elsewhere
+        await victim.wait()
+        await procs_wait(lambda: answered >= 10)
+        paused, _ = workers[1]
+        paused.send_signal(signal.SIGSTOP)  # past its heartbeat: its turns are taken over
+        await asyncio.sleep(18)
+        paused.send_signal(signal.SIGCONT)  # it wakes into chats it no longer holds
+        workers[0] = await start_role(fake_llm, tmp_path, pg_url, "worker", 3)
+
+    async with aiohttp.ClientSession() as session:
+        await asyncio.gather(trouble(), *(chat(c, session) for c in range(CHATS)))
+    for proc, _ in [*ingress, *workers]:
+        proc.send_signal(signal.SIGCONT)
+        proc.send_signal(signal.SIGTERM)
+    for proc, _ in [*ingress, *workers]:
+        await asyncio.wait_for(proc.wait(), 60)
+    for c in range(CHATS):
+        texts = stored(pg_url, f"c{c}")
+        users = [t for role, t in texts if role == "user"]
+        replies = [t for role, t in texts if role == "assistant"]
+        assert [TOKEN.findall(u)[-1] for u in users] == [f"c{c}m{m}" for m in range(MESSAGES)], (c, texts)
+        assert replies == [f"ok c{c}m{m}" for m in range(MESSAGES)], (c, texts)
+    with psycopg.connect(pg_url) as conn:
+        assert conn.execute("SELECT count(*) FROM inbox").fetchone()[0] == 0
+        assert conn.execute("SELECT count(*) FROM procrastinate_jobs WHERE status IN ('todo', 'doing')"
+                            ).fetchone()[0] == 0
+
+
+async def procs_wait(predicate, timeout=DEADLINE):
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not predicate():
+        assert asyncio.get_running_loop().time() < deadline, "the traffic stalled"
+        await asyncio.sleep(0.05)
