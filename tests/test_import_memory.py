@@ -61,15 +61,16 @@ async def until_rounds(fake_llm, n, timeout):
     await wait_until(lambda: len(rounds(fake_llm)) >= n, timeout, lambda: f"({len(rounds(fake_llm))} rounds)")
 
 
-async def killed_mid_fold(fake_llm, export, env, after, timeout):
-    """`tusk import <export> --yes` killed (SIGKILL) once `after` rounds were asked for; the model then answers
-    at once again."""
+async def resumed_after_a_kill(fake_llm, export, env, after, timeout):
+    """`tusk import <export> --yes` killed (SIGKILL) once `after` rounds were asked for, then the same command
+    again with a model that answers at once: its (exit code, stdout, stderr)."""
     answer_slowly(fake_llm)
     proc = await procs.start_tusk("import", str(export), "--yes", env=env)
     await until_rounds(fake_llm, after, timeout)
     os.kill(proc.pid, signal.SIGKILL)
     await proc.wait()
     fake_llm.responder = attributing_responder
+    return await tusk_cli("import", str(export), "--yes", env=env)
 
 
 async def test_the_estimate_comes_first_and_yes_fills_memory_under_import(fake_llm, tmp_path):
@@ -120,8 +121,7 @@ async def test_a_kill_mid_fold_resumes_without_duplicates_or_lost_rounds(fake_ll
     telegram_export(export, 1200)
     env = env_for(fake_llm, tmp_path, TUSK_CONTEXT_WINDOW="4096")
     home = tmp_path / "data"
-    await killed_mid_fold(fake_llm, export, env, after=3, timeout=30)
-    code, _, err = await tusk_cli("import", str(export), "--yes", env=env)
+    code, _, err = await resumed_after_a_kill(fake_llm, export, env, after=3, timeout=30)
     assert code == 0, err
     ids = [m["import"] for m in session(home, "telegram", "77")]
     assert len(ids) == len(set(ids)) == 1200
@@ -208,8 +208,7 @@ async def test_dense_lines_resumed_after_a_kill_keep_every_round_within_the_wind
     dense_export(export, 3000)
     env = env_for(fake_llm, tmp_path, TUSK_CONTEXT_WINDOW="8192")
     home = tmp_path / "data"
-    await killed_mid_fold(fake_llm, export, env, after=2, timeout=60)
-    code, _, err = await tusk_cli("import", str(export), "--yes", env=env)
+    code, _, err = await resumed_after_a_kill(fake_llm, export, env, after=2, timeout=60)
     assert code == 0, err
     assert records(home, "telegram", "61", "pointer")[-1]["last_consolidated"] == 3000
     sizes = [request_tokens(b) for b in rounds(fake_llm)]
