@@ -26,13 +26,11 @@ import tempfile
 import time
 from pathlib import Path
 
-import aiohttp
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from bench.startup import clean_env, cpu_s, free_port, until  # noqa: E402
+from bench.tusk_process import cpu_s, serving  # noqa: E402
 from tests.fakes.fake_llm import FakeLLM  # noqa: E402
 
 COUNTS = (0, 1, 2, 5, 10, 50, 200)
@@ -85,33 +83,16 @@ def catalog_costs(n: int = 200, rounds: int = 200) -> tuple[float, float]:
 async def run_http(llm: FakeLLM, n: int) -> dict[str, float]:
     from memory.tokens import count_text
 
-    home, port = tempfile.mkdtemp(prefix="tusk-skills-run-"), free_port()
+    home = tempfile.mkdtemp(prefix="tusk-skills-run-")
     make_skills(Path(home) / "data" / "skills", n)
-    env = clean_env(home, TUSK_MODEL="openai/fake-model", TUSK_API_BASE=llm.base_url, TUSK_API_KEY="sk-bench",
-                    TUSK_HTTP_PORT=str(port), TUSK_HTTP_TOKEN="off")
-    url = f"http://127.0.0.1:{port}"
-    started = time.monotonic()
-    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "bot.ops.cli", "run", env=env, cwd=home,
-                                                stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
-    try:
-        async with aiohttp.ClientSession(headers={"Origin": url}) as client:
-            async def healthy() -> bool:
-                try:
-                    async with client.get(f"{url}/healthz") as resp:
-                        return resp.status == 200
-                except aiohttp.ClientError:
-                    return False
-
-            await until(healthy)
-            ready, cpu = time.monotonic() - started, cpu_s(proc.pid)
-            llm.requests.clear()
-            async with client.post(f"{url}/v1/chats/bench/messages", json={"text": "hello"}) as resp:
-                assert resp.status == 200, await resp.text()
-            system = llm.requests[0]["messages"][0]["content"]
-            return {"ready (s)": ready, "CPU to ready (s)": cpu, "system prompt (tokens)": count_text(system)}
-    finally:
-        proc.kill()
-        await proc.wait()
+    async with serving(home, TUSK_MODEL="openai/fake-model", TUSK_API_BASE=llm.base_url,
+                       TUSK_API_KEY="sk-bench") as tusk:
+        ready, cpu = tusk.ready, cpu_s(tusk.proc.pid)
+        llm.requests.clear()
+        async with tusk.client.post(f"{tusk.url}/v1/chats/bench/messages", json={"text": "hello"}) as resp:
+            assert resp.status == 200, await resp.text()
+        system = llm.requests[0]["messages"][0]["content"]
+        return {"ready (s)": ready, "CPU to ready (s)": cpu, "system prompt (tokens)": count_text(system)}
 
 
 async def main(runs: int) -> None:
