@@ -47,21 +47,23 @@ def make_skills(root: Path, n: int) -> None:
         (folder / "SKILL.md").write_text(f"---\nname: {name}\ndescription: {description}\n---\n\n{BODY}\n")
 
 
-def fixed_prompt(n: int, cap: int) -> tuple[int, int]:
+async def fixed_prompt(n: int, cap: int) -> tuple[int, int]:
     """(fixed tokens of a chat with `n` skills, of which the Skills section) with TUSK_SKILLS_MAX_TOKENS=cap."""
     from bot.app import TuskApp
     from bot.config import load_settings
-    from memory.paths import ChatFiles
+    from bot.events import ChatKey
 
     home = Path(tempfile.mkdtemp(prefix="tusk-skills-"))
     make_skills(home / "skills", n)
     os.environ["HOME"] = str(home)  # no ~/.agents/skills of this machine's
     app = TuskApp(load_settings(TUSK_HOME=str(home), TUSK_MODEL="openai/fake-model", TUSK_SKILLS_MAX_TOKENS=cap,
                                 TUSK_CONTEXT_WINDOW=max(65_536, 16 * cap)))  # the skills get 1/16 of the window
-    files = ChatFiles.locate(home, "http", "bench")
-    from bot.events import ChatKey
-
-    return app.agent.context.fixed_tokens(files), app.skills.section(ChatKey("http", "bench"), True).tokens
+    key = ChatKey("http", "bench")
+    chat = await app.chats.open(key)
+    try:
+        return app.agent.context.fixed_tokens(chat), app.skills.section(key, True).tokens
+    finally:
+        await app.store.close()
 
 
 def catalog_costs(n: int = 200, rounds: int = 200) -> tuple[float, float]:
@@ -100,7 +102,7 @@ async def main(runs: int) -> None:
     print(f"  {'N':>4}  {'cap 1,000':>16}  {'cap 100,000':>16}")
     base = None
     for n in COUNTS:
-        (capped, section), (open_, open_section) = fixed_prompt(n, 1000), fixed_prompt(n, 100_000)
+        (capped, section), (open_, open_section) = await fixed_prompt(n, 1000), await fixed_prompt(n, 100_000)
         base = capped if base is None else base
         print(f"  {n:>4}  {capped:>7,} (+{capped - base:>5,})  {open_:>7,} (+{open_ - base:>6,})"
               f"   section {section:,} / {open_section:,}")
