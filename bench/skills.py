@@ -26,13 +26,11 @@ import tempfile
 import time
 from pathlib import Path
 
-import aiohttp
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from bench.startup import clean_env, cpu_s, free_port, until  # noqa: E402
+from bench.tusk_process import cpu_s, serving  # noqa: E402
 from tests.fakes.fake_llm import FakeLLM  # noqa: E402
 
 COUNTS = (0, 1, 2, 5, 10, 50, 200)
@@ -49,21 +47,23 @@ def make_skills(root: Path, n: int) -> None:
         (folder / "SKILL.md").write_text(f"---\nname: {name}\ndescription: {description}\n---\n\n{BODY}\n")
 
 
-def fixed_prompt(n: int, cap: int) -> tuple[int, int]:
+async def fixed_prompt(n: int, cap: int) -> tuple[int, int]:
     """(fixed tokens of a chat with `n` skills, of which the Skills section) with TUSK_SKILLS_MAX_TOKENS=cap."""
     from bot.app import TuskApp
     from bot.config import load_settings
-    from memory.paths import ChatFiles
+    from bot.events import ChatKey
 
     home = Path(tempfile.mkdtemp(prefix="tusk-skills-"))
     make_skills(home / "skills", n)
     os.environ["HOME"] = str(home)  # no ~/.agents/skills of this machine's
     app = TuskApp(load_settings(TUSK_HOME=str(home), TUSK_MODEL="openai/fake-model", TUSK_SKILLS_MAX_TOKENS=cap,
                                 TUSK_CONTEXT_WINDOW=max(65_536, 16 * cap)))  # the skills get 1/16 of the window
-    files = ChatFiles.locate(home, "http", "bench")
-    from bot.events import ChatKey
-
-    return app.agent.context.fixed_tokens(files), app.skills.section(ChatKey("http", "bench"), True).tokens
+    key = ChatKey("http", "bench")
+    chat = await app.chats.open(key)
+    try:
+        return app.agent.context.fixed_tokens(chat), app.skills.section(key, True).tokens
+    finally:
+        await app.store.close()
 
 
 def catalog_costs(n: int = 200, rounds: int = 200) -> tuple[float, float]:
@@ -85,33 +85,16 @@ def catalog_costs(n: int = 200, rounds: int = 200) -> tuple[float, float]:
 async def run_http(llm: FakeLLM, n: int) -> dict[str, float]:
     from memory.tokens import count_text
 
-    home, port = tempfile.mkdtemp(prefix="tusk-skills-run-"), free_port()
+    home = tempfile.mkdtemp(prefix="tusk-skills-run-")
     make_skills(Path(home) / "data" / "skills", n)
-    env = clean_env(home, TUSK_MODEL="openai/fake-model", TUSK_API_BASE=llm.base_url, TUSK_API_KEY="sk-bench",
-                    TUSK_HTTP_PORT=str(port), TUSK_HTTP_TOKEN="off")
-    url = f"http://127.0.0.1:{port}"
-    started = time.monotonic()
-    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "bot.ops.cli", "run", env=env, cwd=home,
-                                                stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
-    try:
-        async with aiohttp.ClientSession(headers={"Origin": url}) as client:
-            async def healthy() -> bool:
-                try:
-                    async with client.get(f"{url}/healthz") as resp:
-                        return resp.status == 200
-                except aiohttp.ClientError:
-                    return False
-
-            await until(healthy)
-            ready, cpu = time.monotonic() - started, cpu_s(proc.pid)
-            llm.requests.clear()
-            async with client.post(f"{url}/v1/chats/bench/messages", json={"text": "hello"}) as resp:
-                assert resp.status == 200, await resp.text()
-            system = llm.requests[0]["messages"][0]["content"]
-            return {"ready (s)": ready, "CPU to ready (s)": cpu, "system prompt (tokens)": count_text(system)}
-    finally:
-        proc.kill()
-        await proc.wait()
+    async with serving(home, TUSK_MODEL="openai/fake-model", TUSK_API_BASE=llm.base_url,
+                       TUSK_API_KEY="sk-bench") as tusk:
+        ready, cpu = tusk.ready, cpu_s(tusk.proc.pid)
+        llm.requests.clear()
+        async with tusk.client.post(f"{tusk.url}/v1/chats/bench/messages", json={"text": "hello"}) as resp:
+            assert resp.status == 200, await resp.text()
+        system = llm.requests[0]["messages"][0]["content"]
+        return {"ready (s)": ready, "CPU to ready (s)": cpu, "system prompt (tokens)": count_text(system)}
 
 
 async def main(runs: int) -> None:
@@ -119,7 +102,7 @@ async def main(runs: int) -> None:
     print(f"  {'N':>4}  {'cap 1,000':>16}  {'cap 100,000':>16}")
     base = None
     for n in COUNTS:
-        (capped, section), (open_, open_section) = fixed_prompt(n, 1000), fixed_prompt(n, 100_000)
+        (capped, section), (open_, open_section) = await fixed_prompt(n, 1000), await fixed_prompt(n, 100_000)
         base = capped if base is None else base
         print(f"  {n:>4}  {capped:>7,} (+{capped - base:>5,})  {open_:>7,} (+{open_ - base:>6,})"
               f"   section {section:,} / {open_section:,}")

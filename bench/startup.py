@@ -23,20 +23,17 @@ import argparse
 import asyncio
 import os
 import pty
-import socket
 import statistics
 import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Awaitable, Callable
 from pathlib import Path
-
-import aiohttp
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.tusk_process import clean_env, cpu_s, free_port, rss_mb, serving, spawned, until  # noqa: E402
 from tests.fakes.fake_llm import FakeLLM  # noqa: E402
 from tests.fakes.fake_telegram import FakeTelegram  # noqa: E402
 
@@ -44,69 +41,17 @@ PROMPT = b"you>"  # what `tusk chat` shows when it waits for a line (prompt_tool
 IDLE = 1.0  # seconds after the first reply before the idle RSS is read
 
 
-def rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    raise RuntimeError("no VmRSS")
-
-
-def cpu_s(pid: int) -> float:
-    """CPU seconds the process has used (user + system, all threads): a figure a busy machine inflates less."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def clean_env(home: str, **extra: str) -> dict[str, str]:
-    """Only PATH and locale of this environment (no TUSK_* or platform variables, no .env: cwd is `home`)."""
-    env = {k: os.environ[k] for k in ("PATH", "LANG", "LC_ALL") if k in os.environ}
-    return {**env, "HOME": home, "TUSK_HOME": f"{home}/data", "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-            "TUSK_LOG_LEVEL": "warning", "TUSK_DM_POLICY": "open", **extra}
-
-
-async def until(check: Callable[[], Awaitable[bool]], timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not await check():
-        if time.monotonic() > deadline:
-            raise TimeoutError("the child never got there")
-        await asyncio.sleep(0.005)
-
-
 async def run_http(llm: FakeLLM, model: str = "openai/fake-model", base: str | None = None) -> dict[str, float]:
-    home, port = tempfile.mkdtemp(prefix="tusk-startup-"), free_port()
-    env = clean_env(home, TUSK_MODEL=model, TUSK_API_BASE=base or llm.base_url, TUSK_API_KEY="sk-bench",
-                    TUSK_HTTP_PORT=str(port), TUSK_HTTP_TOKEN="off")
-    url = f"http://127.0.0.1:{port}"
-    started = time.monotonic()
-    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "bot.ops.cli", "run", env=env, cwd=home,
-                                                stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
-    try:
-        async with aiohttp.ClientSession(headers={"Origin": url}) as client:
-            async def healthy() -> bool:
-                try:
-                    async with client.get(f"{url}/healthz") as resp:
-                        return resp.status == 200
-                except aiohttp.ClientError:
-                    return False
-
-            await until(healthy)
-            ready, ready_rss, ready_cpu = time.monotonic() - started, rss_mb(proc.pid), cpu_s(proc.pid)
-            async with client.post(f"{url}/v1/chats/bench/messages", json={"text": "hello"}) as resp:
-                assert resp.status == 200, await resp.text()
-            first, first_cpu = time.monotonic() - started, cpu_s(proc.pid)
-            await asyncio.sleep(IDLE)
-            return {"ready": ready, "CPU to ready": ready_cpu, "first reply": first,
-                    "reply after ready": first - ready, "CPU to reply": first_cpu, "RSS ready": ready_rss,
-                    "RSS idle": rss_mb(proc.pid)}
-    finally:
-        proc.kill()
-        await proc.wait()
+    home = tempfile.mkdtemp(prefix="tusk-startup-")
+    async with serving(home, TUSK_MODEL=model, TUSK_API_BASE=base or llm.base_url, TUSK_API_KEY="sk-bench") as tusk:
+        ready, ready_rss, ready_cpu = tusk.ready, rss_mb(tusk.proc.pid), cpu_s(tusk.proc.pid)
+        async with tusk.client.post(f"{tusk.url}/v1/chats/bench/messages", json={"text": "hello"}) as resp:
+            assert resp.status == 200, await resp.text()
+        first, first_cpu = time.monotonic() - tusk.started, cpu_s(tusk.proc.pid)
+        await asyncio.sleep(IDLE)
+        return {"ready": ready, "CPU to ready": ready_cpu, "first reply": first,
+                "reply after ready": first - ready, "CPU to reply": first_cpu, "RSS ready": ready_rss,
+                "RSS idle": rss_mb(tusk.proc.pid)}
 
 
 async def run_telegram(llm: FakeLLM) -> dict[str, float]:
@@ -116,17 +61,12 @@ async def run_telegram(llm: FakeLLM) -> dict[str, float]:
                         TUSK_HTTP_PORT=str(free_port()), TELEGRAM_BOT_TOKEN=tg.token,
                         TELEGRAM_API_BASE=tg.base_url, TELEGRAM_ALLOW_FROM="1")
         started = time.monotonic()
-        proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "bot.ops.cli", "run", env=env, cwd=home,
-                                                    stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
-        try:
+        async with spawned("run", env=env, cwd=home) as proc:
             async def polling() -> bool:
                 return any(method == "getUpdates" for method, _ in tg.calls)
 
             await until(polling)
             return {"polling": time.monotonic() - started, "CPU to polling": cpu_s(proc.pid)}
-        finally:
-            proc.kill()
-            await proc.wait()
 
 
 async def run_chat(llm: FakeLLM) -> dict[str, float]:
@@ -147,10 +87,6 @@ async def run_chat(llm: FakeLLM) -> dict[str, float]:
         arrived.set()
 
     loop.add_reader(master, read)
-    started = time.monotonic()
-    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "bot.ops.cli", "chat", env=env, cwd=home,
-                                                stdin=slave, stdout=slave, stderr=slave)
-    os.close(slave)
 
     async def shows(text: bytes, after: int = 0) -> int:
         while (at := seen.find(text, after)) < 0:
@@ -161,19 +97,21 @@ async def run_chat(llm: FakeLLM) -> dict[str, float]:
                 raise TimeoutError(f"{text!r} never came: {bytes(seen[-2000:])!r}") from None
         return at + len(text)
 
+    started = time.monotonic()
     try:
-        at = await shows(PROMPT)
-        ready, ready_rss, ready_cpu = time.monotonic() - started, rss_mb(proc.pid), cpu_s(proc.pid)
-        os.write(master, b"hello\r")
-        await shows(PROMPT, await shows(b"Tusk>", at))  # the reply, then the next prompt
-        first, first_cpu = time.monotonic() - started, cpu_s(proc.pid)
-        await asyncio.sleep(IDLE)
-        return {"prompt": ready, "CPU to prompt": ready_cpu, "first reply": first, "reply after prompt": first - ready,
-                "CPU to reply": first_cpu, "RSS prompt": ready_rss, "RSS idle": rss_mb(proc.pid)}
+        async with spawned("chat", env=env, cwd=home, stdin=slave, stdout=slave, stderr=slave) as proc:
+            os.close(slave)
+            at = await shows(PROMPT)
+            ready, ready_rss, ready_cpu = time.monotonic() - started, rss_mb(proc.pid), cpu_s(proc.pid)
+            os.write(master, b"hello\r")
+            await shows(PROMPT, await shows(b"Tusk>", at))  # the reply, then the next prompt
+            first, first_cpu = time.monotonic() - started, cpu_s(proc.pid)
+            await asyncio.sleep(IDLE)
+            return {"prompt": ready, "CPU to prompt": ready_cpu, "first reply": first,
+                    "reply after prompt": first - ready, "CPU to reply": first_cpu, "RSS prompt": ready_rss,
+                    "RSS idle": rss_mb(proc.pid)}
     finally:
         loop.remove_reader(master)
-        proc.kill()
-        await proc.wait()
         os.close(master)
 
 

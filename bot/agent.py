@@ -2,7 +2,7 @@
 
     handle(msg)
       command?  -> bot/commands/ answers; nothing is saved or sent to the LLM
-      else      -> prompt (bot/context.py) -> LLM <-> tools (bounded loop)
+      else      -> prompt (bot/context.py) -> LLM <-> tools (bounded loop: bot/conversation.py)
                 -> append the turn to the session (before replying: a reply the user has
                    seen is always on disk) -> send the reply -> hooks in the background
       LLM failed -> one clear sentence to the user; the session is left as it was
@@ -23,24 +23,23 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
-from bot import commands, logs, metrics, stream
+from bot import commands, logs, metrics
 from bot.context import ContextBuilder
+from bot.conversation import Conversation, regenerating
 from bot.delivery import Delivery, Send
-from bot.errors import ContextOverflow, LLMError, LLMUnavailable, MediaRefused, ToolsUnsupported
+from bot.errors import LLMError, LLMUnavailable, MediaRefused
 from bot.events import ChatKey, InboundMessage, OutboundMessage, TurnResult
-from bot.llm import LLM, LLMReply
+from bot.llm import LLM
 from bot.llm.choice import ModelChoices
 from bot.fitting import PromptFit
 from bot.llm.slots import Turns, housekeeping
-from bot.llm.streams import StreamCut
 from bot.media import Attached, MediaReader
 from bot.media import turn as media_turn
-from bot.replies import (CRASH_REPLY, STORAGE_REPLY, EMPTY_REPLY, MALFORMED_REPLY, NO_TEXT_REPLY, OUT_OF_ROOM_REPLY,
-                         STEP_LIMIT_REPLY, Answer, MessageTooLong, own, shown_text, user_message)
-from bot.stop import Stopped, Stops, stopped_turn
+from bot.replies import (CRASH_REPLY, STORAGE_REPLY, NO_TEXT_REPLY, Answer, MessageTooLong, own, user_message)
+from bot.stop import Stops
 from bot.stream import Drafts, Live, StreamSettings
 from bot.threads import Spawned
-from bot.tools.box import ToolBox, ToolContext, Toolset
+from bot.tools.box import ToolBox
 from bot.usage import meter as usage
 from memory import chat_settings
 from memory.session import Message
@@ -54,7 +53,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 PostTurnHook = Callable[[ChatKey], Awaitable[None]]
-NO_TOOLS = ToolBox([])  # a turn Tusk starts without tools (a check-in)
 
 
 class RunReports(Protocol):
@@ -65,7 +63,6 @@ class RunReports(Protocol):
     def finished(self, msg: InboundMessage, delivered: bool, outcome: str) -> None: ...
 
 OWNER_CHANNELS = frozenset({"http", "terminal"})  # the owner's own: an LLM failure is told with its cause and fix
-MAX_OVERFLOWS = 3  # times a turn learns a smaller window and tries again before it gives up
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +97,10 @@ class ChatAgent:
         self.runs = runs  # schedules hear how their runs' turns went
         self.hooks: list[PostTurnHook] = [self.consolidate] if consolidator else []
         self.delivery = Delivery(send, drafts, streaming)  # the reply shown as written, then finished or sent
-        self.stops = stops or Stops()  # /stop: the running conversation cut short, what it showed kept
+        # the LLM <-> tools loop (bot/conversation.py); /stop cuts it short, what it showed kept
+        self.conversation = Conversation(llm, tools, context, self.fit, send, chats, stops or Stops(), settings.model,
+                                         settings.max_tool_iterations, settings.tool_result_max_chars,
+                                         bounded=consolidator is not None)
         self.voice = voice  # replies read out (bot/speech/replies.py)
         self._background = Spawned()  # post-turn hooks
         self.turns = turns or Turns()
@@ -215,7 +215,7 @@ class ChatAgent:
                        "Send it in parts.")
         if not msg.text.strip():
             return own(NO_TEXT_REPLY)
-        new, reply = await self._kept_if_refused(self._converse(msg, chat, live=live), chat, msg)
+        new, reply = await self._kept_if_refused(self.conversation.run(msg, chat, live=live), chat, msg)
         if not regenerating(msg):
             await self.chats.append(chat, new)
         return Answer(reply)
@@ -243,7 +243,7 @@ class ChatAgent:
         except MediaRefused as exc:
             return own(str(exc))
         new, reply = await self._kept_if_refused(
-            self._converse(replace(msg, text=attached.prompt), chat, attached, live), chat, msg, attached)
+            self.conversation.run(replace(msg, text=attached.prompt), chat, attached, live), chat, msg, attached)
         await self.chats.append(chat, new)
         return Answer(reply)
 
@@ -259,7 +259,7 @@ class ChatAgent:
                 reply = injected.fallback
                 new = [user_message(msg), Message(role="assistant", content=reply)]
             else:
-                new, reply = await self._converse(msg, chat, live=live)
+                new, reply = await self.conversation.run(msg, chat, live=live)
         except LLMError as exc:
             if injected.run and self.runs is not None:
                 said = self.runs.failed(msg, exc)  # the failure said once (Tusk's own words), else nothing
@@ -274,127 +274,12 @@ class ChatAgent:
         await self.chats.append(chat, new)
         return Answer(reply)  # the fallback too: a reminder's or a task's text, saved as the reply
 
-    async def _converse(self, msg: InboundMessage, chat: Chat,
-                        attached: Attached | None = None, live: Live | None = None) -> tuple[list[Message], str]:
-        """Run the LLM/tool loop; returns the messages to save and the text for the user. With `attached`,
-        `msg.text` is the text this turn's request carries; the session keeps `attached.saved`. A stream
-        cut after the user saw part of it ends the turn there: that part, with a note, is the reply; so does
-        /stop (bot/stop.py), wherever the loop waits."""
-        new = [user_message(msg, attached)]
-        try:
-            async with self.stops.stoppable(msg.key):
-                return await self._conversation(msg, chat, new, attached, live)
-        except Stopped as stop:
-            if (stats := logs.current_stats()) is not None:
-                stats.outcome = "stopped"  # /metrics: tusk_turns_total{outcome="stopped"}
-            return stopped_turn(new, live.text if live is not None else "", stop.by)
-
-    async def _conversation(self, msg: InboundMessage, chat: Chat, new: list[Message],
-                            attached: Attached | None, live: Live | None) -> tuple[list[Message], str]:
-        """The loop itself; `new` (the user message) grows with each tool step as it runs."""
-        # the built-in tools, plus the MCP servers this chat may use; none for a turn Tusk starts without them
-        tools = self.tools.for_chat(msg) if msg.injected is None or msg.injected.tools else NO_TOOLS
-        prompt, room, sent = await self._prompt(chat, msg, new, attached)
-
-        async def notify(text: str) -> None:  # Tusk's own words in the chat, through the reply path
-            await self.send(OutboundMessage.answer(msg, text, verbatim=True))
-
-        ctx = ToolContext(msg.key, chat, self.chats, notify, sender_id=msg.sender_id, sender_name=msg.sender_name,
-                          is_group=msg.is_group, sender_is_admin=msg.sender_is_admin, message_text=msg.text)
-        overflows = cut_retries = 0
-        model = self.fit.model(chat, msg)
-        cap = msg.client.max_tokens if msg.client is not None else None
-        temperature = msg.client.temperature if msg.client is not None else None
-        for _ in range(self.settings.max_tool_iterations):
-            try:
-                reply = await self._complete(prompt, tools, model, live, cap, temperature, sent)
-            except StreamCut as exc:
-                assert live is not None
-                logger.warning("the reply's stream was cut after part of it was shown: %s", exc)
-                text = live.text + stream.CUT_NOTE
-                break
-            except (ContextOverflow, ToolsUnsupported) as exc:  # the profile learned a smaller window, or no tools
-                overflows += isinstance(exc, ContextOverflow)
-                if overflows > MAX_OVERFLOWS or not exc.learned:
-                    raise
-                prompt, room, sent = await self._prompt(chat, msg, new, attached)  # refitted; without tools
-                continue
-            if reply.cut and any(c.error for c in reply.tool_calls) and not cut_retries:
-                cut_retries += 1  # cut inside a call's arguments: a failed step, asked once more
-                logger.warning("a tool call was cut off by the length limit; asking again")
-                continue
-            if not reply.tool_calls:
-                text = shown_text(reply)
-                if text:
-                    new.append(Message(role="assistant", content=text))
-                return new, text or (MALFORMED_REPLY if reply.finish_reason == "malformed_call" else EMPTY_REPLY)
-            before = len(new)
-            await self._run_step(reply, ctx, tools, new, live)
-            step = new[before:]
-            room -= sum(m.tokens for m in step)
-            if room < 0:  # the next request would be over budget: stop here rather than send it
-                text = OUT_OF_ROOM_REPLY
-                break
-            prompt.extend(m.to_llm() for m in step)
-        else:
-            text = STEP_LIMIT_REPLY.format(n=self.settings.max_tool_iterations)
-        new.append(Message(role="assistant", content=text))
-        return new, text
-
-    async def _complete(self, prompt: list[dict[str, object]], tools: Toolset, model: str, live: Live | None,
-                        cap: int | None, temperature: float | None, sent: int) -> LLMReply:
-        """One chat request to the chat's model: its tools when the model takes them, the reply bounded by the
-        reserve (and by an API client's `cap`, within it); `sent`: the prompt's estimate, for the server's
-        count to be compared with (bot/llm/profile.py `prompt_counted`)."""
-        takes = self.profile.takes_tools(model)
-        reserve = self.fit.budget(model).reserve if self.consolidator else None
-        if cap is not None:
-            reserve = min(cap, reserve) if reserve is not None else cap
-        return await self.llm.complete(prompt, tools.schemas if takes else None, live=live, max_tokens=reserve,
-                                       model=None if model == self.settings.model else model, temperature=temperature,
-                                       estimate=sent)
-
-    async def _prompt(self, chat: Chat, msg: InboundMessage, new: list[Message],
-                      attached: Attached | None = None) -> tuple[list[dict[str, object]], int, int]:
-        """The request for this turn so far (history fitted to the budget, the message, the tool steps
-        already taken), the tokens further steps may still add, and the prompt's estimate without tools."""
-        history = await self.fit.history(chat, msg, attached)
-        if regenerating(msg):  # asked again: the last exchange is what is being answered anew
-            history = history[:max((i for i, m in enumerate(history) if m.role == "user"), default=0)]
-        steps = new[1:]
-        images = attached.images if attached else ()
-        prompt = self.context.build(chat, history, msg, images) + [m.to_llm() for m in steps]
-        used = sum(m.tokens for m in history) + sum(m.tokens for m in steps)
-        room = self.fit.room(chat, msg, attached) - used
-        sent = self.context.fixed_tokens(chat) - self.context.tool_tokens + used
-        return prompt, room, sent
-
-    async def _run_step(self, reply: LLMReply, ctx: ToolContext, tools: Toolset, new: list[Message],
-                        live: Live | None = None) -> None:
-        """Run one reply's tool calls, appending the step to `new` as it goes (the calls with their reasoning,
-        then each result): a step /stop cuts short is there up to where it got."""
-        new.append(Message(role="assistant", content=reply.content or None, reasoning=reply.reasoning,
-                           thinking_blocks=reply.thinking_blocks,
-                           tool_calls=tuple(c.to_wire() for c in reply.tool_calls)).counted())
-        for call in reply.tool_calls:
-            if live is not None:
-                live.status(call.name)
-            result = await tools.run(call, ctx)
-            new.append(Message(role="tool", tool_call_id=call.id, name=call.name,
-                               content=self._truncate(result.for_model())).counted())
-
     async def consolidate(self, key: ChatKey) -> None:
         """Consolidate this chat if it is over budget (the post-turn hook and the scheduled sweep)."""
         chat = await self.chats.open(key)
         assert self.consolidator is not None
         with usage.scope(key, None, "consolidation", self._zone(chat)), housekeeping():  # replies go first
             await self.consolidator.run(chat, lambda: self.context.fixed_tokens(chat), background=True)
-
-    def _truncate(self, text: str) -> str:
-        limit = self.settings.tool_result_max_chars
-        if len(text) <= limit:
-            return text
-        return text[:limit] + f"\n[... truncated: {len(text) - limit:,} more characters not shown]"
 
     async def _run_hooks(self, key: ChatKey) -> None:
         for hook in self.hooks:
@@ -409,11 +294,6 @@ class ChatAgent:
     async def aclose(self) -> None:
         """Wait for background hooks (they are short: consolidation of one chat)."""
         await self._background.wait()
-
-
-def regenerating(msg: InboundMessage) -> bool:
-    """An API client asked for the last answer again: nothing of the turn is saved (bot/events.py ClientTurn)."""
-    return msg.client is not None and msg.client.regenerate
 
 
 def outcome_of(exc: LLMError) -> str:

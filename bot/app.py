@@ -40,7 +40,7 @@ from bot.tools.reminders import ReminderTools
 from bot.scheduler import Sweeper, start_scheduler
 from bot.skills.views import skills_command
 from bot.stop import Stops, stop_command
-from bot.tools.tasks import Tasks
+from bot.tools.tasks import Tasks, Underway
 from bot.tools.box import BUILTIN_TOOLS, ToolBox
 from bot.llm.slots import Turns
 from bot.llm.warmup import ModelWarmup
@@ -92,7 +92,8 @@ class TuskApp:
         self.media = MediaStore(self.chats, settings.media_limits())  # every channel keeps files here (memory/media.py)
         self.inbox = stores.inbox(self.store)  # inbox.jsonl or the database's `inbox` (bot/stores.py)
         self.seen = stores.seen(self.store)  # platform messages taken already: never answered twice (bot/dedupe.py)
-        self.stops = Stops()  # /stop: answered by the bus as it arrives (bot/stop.py)
+        underway = Underway()  # the background tasks running now: /stop cancels them too (bot/tools/tasks.py)
+        self.stops = Stops([underway.stop])  # /stop: answered by the bus as it arrives (bot/stop.py)
         # on the database, several processes may serve the bot: messages are queued there (bot/cluster/)
         self.cluster = Cluster(self.store, role, lambda msg: self.bus.run_here(msg),
                                lambda msg: resend_saved(self.chats, self.bus.send, msg), settings.worker_turns,
@@ -117,8 +118,7 @@ class TuskApp:
                                                lambda: self.profile.memory_cap)  # remember, search_history
         self.tasks = Tasks(settings.task_settings(), self.llm.slots.retrying(self.llm.complete),
                            ToolBox([self.memory_tools.search_history]), self.bus.publish,
-                           lambda: self.profile.budget.limit, settings.bot_name)
-        self.stops.also(self.tasks.stop)
+                           lambda: self.profile.budget.limit, settings.bot_name, underway)
         self.mcp = parts.mcp_hub(settings)
         window = lambda: self.profile.window.tokens  # noqa: E731 (the tokens the model's window holds now)
         self.chat_tools = parts.chat_tools(settings, self.mcp, window)

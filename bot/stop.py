@@ -29,7 +29,7 @@ import asyncio
 import contextlib
 import logging
 import re
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 
 from bot.commands.base import Command, CommandContext
@@ -71,13 +71,10 @@ class _Running:
 class Stops:
     """The turns that may be stopped now, one per chat (the bus runs one turn at a time per chat)."""
 
-    def __init__(self) -> None:
+    def __init__(self, others: Sequence[Stopper] = ()) -> None:
+        """`others`: what /stop stops too in the chat (its background tasks: bot/tools/tasks.py `Underway`)."""
         self._running: dict[ChatKey, _Running] = {}
-        self._others: list[Stopper] = []
-
-    def also(self, stopper: Stopper) -> None:
-        """Stop this too on /stop (the chat's background tasks)."""
-        self._others.append(stopper)
+        self._others = tuple(others)
 
     def running(self, key: ChatKey) -> bool:
         return key in self._running

@@ -7,7 +7,7 @@ of the documents and web pages read in it (memory/documents.py), whenever they c
 
 Each chat has a persisted SQLite FTS5 index in its folder, `search.sqlite` (0600; a cache:
 deleted by /forget, rebuilt from the files if it is gone, damaged or of an older schema;
-see memory/search_index.py). Ranking is bm25 over a message's own words and, weighted
+see memory/search_index.py, memory/search_db.py). Ranking is bm25 over a message's own words and, weighted
 below them, the words of its neighbours (the message before and after), so a question
 finds the reply that answers it and not only the line that shares its words. On top:
 
@@ -33,7 +33,8 @@ from memory import question as questions
 from memory.paths import ChatFiles
 from memory.search_core import (EXCERPT_TOKENS, FULL_TEXT_CHARS, MAX_TERMS, Hit, Line, Weights, distance, hit,
                                 line, respell, stamp)
-from memory.search_index import ChatIndex, delete_index, index_path
+from memory.search_db import delete_index, index_path
+from memory.search_index import ChatIndex
 
 __all__ = ["Hit", "HistorySearch", "Line", "Weights", "delete_index", "distance", "match_expression", "respell"]
 

@@ -1,26 +1,15 @@
-"""One chat's persisted search index: `search.sqlite` in the chat's folder.
+"""One chat's persisted search index, `search.sqlite` in the chat's folder, kept up to date with its files.
 
-    docs   one row per HISTORY.md entry (negative ids, rising) or user/assistant message (ids 1, 2, ...
-           in session order): kind, seq (message number in session.jsonl), ts (an entry's first
-           time) and ts_end (its last: an entry dates the span of the messages it summarises), role,
-           speaker (display name) and key (its lowercased form), body, around (the texts of
-           the message before and after it); and one per passage of a kept document
-           (memory/documents.py; ids below the history's, rising): seq its page (0: none),
-           role its source ("file", "web"), speaker who sent it, around its name and URL
-    files  the kept documents indexed: file name, its size and mtime then, its rows' ids
-    fts    FTS5 over docs(body, around), porter stemming, accents folded (external content)
-    words  every word the chat used, with a trigram FTS5 over it (spelling fallback)
-    state  where the last read of HISTORY.md and session.jsonl stopped (inode, offset, the
-           last bytes read), the message count and the consolidation pointer
-
-It follows both append-only files by reading only what was added since the last refresh; a
+The file, its tables and their id ranges are memory/search_db.py. `ChatIndex.refresh()` follows both
+append-only files (memory/tail.py) by reading only what was added since the last refresh; a
 file that shrank, was replaced or changed before that point is read again from the start. The
 `documents/` folder is compared with `files` at each refresh: a new or changed document is
-indexed, a removed one (/forget me, the chat's cap) leaves the index.
+indexed in passages (memory/passages.py), a removed one (/forget me, the chat's cap) leaves the index.
 A new message costs O(1) index work: its own row, plus the previous message's `around`
 updated in place to include it. The file is a cache of the chat's own files: created 0600
 (never through a symlink), deleted by /forget and `tusk forget`, and rebuilt when it is
-missing, damaged or of another schema.
+missing, damaged or of another schema. Then the reads a search makes (memory/search.py): ranked
+matches, a message's neighbours, the chat's members and words.
 """
 
 from __future__ import annotations
@@ -28,7 +17,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 import sqlite3
 import threading
 from pathlib import Path
@@ -36,94 +24,23 @@ from typing import Any
 
 from memory import documents
 from memory.files import ENTRY_HEADING, entry_span
+from memory.passages import passages
 from memory.paths import ChatFiles, open_private
 from memory.question import words
 from memory.search_core import vocabulary
+from memory.search_db import DOCUMENT_IDS, HISTORY_IDS, connect, delete_index, index_path
 from memory.session import Message
+from memory.tail import Tail
 
 logger = logging.getLogger(__name__)
 
-SCHEMA = 3  # 2: ts_end, the end of an entry's span; 3: kept documents' passages
 AROUND_CHARS = 400  # each neighbour contributes at most this much text to `around`
-TAIL_MARK = 64
-HISTORY_IDS = -(1 << 40)  # history rows count up from here (FTS5 inserts fast only with rising ids), all < 0
-DOCUMENT_IDS = -(1 << 50)  # document passages count up from here, all below the history's
-PASSAGE_CHARS = 1200  # a document is indexed in passages of about this many characters
-PAGE = re.compile(r"^(?:--- page (\d+) ---|\[page (\d+)\])$", re.MULTILINE)  # bot/media/documents.py, web PDFs
-DDL = """
-CREATE TABLE state (key TEXT PRIMARY KEY, value) WITHOUT ROWID;
-CREATE TABLE docs (id INTEGER PRIMARY KEY, kind TEXT NOT NULL, seq INTEGER NOT NULL, ts REAL NOT NULL,
-                   role TEXT, speaker TEXT, key TEXT, body TEXT NOT NULL, around TEXT NOT NULL DEFAULT '',
-                   ts_end REAL);
-CREATE INDEX docs_seq ON docs(kind, seq);
-CREATE INDEX docs_ts ON docs(kind, ts);
-CREATE TABLE members (name TEXT PRIMARY KEY) WITHOUT ROWID;
-CREATE TABLE files (name TEXT PRIMARY KEY, stamp TEXT NOT NULL, first INTEGER NOT NULL, last INTEGER NOT NULL)
-    WITHOUT ROWID;
-CREATE VIRTUAL TABLE fts USING fts5(body, around, content='docs', content_rowid='id',
-                                    tokenize='porter unicode61 remove_diacritics 2');
-CREATE TABLE words (id INTEGER PRIMARY KEY, word TEXT NOT NULL UNIQUE);
-CREATE VIRTUAL TABLE grams USING fts5(word, content='words', content_rowid='id', tokenize='trigram');
-"""
 RANK = """SELECT rowid, bm25(fts, 1.0, :around)
        * (CASE WHEN rowid < :documents_end THEN :document WHEN rowid < 0 THEN :history ELSE 1.0 END)
        * (CASE WHEN rowid BETWEEN :m0 AND :m1 OR rowid BETWEEN :h0 AND :h1 OR rowid BETWEEN :d0 AND :d1
                THEN :dated ELSE 1.0 END) AS score
    FROM fts WHERE fts MATCH :match AND rowid <= :last ORDER BY score LIMIT :limit"""
 EXCERPT = "SELECT snippet(fts, 0, '', '', ' … ', ?) FROM fts WHERE fts MATCH ? AND rowid = ?"
-
-
-def index_path(files: ChatFiles) -> Path:
-    return files.search_index
-
-
-def delete_index(files: ChatFiles) -> None:
-    """Delete the chat's index (and a journal left by an interrupted write)."""
-    path = index_path(files)
-    for stray in (path.with_name(path.name + "-journal"), path):
-        stray.unlink(missing_ok=True)
-
-
-class Tail:
-    """Where the last read of an append-only file stopped, and the bytes just before it."""
-
-    def __init__(self, path: Path, ino: int | None = None, offset: int = 0, mark: bytes = b"") -> None:
-        self.path, self.ino, self.offset, self.mark = path, ino, offset, mark
-
-    def read(self) -> tuple[bytes, bool]:
-        """(the complete lines added since the last read, reset). `reset` is true when the file is
-        new to us, gone or rewritten: the bytes are then all of it (none if it is gone)."""
-        try:
-            fh = os.fdopen(open_private(self.path, os.O_RDONLY), "rb")  # never through a symlink
-        except FileNotFoundError:
-            reset = self.ino is not None
-            self.ino, self.offset, self.mark = None, 0, b""
-            return b"", reset
-        with fh:
-            st = os.fstat(fh.fileno())
-            fh.seek(max(0, self.offset - len(self.mark)))
-            appended = st.st_ino == self.ino and st.st_size >= self.offset and fh.read(len(self.mark)) == self.mark
-            if not appended:
-                self.offset, self.mark = 0, b""
-            fh.seek(self.offset)
-            data = fh.read()
-        data = data[:data.rfind(b"\n") + 1]  # a line still being written is left for the next read
-        self.ino, self.offset = st.st_ino, self.offset + len(data)
-        if data:
-            self.mark = (self.mark + data)[-TAIL_MARK:]
-        return data, not appended
-
-    def state(self, name: str) -> list[tuple[str, object]]:
-        return [(f"{name}.ino", self.ino), (f"{name}.offset", self.offset), (f"{name}.mark", self.mark)]
-
-
-def _open_private(path: Path) -> sqlite3.Connection:
-    """Open (creating it 0600, refusing a symlink) the index database."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
-    os.close(fd)
-    db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-    db.execute("PRAGMA synchronous = NORMAL")
-    return db
 
 
 class ChatIndex:
@@ -174,17 +91,8 @@ class ChatIndex:
         return True
 
     def _connect(self) -> None:
-        self.db = _open_private(self.path)
+        self.db = connect(self.files)  # of the current schema (memory/search_db.py)
         self.ino = os.stat(self.path).st_ino
-        tables = {r[0] for r in self.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        if "state" in tables and self._get("schema") == SCHEMA:
-            return
-        self.close()
-        delete_index(self.files)
-        self.db = _open_private(self.path)
-        self.ino = os.stat(self.path).st_ino
-        self.db.executescript(f"BEGIN; {DDL} COMMIT;")
-        self.db.execute("INSERT INTO state VALUES ('schema', ?)", (SCHEMA,))
 
     def _get(self, key: str, default: Any = None) -> Any:  # the state table's values are of any SQLite type
         row = self.conn.execute("SELECT value FROM state WHERE key = ?", (key,)).fetchone()
@@ -446,30 +354,3 @@ class ChatIndex:
             "SELECT id, role, speaker, body FROM docs WHERE id IN (?, ?)", (doc_id - 1, doc_id + 1))}
         return [rows.get(doc_id - 1, (None, None, None)), rows.get(doc_id + 1, (None, None, None))]
 
-
-def passages(text: str, size: int = PASSAGE_CHARS) -> list[tuple[int, str]]:
-    """(page, passage) of a document's text: its pages (the markers bot/media/documents.py and web PDFs
-    write), each in passages of about `size` characters cut at paragraph breaks, else at a space."""
-    marks = list(PAGE.finditer(text))
-    pages = [(0, text[:marks[0].start()] if marks else text)]
-    for mark, after in zip(marks, [*marks[1:], None]):
-        pages.append((int(mark[1] or mark[2]), text[mark.end():after.start() if after else len(text)]))
-    out = []
-    for page, body in pages:
-        chunk = ""
-        for para in (p.strip() for p in body.split("\n\n")):
-            while len(para) > size:  # one paragraph longer than a passage: cut at a space
-                at = para.rfind(" ", size // 2, size)
-                at = at if at > 0 else size
-                if chunk:
-                    out.append((page, chunk))
-                    chunk = ""
-                out.append((page, para[:at].strip()))
-                para = para[at:].strip()
-            if chunk and len(chunk) + len(para) + 2 > size:
-                out.append((page, chunk))
-                chunk = ""
-            chunk = f"{chunk}\n\n{para}" if chunk and para else chunk or para
-        if chunk.strip():
-            out.append((page, chunk))
-    return out

@@ -47,6 +47,15 @@ async def fake_llm():
         yield llm
 
 
+@pytest.fixture
+async def tg():
+    """The fake Telegram Bot API (tests/fakes/fake_telegram.py), its bot @tusk_bot."""
+    from tests.fakes.fake_telegram import FakeTelegram
+
+    async with FakeTelegram(token="123:ABC", username="tusk_bot") as fake:
+        yield fake
+
+
 def pytest_generate_tests(metafunc):
     """A module marked `both_stores` runs each of its tests that make settings on the files and on PostgreSQL."""
     if "store_backend" in metafunc.fixturenames and metafunc.definition.get_closest_marker("both_stores"):

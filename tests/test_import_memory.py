@@ -9,6 +9,7 @@ import signal
 import pytest
 
 from tests import procs
+from tests.fakes.loopback import wait_until
 from tests.fakes.fake_llm import Reply, attributing_responder
 from tests.test_cli import env_for
 from tests.test_cli import tusk as tusk_cli
@@ -30,15 +31,46 @@ def records(home, channel, chat, kind):
     return [r for r in map(json.loads, path.read_text().splitlines()) if r.get("record") == kind]
 
 
-def telegram_export(path, n, words=12):
-    """A personal-chat Telegram Desktop export of `n` messages, as its docs give the format."""
+def write_export(path, name, chat_id, sender, start, gap, texts):
+    """A personal-chat Telegram Desktop export, as its docs give the format: one message of `sender` (a name,
+    an id) per text, `gap` seconds apart from the unix time `start`."""
+    messages = [{"id": i, "type": "message", "date_unixtime": str(start + gap * i), "from": sender[0],
+                 "from_id": sender[1], "text": text} for i, text in enumerate(texts)]
     with open(path, "w") as fh:
-        fh.write('{"name": "Long", "type": "personal_chat", "id": 77, "messages": [')
-        fh.write(",".join(json.dumps({"id": i, "type": "message", "date_unixtime": str(1700000000 + 60 * i),
-                                      "from": "Al", "from_id": "user77",
-                                      "text": f"note {i}: " + " ".join(f"w{i}x{k}" for k in range(words))})
-                          for i in range(n)))
-        fh.write("]}")
+        json.dump({"name": name, "type": "personal_chat", "id": chat_id, "messages": messages}, fh)
+
+
+def telegram_export(path, n, words=12):
+    """An export of `n` notes of `words` words each, a minute apart."""
+    write_export(path, "Long", 77, ("Al", "user77"), 1700000000, 60,
+                 [f"note {i}: " + " ".join(f"w{i}x{k}" for k in range(words)) for i in range(n)])
+
+
+def answer_slowly(fake_llm, delay=0.2):
+    """Each answer of the fake model comes after `delay` s, so that a fold can be caught in the middle."""
+    def slowly(body):
+        reply = attributing_responder(body)
+        reply.delay = delay
+        return reply
+
+    fake_llm.responder = slowly
+
+
+async def until_rounds(fake_llm, n, timeout):
+    """Wait until the fake model was asked for `n` consolidation rounds."""
+    await wait_until(lambda: len(rounds(fake_llm)) >= n, timeout, lambda: f"({len(rounds(fake_llm))} rounds)")
+
+
+async def resumed_after_a_kill(fake_llm, export, env, after, timeout):
+    """`tusk import <export> --yes` killed (SIGKILL) once `after` rounds were asked for, then the same command
+    again with a model that answers at once: its (exit code, stdout, stderr)."""
+    answer_slowly(fake_llm)
+    proc = await procs.start_tusk("import", str(export), "--yes", env=env)
+    await until_rounds(fake_llm, after, timeout)
+    os.kill(proc.pid, signal.SIGKILL)
+    await proc.wait()
+    fake_llm.responder = attributing_responder
+    return await tusk_cli("import", str(export), "--yes", env=env)
 
 
 async def test_the_estimate_comes_first_and_yes_fills_memory_under_import(fake_llm, tmp_path):
@@ -89,23 +121,7 @@ async def test_a_kill_mid_fold_resumes_without_duplicates_or_lost_rounds(fake_ll
     telegram_export(export, 1200)
     env = env_for(fake_llm, tmp_path, TUSK_CONTEXT_WINDOW="4096")
     home = tmp_path / "data"
-    slow = attributing_responder
-
-    def slowly(body):
-        reply = slow(body)
-        reply.delay = 0.2
-        return reply
-
-    fake_llm.responder = slowly
-    proc = await procs.start_tusk("import", str(export), "--yes", env=env)
-    for _ in range(600):
-        if len(rounds(fake_llm)) >= 3:
-            break
-        await asyncio.sleep(0.05)
-    os.kill(proc.pid, signal.SIGKILL)
-    await proc.wait()
-    fake_llm.responder = attributing_responder
-    code, _, err = await tusk_cli("import", str(export), "--yes", env=env)
+    code, _, err = await resumed_after_a_kill(fake_llm, export, env, after=3, timeout=30)
     assert code == 0, err
     ids = [m["import"] for m in session(home, "telegram", "77")]
     assert len(ids) == len(set(ids)) == 1200
@@ -141,19 +157,10 @@ async def test_ctrl_c_at_a_terminal_stops_with_a_word_and_the_rerun_goes_on(fake
     telegram_export(export, 1200)
     env = env_for(fake_llm, tmp_path, TUSK_CONTEXT_WINDOW="4096")
     home = tmp_path / "data"
-
-    def slowly(body):
-        reply = attributing_responder(body)
-        reply.delay = 0.2
-        return reply
-
-    fake_llm.responder = slowly
+    answer_slowly(fake_llm)
     child = procs.spawn_tusk("import", str(export), "--yes", env=env, cwd=tmp_path, timeout=60)
     await asyncio.to_thread(child.expect, "folded into memory")
-    for _ in range(600):
-        if len(rounds(fake_llm)) >= 2:
-            break
-        await asyncio.sleep(0.05)
+    await until_rounds(fake_llm, 2, timeout=30)
     child.sendintr()
     await asyncio.to_thread(child.expect, "Interrupted: what was written is kept")
     await asyncio.to_thread(child.expect, pexpect.EOF)
@@ -180,13 +187,8 @@ DENSE_START = 1685613600  # 2023-06-01 10:00 UTC
 def dense_export(path, n):
     """A Telegram export of `n` messages in June 2023, five minutes apart, in lines that tokenize far denser than
     four characters a token (ids of letters, digits and dashes), like a real chat full of references."""
-    with open(path, "w") as fh:
-        fh.write('{"name": "Ada", "type": "personal_chat", "id": 61, "messages": [')
-        fh.write(",".join(json.dumps({"id": i, "type": "message", "date_unixtime": str(DENSE_START + 300 * i),
-                                      "from": "Ada Lovelace", "from_id": "user61",
-                                      "text": f"r{846 + i % 7}-c61-m{i:06d} the train was late again"})
-                          for i in range(n)))
-        fh.write("]}")
+    write_export(path, "Ada", 61, ("Ada Lovelace", "user61"), DENSE_START, 300,
+                 [f"r{846 + i % 7}-c61-m{i:06d} the train was late again" for i in range(n)])
 
 
 def request_tokens(body) -> int:
@@ -206,22 +208,7 @@ async def test_dense_lines_resumed_after_a_kill_keep_every_round_within_the_wind
     dense_export(export, 3000)
     env = env_for(fake_llm, tmp_path, TUSK_CONTEXT_WINDOW="8192")
     home = tmp_path / "data"
-
-    def slowly(body):
-        reply = attributing_responder(body)
-        reply.delay = 0.2
-        return reply
-
-    fake_llm.responder = slowly
-    proc = await procs.start_tusk("import", str(export), "--yes", env=env)
-    for _ in range(1200):
-        if len(rounds(fake_llm)) >= 2:
-            break
-        await asyncio.sleep(0.05)
-    os.kill(proc.pid, signal.SIGKILL)
-    await proc.wait()
-    fake_llm.responder = attributing_responder
-    code, _, err = await tusk_cli("import", str(export), "--yes", env=env)
+    code, _, err = await resumed_after_a_kill(fake_llm, export, env, after=2, timeout=60)
     assert code == 0, err
     assert records(home, "telegram", "61", "pointer")[-1]["last_consolidated"] == 3000
     sizes = [request_tokens(b) for b in rounds(fake_llm)]

@@ -2,46 +2,20 @@
 
 import pytest
 
-from bot.app import TuskApp
 from bot.stop import NOTHING_TO_STOP, stopped_note
 from channels.telegram import STOPPED_ALREADY
-from channels.telegram import stream as telegram_stream
 from tests.fakes.fake_llm import Reply
-from tests.fakes.fake_telegram import FakeTelegram
 from tests.legality import violations
-from tests import kept
+from tests.telegram_drafts import drafting_tusks, saved, sent
 
 LONG = " ".join(f"word{i}" for i in range(600)) + "."
 FAST = 0.2
 
 
 @pytest.fixture
-async def tg():
-    async with FakeTelegram(token="123:ABC", username="tusk_bot") as fake:
-        yield fake
-
-
-@pytest.fixture
 async def start(make_settings, tg, monkeypatch):
-    monkeypatch.setattr(telegram_stream, "PRIVATE_INTERVAL", FAST)
-    monkeypatch.setattr(telegram_stream, "GROUP_INTERVAL", FAST)
-    apps = []
-
-    async def start(**env):
-        app = TuskApp(make_settings(TELEGRAM_BOT_TOKEN=tg.token, TELEGRAM_API_BASE=tg.base_url, **env))
-        app.add_platforms()
-        await app.__aenter__()
-        apps.append(app)
-        return app
-
-    yield start
-    for app in apps:
-        await app.__aexit__(None, None, None)
-
-
-def saved(app, chat):
-    session = kept.on_disk(app, "telegram", chat)
-    return kept.on_disk(app, "telegram", chat).unconsolidated
+    async with drafting_tusks(make_settings, tg, monkeypatch, FAST) as start:
+        yield start
 
 
 def button_message(tg, chat):
@@ -81,8 +55,8 @@ async def test_the_private_drafts_stop_button_stops_the_reply(start, tg, fake_ll
     await tg.wait_for(lambda: tg.drafts, timeout=10)
     assert tg.drafts[0]["can_stop"] is True and tg.drafts[0]["keep_on_stop"] is True
     tg.stop_draft(42, tg.drafts[0]["draft_id"])
-    await tg.wait_for(lambda: [m for m in tg.sent if m["method"] == "sendMessage"], timeout=10)
-    (final,) = [m for m in tg.sent if m["method"] == "sendMessage"]
+    await tg.wait_for(lambda: sent(tg, "sendMessage"), timeout=10)
+    (final,) = sent(tg, "sendMessage")
     assert final["plain"].endswith("(stopped)") and final["plain"].startswith("word0")
     assert saved(app, "42")[-1].content.endswith(stopped_note(""))
 
@@ -95,10 +69,10 @@ async def test_a_typed_stop_ends_the_reply_without_a_second_answer(start, tg, fa
     tg.push_message(42, "tell me a lot")
     await tg.wait_for(lambda: tg.drafts, timeout=10)
     tg.push_message(42, "/stop")
-    await tg.wait_for(lambda: [m for m in tg.sent if m["method"] == "sendMessage"], timeout=10)
+    await tg.wait_for(lambda: sent(tg, "sendMessage"), timeout=10)
     tg.push_message(42, "/stop")  # the sentinel: answered after anything the first /stop could have sent
-    await tg.wait_for(lambda: len([m for m in tg.sent if m["method"] == "sendMessage"]) == 2, timeout=10)
-    first, second = [m["plain"] for m in tg.sent if m["method"] == "sendMessage"]
+    await tg.wait_for(lambda: len(sent(tg, "sendMessage")) == 2, timeout=10)
+    first, second = [m["plain"] for m in sent(tg, "sendMessage")]
     assert first.endswith("(stopped)") and second == NOTHING_TO_STOP
     assert len(fake_llm.requests) == 1 and [m.content for m in saved(app, "42") if m.role == "user"] == ["tell me a lot"]
 

@@ -2,39 +2,26 @@
 
 import pytest
 
-from bot.app import TuskApp
 from bot.stream import CUT_NOTE
 from channels.telegram import stream as telegram_stream
 from channels.split import FENCE
 from tests.fakes.fake_llm import Reply
-from tests.fakes.fake_telegram import MAX_TEXT, FakeTelegram
+from tests.fakes.fake_telegram import MAX_TEXT
 from tests.legality import violations
-from tests import kept
+from tests.telegram_drafts import drafting_tusks, saved, sent
 
 WORDS = " ".join(f"word{i}" for i in range(150)) + "."
 FAST = 0.25  # the draft interval in these tests (Telegram's own are 1 s and 3 s)
 
 
 @pytest.fixture
-async def tg():
-    async with FakeTelegram(token="123:ABC", username="tusk_bot") as fake:
-        yield fake
-
-
-@pytest.fixture
 async def tusk_tg(make_settings, tg, monkeypatch):
-    monkeypatch.setattr(telegram_stream, "PRIVATE_INTERVAL", FAST)
-    monkeypatch.setattr(telegram_stream, "GROUP_INTERVAL", FAST)
-    app = TuskApp(make_settings(TELEGRAM_BOT_TOKEN=tg.token, TELEGRAM_API_BASE=tg.base_url))
-    app.add_http()
-    app.add_platforms()
-    async with app:
-        yield app
+    async with drafting_tusks(make_settings, tg, monkeypatch, FAST, http=True) as start:
+        yield await start()
 
 
 def saved_reply(app, chat):
-    session = kept.on_disk(app, "telegram", chat)
-    return kept.on_disk(app, "telegram", chat).unconsolidated[-1].content
+    return saved(app, chat)[-1].content
 
 
 def gaps(times):
@@ -56,10 +43,10 @@ async def test_private_chat_streams_drafts_then_sends_the_final_message(tusk_tg,
     assert tg.sent[0]["at"] - tg.drafts[0]["at"] > 0.8  # the first text came long before the final one
     assert all(g >= FAST - 0.02 for g in gaps([d["at"] for d in tg.drafts]))
     assert all(len(a["plain"]) < len(b["plain"]) for a, b in zip(tg.drafts, tg.drafts[1:]))
-    final = [m for m in tg.sent if m["method"] == "sendMessage"]
+    final = sent(tg, "sendMessage")
     assert len(final) == 1 and final[0]["text"].startswith("<b>Here</b>")
     assert saved_reply(tusk_tg, "42") == f"**Here** {WORDS}"
-    assert not [m for m in tg.sent if m["method"] == "editMessageText"]
+    assert not sent(tg, "editMessageText")
 
 
 async def test_a_short_private_reply_is_one_message_without_drafts(tusk_tg, tg, fake_llm):
@@ -77,8 +64,8 @@ async def test_group_reply_is_sent_then_edited_within_the_pace(tusk_tg, tg, fake
     tg.push_message(-100, "@tusk_bot tell me a lot", chat_type="supergroup")
     await tg.wait_for(lambda: any(m["method"] == "editMessageText" and m.get("parse_mode") == "HTML"
                                   for m in tg.sent), timeout=10)
-    sends = [m for m in tg.sent if m["method"] == "sendMessage"]
-    edits = [m for m in tg.sent if m["method"] == "editMessageText"]
+    sends = sent(tg, "sendMessage")
+    edits = sent(tg, "editMessageText")
     assert len(sends) == 1 and sends[0]["reply_parameters"]["message_id"] == 1
     assert len(edits) >= 2 and {e["message_id"] for e in edits} == {sends[0]["message_id"]}
     assert all(g >= FAST - 0.02 for g in gaps([m["at"] for m in sends + edits]))
@@ -127,8 +114,8 @@ async def test_a_cut_stream_in_a_group_ends_on_the_text_and_a_note(tusk_tg, tg, 
     fake_llm.script(Reply(text=WORDS, token_delay=0.005, cut_after=80))
     tg.push_message(-100, "@tusk_bot tell me", chat_type="supergroup")
     await tg.wait_for(lambda: any(m.get("parse_mode") == "HTML" for m in tg.sent), timeout=10)
-    saved = saved_reply(tusk_tg, "-100")
-    assert saved.endswith(CUT_NOTE) and "word149" not in saved
+    reply = saved_reply(tusk_tg, "-100")
+    assert reply.endswith(CUT_NOTE) and "word149" not in reply
     assert tg.sent[-1]["plain"].startswith("word0") and "cut off here" in tg.sent[-1]["plain"]
     tg.push_message(-100, "@tusk_bot go on", chat_type="supergroup")
     await fake_llm.wait_for_requests(2)

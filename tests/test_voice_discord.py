@@ -2,17 +2,15 @@
 waveform, checked as Discord checks them), then the text."""
 
 import base64
-import contextlib
 
 import pytest
 
-from bot.app import TuskApp
 from tests import kept
 from tests.fakes.discord_payloads import IS_VOICE_MESSAGE, MANAGE_MESSAGES, snowflake
 from tests.fakes.fake_discord import FakeDiscord
 from tests.fakes.fake_llm import Reply
-from tests.fakes.fake_speech import FakeSpeech
 from tests.media_files import audio_bytes
+from tests.voice_tusk import voice_tusks
 
 ANSWER = "It will rain after lunch, so take an umbrella with you."
 
@@ -31,17 +29,8 @@ async def dc():
 @pytest.fixture
 async def start_tusk(make_settings, dc):
     """Tusk on the fake Discord, voice notes transcribed, speech from the fake server (extra env as keywords)."""
-    async with contextlib.AsyncExitStack() as stack, FakeSpeech() as tts:
-        async def start(**env):
-            app = TuskApp(make_settings(DISCORD_BOT_TOKEN=dc.token, DISCORD_API_BASE=dc.api_base,
-                                        DISCORD_GATEWAY_URL=dc.gateway_url, TUSK_TRANSCRIBE_MODEL="openai/whisper-1",
-                                        TUSK_TTS_MODEL="openai/tts-1", TUSK_TTS_API_BASE=tts.base_url, **env))
-            app.add_platforms()
-            app.tts = tts
-            await stack.enter_async_context(app)
-            await app.ready()
-            return app
-
+    async with voice_tusks(make_settings, DISCORD_BOT_TOKEN=dc.token, DISCORD_API_BASE=dc.api_base,
+                           DISCORD_GATEWAY_URL=dc.gateway_url) as start:
         yield start
 
 

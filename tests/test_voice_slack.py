@@ -1,15 +1,12 @@
 """Voice replies on Slack: a voice clip answered with an audio upload (files_upload_v2's three steps, strictly),
 the text as its comment."""
 
-import contextlib
-
 import pytest
 
-from bot.app import TuskApp
 from tests.fakes.fake_llm import Reply
 from tests.fakes.fake_slack import FakeSlack
-from tests.fakes.fake_speech import FakeSpeech
 from tests.fakes.voice_check import ogg_opus
+from tests.voice_tusk import voice_tusks
 
 BOT = "U0TUSK"
 ANSWER = "The train leaves at *nine*, from platform two."
@@ -25,18 +22,8 @@ async def slack():
 @pytest.fixture
 async def start_tusk(make_settings, slack):
     """Tusk on the fake Slack (Socket Mode), clips transcribed, speech from the fake server."""
-    async with contextlib.AsyncExitStack() as stack, FakeSpeech() as tts:
-        async def start(**env):
-            app = TuskApp(make_settings(SLACK_BOT_TOKEN=slack.bot_token, SLACK_APP_TOKEN=slack.app_token,
-                                        SLACK_API_URL=slack.api_url, TUSK_TRANSCRIBE_MODEL="openai/whisper-1",
-                                        TUSK_TTS_MODEL="openai/tts-1", TUSK_TTS_API_BASE=tts.base_url, **env))
-            app.add_platforms()
-            app.tts = tts
-            await stack.enter_async_context(app)
-            await app.ready()
-            await slack.wait_connected()
-            return app
-
+    async with voice_tusks(make_settings, slack.wait_connected, SLACK_BOT_TOKEN=slack.bot_token,
+                           SLACK_APP_TOKEN=slack.app_token, SLACK_API_URL=slack.api_url) as start:
         yield start
 
 

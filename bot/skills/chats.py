@@ -1,4 +1,4 @@
-"""Skills in a chat's turn: a `ChatToolSource` (bot/tools/box.py) in front of the web tools and MCP servers.
+"""Skills in a chat's turn: a layer of chat tools (bot/tools/layer.py) in front of the web tools and MCP servers.
 
 A chat that has skills (the catalog's offered ones that TUSK_SKILLS_CHATS and TUSK_SKILLS_GROUPS give it)
 gets the skills section in its system prompt (prompt.py) and the `read_skill` tool; a chat with none gets
@@ -12,7 +12,6 @@ No tool writes skills: read_skill only reads, and `remember` and consolidation w
 from __future__ import annotations
 
 import asyncio
-import json
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Annotated, Any
@@ -25,10 +24,9 @@ from bot.skills import read
 from bot.skills.catalog import Catalog, Entry, Snapshot
 from bot.skills.config import SkillSettings
 from bot.skills.prompt import Section, section
-from bot.tools.box import ToolBox, ToolContext, Toolset
-from memory.tokens import count_text
+from bot.tools.box import ToolContext
+from bot.tools.layer import ChatToolLayer
 
-KNOWN_CHATS = 10_000  # chats whose direct/group kind is remembered (unknown: treated as a group)
 SECTIONS = 64  # distinct skill sets whose prompt section is kept
 WINDOW_SHARE = 16  # the section gets at most 1/16 of the model's window (TUSK_SKILLS_MAX_TOKENS below that)
 MIN_CAP = 200  # a window whose share is smaller (under 3,200 tokens: a small local model) gets no skills
@@ -38,22 +36,18 @@ SkillFile = Annotated[str, Field(description="Empty for the skill itself, else a
 MAX_ARG = 300  # characters of a name or path: anything longer is refused (checked here, not in the schema)
 
 
-class SkillTools:
+class SkillTools(ChatToolLayer):
     def __init__(self, settings: SkillSettings, catalog: Catalog, inner: Any = None,
                  window: Callable[[], int] | None = None, tools_available: Callable[[], bool] = lambda: True) -> None:
         """`inner`: the next ChatToolSource (the web tools, the MCP hub) or None; `window`: the tokens the model's
         window holds now (the skills take a share of it); `tools_available()`: False once the model refused
         tools (no read_skill, so no skills)."""
+        super().__init__([self.read_skill], inner)
         self.window = window
         self.tools_available = tools_available
         self.settings = settings
         self.catalog = catalog
-        self.inner = inner
-        self._boxes: dict[int, ToolBox] = {}
-        self._groups: OrderedDict[ChatKey, bool] = OrderedDict()
         self._sections: OrderedDict[tuple[object, ...], Section] = OrderedDict()
-        self.schemas = ToolBox([self.read_skill]).schemas
-        self._tokens = count_text(json.dumps(self.schemas))
 
     # which skills a chat has
 
@@ -87,43 +81,22 @@ class SkillTools:
         self._sections.move_to_end(cache_key)
         return cached
 
-    def _remember(self, msg: InboundMessage) -> None:
-        if msg.injected is None:
-            self._groups[msg.key] = msg.is_group
-            self._groups.move_to_end(msg.key)
-            if len(self._groups) > KNOWN_CHATS:
-                self._groups.popitem(last=False)
+    # the layer (bot/tools/layer.py): read_skill, the section and a /status line where the chat has skills
 
-    def _chat(self, key: ChatKey) -> tuple[ChatKey, bool]:
-        return key, self._groups.get(key, True)
+    def serves(self, key: ChatKey, is_group: bool) -> bool:
+        return bool(self.entries(key, is_group))
 
-    # the ChatToolSource contract (bot/tools/box.py) and what bot/context.py asks of it
+    def note(self, key: ChatKey, is_group: bool) -> str:
+        return self.section(key, is_group).text
 
-    def for_chat(self, box: ToolBox, msg: InboundMessage) -> Toolset:
-        self._remember(msg)
-        chosen = box
-        if self.entries(msg.key, msg.is_group):
-            chosen = self._boxes.get(id(box)) or self._boxes.setdefault(
-                id(box), ToolBox([*(t.fn for t in box.tools.values()), self.read_skill]))
-        return self.inner.for_chat(chosen, msg) if self.inner is not None else chosen
-
-    def status_lines(self, msg: InboundMessage) -> list[str]:
-        lines = self.inner.status_lines(msg) if self.inner is not None else []
+    def lines(self, msg: InboundMessage) -> list[str]:
         part = self.section(msg.key, msg.is_group)
-        if part.text:
-            shown = len(part.listed) + len(part.always)
-            left = f", {len(part.left_out)} past TUSK_SKILLS_MAX_TOKENS" if part.left_out else ""
-            lines = [f"Skills for this chat: {shown + len(part.left_out)} (~{part.tokens:,} tokens of prompt, "
-                     f"read_skill ~{self._tokens:,}{left}; /skills lists them)", *lines]
-        return lines
-
-    def prompt_note(self, key: ChatKey) -> str:
-        inner = self.inner.prompt_note(key) if self.inner is not None else ""
-        return "\n\n".join(n for n in (self.section(*self._chat(key)).text, inner) if n)
-
-    def schema_tokens(self, key: ChatKey) -> int:
-        inner = self.inner.schema_tokens(key) if self.inner is not None else 0
-        return inner + (self._tokens if self.section(*self._chat(key)).text else 0)
+        if not part.text:
+            return []
+        shown = len(part.listed) + len(part.always)
+        left = f", {len(part.left_out)} past TUSK_SKILLS_MAX_TOKENS" if part.left_out else ""
+        return [f"Skills for this chat: {shown + len(part.left_out)} (~{part.tokens:,} tokens of prompt, "
+                f"read_skill ~{self._tokens:,}{left}; /skills lists them)"]
 
     # the tool
 

@@ -7,8 +7,9 @@ the bus as a turn of the chat, with the result as one-turn injected context: the
 tells the user, and the turn is saved like any other (a short note as its user message),
 so the saved conversation stays legal whatever the model does next.
 
-Tasks live in memory only: a restart or /forget cancels the running ones, and /stop (bot/stop.py) the
-chat's running ones, wherever they wait (a model request, a search): no result comes back from them.
+Tasks live in memory only (`Underway`): a restart or /forget cancels the running ones, and /stop
+(bot/stop.py) the chat's running ones, wherever they wait (a model request, a search): no result comes
+back from them.
 """
 
 from __future__ import annotations
@@ -72,20 +73,49 @@ def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit] + f"\n[... {len(text) - limit:,} more characters cut]"
 
 
+class Underway:
+    """The background tasks running now, by id: what /stop, /forget and a shutdown cancel. Made before the
+    bus and the tasks' tool, so /stop (bot/stop.py `Stops`, which the bus asks first) can stop them from
+    the start."""
+
+    def __init__(self) -> None:
+        self.tasks: dict[str, Task] = {}
+
+    def of(self, key: ChatKey) -> list[Task]:
+        return [t for t in self.tasks.values() if t.key == key]
+
+    def cancel(self, tasks: list[Task]) -> None:
+        """Cancel `tasks` where they wait: their results never arrive."""
+        for task in tasks:
+            self.tasks.pop(task.id, None)
+            if task.runner is not None:
+                task.runner.cancel()
+
+    def stop(self, key: ChatKey) -> list[str]:
+        """/stop: this chat's running tasks cancelled now; a line for each, for the answer."""
+        mine = self.of(key)
+        self.cancel(mine)
+        if mine:
+            logger.info("/stop cancelled %d background task(s) in %s", len(mine), key)
+        return [f"Stopped the background task {task.id}: its result will not come." for task in mine]
+
+
 class Tasks:
     def __init__(self, settings: TaskSettings, complete: Complete, tools: ToolBox, publish: Publish,
-                 budget: Callable[[], int], bot_name: str = "Tusk") -> None:
-        """`budget()`: the tokens a task's prompt may grow to, now (the model's budget: bot/llm/profile.py)."""
+                 budget: Callable[[], int], bot_name: str = "Tusk", underway: Underway | None = None) -> None:
+        """`budget()`: the tokens a task's prompt may grow to, now (the model's budget: bot/llm/profile.py);
+        `underway`: where the running tasks are kept (and /stop finds them)."""
         self.settings = settings
         self.budget = budget
         self.complete = complete
         self.tools = tools
         self.publish = publish
         self.bot_name = bot_name
-        self.running: dict[str, Task] = {}
+        self.underway = underway or Underway()
+        self.running = self.underway.tasks
 
     def of(self, key: ChatKey) -> list[Task]:
-        return [t for t in self.running.values() if t.key == key]
+        return self.underway.of(key)
 
     async def start_task(self, ctx: ToolContext, instructions: Instructions) -> str:
         """Start a background task that works on its own while the conversation goes on.
@@ -156,31 +186,14 @@ class Tasks:
             messages.extend(step)
         return f"(stopped after {s.max_steps} steps without a final report)"
 
-    def stop(self, key: ChatKey) -> list[str]:
-        """/stop: this chat's running tasks cancelled now; a line for each, for the answer."""
-        lines = []
-        for task in self.of(key):
-            self.running.pop(task.id, None)
-            if task.runner is not None:
-                task.runner.cancel()
-            lines.append(f"Stopped the background task {task.id}: its result will not come.")
-        if lines:
-            logger.info("/stop cancelled %d background task(s) in %s", len(lines), key)
-        return lines
-
     def owned(self, key: ChatKey) -> list[Owned]:
         """For /forget: this chat's running tasks, cancelled (their results never arrive)."""
         mine = self.of(key)
         if not mine:
             return []
 
-        def cancel_all() -> None:
-            for task in mine:
-                self.running.pop(task.id, None)
-                if task.runner is not None:
-                    task.runner.cancel()
-
-        return [Owned(f"{counted(len(mine), 'running background task')} (cancelled)", cancel_all)]
+        return [Owned(f"{counted(len(mine), 'running background task')} (cancelled)",
+                      lambda: self.underway.cancel(mine))]
 
     async def aclose(self) -> None:
         """Cancel the running tasks (their results are lost: tasks do not survive a restart)."""
