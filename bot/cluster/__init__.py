@@ -1,0 +1,1 @@
+"""Several Tusk processes on one PostgreSQL database (docs: Scaling out)."""
