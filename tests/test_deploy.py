@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -179,6 +180,9 @@ def test_dockerfile_is_slim_non_root_with_healthcheck():
             for source in instruction.split()[1:-1]:
                 assert (ROOT / source).exists(), source
     assert '".[all]"' in " ".join(build) and "test" not in " ".join(build)  # no dev dependencies
+    packages = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]
+    copied = {i.split()[1] for i in build if i.startswith("COPY ") and "--from" not in i}
+    assert {name.rstrip("*") for name in packages["include"]} <= copied  # every package reaches the image
 
 
 def test_compose_file_uses_env_file_volume_and_restart():
