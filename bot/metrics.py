@@ -14,6 +14,9 @@
     tusk_pairing_codes_issued_total{channel}           pairing codes handed out
     tusk_flood_refusals_total{channel,limit}           messages refused by the flood limits
     tusk_mcp_calls_total{server,result}                MCP tool calls: ok, error
+    tusk_process_info{role,version}                    1, naming this process's role (`tusk run --role`: all,
+                                                       ingress, worker) and Tusk's version: several processes
+                                                       are told apart by their scrape target, joined on it
     process_*                                          memory, CPU, open files (ProcessCollector)
 
 Labels are channels, models, purposes, outcomes and MCP server names only: never a person's or chat's id, never
@@ -36,10 +39,14 @@ SECONDS = (0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60, 120, 300)
 
 
 class Metrics:
-    def __init__(self, backlog: Backlog = dict, rounds: Rounds = lambda: (0, 0)) -> None:
-        from prometheus_client import CollectorRegistry, Counter, Histogram, ProcessCollector
+    def __init__(self, backlog: Backlog = dict, rounds: Rounds = lambda: (0, 0), role: str = "all") -> None:
+        from prometheus_client import CollectorRegistry, Counter, Histogram, Info, ProcessCollector
+
+        from bot.version import installed
 
         self.registry = r = CollectorRegistry()
+        Info("tusk_process", "This process's role and Tusk's version", registry=r).info(
+            {"role": role, "version": installed()})
         self.turns = Counter("tusk_turns", "Turns answered, by outcome", ["channel", "outcome"], registry=r)
         self.first_text = Histogram("tusk_first_text_seconds", "Time to the first visible text of a reply",
                                     ["channel"], buckets=SECONDS, registry=r)

@@ -69,10 +69,12 @@ exec env TUSK_ENV_FILE="$etc/tusk.env" TUSK_HOME="$data" LITELLM_LOCAL_MODEL_COS
 WRAPPER
 chmod 755 "$bin_dir/tusk"
 
-step "installing the systemd unit $unit_dir/tusk.service"
+step "installing the systemd units $unit_dir/tusk.service and tusk@.service (tusk@ROLE: docs, Scaling out)"
 mkdir -p "$unit_dir"
-sed -e "s|/opt/tusk|$opt|g" -e "s|/etc/tusk|$etc|g" -e "s|/var/lib/tusk|$data|g" \
-  "$src/deploy/tusk.service" > "$unit_dir/tusk.service"
+for unit in tusk.service tusk@.service; do
+  sed -e "s|/opt/tusk|$opt|g" -e "s|/etc/tusk|$etc|g" -e "s|/var/lib/tusk|$data|g" \
+    "$src/deploy/$unit" > "$unit_dir/$unit"
+done
 
 # systemctl only for the real thing: a --prefix install never touches this machine's systemd (system or user)
 if [ "$systemd" = 1 ] && [ "$real" = 1 ]; then

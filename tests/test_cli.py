@@ -83,7 +83,7 @@ def test_every_command_names_a_handler_that_exists():
 
     commands = cli._parser()._subparsers._group_actions[0].choices
     handlers = {name: parser.get_default("handler") for name, parser in commands.items()}
-    assert len(handlers) == 18 and all(callable(cli._handler(handler)) for handler in handlers.values()), handlers
+    assert len(handlers) == 19 and all(callable(cli._handler(handler)) for handler in handlers.values()), handlers
 
 
 async def test_errors_are_one_line_and_an_exit_code_for_every_command(fake_llm, tmp_path):

@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -103,6 +104,8 @@ def test_installer_installs_then_upgrades_keeping_settings_and_data(tmp_path):
     service = unit(tmp_path / "etc/systemd/system/tusk.service")["Service"]
     assert service["ExecStart"] == f"{tmp_path}/opt/tusk/venv/bin/tusk run"
     assert service["EnvironmentFile"] == f"{tmp_path}/etc/tusk/tusk.env"
+    template = unit(tmp_path / "etc/systemd/system/tusk@.service")["Service"]
+    assert template["ExecStart"] == f"/usr/bin/env TUSK_HOME={tmp_path}/var/lib/tusk/%i {tmp_path}/opt/tusk/venv/bin/tusk run --role %i"
 
 
 def test_installer_help_prints_only_help(tmp_path):
@@ -179,6 +182,9 @@ def test_dockerfile_is_slim_non_root_with_healthcheck():
             for source in instruction.split()[1:-1]:
                 assert (ROOT / source).exists(), source
     assert '".[all]"' in " ".join(build) and "test" not in " ".join(build)  # no dev dependencies
+    packages = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]
+    copied = {i.split()[1] for i in build if i.startswith("COPY ") and "--from" not in i}
+    assert {name.rstrip("*") for name in packages["include"]} <= copied  # every package reaches the image
 
 
 def test_compose_file_uses_env_file_volume_and_restart():
@@ -188,3 +194,102 @@ def test_compose_file_uses_env_file_volume_and_restart():
     assert tusk["build"] == {"context": "..", "dockerfile": "deploy/Dockerfile"}
     assert tusk["env_file"] == "../.env" and tusk["restart"] == "unless-stopped"
     assert "tusk-data:/data" in tusk["volumes"] and "tusk-data" in compose["volumes"]
+
+
+def template_unit(role: str, folder: Path) -> Path:
+    """deploy/tusk@.service as systemd loads it for `tusk@ROLE.service` (a copy under that name)."""
+    path = folder / f"tusk@{role}.service"
+    path.write_text((DEPLOY / "tusk@.service").read_text())
+    return path
+
+
+def test_template_unit_runs_its_instance_as_the_role_on_a_home_of_its_own(tmp_path):
+    """tusk@ROLE.service runs `tusk run --role ROLE` with its own home and optional ROLE.env, hardened as
+    tusk.service is, and passes systemd-analyze verify and security (at most 2.0) as tusk@worker."""
+    single, template = unit(DEPLOY / "tusk.service")["Service"], unit(DEPLOY / "tusk@.service")["Service"]
+    assert template["ExecStart"] == "/usr/bin/env TUSK_HOME=/var/lib/tusk/%i /opt/tusk/venv/bin/tusk run --role %i"
+    text = (DEPLOY / "tusk@.service").read_text()
+    assert "EnvironmentFile=/etc/tusk/tusk.env\nEnvironmentFile=-/etc/tusk/%i.env\n" in text  # the role's after
+    assert template["StateDirectory"] == "tusk/%i" and template["ReadWritePaths"] == "/var/lib/tusk/%i"
+    assert "TUSK_HOME" not in template["Environment"]  # the settings file's TUSK_HOME would override it
+    for key in ("User", "Restart", "KillSignal", "TimeoutStopSec", "UMask", "LimitNOFILE", "NoNewPrivileges",
+                "ProtectSystem", "ProtectHome", "PrivateTmp", "ProtectProc", "ProcSubset", "PrivateUsers",
+                "RemoveIPC", "CapabilityBoundingSet", "RestrictAddressFamilies", "SystemCallArchitectures"):
+        assert template[key] == single[key], key
+    if shutil.which("systemd-analyze") is None:
+        pytest.skip("systemd-analyze is not installed here")
+    worker = template_unit("worker", tmp_path)
+    done = procs.run(["systemd-analyze", "verify", str(worker)], env=procs.clean_env(), capture_output=True,
+                     text=True, timeout=60)
+    assert done.returncode == 0 and "tusk@worker" not in done.stderr, done.stderr
+    done = procs.run(["systemd-analyze", "security", "--offline=true", "--no-pager", str(worker)],
+                     env=procs.clean_env(), capture_output=True, text=True, timeout=60)
+    score = re.search(r"Overall exposure level for tusk@worker\.service: ([0-9.]+)", done.stdout)
+    assert score and float(score[1]) <= 2.0, done.stdout[-500:]
+
+
+REQUIRED = re.compile(r"\$\{(\w+):\?([^}]+)\}")  # compose's ${NAME:?message}: start refused, with the message
+
+
+def cluster(**values: str) -> dict:
+    """The cluster file as compose reads it with `--env-file` holding `values`: each ${NAME:?...} replaced."""
+    text = (DEPLOY / "docker-compose.cluster.yml").read_text()
+    assert "${" not in REQUIRED.sub("", text)  # every variable is a required one, with its message
+    return yaml.safe_load(REQUIRED.sub(lambda m: values[m[1]], text))
+
+
+def test_cluster_compose_has_postgres_two_ingress_three_workers_and_a_balancer():
+    """The cluster file: PostgreSQL, 2 ingress and 3 workers of the image (`tusk run --role ...`), each on the
+    database by its service name once it is healthy, its own home, ready when /readyz answers; HAProxy in
+    front of the ingress on the host's loopback."""
+    from urllib.parse import urlsplit
+
+    text = (DEPLOY / "docker-compose.cluster.yml").read_text()
+    assert {name for name, _ in REQUIRED.findall(text)} == {"POSTGRES_PASSWORD", "TUSK_HTTP_TOKEN"}
+    assert all("../.env" in message for _, message in REQUIRED.findall(text))
+    compose = cluster(POSTGRES_PASSWORD="pw123", TUSK_HTTP_TOKEN="t" * 40)
+    services = compose["services"]
+    assert set(services) == {"postgres", "ingress", "worker", "lb"}
+    postgres = services["postgres"]
+    assert postgres["image"].startswith("postgres:") and "pg_isready" in postgres["healthcheck"]["test"]
+    assert "pg-data:/var/lib/postgresql/data" in postgres["volumes"] and "pg-data" in compose["volumes"]
+    for role, replicas in (("ingress", 2), ("worker", 3)):
+        tusk = services[role]
+        assert tusk["command"] == ["run", "--role", role] and tusk["deploy"]["replicas"] == replicas
+        assert tusk["build"] == {"context": "..", "dockerfile": "deploy/Dockerfile"} and tusk["image"] == "tusk:latest"
+        assert tusk["env_file"] == "../.env" and tusk["restart"] == "unless-stopped"
+        env = tusk["environment"]
+        database = urlsplit(env["TUSK_DATABASE_URL"])
+        assert (database.scheme, database.hostname, database.port, database.path) == (
+            "postgresql", "postgres", 5432, "/" + postgres["environment"]["POSTGRES_DB"])
+        assert database.username == postgres["environment"]["POSTGRES_USER"]
+        assert database.password == postgres["environment"]["POSTGRES_PASSWORD"] == "pw123"
+        assert env["TUSK_HOME"] == "/data" and "volumes" not in tusk  # a home of its own: no shared /data
+        assert env["TUSK_HTTP_HOST"] == "0.0.0.0" and env["TUSK_HTTP_TOKEN"] == "t" * 40
+        assert tusk["depends_on"] == {"postgres": {"condition": "service_healthy"}}
+        check = " ".join(tusk["healthcheck"]["test"])
+        assert "/readyz" in check and "/healthz" not in check and tusk["healthcheck"]["retries"] >= 1
+        assert tusk["stop_grace_period"] == "45s"  # longer than TUSK_SHUTDOWN_GRACE's 30 s: SIGTERM drains
+    lb = services["lb"]
+    assert lb["image"].startswith("haproxy:") and lb["depends_on"] == ["ingress"]
+    assert lb["ports"] == ["127.0.0.1:8765:8765"]
+    [mount] = lb["volumes"]
+    source, target, mode = mount.split(":")
+    assert (DEPLOY / source).is_file() and target == "/usr/local/etc/haproxy/haproxy.cfg" and mode == "ro"
+
+
+def test_the_balancer_sends_requests_only_to_ready_ingress():
+    """haproxy.cfg: its one backend is the ingress service's replicas, health-checked on /readyz (200), and
+    HAProxy itself finds the file valid (when installed here)."""
+    cfg = (DEPLOY / "haproxy.cfg").read_text()
+    lines = [line.split("#")[0].strip() for line in cfg.splitlines()]
+    backend = lines[lines.index("backend ingress") + 1:]
+    assert "http-check send meth GET uri /readyz ver HTTP/1.1 hdr Host ingress" in backend
+    assert "http-check expect status 200" in backend and "option httpchk" in backend
+    assert "server-template ingress- 4 ingress:8765" in backend and "bind :8765" in lines
+    assert any(line.startswith("default-server check ") for line in backend)
+    if shutil.which("haproxy") is None:
+        pytest.skip("haproxy is not installed here")
+    done = procs.run(["haproxy", "-c", "-f", str(DEPLOY / "haproxy.cfg")], env=procs.clean_env(),
+                     capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr

@@ -47,6 +47,20 @@ async def test_turns_llm_calls_tokens_and_process_are_counted(tusk, fake_llm):
     assert not any("secret" in v or "private" in v for v in labels)
 
 
+async def test_metrics_name_the_process_role_and_version(tusk):
+    """/metrics carries tusk_process_info{role,version} = 1: a lone `tusk run` is role "all"; a process made
+    for another role says that role, and the existing names keep theirs."""
+    from bot.metrics import Metrics
+    from bot.version import installed
+
+    status, text = await scrape(tusk, {"Authorization": f"Bearer {tusk.token}"})
+    [info] = [s for s in samples(text) if s.name == "tusk_process_info"]
+    assert status == 200 and info.labels == {"role": "all", "version": installed()} and info.value == 1
+    worker = Metrics(role="worker").render().decode()
+    assert [s.labels["role"] for s in samples(worker) if s.name == "tusk_process_info"] == ["worker"]
+    assert "tusk_queue_depth" in worker and "tusk_consolidations_total" in worker
+
+
 async def test_metrics_need_the_token_unless_open(make_settings):
     """By default /metrics is behind the token; TUSK_METRICS=open answers a loopback peer without it."""
     async with running(make_settings()) as tusk:

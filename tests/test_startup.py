@@ -112,7 +112,7 @@ def imported(tmp_path, env, *args):
 
 
 def test_admin_commands_and_a_doctor_without_model_never_import_litellm(fake_llm, tmp_path):
-    """chats, memory, export, forget, a doctor with no model set and `doctor --no-model` run without importing
+    """chats, memory, export, forget, status, a doctor with no model set and `doctor --no-model` run without importing
     litellm (nor platforms); `--no-model` says the model was not checked and sends the provider nothing."""
     env = env_for(fake_llm, tmp_path)
     chat = tmp_path / "data/chats/http/dora"
@@ -120,7 +120,7 @@ def test_admin_commands_and_a_doctor_without_model_never_import_litellm(fake_llm
     (chat / "session.jsonl").write_text(json.dumps({"role": "user", "content": "hi"}) + "\n")
     (chat / "MEMORY.md").write_text("# Memory\n- likes tea\n")
     runs = [("chats",), ("memory", "show", "http:dora"), ("memory", "history", "http:dora"),
-            ("export", "http:dora", "-o", str(tmp_path / "dora.tar.gz")), ("forget", "http:dora", "--yes")]
+            ("export", "http:dora", "-o", str(tmp_path / "dora.tar.gz")), ("forget", "http:dora", "--yes"), ("status",)]
     for args in runs:
         modules, code = imported(tmp_path, env, *args)
         assert code == 0, args

@@ -113,6 +113,8 @@ def _parser() -> argparse.ArgumentParser:
     pairing_sub.add_parser("revoke", help="remove an approval (CHANNEL:ID) or a pending CODE").add_argument("target")
     db = command("db", "bot.ops.db:command", "the database's schema: its version, or apply the migrations")
     db.add_argument("action", choices=("status", "upgrade"), nargs="?", default="status")
+    command("status", "bot.ops.status:command", "which Tusk processes run: role, host, pid, heartbeat, turns in "
+            "flight").add_argument("--json", action="store_true", help="one JSON object for scripts")
     apikey = command("apikey", "bot.ops.access:apikey_command",
                      "API keys for the OpenAI-compatible endpoint, each for chats with a prefix")
     apikey_sub = apikey.add_subparsers(dest="action", metavar="ACTION", required=True)

@@ -19,6 +19,8 @@
                                         [] when a reply was stopped (its own request gets it, marked
                                         stopped), else the sentence saying what was (or that nothing ran)
     GET  /healthz                       -> 200 {"ok": true} (never needs the token)
+    GET  /readyz                        -> 200 {"ready": true}, or 503 with the reason (never needs the token;
+                                        mounted by the caller: channels/http/health.py)
     + the routes mounted with `add_routes` (the console's JSON API, bot/ops/console.py; OpenAI's
       /v1/chat/completions and /v1/models, channels/http/openai_api.py, which the owner's API keys may
       reach too; /metrics, channels/http/metrics_route.py, open to loopback peers with TUSK_METRICS=open;
@@ -247,7 +249,7 @@ class HttpChannel:
     @web.middleware
     async def _guard(self, request: web.Request, handler) -> web.StreamResponse:
         """No DNS rebinding without a token; writes only as JSON from this server's own pages."""
-        if request.path == "/healthz":
+        if request.path in ("/healthz", "/readyz"):
             return await handler(request)
         if not self.settings.token and not is_loopback(host_name(request.host)):
             return error(403, f"this Tusk answers only requests to 127.0.0.1 or localhost (got Host: {request.host}); "
@@ -260,7 +262,7 @@ class HttpChannel:
     @web.middleware
     async def _auth(self, request: web.Request, handler) -> web.StreamResponse:
         token = self.settings.token
-        public = request.path in ("/healthz", "/") or request.path.startswith("/console/") or (
+        public = request.path in ("/healthz", "/readyz", "/") or request.path.startswith("/console/") or (
             request.path in self.loopback_open and is_loopback(request.remote or ""))
         if token and not public:
             try:
