@@ -41,9 +41,10 @@ empty `content`, `embeds`, `attachments` and `components`, as Discord sends them
 
 Replies are JSON with `Content-Type` exactly `application/json` (discord.py parses nothing else).
 Gateway frames are plain JSON text, whatever `compress=` the client asks for; discord.py accepts them.
-Interaction callbacks answer as with `with_response=1`; followups are webhook messages. An interaction
-takes one callback (a second is Discord's 40060 "already acknowledged"), of a type its kind allows
-(a command: 4, 5; a component: 4-7). Components are checked as Discord checks them (action rows of at
+Interaction callbacks answer as with `with_response=1`; followups are webhook messages, taken only at the
+application's id with a token an interaction was given (else 10015 Unknown Webhook, 50027 Invalid Webhook
+Token). An interaction takes one callback (a second is Discord's 40060 "already acknowledged"), of a type its
+kind allows (a command: 4, 5; a component: 4-7). Components are checked as Discord checks them (action rows of at
 most 5 buttons; a button has a style, a label or emoji, and a custom id of 1-100 characters unless
 it is a link); an edit without `components` keeps them, `[]` removes them.
 
@@ -145,6 +146,7 @@ class FakeDiscord:
         self._nonces: dict[tuple[str, str], tuple[dict[str, Any], float]] = {}  # (author, nonce) -> (message, when)
         self.repeats: list[dict[str, Any]] = []  # bodies an enforced nonce answered with an earlier message
         self._interactions: dict[str, dict[str, Any]] = {}  # id -> {"type": 2|3, "answered": bool}
+        self._tokens: set[str] = set()  # interaction tokens issued: the application's webhook takes these
         self._components: dict[str, list[dict[str, Any]]] = {}  # message id -> its components now
         self._sockets: list[web.WebSocketResponse] = []
         self.connections = 0  # gateway websockets opened
@@ -333,6 +335,7 @@ class FakeDiscord:
         data = self._as_received(event, data)
         if event == "INTERACTION_CREATE":
             self._interactions[data["id"]] = {"type": data["type"], "answered": False}
+            self._tokens.add(data["token"])
         for ws in list(self._sockets):
             self._seq += 1
             await ws.send_str(json.dumps({"op": 0, "t": event, "s": self._seq, "d": data}))
@@ -570,6 +573,10 @@ class FakeDiscord:
                                            "response_message_ephemeral": bool(flags & 64)}})
 
     async def _followup(self, request: web.Request) -> web.Response:
+        if request.match_info["app"] != self.application_id:
+            return self._json({"message": "Unknown Webhook", "code": 10015}, 404)
+        if request.match_info["token"] not in self._tokens:
+            return self._json({"message": "Invalid Webhook Token", "code": 50027}, 401)
         body = await request.json()
         self.followups.append({**body, "token": request.match_info["token"]})
         return self._json({**self._message("0", body, self.bot), "webhook_id": self.application_id})
