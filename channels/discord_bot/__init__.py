@@ -111,11 +111,19 @@ def reference(key: ChatKey, ref: ReplyRef | None) -> discord.MessageReference | 
 
 
 class DiscordChannel:
+    """With `receive=False` the channel only sends (a worker of a cluster): `start` logs discord.py's client in
+    with the token (its HTTP client: the bot user and the application, for interaction answers) and nothing
+    else: no gateway, no command sync. Replies, drafts and voice go by the chat key and the ReplyRef alone, as
+    from a receiving channel; drafts carry no Stop button (a press reaches the process on the gateway, which
+    does not know the reply)."""
+
     name = "discord"
 
     def __init__(self, settings: DiscordSettings, publish: Publish, menu: list[tuple[str, str]],
-                 access: Access = Access(), media: MediaStore | None = None, seen: Seen | None = None) -> None:
+                 access: Access = Access(), media: MediaStore | None = None, seen: Seen | None = None,
+                 receive: bool = True) -> None:
         self.settings = settings
+        self.receive = receive
         self._menu = menu
         allow = access.allow_list(settings.allow_from, "DISCORD_ALLOW_FROM", self.name)
         self._intake = Intake("Discord", self, allow, publish, media, seen)  # the way in
@@ -157,6 +165,16 @@ class DiscordChannel:
     async def start(self) -> None:
         # discord.py logs request bodies and gateway payloads (message text) at DEBUG; Tusk logs no message text
         self._undo_aim = aim(self.settings.api_base, self.settings.gateway_url)
+        if not self.receive:
+            try:
+                await self._login(INTENTS)
+            except BaseException:
+                await self._close()
+                raise
+            assert self.client is not None and self.client.user is not None
+            logger.info("Discord channel sending as %s (id %d; receiving elsewhere)", self.client.user.name,
+                        self.client.user.id)
+            return
         try:
             tree = await self._login(INTENTS)
             assert self.client is not None and self.client.application is not None
@@ -330,9 +348,10 @@ class DiscordChannel:
         key, ref = msg.key, msg.ref
         if self.client is None or ref is not None and ref.interaction or self._refusals.quiet(int(key.chat_id)):
             return None
+        stop = self._presses if self.receive else None  # a worker's press would reach a process that knows nothing
         return DiscordDraft(self.client.get_partial_messageable(int(key.chat_id)), reference(key, ref), MENTIONS,
-                            self._refusals, stop=self._presses.view, buttons=self._presses.buttons, key=key,
-                            nonces=lambda i: nonces.nonce("draft", key, ref, i))
+                            self._refusals, stop=stop.view if stop else None, buttons=stop.buttons if stop else None,
+                            key=key, nonces=lambda i: nonces.nonce("draft", key, ref, i))
 
     def voice_caption(self, text: str) -> bool:
         return False  # a voice message holds nothing else: the text follows it
