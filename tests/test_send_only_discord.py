@@ -1,6 +1,8 @@
 """A send-only Discord channel (`receive=False`, a cluster's worker): replies, drafts, slash command answers and voice
 from the message's chat key and ReplyRef alone, through discord.py's HTTP client, with no gateway connection."""
 
+import asyncio
+
 import pytest
 
 from bot.events import ChatKey, InboundMessage, OutboundMessage, OutboundVoice, ReplyRef
@@ -149,3 +151,15 @@ async def test_pause_keeps_sending_and_stop_closes_the_client(start, dc):
     await worker.stop()
     assert [m["content"] for m in dc.sent] == ["still here"] and worker.client is None
     assert worker.draft(InboundMessage(ChatKey("discord", dc.dm), "x", "1")) is None and dc.connections == 0
+
+
+async def test_typing_shows_in_the_thread_until_the_turn_is_done(start, dc):
+    """A worker shows typing in the thread while the turn runs, and stops when it is done."""
+    worker = await start()
+    question, _ = thread_question(dc)
+    done = asyncio.get_running_loop().create_future()
+    typing = asyncio.create_task(worker.typing(question, done))
+    await dc.wait_for(lambda: dc.typing)
+    done.set_result(None)
+    await typing
+    assert dc.typing == [dc.thread] and dc.connections == 0

@@ -1,6 +1,7 @@
 """A send-only Slack channel (`receive=False`, a cluster's worker): replies, streamed replies, slash command answers
 and voice from the message's chat key and ReplyRef alone, with no Socket Mode connection or events route."""
 
+import asyncio
 import socket
 
 import pytest
@@ -134,3 +135,15 @@ async def test_pause_keeps_sending_and_stop_closes_the_client(slack):
     await channel.stop()
     assert [p["text"] for p in slack.posted] == ["still here"] and slack.connections == 0
     assert channel.draft(taken(slack, slack.dm("more"))) is None
+
+
+async def test_the_thinking_marker_shows_until_the_turn_is_done(sender, slack):
+    """A worker marks the question with the hourglass while the turn runs, and takes it off when it is done."""
+    mention = slack.mention("think")
+    done = asyncio.get_running_loop().create_future()
+    typing = asyncio.create_task(sender.typing(taken(slack, mention), done))
+    await slack.wait_for(lambda: slack.reacted)
+    done.set_result(None)
+    await typing
+    assert [(method, params["timestamp"]) for method, params in slack.reactions] == [
+        ("reactions.add", mention["ts"]), ("reactions.remove", mention["ts"])] and not slack.reacted

@@ -1,6 +1,8 @@
 """A send-only Telegram channel (`receive=False`, a cluster's worker): replies, drafts and voice from the message's
 chat key and ReplyRef alone, with no polling, webhook or command menu of its own."""
 
+import asyncio
+
 import pytest
 
 from bot.events import ChatKey, InboundMessage, OutboundMessage, OutboundVoice, ReplyRef
@@ -134,3 +136,15 @@ async def test_pause_keeps_sending_and_stop_closes_the_bot(tg):
     await channel.stop()
     assert [m["plain"] for m in tg.sent] == ["still here"] and channel.bot is None and channel.draft(
         InboundMessage(ChatKey("telegram", "42"), "x", "42")) is None
+
+
+async def test_typing_shows_in_the_topic_until_the_turn_is_done(sender, tg):
+    """A worker shows "typing" in the topic while the turn runs (sendChatAction), and stops when it is done."""
+    question, _ = topic_question(tg)
+    done = asyncio.get_running_loop().create_future()
+    typing = asyncio.create_task(sender.typing(question, done))
+    await tg.wait_for(lambda: "sendChatAction" in methods(tg))
+    done.set_result(None)
+    await typing
+    (action,) = [p for m, p in tg.calls if m == "sendChatAction"]
+    assert (action["chat_id"], action["message_thread_id"], action["action"]) == (-1001, 7, "typing")
