@@ -5,6 +5,7 @@ import asyncio
 
 import pytest
 
+from bot.errors import ConfigError
 from bot.events import ChatKey, InboundMessage, OutboundMessage, OutboundVoice, ReplyRef
 from bot.speech.encode import encode
 from channels.discord_bot import DiscordChannel, DiscordSettings
@@ -163,3 +164,12 @@ async def test_typing_shows_in_the_thread_until_the_turn_is_done(start, dc):
     done.set_result(None)
     await typing
     assert dc.typing == [dc.thread] and dc.connections == 0
+
+
+async def test_a_refused_token_stops_the_start_with_the_fix(dc):
+    """A token Discord refuses is a ConfigError naming DISCORD_BOT_TOKEN, and no gateway is opened."""
+    worker = DiscordChannel(DiscordSettings("wrong-token", api_base=dc.api_base, gateway_url=dc.gateway_url),
+                            nothing_published, MENU, receive=False)
+    with pytest.raises(ConfigError, match="DISCORD_BOT_TOKEN"):
+        await worker.start()
+    assert dc.requests == LOGIN[:1] and dc.connections == 0 and worker.client is None

@@ -6,6 +6,7 @@ import socket
 
 import pytest
 
+from bot.errors import ConfigError
 from bot.events import OutboundMessage, OutboundVoice
 from bot.speech.encode import encode
 from channels.slack import SlackChannel, SlackSettings
@@ -147,3 +148,12 @@ async def test_the_thinking_marker_shows_until_the_turn_is_done(sender, slack):
     await typing
     assert [(method, params["timestamp"]) for method, params in slack.reactions] == [
         ("reactions.add", mention["ts"]), ("reactions.remove", mention["ts"])] and not slack.reacted
+
+
+async def test_a_refused_token_stops_the_start_with_the_fix(slack):
+    """A token Slack refuses is a ConfigError naming SLACK_BOT_TOKEN, and no socket is opened."""
+    channel = SlackChannel(SlackSettings("xoxb-wrong", app_token=slack.app_token, api_url=slack.api_url),
+                           nothing_published, receive=False)
+    with pytest.raises(ConfigError, match="SLACK_BOT_TOKEN"):
+        await channel.start()
+    assert methods(slack) == ["auth.test"] and slack.connections == 0

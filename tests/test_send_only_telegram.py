@@ -5,6 +5,7 @@ import asyncio
 
 import pytest
 
+from bot.errors import ConfigError
 from bot.events import ChatKey, InboundMessage, OutboundMessage, OutboundVoice, ReplyRef
 from bot.speech.encode import encode
 from channels.telegram import TelegramChannel, TelegramSettings
@@ -148,3 +149,12 @@ async def test_typing_shows_in_the_topic_until_the_turn_is_done(sender, tg):
     await typing
     (action,) = [p for m, p in tg.calls if m == "sendChatAction"]
     assert (action["chat_id"], action["message_thread_id"], action["action"]) == (-1001, 7, "typing")
+
+
+async def test_a_refused_token_stops_the_start_with_the_fix(tg):
+    """A token the Bot API refuses is a ConfigError naming TELEGRAM_BOT_TOKEN, and nothing is polled."""
+    channel = TelegramChannel(TelegramSettings("123:WRONG", api_base=tg.base_url), nothing_published, MENU,
+                              receive=False)
+    with pytest.raises(ConfigError, match="TELEGRAM_BOT_TOKEN"):
+        await channel.start()
+    assert methods(tg) == ["getMe"] and channel.bot is None

@@ -188,7 +188,11 @@ class TelegramChannel:
     async def start(self) -> None:
         if not self.receive:
             bot = self._sender()
-            await self._initialized(bot.initialize)
+            try:
+                await self._initialized(bot.initialize)
+            except BaseException:
+                await bot.shutdown()  # its connections, opened before getMe
+                raise
             self.bot = bot
             logger.info("Telegram channel sending as @%s (receiving elsewhere)", bot.username)
             return
