@@ -158,3 +158,15 @@ async def test_a_refused_token_stops_the_start_with_the_fix(tg):
     with pytest.raises(ConfigError, match="TELEGRAM_BOT_TOKEN"):
         await channel.start()
     assert methods(tg) == ["getMe"] and channel.bot is None
+
+
+async def test_a_reply_to_an_upgraded_group_goes_to_its_supergroup(sender, tg):
+    """A worker that never saw the upgrade's service messages learns it from Telegram's refusal: every piece of
+    the reply goes to the supergroup, and later replies go there at once."""
+    tg.migrate(-4001, -1004001)
+    group = InboundMessage(ChatKey("telegram", "-4001"), "hi", "7", is_group=True)
+    await sender.send(OutboundMessage.answer(group, "x" * 5000))
+    await sender.send(OutboundMessage.answer(group, "and more"))
+    assert [(m["chat_id"], len(m["plain"])) for m in tg.sent] == [(-1004001, 4096), (-1004001, 904),
+                                                                  (-1004001, 8)]
+    assert [p["chat_id"] for m, p in tg.calls if m == "sendMessage"] == [-4001, -1004001, -1004001, -1004001]

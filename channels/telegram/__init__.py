@@ -13,7 +13,7 @@
     Stop   -> a draft's Stop button (channels/telegram/stream.py): a `callback_query` in a group, a
               `stopped_message_generation` in a private chat -> the presser through the allow-list -> "/stop"
               published for that chat (the bus answers it at once, bot/stop.py); the query is answered
-    reply  -> split_message() on the Markdown source -> Telegram HTML per piece
+    reply  -> split_message() on the Markdown source -> Telegram HTML per piece (channels/telegram/outbound.py)
            -> plain text if Telegram rejects the entities; 429s wait (AIORateLimiter), a request that
               never reached the Bot API (no connection, a 502 from its front) retries with backoff; one
               that may have been carried out (no answer came, a 504) is not sent again: Telegram has no
@@ -43,11 +43,9 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-import httpx
-from chatgpt_md_converter import telegram_format
-from telegram import BotCommand, Message, ReplyParameters, Update
-from telegram.constants import ChatAction, ChatMemberStatus, MessageLimit, ParseMode
-from telegram.error import BadRequest, ChatMigrated, InvalidToken, NetworkError, RetryAfter, TelegramError, TimedOut
+from telegram import BotCommand, Message, Update
+from telegram.constants import ChatAction, ChatMemberStatus
+from telegram.error import InvalidToken, NetworkError, TelegramError
 from telegram.ext import AIORateLimiter, Application, ContextTypes, ExtBot, TypeHandler
 
 from bot.dedupe import Seen
@@ -58,10 +56,10 @@ from channels.telegram import voice as telegram_voice
 from channels.base import Access, Done, Publish
 from channels.intake import Arrival, Intake
 from channels.media_in import Remote
-from channels.split import split_message, utf16_len
 from channels.telegram.inbound import ALIASES, chat_id_of, to_inbound
 from channels.telegram.sieve import SievingRequest, SievingServer
 from channels.telegram.presses import STOPPED_ALREADY, Presses  # noqa: F401 (STOPPED_ALREADY: API)
+from channels.telegram.outbound import send_text
 from channels.telegram.stream import TelegramDraft
 from memory.media import MediaStore
 
@@ -87,7 +85,6 @@ def bound_webhook_server() -> None:
     HTTPServer.configure(SievingServer, max_body_size=WEBHOOK_MAX_BODY, body_timeout=WEBHOOK_TIMEOUT,
                          idle_connection_timeout=WEBHOOK_TIMEOUT)
 TYPING_EVERY = 4.0  # Telegram shows "typing" for 5 s
-SEND_ATTEMPTS = 4  # for network errors; 429s are retried by the rate limiter
 ADMIN_TTL = 300.0  # seconds a getChatMember answer (admin or not) is trusted
 
 
@@ -113,23 +110,6 @@ def target(key: ChatKey) -> tuple[int, int | None]:
 def quoted(ref: ReplyRef | None) -> int | None:
     """The Telegram message a reply quotes (set for group messages: channels/telegram/inbound.py)."""
     return int(ref.message) if ref is not None and ref.message and ref.quote else None
-
-
-def maybe_carried_out(exc: NetworkError) -> bool:
-    """Whether a request that failed so may have been carried out all the same: its answer was lost (a read
-    timeout, a connection broken after sending, a gateway timeout). A connection that never opened, or a
-    502 from Telegram's front (it did not reach the Bot API), was not."""
-    cause = exc.__cause__
-    if isinstance(cause, (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)):
-        return False
-    if cause is None:  # an HTTP answer PTB read as a network error: 502 is its own "Bad Gateway", others "(code)"
-        return "(504)" in exc.message or isinstance(exc, TimedOut)
-    return True
-
-
-def _measure(piece: str) -> int:
-    """Size of a piece as Telegram limits it, whichever way it is sent (HTML or the plain fallback)."""
-    return max(utf16_len(telegram_format(piece)), utf16_len(piece))
 
 
 class TelegramChannel:
@@ -367,11 +347,8 @@ class TelegramChannel:
         if await self._presses.answered(msg):  # the answer to a Stop button: a notice to the presser
             return
         chat_id, thread = self._target(msg.key)
-        reply_to = quoted(msg.ref)
-        measure = utf16_len if msg.verbatim else _measure
-        for piece in split_message(msg.text, MessageLimit.MAX_TEXT_LENGTH, measure, verbatim=msg.verbatim):
-            await self._send_piece(chat_id, thread, piece, reply_to, msg.verbatim)
-            reply_to = None  # only the first piece quotes the question
+        await send_text(self.bot, chat_id, thread, msg.text, quoted(msg.ref), msg.verbatim, self.settings.backoff,
+                        self._migrate)
 
     def voice_caption(self, text: str) -> bool:
         return telegram_voice.fits_caption(text)
@@ -386,39 +363,3 @@ class TelegramChannel:
         """The chat and topic to send to: the key's, or the supergroup its group became."""
         chat_id, thread = target(key)
         return self._moved.get(chat_id, chat_id), thread
-
-    async def _send_piece(self, chat_id: int, thread: int | None, piece: str, reply_to: int | None,
-                          verbatim: bool = False) -> None:
-        """One message: the Markdown piece as Telegram HTML, or (`verbatim`) the text itself, no parse mode."""
-        assert self.bot is not None
-        reply = ReplyParameters(reply_to, allow_sending_without_reply=True) if reply_to else None
-        text, mode = (piece, None) if verbatim else (telegram_format(piece), ParseMode.HTML)
-        delay = self.settings.backoff
-        for attempt in range(1, SEND_ATTEMPTS + 1):
-            try:
-                try:
-                    await self.bot.send_message(chat_id, text, parse_mode=mode,
-                                                    message_thread_id=thread, reply_parameters=reply)
-                except BadRequest as exc:
-                    if "can't parse entities" not in exc.message.lower():
-                        raise
-                    logger.info("Telegram rejected the formatting of a reply; sending it as plain text")
-                    await self.bot.send_message(chat_id, piece, message_thread_id=thread, reply_parameters=reply)
-                return
-            except ChatMigrated as exc:  # the group became a supergroup: the reply goes there, and so does its memory
-                self._migrate(chat_id, exc.new_chat_id)
-                chat_id = exc.new_chat_id
-                continue
-            except (BadRequest, RetryAfter) as exc:  # refused for good (or 429s outlasted the retries)
-                raise DeliveryError(f"Telegram refused the reply: {exc}") from exc
-            except NetworkError as exc:
-                if maybe_carried_out(exc):
-                    raise DeliveryError(f"Telegram gave no answer to a reply ({exc}): it may have arrived, so it "
-                                        "is not sent again (a reply must never show twice)") from exc
-                if attempt == SEND_ATTEMPTS:
-                    raise DeliveryError(f"Telegram unreachable after {attempt} attempts: {exc}") from exc
-                logger.warning("sending to Telegram failed (%s); retrying in %.0f s", exc, delay)
-                await asyncio.sleep(delay)
-                delay *= 2
-            except TelegramError as exc:  # Forbidden (bot blocked or removed), chat gone
-                raise DeliveryError(f"Telegram refused the reply: {exc}") from exc
