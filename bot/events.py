@@ -88,13 +88,16 @@ class ReplyRef:
     uses what it has: `message`, the platform's id of the message to answer (quoted in Telegram and Discord
     groups; Slack: its ts, which carries the "thinking" reaction); `thread`, the Slack thread it belongs in;
     `interaction`, a command's way back (Discord: the interaction's token; Slack: its response_url), with
-    `ephemeral` when only the asker sees the answer; `team`, the asker's Slack team (streamed replies)."""
+    `ephemeral` when only the asker sees the answer; `team`, the asker's Slack team (streamed replies);
+    `quote=False` where `message` only names the message answered and replies do not quote it (Discord's
+    DMs, whose replies' nonces are made from it)."""
 
     message: str | None = None
     thread: str | None = None
     interaction: str | None = None
     ephemeral: bool = False
     team: str | None = None
+    quote: bool = True
 
 
 @dataclass(frozen=True, slots=True)

@@ -152,7 +152,10 @@ class Channel(Outlet, Protocol):
 
 class Platform(Channel, Protocol):
     """A chat platform's channel (Telegram, Discord, Slack): what the intake chain (channels/intake.py) uses
-    of it besides `send`."""
+    of it besides `send`. Each is made with `receive=False` to only send (a cluster's worker): `start` opens
+    what sending needs (Telegram's Bot, Slack's Web API client, discord.py's client logged in over REST), no
+    polling, webhook, gateway or socket; `send`, `draft`, `voice` and `typing` need no message received by that
+    process, only the chat key and the ReplyRef the message carries."""
 
     def typing(self, msg: InboundMessage, done: Done) -> Awaitable[None]:
         """Show in `msg`'s chat that its turn runs (a chat action, Discord's typing, Slack's reaction), until

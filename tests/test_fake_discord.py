@@ -1,11 +1,15 @@
 """The fake Discord itself, spoken to with plain aiohttp: what discord.py relies on is there."""
 
+import base64
 import json
 
 import aiohttp
 import pytest
 
+from bot.speech.encode import encode
+from tests.fakes.discord_payloads import IS_VOICE_MESSAGE
 from tests.fakes.fake_discord import FakeDiscord, shown
+from tests.fakes.fake_speech import audio_file
 
 
 @pytest.fixture
@@ -88,6 +92,46 @@ async def test_components_nonces_and_interaction_callbacks_as_discord(dc):
     async with dc.client.post(callback, json={"type": 6}) as first_answer, \
             dc.client.post(callback, json={"type": 6}) as second_answer:
         assert first_answer.status == 200 and (await second_answer.json())["code"] == 40060
+
+
+async def test_an_enforced_nonce_makes_one_message_per_author_as_discord_documents(dc):
+    """The same enforced nonce answers the first message as it is now, even in another channel (Discord scopes
+    nonces to the author) and for voice messages; without enforce_nonce, or with a new nonce, a message is
+    made; a nonce over 25 characters is refused."""
+    auth = {"Authorization": "Bot tok"}
+
+    async def post(channel, body):
+        async with dc.client.post(f"{dc.api_base}/channels/{channel}/messages", json=body, headers=auth) as resp:
+            return resp.status, await resp.json()
+
+    _, first = await post("5", {"content": "one", "nonce": "n1", "enforce_nonce": True})
+    async with dc.client.patch(f"{dc.api_base}/channels/5/messages/{first['id']}", json={"content": "edited"},
+                               headers=auth):
+        pass
+    _, again = await post("5", {"content": "one again", "nonce": "n1", "enforce_nonce": True})
+    _, elsewhere = await post("6", {"content": "one there", "nonce": "n1", "enforce_nonce": True})
+    _, loose = await post("5", {"content": "not enforced", "nonce": "n1"})
+    _, other = await post("5", {"content": "two", "nonce": "n2", "enforce_nonce": True})
+    status, refused = await post("5", {"content": "long", "nonce": "x" * 26, "enforce_nonce": True})
+    assert again["id"] == elsewhere["id"] == first["id"] and again["content"] == "edited"
+    assert len({first["id"], loose["id"], other["id"]}) == 3 and (status, refused["code"]) == (400, 50035)
+    assert [m["content"] for m in dc.sent] == ["one", "not enforced", "two"]
+    assert [(r["channel_id"], r["id"]) for r in dc.repeats] == [("5", first["id"]), ("6", first["id"])]
+    voice = encode(audio_file(1.0, "mp3"))
+    payload = {"flags": IS_VOICE_MESSAGE, "nonce": "v1", "enforce_nonce": True,
+               "attachments": [{"id": 0, "filename": "voice-message.ogg", "duration_secs": voice.duration,
+                                "waveform": base64.b64encode(voice.waveform).decode()}]}
+    made = [await post_voice(dc, "5", payload, voice.data) for _ in range(2)]
+    assert made[0][1]["id"] == made[1][1]["id"] and len(dc.voices) == 1
+
+
+async def post_voice(dc, channel, payload, data):
+    form = aiohttp.FormData()
+    form.add_field("payload_json", json.dumps(payload), content_type="application/json")
+    form.add_field("files[0]", data, filename="voice-message.ogg")
+    async with dc.client.post(f"{dc.api_base}/channels/{channel}/messages", data=form,
+                              headers={"Authorization": f"Bot {dc.token}"}) as resp:
+        return resp.status, await resp.json()
 
 
 def test_shown_renders_discords_markdown_as_a_reader_sees_it():

@@ -5,7 +5,8 @@
                    -> the intake chain (channels/intake.py): allow-list -> attachments kept in media/
                       (channels/discord_bot/media.py; the channel's later messages wait for them) -> taken
                       before? (bot/dedupe.py: a MESSAGE_CREATE replayed after a RESUME is dropped) -> publish
-                      -> typing until done
+                      -> typing until done; its ReplyRef names the message (its id: the replies' nonces),
+                      quoted by the reply in guilds only
     INTERACTION    -> a chat command (/memory, /forget, ...: the app's menu as application commands,
                       synced at start) -> command_to_inbound() -> allow-list
                    -> defer (ephemeral where it fits) -> publish "/memory undo" as if typed, answered through
@@ -15,7 +16,8 @@
                       -> the press answered, to the presser only
     reply          -> pieces(text) (text.py: split within 2,000) -> the interaction's followup, or the channel
                       (in guilds the first piece replies to the question); 429s wait in discord.py; every
-                      message goes with a nonce Discord enforces, so a retried send never posts twice;
+                      message goes with a nonce Discord enforces, made from the message it answers (nonces.py),
+                      so a send retried, or a reply sent again by another process, never posts twice;
                       Tusk's own words (`OutboundMessage.verbatim`) escaped first (text.py), so Discord's
                       Markdown shows them as written
     voice          -> a voice message, then the text (channels/discord_bot/voice.py)
@@ -54,7 +56,7 @@ from bot.dedupe import Seen
 from bot.errors import ConfigError, DeliveryError
 from bot.events import ChatKey, InboundMessage, OutboundMessage, OutboundVoice, ReplyRef
 from channels.discord_bot import media as discord_media
-from channels.discord_bot import refusals
+from channels.discord_bot import nonces, refusals
 from channels.discord_bot import voice as discord_voice
 from channels.base import Access, Done, Publish
 from channels.discord_bot.gateway import aim, api_root, connect_error  # noqa: F401 (api_root: API)
@@ -103,17 +105,25 @@ def _group(guild: Any, guild_id: int | None) -> tuple[str | None, str]:
 
 def reference(key: ChatKey, ref: ReplyRef | None) -> discord.MessageReference | None:
     """The message a reply quotes (guild messages: channels/discord_bot/inbound.py); None if it quotes none."""
-    if ref is None or not ref.message:
+    if ref is None or not ref.message or not ref.quote:
         return None
     return discord.MessageReference(message_id=int(ref.message), channel_id=int(key.chat_id), fail_if_not_exists=False)
 
 
 class DiscordChannel:
+    """With `receive=False` the channel only sends (a worker of a cluster): `start` logs discord.py's client in
+    with the token (its HTTP client: the bot user and the application, for interaction answers) and nothing
+    else: no gateway, no command sync. Replies, drafts and voice go by the chat key and the ReplyRef alone, as
+    from a receiving channel; drafts carry no Stop button (a press reaches the process on the gateway, which
+    does not know the reply)."""
+
     name = "discord"
 
     def __init__(self, settings: DiscordSettings, publish: Publish, menu: list[tuple[str, str]],
-                 access: Access = Access(), media: MediaStore | None = None, seen: Seen | None = None) -> None:
+                 access: Access = Access(), media: MediaStore | None = None, seen: Seen | None = None,
+                 receive: bool = True) -> None:
         self.settings = settings
+        self.receive = receive
         self._menu = menu
         allow = access.allow_list(settings.allow_from, "DISCORD_ALLOW_FROM", self.name)
         self._intake = Intake("Discord", self, allow, publish, media, seen)  # the way in
@@ -155,6 +165,16 @@ class DiscordChannel:
     async def start(self) -> None:
         # discord.py logs request bodies and gateway payloads (message text) at DEBUG; Tusk logs no message text
         self._undo_aim = aim(self.settings.api_base, self.settings.gateway_url)
+        if not self.receive:
+            try:
+                await self._login(INTENTS)
+            except BaseException:
+                await self._close()
+                raise
+            assert self.client is not None and self.client.user is not None
+            logger.info("Discord channel sending as %s (id %d; receiving elsewhere)", self.client.user.name,
+                        self.client.user.id)
+            return
         try:
             tree = await self._login(INTENTS)
             assert self.client is not None and self.client.application is not None
@@ -271,8 +291,8 @@ class DiscordChannel:
         msg = to_inbound(message, self.client.user.id) if self._accepting else None
         if msg is None:
             return
-        if msg.is_group:  # the reply quotes the question
-            msg = dataclasses.replace(msg, ref=ReplyRef(message=str(message.id)))
+        # named for the replies' nonces; quoted in guilds only
+        msg = dataclasses.replace(msg, ref=ReplyRef(message=str(message.id), quote=msg.is_group))
         group, name = _group(message.guild, guild_id(message))
         media = self._intake.media
         await self._intake.take(Arrival(msg, str(message.id), group, name,
@@ -328,8 +348,10 @@ class DiscordChannel:
         key, ref = msg.key, msg.ref
         if self.client is None or ref is not None and ref.interaction or self._refusals.quiet(int(key.chat_id)):
             return None
+        stop = self._presses if self.receive else None  # a worker's press would reach a process that knows nothing
         return DiscordDraft(self.client.get_partial_messageable(int(key.chat_id)), reference(key, ref), MENTIONS,
-                            self._refusals, stop=self._presses.view, buttons=self._presses.buttons, key=key)
+                            self._refusals, stop=stop.view if stop else None, buttons=stop.buttons if stop else None,
+                            key=key, nonces=lambda i: nonces.nonce("draft", key, ref, i))
 
     def voice_caption(self, text: str) -> bool:
         return False  # a voice message holds nothing else: the text follows it
@@ -339,7 +361,8 @@ class DiscordChannel:
         if self.client is None or msg.ref is not None and msg.ref.interaction:
             raise DeliveryError("no voice message: the Discord channel is not running, or this answers a command")
         try:
-            await discord_voice.send(self.client, int(msg.key.chat_id), msg.audio, reference(msg.key, msg.ref))
+            await discord_voice.send(self.client, int(msg.key.chat_id), msg.audio, reference(msg.key, msg.ref),
+                                     nonces.nonce("voice", msg.key, msg.ref) or nonces.random())
         except (*SEND_ERRORS, discord.InvalidData) as exc:
             raise DeliveryError(f"Discord did not take the voice message: {exc}") from exc
 
@@ -358,7 +381,8 @@ class DiscordChannel:
                     await slash.send(piece, ephemeral=ref.ephemeral, allowed_mentions=MENTIONS)
                 else:
                     channel = self.client.get_partial_messageable(int(msg.key.chat_id))
-                    await channel.send(piece, reference=quote if i == 0 else None)  # type: ignore[arg-type]
+                    await channel.send(piece, reference=quote if i == 0 else None,  # type: ignore[arg-type]
+                                       nonce=nonces.nonce("reply", msg.key, ref, i, piece))  # type: ignore[arg-type]
         except discord.RateLimited as exc:
             raise DeliveryError(f"Discord asks for a {exc.retry_after:.0f} s wait before the bot posts again "
                                 f"(a rate limit past MAX_RATE_WAIT): the reply was not sent") from exc

@@ -11,7 +11,9 @@ While the reply is written, the message the text last reached carries a Stop but
 a discord.py `DynamicItem` whose custom id is the same on every message (`STOP_ID`): a press reaches the
 channel's handler whatever the message, and the channel finds the reply in its `StopButtons`
 (channels/stop_buttons.py). The final text goes out without it. Every message is sent with a nonce that
-Discord enforces (discord.py's own), so a send retried after a lost answer never posts twice.
+Discord enforces, made from the message the reply answers and the message's place in the reply (nonces.py): a
+send retried after a lost answer never posts twice, and a draft begun again for the same message (a turn run
+again elsewhere after a crash) takes up the messages the first one made, as they are, and edits them.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from channels.stop_buttons import StopButtons
 INTERVAL = 1.0  # seconds between edits (Discord: about 5 per 5 s per channel)
 STOP_ID = "tusk:stop"  # the Stop button's custom id (a DynamicItem template: a regular expression)
 Pressed = Callable[[discord.Interaction], Awaitable[None]]
+Nonces = Callable[[int], "str | None"]  # message index -> its nonce (None: discord.py's random one)
 
 
 def stop_item(pressed: Pressed) -> type[discord.ui.DynamicItem[discord.ui.Button[Any]]]:
@@ -55,8 +58,9 @@ class DiscordDraft:
     def __init__(self, channel: Any, reference: discord.MessageReference | None,
                  mentions: discord.AllowedMentions, refusals: Refusals | None = None,
                  stop: Callable[[], discord.ui.View] | None = None, buttons: StopButtons | None = None,
-                 key: ChatKey | None = None) -> None:
+                 key: ChatKey | None = None, nonces: Nonces | None = None) -> None:
         self.channel = channel  # a PartialMessageable
+        self.nonces = nonces
         self.refusals = refusals
         self.reference = reference
         self.mentions = mentions
@@ -90,11 +94,12 @@ class DiscordDraft:
         for i, piece in enumerate(pieces):
             button = self.stop is not None and not final and i == len(pieces) - 1
             if i >= len(self.messages):
-                sent = await self._send(piece, reference=self.reference if not i else None, button=button)
+                sent = await self._send(i, piece, reference=self.reference if not i else None, button=button)
                 self.messages.append(sent)
-                self._texts.append(piece)
-                self._buttoned.append(button)
-            elif self._texts[i] != piece or self._buttoned[i] != button:
+                # what the message says: the piece, or what a message made before for this nonce still says
+                self._texts.append(piece if sent.content.strip() == piece.strip() else sent.content)
+                self._buttoned.append(bool(sent.components))
+            if self._texts[i] != piece or self._buttoned[i] != button:
                 view: Any = discord.utils.MISSING
                 if self._buttoned[i] != button:
                     view = self.stop() if button and self.stop is not None else None
@@ -107,10 +112,12 @@ class DiscordDraft:
                 else:
                     self.buttons.remove(self.channel.id, self.messages[i].id)
 
-    async def _send(self, piece: str, reference: discord.MessageReference | None, button: bool = False) -> Any:
+    async def _send(self, i: int, piece: str, reference: discord.MessageReference | None, button: bool = False) -> Any:
         view = self.stop() if button and self.stop is not None else None
+        nonce = self.nonces(i) if self.nonces is not None else None
         try:
-            return await self.channel.send(piece, reference=reference, allowed_mentions=self.mentions, view=view)
+            return await self.channel.send(piece, reference=reference, allowed_mentions=self.mentions, view=view,
+                                           nonce=nonce)  # None: discord.py's random one
         except discord.HTTPException as exc:
             if self.refusals is not None and is_refusal(exc):
                 if (error := self.refusals.refused(exc, self.channel.id)) is not None:

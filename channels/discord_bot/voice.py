@@ -6,7 +6,8 @@ files), so the reply's text always follows as a message of its own (bot/speech/r
 reads voice messages (`Attachment.is_voice_message()`) but does not send them: `VoiceFile` is its `File`
 with the two attachment fields Discord wants (`duration_secs`, `waveform`: base64 of up to 256 bytes), and
 the message goes through discord.py's own HTTP client (`http.send_message`: rate limits, retries, the
-multipart upload with `payload_json`) with the flag set. In a guild the voice quotes the question.
+multipart upload with `payload_json`) with the flag set and a nonce Discord enforces (which discord.py adds only
+in its higher-level sends). In a guild the voice quotes the question.
 """
 
 from __future__ import annotations
@@ -37,12 +38,12 @@ class VoiceFile(discord.File):
 
 
 async def send(client: discord.Client, channel_id: int, audio: SpokenAudio,
-               reference: discord.MessageReference | None) -> None:
-    """Post the voice message; discord.py's HTTPException (Discord's 50173: no voice messages in this channel)
-    and RateLimited pass to the caller."""
+               reference: discord.MessageReference | None, nonce: str) -> None:
+    """Post the voice message with `nonce` (enforced: channels/discord_bot/nonces.py); discord.py's HTTPException
+    (Discord's 50173: no voice messages in this channel) and RateLimited pass to the caller."""
     if len(audio.data) > MAX_BYTES:
         raise discord.InvalidData(f"the spoken reply is {len(audio.data):,} bytes, over Discord's 10 MB")
     quoted = reference.to_dict() if reference else discord.utils.MISSING
     with handle_message_parameters(file=VoiceFile(audio), flags=discord.MessageFlags(voice=True),
-                                   message_reference=quoted) as params:
+                                   message_reference=quoted, nonce=nonce) as params:
         await client.http.send_message(channel_id, params=params)

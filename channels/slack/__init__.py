@@ -80,12 +80,18 @@ class SlackSettings:
 
 
 class SlackChannel:
+    """With `receive=False` the channel only sends (a worker of a cluster): `start` makes the Web API client and
+    signs in (auth.test: the token, the team for streamed replies) and nothing else: no Socket Mode connection,
+    no HTTP events route. Replies, drafts (chat streaming, chat.update) and voice go by the chat key and the
+    ReplyRef alone, as from a receiving channel."""
+
     name = "slack"
 
     def __init__(self, settings: SlackSettings, publish: Publish, menu: Iterable[tuple[str, str]] = (),
                  access: Access = Access(), media: MediaStore | None = None,
-                 seen: dedupe.Seen | None = None) -> None:
+                 seen: dedupe.Seen | None = None, receive: bool = True) -> None:
         self.settings = settings
+        self.receive = receive
         self._commands = frozenset(name for name, _ in menu)
         allow = access.allow_list(settings.allow_from, "SLACK_ALLOW_FROM", self.name)
         self._intake = Intake("Slack", self, allow, publish, media, seen, self._tell)  # the way in
@@ -109,6 +115,8 @@ class SlackChannel:
             self._client = self._web_client()
             self._people = People(self._client)
             await self._sign_in(self._client)
+            if not self.receive:
+                return
             bolt = self._bolt(self._client)
             if self.settings.app_token:
                 await self._connect(bolt, self.settings.app_token)
@@ -142,7 +150,8 @@ class SlackChannel:
             logger.warning("Slack: the app lacks the %s scope: files people share cannot be read (add it under "
                            "OAuth & Permissions -> Bot Token Scopes, then reinstall the app)", slack_media.SCOPE)
         self.team_id = auth.get("team_id")
-        logger.info("Slack: signed in as %s (%s) in team %s", auth.get("user"), self.bot_user_id, auth.get("team_id"))
+        logger.info("Slack: signed in as %s (%s) in team %s%s", auth.get("user"), self.bot_user_id, auth.get("team_id"),
+                    "" if self.receive else ", sending only (receiving elsewhere)")
 
     def _bolt(self, client: AsyncWebClient) -> AsyncApp:
         bolt = AsyncApp(name="tusk", client=client, signing_secret=self.settings.signing_secret or "",

@@ -13,7 +13,7 @@
     Stop   -> a draft's Stop button (channels/telegram/stream.py): a `callback_query` in a group, a
               `stopped_message_generation` in a private chat -> the presser through the allow-list -> "/stop"
               published for that chat (the bus answers it at once, bot/stop.py); the query is answered
-    reply  -> split_message() on the Markdown source -> Telegram HTML per piece
+    reply  -> split_message() on the Markdown source -> Telegram HTML per piece (channels/telegram/outbound.py)
            -> plain text if Telegram rejects the entities; 429s wait (AIORateLimiter), a request that
               never reached the Bot API (no connection, a 502 from its front) retries with backoff; one
               that may have been carried out (no answer came, a 504) is not sent again: Telegram has no
@@ -43,12 +43,10 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-import httpx
-from chatgpt_md_converter import telegram_format
-from telegram import BotCommand, Message, ReplyParameters, Update
-from telegram.constants import ChatAction, ChatMemberStatus, MessageLimit, ParseMode
-from telegram.error import BadRequest, ChatMigrated, InvalidToken, NetworkError, RetryAfter, TelegramError, TimedOut
-from telegram.ext import AIORateLimiter, Application, ContextTypes, TypeHandler
+from telegram import BotCommand, Message, Update
+from telegram.constants import ChatAction, ChatMemberStatus
+from telegram.error import InvalidToken, NetworkError, TelegramError
+from telegram.ext import AIORateLimiter, Application, ContextTypes, ExtBot, TypeHandler
 
 from bot.dedupe import Seen
 from bot.errors import ConfigError, DeliveryError
@@ -58,10 +56,10 @@ from channels.telegram import voice as telegram_voice
 from channels.base import Access, Done, Publish
 from channels.intake import Arrival, Intake
 from channels.media_in import Remote
-from channels.split import split_message, utf16_len
 from channels.telegram.inbound import ALIASES, chat_id_of, to_inbound
 from channels.telegram.sieve import SievingRequest, SievingServer
 from channels.telegram.presses import STOPPED_ALREADY, Presses  # noqa: F401 (STOPPED_ALREADY: API)
+from channels.telegram.outbound import send_text
 from channels.telegram.stream import TelegramDraft
 from memory.media import MediaStore
 
@@ -87,7 +85,6 @@ def bound_webhook_server() -> None:
     HTTPServer.configure(SievingServer, max_body_size=WEBHOOK_MAX_BODY, body_timeout=WEBHOOK_TIMEOUT,
                          idle_connection_timeout=WEBHOOK_TIMEOUT)
 TYPING_EVERY = 4.0  # Telegram shows "typing" for 5 s
-SEND_ATTEMPTS = 4  # for network errors; 429s are retried by the rate limiter
 ADMIN_TTL = 300.0  # seconds a getChatMember answer (admin or not) is trusted
 
 
@@ -112,46 +109,36 @@ def target(key: ChatKey) -> tuple[int, int | None]:
 
 def quoted(ref: ReplyRef | None) -> int | None:
     """The Telegram message a reply quotes (set for group messages: channels/telegram/inbound.py)."""
-    return int(ref.message) if ref is not None and ref.message else None
-
-
-def maybe_carried_out(exc: NetworkError) -> bool:
-    """Whether a request that failed so may have been carried out all the same: its answer was lost (a read
-    timeout, a connection broken after sending, a gateway timeout). A connection that never opened, or a
-    502 from Telegram's front (it did not reach the Bot API), was not."""
-    cause = exc.__cause__
-    if isinstance(cause, (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)):
-        return False
-    if cause is None:  # an HTTP answer PTB read as a network error: 502 is its own "Bad Gateway", others "(code)"
-        return "(504)" in exc.message or isinstance(exc, TimedOut)
-    return True
-
-
-def _measure(piece: str) -> int:
-    """Size of a piece as Telegram limits it, whichever way it is sent (HTML or the plain fallback)."""
-    return max(utf16_len(telegram_format(piece)), utf16_len(piece))
+    return int(ref.message) if ref is not None and ref.message and ref.quote else None
 
 
 class TelegramChannel:
+    """With `receive=False` the channel only sends (a worker of a cluster): `start` initialises the Bot (getMe
+    checks the token) and nothing else: no polling, no webhook, no command menu. Replies, drafts and voice
+    go by the chat key and the ReplyRef alone, as from a receiving channel; drafts carry no Stop button (a
+    press reaches the process that receives, which does not know the reply)."""
+
     name = "telegram"
 
     def __init__(self, settings: TelegramSettings, publish: Publish, menu: list[tuple[str, str]],
                  access: Access = Access(), media: MediaStore | None = None, move: Move | None = None,
-                 seen: Seen | None = None) -> None:
+                 seen: Seen | None = None, receive: bool = True) -> None:
         self.settings = settings
+        self.receive = receive
         self._menu = menu
         self._commands = frozenset(name for name, _ in menu) | frozenset(ALIASES)
         allow = access.allow_list(settings.allow_from, "TELEGRAM_ALLOW_FROM", self.name)
         self._intake = Intake("Telegram", self, allow, publish, media, seen)  # the way in
         self._admins: dict[tuple[int, int], tuple[float, bool]] = {}  # (chat, user) -> (valid until, is admin)
-        self.app: Application | None = None
+        self.app: Application | None = None  # receiving: PTB's Application, whose bot is `bot`
+        self.bot: ExtBot | None = None  # the Bot API client every send goes through, once started
         self._move = move
         self._moved: dict[int, int] = {}  # old group id -> its supergroup's id, once Telegram said so
         self._skipped: set[str] = set()  # kinds of update already logged as skipped
         files = self._intake.media  # None: files are not taken
         self._albums = telegram_media.Albums(self._intake.order, self._land_album, self._album_files,
                                              files.wanted) if files is not None else None
-        self._presses = Presses(allow, publish, lambda: self.app.bot if self.app else None)  # Stop buttons
+        self._presses = Presses(allow, publish, lambda: self.bot)  # Stop buttons
         self.voice = self  # replies read out go as voice messages (send_voice)
 
     def _build(self) -> Application:
@@ -164,14 +151,34 @@ class TelegramChannel:
         app.add_error_handler(self._on_error)
         return app
 
-    async def start(self) -> None:
-        self.app = app = self._build()
+    def _sender(self) -> ExtBot:
+        """The Bot alone, as the Application makes it (the same API root, the same rate limiter), for sending."""
+        base = self.settings.api_base.rstrip("/")
+        return ExtBot(self.settings.token, base_url=f"{base}/bot", base_file_url=f"{base}/file/bot",
+                      rate_limiter=AIORateLimiter(max_retries=3))
+
+    async def _initialized(self, initialize: Callable[[], Awaitable[None]]) -> None:
         try:
-            await app.initialize()  # getMe: the token is checked here
+            await initialize()  # getMe: the token is checked here
         except InvalidToken as exc:
             raise ConfigError("Telegram refused TELEGRAM_BOT_TOKEN: copy it again from @BotFather") from exc
         except NetworkError as exc:
             raise DeliveryError(f"cannot reach the Telegram Bot API at {self.settings.api_base}: {exc}") from exc
+
+    async def start(self) -> None:
+        if not self.receive:
+            bot = self._sender()
+            try:
+                await self._initialized(bot.initialize)
+            except BaseException:
+                await bot.shutdown()  # its connections, opened before getMe
+                raise
+            self.bot = bot
+            logger.info("Telegram channel sending as @%s (receiving elsewhere)", bot.username)
+            return
+        self.app = app = self._build()
+        await self._initialized(app.initialize)
+        self.bot = app.bot
         await app.bot.set_my_commands([BotCommand(name, summary[:256]) for name, summary in self._menu])
         await app.start()
         s = self.settings
@@ -191,7 +198,7 @@ class TelegramChannel:
 
     async def pause(self) -> None:
         """Stop fetching updates; those already fetched are published. Replies can still be sent."""
-        if self.app is None:
+        if self.app is None:  # not started, or sending only: nothing is fetched
             return
         if self.app.updater and self.app.updater.running:
             await self.app.updater.stop()  # confirms the fetched updates to Telegram
@@ -200,12 +207,15 @@ class TelegramChannel:
         await self._intake.drain()  # messages still downloading their files are published too
 
     async def stop(self) -> None:
-        if self.app is None:
+        if self.app is None and self.bot is None:  # never started, or stopped already
             return
         await self.pause()
         await self._intake.aclose()
-        await self.app.shutdown()
-        self.app = None
+        if self.app is not None:
+            await self.app.shutdown()  # the bot's too
+        elif self.bot is not None:
+            await self.bot.shutdown()
+        self.app = self.bot = None
 
     def _on_poll_error(self, exc: TelegramError) -> None:
         logger.warning("polling Telegram failed, retrying: %s", exc)
@@ -310,11 +320,11 @@ class TelegramChannel:
 
     async def typing(self, msg: InboundMessage, done: Done) -> None:
         """Show "typing" until the turn is done (the reply is out)."""
-        assert self.app is not None
+        assert self.bot is not None
         chat_id, thread = target(msg.key)
         while not done.done():
             try:
-                await self.app.bot.send_chat_action(chat_id, ChatAction.TYPING, message_thread_id=thread)
+                await self.bot.send_chat_action(chat_id, ChatAction.TYPING, message_thread_id=thread)
             except TelegramError as exc:
                 logger.debug("typing indicator not shown: %s", exc)
             await asyncio.wait([done], timeout=TYPING_EVERY)
@@ -322,73 +332,34 @@ class TelegramChannel:
     def draft(self, msg: InboundMessage) -> TelegramDraft | None:
         """The reply to `msg` while it is written (channels/telegram/stream.py): a draft in a private
         chat (user ids are positive, group ids negative), a message edited in place in a group."""
-        if self.app is None:
+        if self.bot is None:
             return None
         chat_id, thread = self._target(msg.key)
 
         async def send_final(text: str, verbatim: bool = False) -> None:
             await self.send(OutboundMessage.answer(msg, text, verbatim))
 
-        return TelegramDraft(self.app.bot, chat_id, thread, quoted(msg.ref), chat_id > 0,
-                             send_final, buttons=self._presses.buttons, key=msg.key)
+        return TelegramDraft(self.bot, chat_id, thread, quoted(msg.ref), chat_id > 0, send_final,
+                             buttons=self._presses.buttons if self.receive else None, key=msg.key)
 
     async def send(self, msg: OutboundMessage) -> None:
-        assert self.app is not None
+        assert self.bot is not None
         if await self._presses.answered(msg):  # the answer to a Stop button: a notice to the presser
             return
         chat_id, thread = self._target(msg.key)
-        reply_to = quoted(msg.ref)
-        measure = utf16_len if msg.verbatim else _measure
-        for piece in split_message(msg.text, MessageLimit.MAX_TEXT_LENGTH, measure, verbatim=msg.verbatim):
-            await self._send_piece(chat_id, thread, piece, reply_to, msg.verbatim)
-            reply_to = None  # only the first piece quotes the question
+        await send_text(self.bot, chat_id, thread, msg.text, quoted(msg.ref), msg.verbatim, self.settings.backoff,
+                        self._migrate)
 
     def voice_caption(self, text: str) -> bool:
         return telegram_voice.fits_caption(text)
 
     async def send_voice(self, msg: OutboundVoice) -> None:
         """A reply read out, as a voice message (the caption on it if set); DeliveryError if refused."""
-        assert self.app is not None
+        assert self.bot is not None
         chat_id, thread = self._target(msg.key)
-        await telegram_voice.send(self.app.bot, chat_id, thread, msg.audio, msg.caption, quoted(msg.ref))
+        await telegram_voice.send(self.bot, chat_id, thread, msg.audio, msg.caption, quoted(msg.ref))
 
     def _target(self, key: ChatKey) -> tuple[int, int | None]:
         """The chat and topic to send to: the key's, or the supergroup its group became."""
         chat_id, thread = target(key)
         return self._moved.get(chat_id, chat_id), thread
-
-    async def _send_piece(self, chat_id: int, thread: int | None, piece: str, reply_to: int | None,
-                          verbatim: bool = False) -> None:
-        """One message: the Markdown piece as Telegram HTML, or (`verbatim`) the text itself, no parse mode."""
-        assert self.app is not None
-        reply = ReplyParameters(reply_to, allow_sending_without_reply=True) if reply_to else None
-        text, mode = (piece, None) if verbatim else (telegram_format(piece), ParseMode.HTML)
-        delay = self.settings.backoff
-        for attempt in range(1, SEND_ATTEMPTS + 1):
-            try:
-                try:
-                    await self.app.bot.send_message(chat_id, text, parse_mode=mode,
-                                                    message_thread_id=thread, reply_parameters=reply)
-                except BadRequest as exc:
-                    if "can't parse entities" not in exc.message.lower():
-                        raise
-                    logger.info("Telegram rejected the formatting of a reply; sending it as plain text")
-                    await self.app.bot.send_message(chat_id, piece, message_thread_id=thread, reply_parameters=reply)
-                return
-            except ChatMigrated as exc:  # the group became a supergroup: the reply goes there, and so does its memory
-                self._migrate(chat_id, exc.new_chat_id)
-                chat_id = exc.new_chat_id
-                continue
-            except (BadRequest, RetryAfter) as exc:  # refused for good (or 429s outlasted the retries)
-                raise DeliveryError(f"Telegram refused the reply: {exc}") from exc
-            except NetworkError as exc:
-                if maybe_carried_out(exc):
-                    raise DeliveryError(f"Telegram gave no answer to a reply ({exc}): it may have arrived, so it "
-                                        "is not sent again (a reply must never show twice)") from exc
-                if attempt == SEND_ATTEMPTS:
-                    raise DeliveryError(f"Telegram unreachable after {attempt} attempts: {exc}") from exc
-                logger.warning("sending to Telegram failed (%s); retrying in %.0f s", exc, delay)
-                await asyncio.sleep(delay)
-                delay *= 2
-            except TelegramError as exc:  # Forbidden (bot blocked or removed), chat gone
-                raise DeliveryError(f"Telegram refused the reply: {exc}") from exc

@@ -12,6 +12,8 @@
         await dc.wait_for(lambda: dc.sent)              # messages the bot posted (the JSON bodies, plus channel_id)
         await dc.message(channel, alice, "and?", guild=guild, reply_to=dc.created[-1])  # a reply to the bot
         dc.typing, dc.callbacks, dc.followups, dc.commands, dc.identify, dc.requests
+        dc.connections                                  # gateway websockets opened so far
+        dc.repeats                                      # creates an enforced nonce answered with the message made
         dc.fail_next("POST", "/channels/", status=403)  # the next matching request is refused
         dc.message_content_enabled = False              # as if the intent were off in the Developer Portal
         dc.fail_next("POST", "/messages", status=429, retry_after=0.1, is_global=True)  # Discord's error bodies
@@ -39,13 +41,19 @@ empty `content`, `embeds`, `attachments` and `components`, as Discord sends them
 
 Replies are JSON with `Content-Type` exactly `application/json` (discord.py parses nothing else).
 Gateway frames are plain JSON text, whatever `compress=` the client asks for; discord.py accepts them.
-Interaction callbacks answer as with `with_response=1`; followups are webhook messages. An interaction
-takes one callback (a second is Discord's 40060 "already acknowledged"), of a type its kind allows
-(a command: 4, 5; a component: 4-7). Components are checked as Discord checks them (action rows of at
+Interaction callbacks answer as with `with_response=1`; followups are webhook messages, taken only at the
+application's id with a token an interaction was given (else 10015 Unknown Webhook, 50027 Invalid Webhook
+Token). An interaction takes one callback (a second is Discord's 40060 "already acknowledged"), of a type its
+kind allows (a command: 4, 5; a component: 4-7). Components are checked as Discord checks them (action rows of at
 most 5 buttons; a button has a style, a label or emoji, and a custom id of 1-100 characters unless
-it is a link); an edit without `components` keeps them, `[]` removes them. A message created with a
-nonce and `enforce_nonce` is created once: the same nonce again in that channel within a few minutes
-answers the message already made, as Discord does.
+it is a link); an edit without `components` keeps them, `[]` removes them.
+
+Nonces as Discord documents them (Create Message: `nonce`, an integer or a string of at most 25 characters,
+else 400 Invalid Form Body; `enforce_nonce`: "if another message was created by the same author with the same
+nonce, that message will be returned and no new message will be created", for a few minutes: NONCE_TTL). Scoped
+to the author, not the channel, which is the stricter reading: a nonce reused in another channel answers the
+first channel's message. Text and voice messages alike; `dc.repeats` lists the bodies answered so (with
+"channel_id" and the "id" of the message returned).
 """
 
 from __future__ import annotations
@@ -68,6 +76,8 @@ from tests.fakes.loopback import serve, wait_until
 from tests.fakes.voice_check import ogg_opus
 
 _CDN_KEY = b"fake cdn signing key"
+NONCE_TTL = 300.0  # seconds an enforced nonce answers the message it made ("the past few minutes")
+MAX_NONCE = 25  # characters
 _ESCAPED = re.compile(r"\\([^\w\s])")  # a backslash before a punctuation mark shows the mark itself
 _ORDERED = re.compile(r"^(\s*)(\d{1,9})\. (.*)$")
 _INLINE = [re.compile(p) for p in (r"\*\*(?=\S)(.+?)(?<=\S)\*\*", r"__(?=\S)(.+?)(?<=\S)__", r"~~(?=\S)(.+?)(?<=\S)~~",
@@ -133,10 +143,13 @@ class FakeDiscord:
         self.root = ""
         self._failures: list[tuple[str, str, web.Response]] = []
         self._lost: list[tuple[str, str, web.Response]] = []  # done, then answered with an error
-        self._nonces: dict[tuple[str, str], tuple[dict[str, Any], float]] = {}  # (channel, nonce) -> (message, when)
+        self._nonces: dict[tuple[str, str], tuple[dict[str, Any], float]] = {}  # (author, nonce) -> (message, when)
+        self.repeats: list[dict[str, Any]] = []  # bodies an enforced nonce answered with an earlier message
         self._interactions: dict[str, dict[str, Any]] = {}  # id -> {"type": 2|3, "answered": bool}
+        self._tokens: set[str] = set()  # interaction tokens issued: the application's webhook takes these
         self._components: dict[str, list[dict[str, Any]]] = {}  # message id -> its components now
         self._sockets: list[web.WebSocketResponse] = []
+        self.connections = 0  # gateway websockets opened
         self._seq = 0
         self._runner: web.AppRunner | None = None
         self.api_base = self.gateway_url = ""
@@ -322,6 +335,7 @@ class FakeDiscord:
         data = self._as_received(event, data)
         if event == "INTERACTION_CREATE":
             self._interactions[data["id"]] = {"type": data["type"], "answered": False}
+            self._tokens.add(data["token"])
         for ws in list(self._sockets):
             self._seq += 1
             await ws.send_str(json.dumps({"op": 0, "t": event, "s": self._seq, "d": data}))
@@ -457,27 +471,46 @@ class FakeDiscord:
         if len(body.get("content") or "") > 2000:
             return self._json({"message": "Invalid Form Body", "code": 50035,
                                "errors": {"content": {"_errors": [{"code": "BASE_TYPE_MAX_LENGTH"}]}}}, 400)
+        nonce = body.get("nonce")
+        if nonce is not None and (isinstance(nonce, bool) or not isinstance(nonce, (str, int))
+                                  or len(str(nonce)) > MAX_NONCE):
+            return self._json({"message": "Invalid Form Body", "code": 50035,
+                               "errors": {"nonce": {"_errors": [{"code": "BASE_TYPE_MAX_LENGTH",
+                                                                 "message": "Must be 25 or fewer in length."}]}}},
+                              400)
         if "components" in body and (problem := self._bad_components(body["components"])):
             return self._json({"message": "Invalid Form Body", "code": 50035,
                                "errors": {"components": {"_errors": [{"code": "COMPONENT_INVALID",
                                                                       "message": problem}]}}}, 400)
         return None
 
+    def _earlier(self, channel: str, body: dict[str, Any]) -> web.Response | None:
+        """The message an enforced nonce made within NONCE_TTL, as it is now (None: none, make a new one)."""
+        nonce = body.get("nonce")
+        if nonce is None or not body.get("enforce_nonce"):
+            return None
+        earlier = self._nonces.get((self.bot["id"], str(nonce)))
+        if earlier is None or time.monotonic() - earlier[1] >= NONCE_TTL:
+            return None
+        message = earlier[0]
+        self.repeats.append({**body, "channel_id": channel, "id": message["id"]})
+        return self._json({**message, "components": self._components.get(message["id"], [])})
+
+    def _keep_nonce(self, message: dict[str, Any], body: dict[str, Any]) -> None:
+        if body.get("nonce") is not None:
+            message["nonce"] = str(body["nonce"])
+            self._nonces[(self.bot["id"], str(body["nonce"]))] = (message, time.monotonic())
+
     async def _create_message(self, request: web.Request) -> web.Response:
         (body, files), channel = await read_form(request), request.match_info["channel"]
         if (refused := self._invalid(body)) is not None:
             return refused
+        if (earlier := self._earlier(channel, body)) is not None:
+            return earlier
         if int(body.get("flags") or 0) & IS_VOICE_MESSAGE:
             return self._voice_message(channel, body, files)
-        nonce = body.get("nonce")
-        if nonce is not None and body.get("enforce_nonce"):
-            earlier = self._nonces.get((channel, str(nonce)))
-            if earlier is not None and time.monotonic() - earlier[1] < 300:  # Discord keeps nonces a few minutes
-                return self._json(earlier[0])
         message = self._message(channel, body, self.bot)
-        if nonce is not None:
-            message["nonce"] = str(nonce)
-            self._nonces[(channel, str(nonce))] = (message, time.monotonic())
+        self._keep_nonce(message, body)
         if body.get("components"):
             self._components[message["id"]] = body["components"]
         self.sent.append({**body, "channel_id": channel, "id": message["id"], "at": time.monotonic()})
@@ -493,6 +526,7 @@ class FakeDiscord:
         info = ogg_opus(data)
         message = self._message(channel, body, self.bot)
         message["attachments"] = [voice_attachment(channel, body["attachments"][0], filename, data, info, snowflake())]
+        self._keep_nonce(message, body)
         self.voices.append({**body, "channel_id": channel, "id": message["id"], "audio": data, "ogg": info,
                             "at": time.monotonic()})
         self.created.append(message)
@@ -539,6 +573,10 @@ class FakeDiscord:
                                            "response_message_ephemeral": bool(flags & 64)}})
 
     async def _followup(self, request: web.Request) -> web.Response:
+        if request.match_info["app"] != self.application_id:
+            return self._json({"message": "Unknown Webhook", "code": 10015}, 404)
+        if request.match_info["token"] not in self._tokens:
+            return self._json({"message": "Invalid Webhook Token", "code": 50027}, 401)
         body = await request.json()
         self.followups.append({**body, "token": request.match_info["token"]})
         return self._json({**self._message("0", body, self.bot), "webhook_id": self.application_id})
@@ -546,6 +584,7 @@ class FakeDiscord:
     async def _gateway(self, request: web.Request) -> web.WebSocketResponse:
         ws = web.WebSocketResponse()
         await ws.prepare(request)
+        self.connections += 1
         await ws.send_str(json.dumps({"op": 10, "d": {"heartbeat_interval": 45_000}}))
         try:
             async for frame in ws:
