@@ -82,6 +82,7 @@ def _durable(msg: InboundMessage) -> bool:
 class TuskApp:
     def __init__(self, settings: Settings, command: str = "tusk run", role: Role = "all") -> None:
         self.settings = settings
+        self.role = role
         self.command = command  # what the home's lock record calls this Tusk (bot/running.py)
         self.http: HttpChannel | None = None
         llm_settings = settings.llm_settings()  # fails here, before anything starts, if the LLM is not configured
@@ -222,11 +223,17 @@ class TuskApp:
         from bot.metrics import Metrics, install
         from channels.http.metrics_route import metrics_routes
 
-        self.metrics = Metrics(self.bus.backlog, self.consolidator.rounds)
+        self.metrics = Metrics(self.bus.backlog, self.consolidator.rounds, role=self.role)
         install(self.metrics)  # the hooks count into it (bot/metrics.py)
         http.add_routes(metrics_routes(self.metrics.render))
         if s.metrics == "open":
             http.loopback_open.add("/metrics")
+        from channels.http.health import Readiness
+
+        self.readiness = Readiness()  # /readyz: the database answers, and the process is not stopping
+        if self.store.kind == "postgres":
+            self.readiness.require(self.store.db.ready, "the database does not answer")
+        http.add_routes(self.readiness.routes())
         self.http = self.add(http)
         self.add(relay)  # after the HTTP channel, so stopped before it: its event streams end first
         return http
@@ -241,29 +248,31 @@ class TuskApp:
         return [(c.name, c.summary) for c in self.agent.commands.table.values()]
 
     def add_platforms(self) -> list[Channel]:
-        """Add every platform channel whose credentials are set; returns them (maybe none)."""
+        """Add every platform channel whose credentials are set; returns them (maybe none). A worker's only send
+        (through each platform's API): it takes no platform traffic (bot/cluster/roles.py)."""
         s = self.settings
         wanted = [(s.telegram_bot_token, self._telegram), (s.discord_bot_token, self._discord),
                   (s.slack_bot_token, self._slack)]
-        return [self.add(make()) for token, make in wanted if token is not None]
+        receive = self.cluster is None or self.cluster.takes
+        return [self.add(make(receive)) for token, make in wanted if token is not None]
 
-    def _telegram(self) -> Channel:
+    def _telegram(self, receive: bool) -> Channel:
         with parts.needs("telegram", "TELEGRAM_BOT_TOKEN"):
             from channels.telegram import TelegramChannel
         return TelegramChannel(self.settings.telegram_settings(), self.flood.publish, self.menu(), access=self.access,
-                               media=self.media, move=self.moves, seen=self.seen)
+                               media=self.media, move=self.moves if receive else None, seen=self.seen, receive=receive)
 
-    def _discord(self) -> Channel:
+    def _discord(self, receive: bool) -> Channel:
         with parts.needs("discord", "DISCORD_BOT_TOKEN"):
             from channels.discord_bot import DiscordChannel
         return DiscordChannel(self.settings.discord_settings(), self.flood.publish, self.menu(), access=self.access,
-                              media=self.media, seen=self.seen)
+                              media=self.media, seen=self.seen, receive=receive)
 
-    def _slack(self) -> Channel:
+    def _slack(self, receive: bool) -> Channel:
         with parts.needs("slack", "SLACK_BOT_TOKEN"):
             from channels.slack import SlackChannel
         return SlackChannel(self.settings.slack_settings(), self.flood.publish, self.menu(), access=self.access,
-                            media=self.media, seen=self.seen)
+                            media=self.media, seen=self.seen, receive=receive)
 
     async def __aenter__(self) -> TuskApp:
         private_dir(self.settings.home, follow=True)
@@ -288,6 +297,8 @@ class TuskApp:
             raise
         if self.http is not None:  # where `tusk chat` beside it (and `tusk forget`, `tusk doctor`) find it
             self._running.describe(self.http.local_url)
+        if self.cluster is not None:  # its row for `tusk status`, beating while it lives
+            await self.cluster.register(self.http.local_url if self.http is not None else None)
         cluster = self.cluster
         if cluster is None or cluster.works:
             self._scheduler = start_scheduler(self.sweeper, self.settings.consolidate_every, self.schedules,

@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from bot.cluster.dispatch import Dispatch
 from bot.cluster.leader import Leader
+from bot.cluster.processes import Processes
 from bot.cluster.results import ResultsOutlet
 from bot.cluster.worker import TurnWorker
 from bot.errors import ConfigError
@@ -46,6 +47,8 @@ class Cluster:
         self.dispatch = Dispatch(store.db, store.sync_db, local={}, run=self.run)
         self.results = {name: ResultsOutlet(name, store.db) for name in LOCAL}
         self.leader = Leader(store.db.url)
+        self.db = store.db
+        self.processes: Processes | None = None
         self.worker = TurnWorker(store.db, run_turn, resend, self.results.values(), turns, grace) \
             if role != "ingress" else None
 
@@ -75,9 +78,16 @@ class Cluster:
         if self.worker is not None:
             await self.worker.start()
 
+    async def register(self, url: str | None) -> None:
+        """This process's row in `processes` (`tusk status`), its heartbeat carrying the turns in flight."""
+        self.processes = Processes(self.db, self.role, self.in_flight, url)
+        await self.processes.start()
+
     async def stop(self) -> None:
         """The worker first (no new turn; running ones finish), then the rest."""
         if self.worker is not None:
             await self.worker.stop()
+        if self.processes is not None:
+            await self.processes.stop()
         await self.leader.stop()
         await self.dispatch.close()

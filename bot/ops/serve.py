@@ -36,11 +36,12 @@ async def _serve(settings: Settings, role: str = "all") -> None:
         if stop.is_set():  # second signal: leave now; appends are fsynced line by line, so files stay loadable
             os._exit(1)
         logger.info("stopping: finishing running turns (a second signal exits at once)")
+        app.readiness.drain()  # /readyz says 503 from now on: a balancer sends no more work here
         stop.set()
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, on_signal)
-    platforms = app.add_platforms() if role != "worker" else []  # a worker sends; it takes no platform traffic
+    platforms = app.add_platforms()  # a worker's only send (each platform's API): they take no platform traffic
     for variable in settings.open_allow_lists():
         logger.warning("%s is empty: anyone who finds the bot can talk to it and spend your LLM credits. "
                        "Set it to the user ids allowed to use Tusk.", variable)
