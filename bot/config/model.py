@@ -17,7 +17,8 @@ from bot.usage.limits import LimitSettings
 from bot.usage.prices import ModelChoice, parse_models
 from memory.chat_settings import zone
 
-MODEL_HINT = "set it to a litellm model string such as openai/gpt-4o-mini, anthropic/claude-3-5-haiku-latest or ollama/llama3.1"
+MODEL_HINT = ("set it to a litellm model string such as openai/gpt-4o-mini, anthropic/claude-3-5-haiku-latest"
+              " or ollama/llama3.1")
 
 
 class LlmConfig(BaseModel):

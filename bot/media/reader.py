@@ -121,8 +121,8 @@ class MediaReader:
         note = ""
         if heard and (show == "always" or (show == "groups" and msg.is_group)):
             note = "\n".join(f"Heard: {h}" for h in heard)
-        return Attached(saved, prompt, tuple(p.image for p in pieces if p.image), tuple(a.path for a in msg.attachments),
-                        note)
+        shown = tuple(p.image for p in pieces if p.image)
+        return Attached(saved, prompt, shown, tuple(a.path for a in msg.attachments), note)
 
     def placeholders(self, msg: InboundMessage) -> str:
         """The session line for files overheard in a group (no model call: nothing is transcribed or read)."""

@@ -179,7 +179,8 @@ async def run_checks(settings: Settings, env_file: SettingsFile | None = None,
     checks += [_data_dir(settings), _http_access(settings), await doctor_env.http_port(settings), _tokenizer()]
     try:
         if not model:
-            checks.append(Check("LLM", "skip", f"{settings.llm_settings().model} not checked (--no-model): no request sent"))
+            model_name = settings.llm_settings().model
+            checks.append(Check("LLM", "skip", f"{model_name} not checked (--no-model): no request sent"))
         else:
             from bot.ops.probe import probe  # imports litellm: only when the model is checked
 
@@ -229,7 +230,8 @@ def _spend_limits(settings: Settings, exact: bool) -> list[Check]:
     from store.errors import StoreError
 
     try:
-        with book(settings) as kept:  # usage.sqlite read only if it is there (the doctor creates nothing), or the database's
+        # usage.sqlite read only if it is there (the doctor creates nothing), or the database's
+        with book(settings) as kept:
             found = Unpriced.of(settings, kept.ledger, kept.limits(settings.limit_settings()), table=exact,
                                 prefs=open_files(settings.home).chats.prefs_now).overall()
     except ValueError as exc:  # a damaged budgets.json

@@ -180,7 +180,8 @@ def standings(ledger: Ledger | None, limits: Limits, now: float | None = None) -
     s, zone = limits.settings, limits.settings.zone
     today = day_start(zone, 0, now)
     out = []
-    for name, limit, since in (("owner_daily", s.daily_usd, today), ("owner_monthly", s.monthly_usd, month_start(zone))):
+    owner = (("owner_daily", s.daily_usd, today), ("owner_monthly", s.monthly_usd, month_start(zone)))
+    for name, limit, since in owner:
         if limit is not None:
             total = ledger.totals(since) if ledger is not None else None
             out.append(Standing(name, "everyone", limit, (total.cost_usd or 0.0) if total else 0.0,
@@ -358,14 +359,16 @@ def usage_page(ledger: Ledger, limits: Limits, days: int, now: float | None = No
               for r in chats[:STACKED]]
     everyone = daily(ledger.report("day", since, zone=zone))
     rest: dict[str, Any] = {"chat": "other", "cost_usd": [], "calls": [], "tokens": []}
-    for i, (cost, calls) in enumerate(zip(everyone["cost_usd"], everyone["calls"])):  # older chats, erased, housekeeping
+    # the rest: older chats, erased ones, housekeeping
+    for i, (cost, calls) in enumerate(zip(everyone["cost_usd"], everyone["calls"])):
         rest["cost_usd"].append(max(0.0, (cost or 0.0) - sum(s["cost_usd"][i] or 0.0 for s in series)))
         rest["calls"].append(calls - sum(s["calls"][i] for s in series))
         rest["tokens"].append(everyone["tokens"][i] - sum(s["tokens"][i] for s in series))
     if any(rest["calls"]):
         series.append(rest)
+    people = [r for r in ledger.report("person", since) if r.key is not None]
     page.update(series=series, top_chats=report_json(chats[:TOP], "chat"),
-                top_people=report_json([r for r in ledger.report("person", since) if r.key is not None][:TOP], "person"),
+                top_people=report_json(people[:TOP], "person"),
                 standings=[s.row() for s in standings(ledger, limits, now)])
     return page
 

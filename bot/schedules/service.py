@@ -319,4 +319,5 @@ class Schedules:
                 for s in [s for s in self._all.values() if s.key == key]:
                     self._drop(s)
 
-        return [Owned(f"{counted(len(mine), 'reminder or schedule', 'reminders and schedules')} (cancelled and removed from {getattr(self.store, 'where', FILE)})", cancel_all)]
+        what = counted(len(mine), "reminder or schedule", "reminders and schedules")
+        return [Owned(f"{what} (cancelled and removed from {getattr(self.store, 'where', FILE)})", cancel_all)]

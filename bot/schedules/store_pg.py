@@ -107,8 +107,9 @@ class PgScheduleStore:
     def claim(self, schedule: Schedule, due: datetime) -> bool:
         sid, channel, chat_id, new_due, record = _row(schedule)
         with self._writing() as conn:
-            return conn.execute("UPDATE schedules SET channel = %s, chat_id = %s, due = %s, record = %s "
-                                "WHERE id = %s AND due = %s", (channel, chat_id, new_due, record, sid, due)).rowcount == 1
+            moved = conn.execute("UPDATE schedules SET channel = %s, chat_id = %s, due = %s, record = %s "
+                                 "WHERE id = %s AND due = %s", (channel, chat_id, new_due, record, sid, due))
+            return moved.rowcount == 1
 
     def record_run(self, schedule_id: str, run: Run, soon: bool = False) -> None:
         self._later.setdefault(schedule_id, []).append(run)

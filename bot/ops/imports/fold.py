@@ -11,7 +11,8 @@ Ctrl-C, `kill -9` or a spend limit goes on from there when run again.
 
 The estimate is what a user needs to say yes: rounds, input and output tokens (each message's transcript
 line counted with the tokenizer, its date and speaker included, and per round the instructions, the memory
-and its rewrite, as memory/round_request.py sizes a round) and their price (bot/usage/prices.py: litellm's table, else the owner's TUSK_MODELS price, else unknown).
+and its rewrite, as memory/round_request.py sizes a round) and their price (bot/usage/prices.py:
+litellm's table, else the owner's TUSK_MODELS price, else unknown).
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@
 To move or rename a chat: the session's messages are imported as they were stored (roles, senders,
 dates), into the chat its metadata record names unless `--to`; MEMORY.md and HISTORY.md are taken
 when the target chat has none (`memory_files`), and then the messages they already hold (before the
-archive's pointer) count as consolidated in the target too, so they are not summarised twice. Members that are links, absolute or hold `..` refuse
-the whole archive.
+archive's pointer) count as consolidated in the target too, so they are not summarised twice. Members
+that are links, absolute or hold `..` refuse the whole archive.
 """
 
 from __future__ import annotations

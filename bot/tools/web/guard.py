@@ -113,7 +113,8 @@ class Guard:
 
     async def _check(self, url: URL) -> Target:
         if url.scheme not in DEFAULT_PORTS:
-            raise WebRefused(f"{str(url)[:200]!r}: only http and https URLs can be read, not {url.scheme or 'a relative URL'!r}")
+            raise WebRefused(f"{str(url)[:200]!r}: only http and https URLs can be read, "
+                             f"not {url.scheme or 'a relative URL'!r}")
         if url.user is not None or url.password is not None:
             raise WebRefused("URLs with a user name or password in them are not fetched")
         host = (url.host or "").lower().rstrip(".")
