@@ -158,6 +158,13 @@ class SqlLedger:
     def _key(self, kind: str, channel: str | None, ident: str | None) -> bytes | None:
         raise NotImplementedError
 
+    def exists(self) -> bool:
+        """Whether there is a ledger to read: a check that makes nothing."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
     # -- writing -------------------------------------------------------------------------------
 
     def subscribe(self, listener: Callable[[int, Call], None]) -> None:
