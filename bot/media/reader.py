@@ -28,6 +28,7 @@ from bot.usage import meter as usage
 from memory.documents import DocumentLimits
 from memory.media import MediaStore, size_text
 from memory.tokens import IMAGE_TOKENS
+from store.base import ChatHandle
 
 logger = logging.getLogger(__name__)
 
@@ -92,7 +93,7 @@ def supports_vision(model: str) -> bool:
 
 
 class MediaReader:
-    def __init__(self, settings: MediaSettings, store: MediaStore, chat_model: str,
+    def __init__(self, settings: MediaSettings, store: MediaStore[ChatHandle], chat_model: str,
                  complete: Complete | None = None, meter: Any = None) -> None:
         self.settings = settings
         self.store = store

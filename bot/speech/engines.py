@@ -45,7 +45,10 @@ def engine_env() -> dict[str, str]:
 
 
 class Engine(Protocol):
-    name: str  # what the usage ledger records as the model: the litellm model, or `command:<program>`
+    @property
+    def name(self) -> str:
+        """What the usage ledger records as the model: the litellm model, or `command:<program>`."""
+        ...
 
     async def synthesize(self, text: str, language: str) -> bytes:
         """Audio bytes for `text` (spoken in `language` where the engine can be told); SpeechError on failure."""
