@@ -113,5 +113,10 @@ class FloodGate:
         logger.warning("flood limit (%s) reached in %s by sender %s: not answered", limit, msg.key, msg.sender_id)
         notice = OutboundMessage.answer(msg, REPLIES[limit], verbatim=True)
         task = self._replies.start(self._send(notice), f"flood notice {msg.key}")
-        task.add_done_callback(lambda _: done.done() or done.set_result(None))
+
+        def sent(_: object) -> None:
+            if not done.done():
+                done.set_result(None)
+
+        task.add_done_callback(sent)
         return done
