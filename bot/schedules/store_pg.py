@@ -146,8 +146,10 @@ class PgSavedSchedules:
     def owned(self, key: ChatKey) -> list[Owned]:
         args = (key.channel, key.chat_id)
         with self.db.connection() as conn:
-            count = conn.execute("SELECT count(*) FROM schedules WHERE channel = %s AND chat_id = %s",
-                                 args).fetchone()[0]
+            row = conn.execute("SELECT count(*) FROM schedules WHERE channel = %s AND chat_id = %s",
+                               args).fetchone()
+        assert row is not None  # count(*) gives one row
+        count = row[0]
         if not count:
             return []
 
