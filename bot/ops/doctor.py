@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import os
 import shutil
 import tempfile
@@ -192,7 +193,7 @@ async def run_checks(settings: Settings, env_file: SettingsFile | None = None,
                  ("Discord", settings.discord_bot_token, _discord)]
     for name, token, check in platforms:
         if token is not None:
-            checks.append(await _platform(name, lambda check=check: check(settings)))
+            checks.append(await _platform(name, functools.partial(check, settings)))
     if not any(token for _, token, _ in platforms):
         checks.append(Check("platforms", "warn", "no platform token is set: only the local HTTP API and "
                             "`tusk chat` will run", "set TELEGRAM_BOT_TOKEN, DISCORD_BOT_TOKEN or SLACK_BOT_TOKEN"))

@@ -22,6 +22,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from bot.config import Settings
 from bot.events import ChatKey
@@ -29,6 +30,10 @@ from bot.usage import meter as usage
 from memory.consolidate import ConsolidationFailed
 from memory.round_request import line_costs
 from memory.session import Session
+from store.files.chats import FileChats
+
+if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
 
 FOLD_AT = 4  # chunks of unconsolidated messages a chat may hold while its import is written
 ENTRY_TOKENS = 300  # a round's history entry, beside the memory it rewrites
@@ -56,11 +61,13 @@ class Folder:
         from bot.app import TuskApp  # every part of Tusk: only once an import is really going to run
 
         self.app = TuskApp(settings)
-        self.sessions = self.app.chats.sessions  # the files backend's: imports write session.jsonl (writer.py)
+        chats = self.app.chats
+        assert isinstance(chats, FileChats)  # the files backend's: imports write session.jsonl (writer.py)
+        self.sessions = chats.sessions
         self.settings = settings
         self.model = settings.consolidation_model or settings.model or ""
         self.folded = 0
-        self._progress = None
+        self._progress: tuple[Progress, TaskID] | None = None  # the bar and its "folded" task, while shown
 
     async def ready(self) -> None:
         """litellm loaded and the model's window settled, as at a Tusk's start."""

@@ -102,4 +102,5 @@ def _legacy(text: str) -> Iterator[str]:
     for a, b in zip(starts, [*starts[1:], len(text)]):
         chunk = text[a:b]
         m = LEGACY_ENTRY.match(chunk)
+        assert m is not None  # the chunk starts where finditer found an entry
         yield _heading(Path("HISTORY.md"), m.group(1)) + chunk[m.end():].strip() + "\n\n"
