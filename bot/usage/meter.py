@@ -19,7 +19,7 @@ import contextlib
 import contextvars
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import timezone
 from typing import Any
@@ -102,7 +102,7 @@ REPLY_BOUND = 1024  # the reply's tokens reserved when the request sets no max_t
 
 class Meter:
     def __init__(self, ledger: SqlLedger, limits: Limits | None = None,
-                 prices: dict[str, ModelPrice] | None = None) -> None:
+                 prices: Mapping[str, ModelPrice] | None = None) -> None:
         self.ledger, self.limits, self.prices = ledger, limits, dict(prices or {})
         self.estimate = RequestEstimate()
 

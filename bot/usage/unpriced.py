@@ -17,7 +17,7 @@ enforced instead: a price in TUSK_MODELS, or a token limit (which counts exactly
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,7 +62,7 @@ class ModelsInUse:
 class PriceCheck:
     """Which models have no known price. `table`: ask litellm's price table (it imports litellm)."""
 
-    def __init__(self, configured: dict[str, ModelPrice], ledger: SqlLedger | None = None, table: bool = True,
+    def __init__(self, configured: Mapping[str, ModelPrice], ledger: SqlLedger | None = None, table: bool = True,
                  now: float | None = None) -> None:
         self.configured, self.table, self.ledger = configured, table, ledger
         self.since = (time.time() if now is None else now) - EVIDENCE_DAYS * 86400
@@ -145,8 +145,8 @@ Prefs = Callable[[ChatKey], ChatSettings | None]  # a chat's settings as the sto
 class Unpriced:
     """What one Tusk's USD limits cannot count. `table`: litellm's price table may be asked (it imports it)."""
 
-    def __init__(self, prefs: Prefs, models: ModelsInUse, configured: dict[str, ModelPrice], ledger: SqlLedger | None,
-                 limits: Limits, table: bool = True) -> None:
+    def __init__(self, prefs: Prefs, models: ModelsInUse, configured: Mapping[str, ModelPrice],
+                 ledger: SqlLedger | None, limits: Limits, table: bool = True) -> None:
         self.prefs, self.models, self.configured = prefs, models, configured  # prefs: a chat's settings, as known
         self.ledger, self.limits, self.table = ledger, limits, table
 
