@@ -317,6 +317,7 @@ class Console:
         await _body(request, ForgetBody, '{"confirm": true}')
         report = await self._forget(key, confirm=True)
         return web.json_response({"report": report, "gone": not await handle.exists()})
+
     def _spend(self) -> tuple[SqlLedger, Limits]:
         """The ledger and the limits the usage routes read (`routes` has them only when both were given)."""
         assert self.ledger is not None and self.limits is not None
