@@ -134,5 +134,5 @@ def readable_client(api_base: str, api_key: str | None) -> Any:
     # hint names httpx2's only; an older openai's hint names httpx's (so the ignore may be unused there)
     return openai.AsyncOpenAI(base_url=api_base, api_key=api_key or os.environ.get("OPENAI_API_KEY") or "none",
                               max_retries=0,
-                              http_client=client)  # type: ignore[arg-type, unused-ignore]  # see above
+                              http_client=client)  # type: ignore[arg-type, unused-ignore]  # it takes httpx's too
 
