@@ -131,7 +131,7 @@ class ChatAgent:
             stats.outcome = "storage_unavailable"
             await self.delivery.deliver(OutboundMessage(msg.key, STORAGE_REPLY, reply_to=msg.id, verbatim=True), None)
             metrics.turn_done(msg.key.channel, stats)
-            return
+            return None
         with logs.bound(msg.key, msg.id, stats), usage.scope(msg.key, msg.sender_id or None, purpose,
                                                               self._zone(chat)):
             if self.settings.log_content:

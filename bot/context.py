@@ -134,7 +134,8 @@ class ContextBuilder:
         if persona := chat.persona:
             parts.append(f"## This chat's persona (PERSONA.md)\n\n{PERSONA_FRAME}\n\n{persona}")
         memory = chat.memory.text.strip()
-        parts.append(f"## Memory of this chat (MEMORY.md)\n\n{MEMORY_FRAME}\n\n" + (memory or "(empty: nothing remembered yet)"))
+        parts.append(f"## Memory of this chat (MEMORY.md)\n\n{MEMORY_FRAME}\n\n"
+                     + (memory or "(empty: nothing remembered yet)"))
         if self.tool_schemas and not self.tools_available:
             parts.append(NO_TOOLS)
         elif self.tool_schemas:  # named only: each one's description comes with its schema
@@ -175,7 +176,8 @@ class ContextBuilder:
         convo = legal_history([*history, user])
         system = self.system_prompt(chat)
         if msg.client is not None and msg.client.system:
-            system += f"\n\n## The client app's instructions (this request only)\n\n{CLIENT_FRAME}\n\n{msg.client.system}"
+            system += ("\n\n## The client app's instructions (this request only)\n\n"
+                       f"{CLIENT_FRAME}\n\n{msg.client.system}")
         out = [{"role": "system", "content": system}, *(m.to_llm() for m in convo)]
         if images:  # the last message is the new one (merged with any overheard ones before it)
             out[-1] = {**out[-1], "content": [{"type": "text", "text": out[-1]["content"]}, *images]}

@@ -171,7 +171,8 @@ class NotAModelServer(LLMRejected):
     the address without credentials, where bot/llm/client.py knows it."""
 
     cause = "not-a-model-server"
-    user_message = "The model server is misconfigured (it answered with a web page); the operator can run `tusk doctor`."
+    user_message = ("The model server is misconfigured (it answered with a web page); "
+                    "the operator can run `tusk doctor`.")
     where: str | None = None
 
     @property

@@ -20,7 +20,7 @@ import time
 from collections.abc import AsyncIterable, AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 from bot.errors import MediaRefused
 from bot.events import Attachment, ChatKey, MediaKind
@@ -90,14 +90,18 @@ class Kept(Protocol):
     async def delete_media(self, paths: Sequence[str]) -> int: ...
 
 
-class Keeping(Protocol):
-    def handle(self, key: ChatKey) -> Kept: ...
+H = TypeVar("H", bound=Kept)  # a chat's handle: what the store gives (store/base.py's ChatHandle keeps more)
+H_co = TypeVar("H_co", bound=Kept, covariant=True)
+
+
+class Keeping(Protocol[H_co]):
+    def handle(self, key: ChatKey) -> H_co: ...
 
     async def open(self, key: ChatKey) -> Any: ...  # the chat as loaded: its `prefs.listen`
 
 
-class MediaStore:
-    def __init__(self, chats: Keeping, limits: MediaLimits = MediaLimits()) -> None:
+class MediaStore(Generic[H]):
+    def __init__(self, chats: Keeping[H], limits: MediaLimits = MediaLimits()) -> None:
         self.chats = chats
         self.limits = limits
 

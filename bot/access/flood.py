@@ -18,15 +18,17 @@ import asyncio
 import logging
 import time
 from collections import OrderedDict, deque
-from collections.abc import Awaitable, Callable, Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
 from bot import metrics
-from bot.events import ChatKey, InboundMessage, OutboundMessage
+from bot.delivery import Send
+from bot.events import ChatKey, InboundMessage, OutboundMessage, TurnResult
 from bot.threads import Spawned
 
 logger = logging.getLogger(__name__)
 
+Done = asyncio.Future[TurnResult | None]  # the bus's publish: resolved when the turn is done, with how it ended
 LOCAL = frozenset({"http", "terminal"})
 REPLIES = {
     "sender": "You are writing faster than I can answer: please wait a minute, then send it again.",
@@ -67,8 +69,8 @@ class Window:
 
 
 class FloodGate:
-    def __init__(self, limits: FloodLimits, publish: Callable[[InboundMessage], asyncio.Future[None]],
-                 send: Callable[[OutboundMessage], Awaitable[None]], known: Callable[[ChatKey], bool],
+    def __init__(self, limits: FloodLimits, publish: Callable[[InboundMessage], Done],
+                 send: Send, known: Callable[[ChatKey], bool],
                  clock: Callable[[], float] = time.monotonic) -> None:
         self._publish, self._send, self._known, self._clock = publish, send, known, clock
         self._windows = {"new": Window(limits.new_chats_per_hour, 3600.0),
@@ -78,7 +80,7 @@ class FloodGate:
         self._warned: dict[tuple[str, Hashable], float] = {}  # (limit, key) -> when the polite reply went out
         self._replies = Spawned()  # flood notices being sent
 
-    def publish(self, msg: InboundMessage) -> asyncio.Future[None]:
+    def publish(self, msg: InboundMessage) -> Done:
         """The bus's publish, unless `msg` is over a limit: then a resolved future (and maybe one reply)."""
         if msg.injected is not None or msg.key.channel in LOCAL:
             return self._publish(msg)
@@ -99,10 +101,10 @@ class FloodGate:
             return done
         return self._refuse(msg, over, msg.key if over == "new" else keys[over], now)
 
-    def _refuse(self, msg: InboundMessage, limit: str, key: Hashable, now: float) -> asyncio.Future[None]:
+    def _refuse(self, msg: InboundMessage, limit: str, key: Hashable, now: float) -> Done:
         """One polite reply per limit and key until its window has passed; silence otherwise."""
         metrics.flood_refusal(msg.key.channel, limit)
-        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        done: Done = asyncio.get_running_loop().create_future()
         last = self._warned.get((limit, key))
         if last is not None and now - last < self._windows[limit].span:
             done.set_result(None)
@@ -113,5 +115,10 @@ class FloodGate:
         logger.warning("flood limit (%s) reached in %s by sender %s: not answered", limit, msg.key, msg.sender_id)
         notice = OutboundMessage.answer(msg, REPLIES[limit], verbatim=True)
         task = self._replies.start(self._send(notice), f"flood notice {msg.key}")
-        task.add_done_callback(lambda _: done.done() or done.set_result(None))
+
+        def sent(_: object) -> None:
+            if not done.done():
+                done.set_result(None)
+
+        task.add_done_callback(sent)
         return done

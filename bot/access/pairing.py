@@ -15,8 +15,9 @@ changes):
      "pending":  [{"code": "K7QXM2PA", "channel": "telegram", "kind": "group", "id": "-1001", "name": "Team",
                    "at": 1764750000.0, "expires": 1764753600.0}]}
 
-A running bot reads it again whenever it changed: an approval made by the CLI counts from the next message on. Codes expire (TUSK_PAIRING_TTL); a sender or group holds at
-most one code until it expires; at most TUSK_PAIRING_MAX_PENDING requests wait (the oldest goes).
+A running bot reads it again whenever it changed: an approval made by the CLI counts from the next message
+on. Codes expire (TUSK_PAIRING_TTL); a sender or group holds at most one code until it expires; at most
+TUSK_PAIRING_MAX_PENDING requests wait (the oldest goes).
 """
 
 from __future__ import annotations

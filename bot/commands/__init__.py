@@ -100,7 +100,8 @@ class Commands:
         if not kept_here and all(item.quiet for item in items):
             return "I keep nothing about this chat: there is nothing to forget."
         if args.strip().lower() != "confirm":
-            return ("This would delete:\n" + "\n".join(f"- {label}" for label in [*kept_here, *(i.label for i in items)])
+            labels = [*kept_here, *(i.label for i in items)]
+            return ("This would delete:\n" + "\n".join(f"- {label}" for label in labels)
                     + "\n\nSend /forget confirm to delete it all.")
         if ctx.consolidator is not None:
             ctx.consolidator.stats.pop(ctx.key, None)

@@ -16,8 +16,9 @@ receive their own slice, never the whole object.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import BeforeValidator, Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -31,7 +32,7 @@ from bot.config.store import StoreConfig
 from bot.errors import ConfigError
 from bot.places import SettingsFile, default_home, settings_file
 
-__all__ = ["MODEL_HINT", "Settings", "load_settings"]
+__all__ = ["MODEL_HINT", "Settings", "load_settings", "settings_from"]
 
 Home = Annotated[Path, BeforeValidator(lambda v: default_home() if isinstance(v, str) and not v.strip() else v)]
 
@@ -76,8 +77,14 @@ def load_settings(source: SettingsFile | None = None, **overrides: object) -> Se
     source = source or settings_file()
     if source.origin == "TUSK_ENV_FILE" and not source.found:
         raise ConfigError(f"TUSK_ENV_FILE={source.path} does not exist (or is not readable as a file)")
+    return settings_from(source.path if source.found else None, overrides)
+
+
+def settings_from(env_file: Path | None, values: Mapping[str, Any]) -> Settings:
+    """Settings from `values` by variable name (TUSK_MODEL=...: any value pydantic reads as the setting's),
+    above the environment, above `env_file`; a bad value becomes a ConfigError naming its variable."""
     try:
-        return Settings(_env_file=source.path if source.found else None, **overrides)
+        return Settings(_env_file=env_file, **values)
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or '?'}: {e['msg']}" for e in exc.errors())
         raise ConfigError(f"invalid configuration: {problems}") from exc

@@ -33,7 +33,8 @@ class HttpConfig(BaseModel):
     http_token: OrUnset[SecretStr] = env("TUSK_HTTP_TOKEN", None)  # unset: $TUSK_HOME/console-token; "off": none
     http_max_connections: int = env("TUSK_HTTP_MAX_CONNECTIONS", 256, ge=8, le=100_000)
     http_idle_timeout: float = env("TUSK_HTTP_IDLE_TIMEOUT", 15.0, gt=0, le=3600)
-    metrics: Literal["token", "open"] = env("TUSK_METRICS", "token")  # GET /metrics: behind the token, or open on loopback
+    # GET /metrics: behind the token, or open on loopback
+    metrics: Literal["token", "open"] = env("TUSK_METRICS", "token")
 
     def http_settings(self, token: str | None) -> HttpSettings:
         from channels.http import HttpSettings

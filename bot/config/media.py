@@ -3,7 +3,7 @@ Concerns of `bot.config.Settings`; their endpoints and keys default to the model
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, SecretStr
 
@@ -17,6 +17,11 @@ from memory.media import MB, MediaLimits
 
 class MediaConfig(BaseModel):
     """Voice notes, photos and documents: the files kept (memory/media.py), transcribed, seen, indexed."""
+    if TYPE_CHECKING:  # other concerns' settings, read here (Settings has them all)
+        api_base: str | None  # TUSK_API_BASE (LlmConfig)
+        api_key: SecretStr | None  # TUSK_API_KEY (LlmConfig)
+        llm_timeout: float  # TUSK_LLM_TIMEOUT (LlmConfig)
+
     media_max_mb: float = env("TUSK_MEDIA_MAX_MB", 20.0, gt=0, le=2048)  # one file (memory/media.py)
     media_chat_mb: float = env("TUSK_MEDIA_CHAT_MB", 200.0, gt=0)  # all files one chat keeps
     media_chat_files: int = env("TUSK_MEDIA_CHAT_FILES", 200, ge=1)
@@ -48,6 +53,10 @@ class MediaConfig(BaseModel):
 
 class SpeechConfig(BaseModel):
     """Voice replies (bot/speech/): when a reply is read out, by which engine and voice."""
+    if TYPE_CHECKING:  # other concerns' settings, read here (Settings has them all)
+        api_base: str | None  # TUSK_API_BASE (LlmConfig)
+        api_key: SecretStr | None  # TUSK_API_KEY (LlmConfig)
+
     voice_replies: Literal["auto", "on", "off"] = env("TUSK_VOICE_REPLIES", "auto")  # the chats' default (/voice)
     voice_text: Literal["caption", "message"] = env("TUSK_VOICE_TEXT", "caption")  # the text on the voice, or after
     tts_model: OrUnset[str] = env("TUSK_TTS_MODEL", None)  # litellm speech model: openai/tts-1, openai/kokoro

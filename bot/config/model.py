@@ -4,7 +4,7 @@ Concerns of `bot.config.Settings` (a method may read another concern's setting: 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, SecretStr
 
@@ -17,7 +17,8 @@ from bot.usage.limits import LimitSettings
 from bot.usage.prices import ModelChoice, parse_models
 from memory.chat_settings import zone
 
-MODEL_HINT = "set it to a litellm model string such as openai/gpt-4o-mini, anthropic/claude-3-5-haiku-latest or ollama/llama3.1"
+MODEL_HINT = ("set it to a litellm model string such as openai/gpt-4o-mini, anthropic/claude-3-5-haiku-latest"
+              " or ollama/llama3.1")
 
 
 class LlmConfig(BaseModel):
@@ -71,6 +72,9 @@ class MemoryConfig(BaseModel):
 
 class LimitsConfig(BaseModel):
     """Spend limits (bot/usage/limits.py): owner-wide, per chat, per person; days end at TUSK_TIMEZONE's midnight."""
+    if TYPE_CHECKING:  # other concerns' settings, read here (Settings has them all)
+        timezone: str  # TUSK_TIMEZONE (Settings)
+
     limit_daily_usd: OrUnset[float] = env("TUSK_LIMIT_DAILY_USD", None, ge=0)
     limit_monthly_usd: OrUnset[float] = env("TUSK_LIMIT_MONTHLY_USD", None, ge=0)
     chat_limit_daily_usd: OrUnset[float] = env("TUSK_CHAT_LIMIT_DAILY_USD", None, ge=0)
@@ -87,6 +91,10 @@ class LimitsConfig(BaseModel):
 
 class TurnsConfig(BaseModel):
     """A turn (bot/agent.py): its tool loop, the sizes it takes, its reply streamed (bot/stream.py)."""
+    if TYPE_CHECKING:  # other concerns' settings, read here (Settings has them all)
+        model: str | None  # TUSK_MODEL (LlmConfig)
+        log_content: bool  # TUSK_LOG_CONTENT (Settings)
+
     max_tool_iterations: int = env("TUSK_MAX_TOOL_ITERATIONS", 20, ge=1, le=100)
     tool_result_max_chars: int = env("TUSK_TOOL_RESULT_MAX_CHARS", 16_000, ge=100)
     max_message_chars: int = env("TUSK_MAX_MESSAGE_CHARS", 32_000, ge=100)

@@ -23,6 +23,9 @@ if TYPE_CHECKING:
 
 class SchedulesConfig(BaseModel):
     """Reminders, repeating schedules and check-ins (bot/schedules/)."""
+    if TYPE_CHECKING:  # other concerns' settings, read here (Settings has them all)
+        timezone: str  # TUSK_TIMEZONE (Settings)
+
     reminder_grace: float = env("TUSK_REMINDER_GRACE", 1440.0, gt=0)  # minutes
     max_reminders: int = env("TUSK_MAX_REMINDERS", 50, ge=1, le=10_000)  # one-time and repeating together
     checkins_daily: int = env("TUSK_CHECKINS_DAILY", 2, ge=1, le=20)  # check-ins one chat gets a day (/checkins)
@@ -34,6 +37,9 @@ class SchedulesConfig(BaseModel):
 
 class TasksConfig(BaseModel):
     """Background tasks (bot/tools/tasks.py)."""
+    if TYPE_CHECKING:  # other concerns' settings, read here (Settings has them all)
+        tool_result_max_chars: int  # TUSK_TOOL_RESULT_MAX_CHARS (TurnsConfig)
+
     task_timeout: float = env("TUSK_TASK_TIMEOUT", 300.0, gt=0)
     task_max_steps: int = env("TUSK_TASK_MAX_STEPS", 8, ge=1, le=50)
     max_tasks: int = env("TUSK_MAX_TASKS", 3, ge=1, le=20)
@@ -45,6 +51,9 @@ class TasksConfig(BaseModel):
 
 class McpConfig(BaseModel):
     """Tools from MCP servers (bot/tools/mcp/): where mcp.json is, and how its servers are called."""
+    if TYPE_CHECKING:  # other concerns' settings, read here (Settings has them all)
+        tool_result_max_chars: int  # TUSK_TOOL_RESULT_MAX_CHARS (TurnsConfig)
+
     mcp_config: OrUnset[Path] = env("TUSK_MCP_CONFIG", None)  # default: mcp.json beside the settings file
     mcp_timeout: float = env("TUSK_MCP_TIMEOUT", 60.0, gt=0, le=3600)
     mcp_tool_tokens: int = env("TUSK_MCP_TOOL_TOKENS", 4000, ge=0)
@@ -64,6 +73,9 @@ class McpConfig(BaseModel):
 
 class WebConfig(BaseModel):
     """Reading pages and searching (bot/tools/web/)."""
+    if TYPE_CHECKING:  # other concerns' settings, read here (Settings has them all)
+        tool_result_max_chars: int  # TUSK_TOOL_RESULT_MAX_CHARS (TurnsConfig)
+
     web_fetch: bool = env("TUSK_WEB_FETCH", True)
     web_search: Literal["off", "searxng", "brave", "tavily", "keyless"] = env("TUSK_WEB_SEARCH", "off")
     searxng_url: str = env("TUSK_SEARXNG_URL", "")
@@ -106,6 +118,10 @@ class WebConfig(BaseModel):
 
 class SkillsConfig(BaseModel):
     """The owner's playbooks (bot/skills/): where they are found and which chats get them."""
+    if TYPE_CHECKING:  # other concerns' settings, read here (Settings has them all)
+        home: Path  # TUSK_HOME (Settings)
+        tool_result_max_chars: int  # TUSK_TOOL_RESULT_MAX_CHARS (TurnsConfig)
+
     skills_dirs: str = env("TUSK_SKILLS_DIRS", "")  # more folders of skill folders
     skills_shared: bool = env("TUSK_SKILLS_SHARED", True)  # ~/.agents/skills too
     skills_max_tokens: int = env("TUSK_SKILLS_MAX_TOKENS", 1000, ge=100, le=100_000)

@@ -53,7 +53,9 @@ def entry(model: str) -> dict[str, Any]:
     if not name:
         return {}
     found = table.get(name)
-    provider = found.get("litellm_provider") if isinstance(found, dict) else None
+    if not isinstance(found, dict):
+        return {}
+    provider = found.get("litellm_provider")
     if isinstance(provider, str) and (provider in ROUTE_PROVIDERS.get(route, (route,))
                                       or provider.startswith(f"{route}-")):  # vertex_ai-language-models
         return found

@@ -15,8 +15,9 @@ own reply model takes only a string there and would refuse the whole reply.
 litellm itself is imported on first use or in the background (bot/llm/loader.py). `openai/` requests (the
 OpenAI API and every OpenAI-compatible server) go out on the OpenAI wire directly (bot/llm/direct.py): a
 fresh Tusk's first replies do not wait for litellm's import, and each call costs a fraction of litellm's
-(TUSK_LLM_CLIENT=litellm sends them through litellm once it is loaded, directly only until then). Everything above (retries,
-fallbacks, streaming, the meter, the errors) is the same on both paths (tests/test_direct.py).
+(TUSK_LLM_CLIENT=litellm sends them through litellm once it is loaded, directly only until then).
+Everything above (retries, fallbacks, streaming, the meter, the errors) is the same on both paths
+(tests/test_direct.py).
 """
 
 from __future__ import annotations
@@ -208,8 +209,8 @@ class LLM:
         nothing (no chunk, no finish, an empty reply) is asked again once without streaming: the server's
         real answer or error (a window error included) comes that way; if it is an answer to a stream that
         brought no chunk or an empty reply, the server is remembered as one that cannot stream such requests
-        (one that broke or ended early was cut, and says nothing of the server). Gemini's MALFORMED_FUNCTION_CALL (no text, no
-        call) is asked once more too."""
+        (one that broke or ended early was cut, and says nothing of the server). Gemini's
+        MALFORMED_FUNCTION_CALL (no text, no call) is asked once more too."""
         if live is None or not self.streams(model, options):
             reply = await self._once(model, messages, options)
         else:

@@ -97,6 +97,7 @@ class ReadableReplies(httpx.AsyncBaseTransport):
             await response.aclose()
             raise NotAnApi(f"HTTP {response.status_code}: {WEB_PAGE} ({kind})")
         if kind == "text/event-stream":
+            assert isinstance(response.stream, httpx.AsyncByteStream)  # an async transport's
             return httpx.Response(response.status_code, headers=response.headers,
                                   stream=_ReadableEvents(response.stream), request=request,
                                   extensions=response.extensions)
@@ -128,5 +129,10 @@ def readable_client(api_base: str, api_key: str | None) -> Any:
     """An OpenAI client (for litellm's `client` parameter) whose replies arrive readable (see above)."""
     import openai  # installed with litellm
 
+    client = httpx.AsyncClient(transport=ReadableReplies(), timeout=None)
+    # openai 3 takes an httpx.AsyncClient as well as its own httpx2's (is_legacy_httpx_async_client), though its
+    # hint names httpx2's only; an older openai's hint names httpx's (so the ignore may be unused there)
     return openai.AsyncOpenAI(base_url=api_base, api_key=api_key or os.environ.get("OPENAI_API_KEY") or "none",
-                              max_retries=0, http_client=httpx.AsyncClient(transport=ReadableReplies(), timeout=None))
+                              max_retries=0,
+                              http_client=client)  # type: ignore[arg-type, unused-ignore]  # it takes httpx's too
+

@@ -58,7 +58,7 @@ def flatten_content(body: dict[str, Any]) -> bool:
 def as_chunks(body: dict[str, Any]) -> list[dict[str, Any]]:
     """A whole chat completion as the chunks a stream of it would have been: one delta per choice with its
     finish reason, then the usage."""
-    base = {k: body[k] for k in ("id", "created", "model", "system_fingerprint") if k in body}
+    base: dict[str, Any] = {k: body[k] for k in ("id", "created", "model", "system_fingerprint") if k in body}
     choices = []
     for i, choice in enumerate(body.get("choices") or []):
         message = dict(choice.get("message") or {}) if isinstance(choice, dict) else {}

@@ -33,7 +33,8 @@ def translate(exc: Exception) -> LLMError:
         overflow_type = auth_type = filter_type = transient_type = False
     else:
         lib = litellm()
-        overflow_type, auth_type = isinstance(exc, lib.ContextWindowExceededError), isinstance(exc, lib.AuthenticationError)
+        overflow_type = isinstance(exc, lib.ContextWindowExceededError)
+        auth_type = isinstance(exc, lib.AuthenticationError)
         filter_type = isinstance(exc, lib.ContentPolicyViolationError)
         transient_type = isinstance(exc, (lib.Timeout, lib.APIConnectionError, lib.RateLimitError,
                                           lib.ServiceUnavailableError, lib.InternalServerError))

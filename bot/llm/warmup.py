@@ -114,7 +114,8 @@ class ModelWarmup:
         learned = self.profile.book.get(s.model).window if self.profile.book is not None else None
         window = resolve(self.configured, learned, known)
         self.profile.settle(window, known_output)
-        if window.source == "default" or (window.source == "litellm" and s.model.startswith(("ollama/", "ollama_chat/"))):
+        ollama = s.model.startswith(("ollama/", "ollama_chat/"))
+        if window.source == "default" or (window.source == "litellm" and ollama):
             if (asked := await ask_server(s.model, s.api_base, s.api_key)) is not None:  # the server knows best
                 self.profile.settle(asked)
 

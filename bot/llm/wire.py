@@ -73,8 +73,9 @@ def overflow_window(exc: BaseException, known_overflow: bool = False) -> int | N
     return 0 if known_overflow else None
 
 
-_TOOLS_REFUSED = re.compile(r"does not support tools|tools? (?:are|is) not supported|does not support (?:function|tool) "
-                            r"call|tool_choice.*not supported|tool use is not supported", re.I)
+_TOOLS_REFUSED = re.compile(r"does not support tools|tools? (?:are|is) not supported|"
+                            r"does not support (?:function|tool) call|tool_choice.*not supported|"
+                            r"tool use is not supported", re.I)
 _MODEL_MISSING = re.compile(r"model\W+\S+\W+not found|model .{0,80} does not exist|model_not_found|"
                             r"no such model|unknown model|model .{0,80} is not (?:loaded|available)|"
                             r"not_found_error\W+message\W+model: |"  # Anthropic: 404 "model: <name>"

@@ -28,6 +28,7 @@ from bot.usage import meter as usage
 from memory.documents import DocumentLimits
 from memory.media import MediaStore, size_text
 from memory.tokens import IMAGE_TOKENS
+from store.base import ChatHandle
 
 logger = logging.getLogger(__name__)
 
@@ -92,7 +93,7 @@ def supports_vision(model: str) -> bool:
 
 
 class MediaReader:
-    def __init__(self, settings: MediaSettings, store: MediaStore, chat_model: str,
+    def __init__(self, settings: MediaSettings, store: MediaStore[ChatHandle], chat_model: str,
                  complete: Complete | None = None, meter: Any = None) -> None:
         self.settings = settings
         self.store = store
@@ -121,8 +122,8 @@ class MediaReader:
         note = ""
         if heard and (show == "always" or (show == "groups" and msg.is_group)):
             note = "\n".join(f"Heard: {h}" for h in heard)
-        return Attached(saved, prompt, tuple(p.image for p in pieces if p.image), tuple(a.path for a in msg.attachments),
-                        note)
+        shown = tuple(p.image for p in pieces if p.image)
+        return Attached(saved, prompt, shown, tuple(a.path for a in msg.attachments), note)
 
     def placeholders(self, msg: InboundMessage) -> str:
         """The session line for files overheard in a group (no model call: nothing is transcribed or read)."""

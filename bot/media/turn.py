@@ -12,8 +12,7 @@ On a refusal nothing is saved or sent to the model; the caption is never a comma
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-
+from bot.delivery import Send
 from bot.errors import MediaRefused
 from bot.events import InboundMessage, OutboundMessage
 from bot.media.reader import Attached, MediaReader
@@ -21,7 +20,7 @@ from bot.replies import NO_MEDIA_REPLY
 
 
 async def attach(reader: MediaReader | None, msg: InboundMessage, max_chars: int,
-                 send: Callable[[OutboundMessage], Awaitable[None]]) -> Attached:
+                 send: Send) -> Attached:
     """`msg`'s files read into this turn; `MediaRefused`, whose text is the user's answer, when they are not."""
     if reader is None:
         raise MediaRefused(NO_MEDIA_REPLY)

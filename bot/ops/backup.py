@@ -198,9 +198,9 @@ def create(home: Path, target: Path, version: str, with_secrets: bool = False,
                                    "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                                    "files": {e.path: {"size": e.size, "sha256": e.sha256} for e in entries}},
                                   indent=1).encode()
-            info = tarfile.TarInfo(MANIFEST)
-            info.size, info.mode, info.mtime = len(manifest), 0o600, int(time.time())
-            tar.addfile(info, io.BytesIO(manifest))
+            head = tarfile.TarInfo(MANIFEST)
+            head.size, head.mode, head.mtime = len(manifest), 0o600, int(time.time())
+            tar.addfile(head, io.BytesIO(manifest))
             out.flush()
             os.fsync(out.fileno())
         os.replace(partial, target)
@@ -259,6 +259,7 @@ def verify(archive: Path) -> dict:
                 if member.isdir():
                     continue
                 fh = tar.extractfile(member)
+                assert fh is not None  # a plain file (safe_member refused the rest, folders went on)
                 if rel == MANIFEST:
                     if member.size > 64 << 20:
                         raise BackupError("the manifest is implausibly large: refused")
@@ -277,11 +278,11 @@ def verify(archive: Path) -> dict:
     if manifest.get("format") != FORMAT:
         raise BackupError(f"{archive} is backup format {manifest.get('format')!r}; this Tusk reads {FORMAT}")
     listed = manifest["files"]
-    for rel, (size, sha) in seen.items():
+    for rel, (size, digest) in seen.items():
         want = listed.get(rel)
         if want is None:
             raise BackupError(f"{rel} is in the archive but not in its manifest")
-        if want.get("size") != size or want.get("sha256") != sha:
+        if want.get("size") != size or want.get("sha256") != digest:
             raise BackupError(f"{rel} does not match the manifest (size or SHA-256 differs): the archive is damaged")
     if missing := sorted(set(listed) - set(seen)):
         raise BackupError(f"{missing[0]} is in the manifest but missing from the archive ({len(missing)} missing)")
@@ -328,6 +329,7 @@ def scheduled(home: Path, folder: Path, keep: int, version: str, database_url: s
     from memory.files import write_atomic
 
     target = folder / default_name()
+    made: Path | None = target
     started = time.time()
     try:
         files = create_apart(home, target, version, database_url)
@@ -336,9 +338,9 @@ def scheduled(home: Path, folder: Path, keep: int, version: str, database_url: s
         logger.info("scheduled backup written: %s (%d files)", target, files)
     except Exception as exc:  # scheduler boundary: a failed backup is recorded and shown by `tusk doctor`
         logger.exception("scheduled backup into %s failed", folder)
-        status, target = {"ok": False, "at": started, "error": f"{type(exc).__name__}: {exc}"}, None
+        status, made = {"ok": False, "at": started, "error": f"{type(exc).__name__}: {exc}"}, None
     write_atomic(Path(home) / STATUS, json.dumps(status), follow_dir=True)
-    return target
+    return made
 
 
 

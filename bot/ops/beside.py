@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from typing import Any
 from urllib.parse import quote
 
@@ -28,7 +28,7 @@ from bot.errors import HomeBusy, RemoteTuskError
 from bot.events import ChatKey
 
 TIMEOUT = aiohttp.ClientTimeout(total=300, sock_connect=10)  # a confirmed forget waits for the chat's turn
-Forget = Callable[[ChatKey, bool], Awaitable[str]]  # (chat, confirm) -> /forget's report
+Forget = Callable[[ChatKey, bool], Coroutine[Any, Any, str]]  # (chat, confirm) -> /forget's report
 
 
 class LocalApi:

@@ -48,7 +48,7 @@ from bot.commands.base import CommandContext
 from bot.commands.memory_why import sources_json
 from bot.ops import usage as usage_view
 from bot.events import ChatKey
-from bot.usage.ledger import Ledger
+from bot.usage.ledger_sql import SqlLedger
 from bot.usage.limits import Limits
 from bot.usage.unpriced import Unpriced
 from channels.http import chat_key, problems
@@ -65,6 +65,7 @@ CHAT = "/api/chats/{channel}/{chat_id}"
 BUDGET = "/api/budgets/{channel}/{chat_id}"
 MAX_PAGE = 1000
 B = TypeVar("B", bound=pydantic.BaseModel)
+D = TypeVar("D", bound=int | None)  # a query parameter's default: the value when it is absent
 
 
 class MemoryBody(pydantic.BaseModel):
@@ -133,7 +134,7 @@ def entry_row(entry: Entry) -> dict[str, str]:
     return {"heading": heading.removeprefix("## ").strip(), "text": body.strip()}
 
 
-def _int_param(request: web.Request, name: str, default: int | None, low: int, high: int) -> int | None:
+def _int_param(request: web.Request, name: str, default: D, low: int, high: int) -> int | D:
     raw = request.query.get(name)
     if raw is None or raw == "":
         return default
@@ -154,7 +155,8 @@ class Console:
                  fixed_tokens: Callable[[Chat], int], model: str,
                  lock_for: Callable[[ChatKey], asyncio.Lock] | None = None,
                  in_order: Callable[[ChatKey, Callable[[], Awaitable[str]]], Awaitable[str]] | None = None,
-                 ledger: Ledger | None = None, limits: Limits | None = None, unpriced: Unpriced | None = None) -> None:
+                 ledger: SqlLedger | None = None, limits: Limits | None = None,
+                 unpriced: Unpriced | None = None) -> None:
         self.chats_store = chats
         self.commands = chat_commands
         self.consolidator = consolidator
@@ -315,17 +317,25 @@ class Console:
         await _body(request, ForgetBody, '{"confirm": true}')
         report = await self._forget(key, confirm=True)
         return web.json_response({"report": report, "gone": not await handle.exists()})
+
+    def _spend(self) -> tuple[SqlLedger, Limits]:
+        """The ledger and the limits the usage routes read (`routes` has them only when both were given)."""
+        assert self.ledger is not None and self.limits is not None
+        return self.ledger, self.limits
+
     async def usage(self, request: web.Request) -> web.Response:
         days = _int_param(request, "days", 30, 1, 366)
-        return web.json_response(await asyncio.to_thread(usage_view.usage_page, self.ledger, self.limits, days,
-                                                         None, self.unpriced))
+        ledger, limits = self._spend()
+        return web.json_response(await asyncio.to_thread(usage_view.usage_page, ledger, limits, days, None,
+                                                         self.unpriced))
 
     def _budget_chat(self, request: web.Request) -> ChatKey:
         """Any chat may get a limit before it first speaks: only the key is checked (400 when bad)."""
         return chat_key(request.match_info["channel"], request.match_info["chat_id"])
 
     async def _budget_of(self, key: ChatKey) -> web.Response:
-        return web.json_response(await asyncio.to_thread(usage_view.chat_budget, self.limits, key, self.unpriced))
+        _, limits = self._spend()
+        return web.json_response(await asyncio.to_thread(usage_view.chat_budget, limits, key, self.unpriced))
 
     async def budget(self, request: web.Request) -> web.Response:
         return await self._budget_of(self._budget_chat(request))
@@ -334,10 +344,12 @@ class Console:
         key = self._budget_chat(request)
         body = await _body(request, BudgetBody, '{"daily_usd": 1.5} (US dollars a day, 0 or more) and/or '
                            '{"daily_tokens": 20000} (tokens a day of models without a known price)')
-        await asyncio.to_thread(self.limits.set_override, key, body.daily_usd, body.daily_tokens)  # atomically
+        _, limits = self._spend()
+        await asyncio.to_thread(limits.set_override, key, body.daily_usd, body.daily_tokens)  # atomically
         return await self._budget_of(key)
 
     async def clear_budget(self, request: web.Request) -> web.Response:
         key = self._budget_chat(request)
-        await asyncio.to_thread(self.limits.clear_override, key)
+        _, limits = self._spend()
+        await asyncio.to_thread(limits.clear_override, key)
         return await self._budget_of(key)

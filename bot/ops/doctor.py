@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import os
 import shutil
 import tempfile
@@ -179,7 +180,8 @@ async def run_checks(settings: Settings, env_file: SettingsFile | None = None,
     checks += [_data_dir(settings), _http_access(settings), await doctor_env.http_port(settings), _tokenizer()]
     try:
         if not model:
-            checks.append(Check("LLM", "skip", f"{settings.llm_settings().model} not checked (--no-model): no request sent"))
+            model_name = settings.llm_settings().model
+            checks.append(Check("LLM", "skip", f"{model_name} not checked (--no-model): no request sent"))
         else:
             from bot.ops.probe import probe  # imports litellm: only when the model is checked
 
@@ -191,7 +193,7 @@ async def run_checks(settings: Settings, env_file: SettingsFile | None = None,
                  ("Discord", settings.discord_bot_token, _discord)]
     for name, token, check in platforms:
         if token is not None:
-            checks.append(await _platform(name, lambda check=check: check(settings)))
+            checks.append(await _platform(name, functools.partial(check, settings)))
     if not any(token for _, token, _ in platforms):
         checks.append(Check("platforms", "warn", "no platform token is set: only the local HTTP API and "
                             "`tusk chat` will run", "set TELEGRAM_BOT_TOKEN, DISCORD_BOT_TOKEN or SLACK_BOT_TOKEN"))
@@ -229,7 +231,8 @@ def _spend_limits(settings: Settings, exact: bool) -> list[Check]:
     from store.errors import StoreError
 
     try:
-        with book(settings) as kept:  # usage.sqlite read only if it is there (the doctor creates nothing), or the database's
+        # usage.sqlite read only if it is there (the doctor creates nothing), or the database's
+        with book(settings) as kept:
             found = Unpriced.of(settings, kept.ledger, kept.limits(settings.limit_settings()), table=exact,
                                 prefs=open_files(settings.home).chats.prefs_now).overall()
     except ValueError as exc:  # a damaged budgets.json

@@ -33,11 +33,11 @@ def edited(text: str, changes: Mapping[str, str]) -> str:
     appended at the end); all other lines, comments and blank lines kept byte for byte."""
     out, done = [], set()
     for binding in parse_stream(io.StringIO(text)):
-        original = binding.original.string
-        if binding.key in changes and not binding.error:
+        original, key = binding.original.string, binding.key
+        if key is not None and key in changes and not binding.error:
             lead = original[: len(original) - len(original.lstrip())]
-            out.append(f"{lead}{binding.key}={quoted(changes[binding.key])}\n")
-            done.add(binding.key)
+            out.append(f"{lead}{key}={quoted(changes[key])}\n")
+            done.add(key)
         else:
             out.append(original)
     body = "".join(out)

@@ -41,8 +41,10 @@ def interview(current: Mapping[str, str], target: Path, check: bool = True) -> t
     for name, keys in PLATFORMS.items():
         has = bool(current.get(keys[0]))
         if _yes(f"Connect {name}?", default=has):
-            ok &= _until_ok(lambda only, keys=keys: _tokens(keys, {**current, **answers}), answers, target,
-                            check, name)
+            def ask(only: str, keys: tuple[str, ...] = keys) -> dict[str, str]:
+                return _tokens(keys, {**current, **answers})  # the answers as they are when asked
+
+            ok &= _until_ok(ask, answers, target, check, name)
     if not ok:
         return answers, _yes("Some answers failed their check. Save them anyway?", default=False)
     return answers, True

@@ -14,10 +14,8 @@ import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
 
-from pydantic import ValidationError
-
 from bot import logs
-from bot.config import Settings
+from bot.config import Settings, settings_from
 from bot.errors import ConfigError
 from bot.ops.check import Check
 from bot.ops.init_choices import SECRET_FLAGS
@@ -27,11 +25,7 @@ AUTH_MARKS = ("AuthenticationError", "invalid_api_key", "Incorrect API key", "40
 
 def settings_with(answers: Mapping[str, str], env_file: Path) -> Settings:
     """The settings `tusk run` would have once `answers` are written into `env_file`."""
-    try:
-        return Settings(_env_file=env_file if env_file.is_file() else None, **answers)
-    except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or '?'}: {e['msg']}" for e in exc.errors())
-        raise ConfigError(f"invalid configuration: {problems}") from exc
+    return settings_from(env_file if env_file.is_file() else None, answers)
 
 
 async def check_model(answers: Mapping[str, str], env_file: Path) -> list[Check]:

@@ -69,7 +69,7 @@ def restore(archive: Path, home: Path, version: str, force: bool = False,
     try:
         saved = None
         there = _occupied(home)
-        database_holds = bool(database_url) and _database_holds(home, database_url)
+        database_holds = bool(database_url and _database_holds(home, database_url))
         if there or database_holds:
             if not force:
                 said = ", ".join(there[:3] + (["(the database)"] if database_holds else []))
@@ -142,6 +142,7 @@ def _extract(archive: Path, home: Path) -> int:
             private_dir(path.parent)
             tmp = path.with_name(f".{path.name}.restore.tmp")
             src = tar.extractfile(member)
+            assert src is not None  # a plain file: safe_member refused the rest, folders went on above
             with os.fdopen(open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), "wb") as out:
                 shutil.copyfileobj(src, out, backup.CHUNK)
                 out.flush()

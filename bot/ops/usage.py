@@ -21,17 +21,16 @@ import json
 import math
 import re
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import date, datetime, timedelta, tzinfo
 from pathlib import Path
 from typing import Any
-from zoneinfo import ZoneInfo
 
 from bot.events import ChatKey
 from bot.usage.ledger import FILE, Ledger, LedgerTooNew, Row
 from bot.usage.budgets import FILE as budgets_file
-from bot.usage.ledger_sql import SqlLedger
+from bot.usage.ledger_sql import Call, Group, Spent, SqlLedger
 from bot.usage.limits import Limits, LimitSettings
 from bot.usage.unpriced import Prefs, Unpriced
 from bot.usage.view import day_start, money, month_start, report_json, report_table
@@ -82,7 +81,7 @@ def tokens_arg(value: str) -> int:
     return tokens
 
 
-def since_ts(since: int | date, zone: ZoneInfo, now: float | None = None) -> float:
+def since_ts(since: int | date, zone: tzinfo, now: float | None = None) -> float:
     """Midnight `since` days ago (as /usage counts "7 days"), or of the date given, in `zone`."""
     if isinstance(since, int):
         return day_start(zone, since, now)
@@ -110,8 +109,12 @@ class Book:
 class _Nothing:
     """The ledger of a data dir where no call was recorded: nothing spent, and nothing created to say so."""
 
-    def subscribe(self, listener: Any) -> None:
+    def subscribe(self, listener: Callable[[int, Call], None]) -> None:
         """No call will be recorded through it."""
+
+    def spent(self, since: float, channel: str | None = None, chat: str | None = None,
+              person: str | None = None) -> Spent:
+        return Spent(0.0, 0, 0)
 
 
 @contextlib.contextmanager
@@ -174,13 +177,14 @@ class Standing:
                 + (" - REACHED" if self.reached else ""))
 
 
-def standings(ledger: Ledger | None, limits: Limits, now: float | None = None) -> list[Standing]:
+def standings(ledger: SqlLedger | None, limits: Limits, now: float | None = None) -> list[Standing]:
     """Today's spend against every limit set: the owner's, each chat's that spent today or has its own
     limit, each person's that spent today (erased calls count toward the owner's only here)."""
     s, zone = limits.settings, limits.settings.zone
     today = day_start(zone, 0, now)
     out = []
-    for name, limit, since in (("owner_daily", s.daily_usd, today), ("owner_monthly", s.monthly_usd, month_start(zone))):
+    owner = (("owner_daily", s.daily_usd, today), ("owner_monthly", s.monthly_usd, month_start(zone)))
+    for name, limit, since in owner:
         if limit is not None:
             total = ledger.totals(since) if ledger is not None else None
             out.append(Standing(name, "everyone", limit, (total.cost_usd or 0.0) if total else 0.0,
@@ -189,7 +193,8 @@ def standings(ledger: Ledger | None, limits: Limits, now: float | None = None) -
         out.append(Standing("owner_daily_tokens", "everyone", s.daily_tokens,
                             ledger.spent(today).unpriced_tokens if ledger is not None else 0, "tokens"))
     budgets = limits.budgets()
-    chats = {ChatKey(r.channel, r.key): r for r in ledger.report("chat", today) if r.key is not None} if ledger else {}
+    rows = ledger.report("chat", today) if ledger is not None else []
+    chats = {ChatKey(r.channel, r.key): r for r in rows if r.channel is not None and r.key is not None}
     for key in sorted(chats.keys() | budgets.keys(), key=lambda k: (k.channel, k.chat_id)):
         usd, tokens = limits.chat_limits(key)
         row, own, who = chats.get(key), budgets.get(key), f"{key.channel}:{key.chat_id}"
@@ -198,7 +203,9 @@ def standings(ledger: Ledger | None, limits: Limits, now: float | None = None) -
                                 override=own is not None and own.daily_usd is not None,
                                 unpriced_calls=row.unknown_calls if row else 0))
         if tokens is not None:
-            spent = ledger.spent(today, key.channel, chat=key.chat_id).unpriced_tokens if row else 0
+            spent = 0
+            if row is not None and ledger is not None:
+                spent = ledger.spent(today, key.channel, chat=key.chat_id).unpriced_tokens
             out.append(Standing("chat_daily_tokens", who, tokens, spent, "tokens",
                                 override=own is not None and own.daily_tokens is not None))
     if s.person_daily_usd is not None and ledger is not None:
@@ -211,7 +218,7 @@ def standings(ledger: Ledger | None, limits: Limits, now: float | None = None) -
 # -- tusk usage ----------------------------------------------------------------------------------------
 
 
-def usage(settings: Any, by: str, since: int | date, as_json: bool) -> str:
+def usage(settings: Any, by: Group, since: int | date, as_json: bool) -> str:
     """What `tusk usage` prints: the table, today's standing and the models a USD limit cannot count (as far
     as the ledger shows: litellm is not loaded for it), or the JSON array."""
     with book(settings) as kept:
@@ -329,7 +336,7 @@ def _prefs(settings: Any) -> Prefs:
 # -- the console's Usage page --------------------------------------------------------------------------
 
 
-def usage_page(ledger: Ledger, limits: Limits, days: int, now: float | None = None,
+def usage_page(ledger: SqlLedger, limits: Limits, days: int, now: float | None = None,
                unpriced: Unpriced | None = None) -> dict[str, Any]:
     """GET /api/usage: for the last `days` days (today included) the cost, calls and tokens (input and output)
     of each day stacked by chat (the `STACKED` costliest chats, the rest as "other"), the top chats and people,
@@ -358,14 +365,16 @@ def usage_page(ledger: Ledger, limits: Limits, days: int, now: float | None = No
               for r in chats[:STACKED]]
     everyone = daily(ledger.report("day", since, zone=zone))
     rest: dict[str, Any] = {"chat": "other", "cost_usd": [], "calls": [], "tokens": []}
-    for i, (cost, calls) in enumerate(zip(everyone["cost_usd"], everyone["calls"])):  # older chats, erased, housekeeping
+    # the rest: older chats, erased ones, housekeeping
+    for i, (cost, calls) in enumerate(zip(everyone["cost_usd"], everyone["calls"])):
         rest["cost_usd"].append(max(0.0, (cost or 0.0) - sum(s["cost_usd"][i] or 0.0 for s in series)))
         rest["calls"].append(calls - sum(s["calls"][i] for s in series))
         rest["tokens"].append(everyone["tokens"][i] - sum(s["tokens"][i] for s in series))
     if any(rest["calls"]):
         series.append(rest)
+    people = [r for r in ledger.report("person", since) if r.key is not None]
     page.update(series=series, top_chats=report_json(chats[:TOP], "chat"),
-                top_people=report_json([r for r in ledger.report("person", since) if r.key is not None][:TOP], "person"),
+                top_people=report_json(people[:TOP], "person"),
                 standings=[s.row() for s in standings(ledger, limits, now)])
     return page
 

@@ -109,6 +109,7 @@ class CheckIns:
 
     def hold(self, s: Schedule, now: datetime, chat: Chat) -> Schedule | None:
         """`s` as it is when it must not run now (later, or skipped for good), else None: it runs."""
+        assert s.due is not None  # held when its time came (Schedules._claim)
         zone = self.book.zone(chat.prefs)
         if not chat.prefs.checkins:
             return replace(s.with_run(Run(s.due, now, "skipped", "check-ins were turned off")), due=None)

@@ -59,7 +59,8 @@ class Run(NamedTuple):
     status: Status
     why: str = ""
     late: bool = False  # a catch-up after a downtime, or started over a minute after its time
-    count: int = 1  # `missed`: how many runs
+    # `missed`: how many runs
+    count: int = 1  # type: ignore[assignment]  # shadows tuple.count, as NamedTuple allows: the records' name
 
     def to_record(self) -> dict[str, Any]:
         rec: dict[str, Any] = {"due": self.due.isoformat(), "at": self.at.isoformat(), "status": self.status}
@@ -162,7 +163,8 @@ class Schedule:
             rule = rules.parse(rec["rule"], zone, datetime.fromisoformat(rec["start"]), check=False)
         if kind in ("text", "instruction") and rule is None:
             raise ValueError(f"a {kind} schedule without a rule")
-        by = rec.get("set_by") if isinstance(rec.get("set_by"), dict) else {}
+        set_by = rec.get("set_by")
+        by = set_by if isinstance(set_by, dict) else {}
         due = datetime.fromisoformat(rec["due"]).astimezone(zone) if rec.get("due") else None
         if due is None and kind != "checkin":
             raise ValueError("no due time")

@@ -25,14 +25,14 @@ from datetime import datetime
 from typing import Protocol
 
 from bot.errors import BusClosed, LLMError
-from bot.events import InboundMessage, Injected
+from bot.events import InboundMessage, Injected, TurnResult
 from bot.schedules.model import Run, Schedule, instant
 from bot.schedules.show import show, span
 
 logger = logging.getLogger(__name__)
 
 SENDER = "tusk"  # sender id of the turns Tusk starts itself
-Publish = Callable[[InboundMessage], asyncio.Future[None]]  # the bus's publish
+Publish = Callable[[InboundMessage], asyncio.Future[TurnResult | None]]  # the bus's publish
 
 CRASHED = "Tusk failed while running it (the log has the details)"
 NOT_TAKEN = "the platform did not take the message (the log says why)"

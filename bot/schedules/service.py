@@ -194,7 +194,7 @@ class Schedules:
                 return []
         p = timing.plan(s, now, self.grace)
         updated = s
-        if p.missed:
+        if p.first_missed is not None:  # p.missed runs were passed over
             updated = updated.with_run(Run(p.first_missed, now, "missed", count=p.missed))
             logger.warning("%s %s of %s: %d run(s) passed over (Tusk was not running, or they are older than "
                            "TUSK_REMINDER_GRACE)", s.kind, s.id, s.key, p.missed)
@@ -212,6 +212,7 @@ class Schedules:
         return [(updated, run)] if run is not None else []
 
     def _save_claim(self, updated: Schedule, s: Schedule) -> bool:
+        assert s.due is not None  # claimed because its time came
         try:
             if not self.store.claim(updated, s.due):
                 return False  # another process runs it
@@ -334,4 +335,5 @@ class Schedules:
                 for s in [s for s in self._all.values() if s.key == key]:
                     self._drop(s)
 
-        return [Owned(f"{counted(len(mine), 'reminder or schedule', 'reminders and schedules')} (cancelled and removed from {getattr(self.store, 'where', FILE)})", cancel_all)]
+        what = counted(len(mine), "reminder or schedule", "reminders and schedules")
+        return [Owned(f"{what} (cancelled and removed from {getattr(self.store, 'where', FILE)})", cancel_all)]

@@ -230,4 +230,5 @@ class SavedSchedules:
             kept = [rec for rec in read_records(self.path)[0] if not ours(rec)]
             write_atomic(self.path, render(kept), follow_dir=True)
 
-        return [Owned(f"{counted(count, 'reminder or schedule', 'reminders and schedules')} (removed from reminders.json)", delete)]
+        what = counted(count, "reminder or schedule", "reminders and schedules")
+        return [Owned(f"{what} (removed from reminders.json)", delete)]

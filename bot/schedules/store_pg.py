@@ -107,8 +107,9 @@ class PgScheduleStore:
     def claim(self, schedule: Schedule, due: datetime) -> bool:
         sid, channel, chat_id, new_due, record = _row(schedule)
         with self._writing() as conn:
-            return conn.execute("UPDATE schedules SET channel = %s, chat_id = %s, due = %s, record = %s "
-                                "WHERE id = %s AND due = %s", (channel, chat_id, new_due, record, sid, due)).rowcount == 1
+            moved = conn.execute("UPDATE schedules SET channel = %s, chat_id = %s, due = %s, record = %s "
+                                 "WHERE id = %s AND due = %s", (channel, chat_id, new_due, record, sid, due))
+            return moved.rowcount == 1
 
     def record_run(self, schedule_id: str, run: Run, soon: bool = False) -> None:
         self._later.setdefault(schedule_id, []).append(run)
@@ -145,8 +146,10 @@ class PgSavedSchedules:
     def owned(self, key: ChatKey) -> list[Owned]:
         args = (key.channel, key.chat_id)
         with self.db.connection() as conn:
-            count = conn.execute("SELECT count(*) FROM schedules WHERE channel = %s AND chat_id = %s",
-                                 args).fetchone()[0]
+            row = conn.execute("SELECT count(*) FROM schedules WHERE channel = %s AND chat_id = %s",
+                               args).fetchone()
+        assert row is not None  # count(*) gives one row
+        count = row[0]
         if not count:
             return []
 

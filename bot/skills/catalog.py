@@ -127,8 +127,8 @@ class Catalog:
             root, folder = self.roots[index], Path(path)
             skill, problem = self._skill(root, folder, stamp) if not problem else (None, problem)
             self._tell(folder, problem)
-            shadow = winners.setdefault(name, root)  # the first root wins, even with a broken folder: its owner
-            shadow = None if shadow is root else shadow  # sees why, rather than silently getting another
+            first = winners.setdefault(name, root)  # the first root wins, even with a broken folder: its owner
+            shadow = None if first is root else first  # sees why, rather than silently getting another
             entries.append(Entry(name, folder, root, skill, problem, shadowed_by=shadow))
         entries.sort(key=lambda e: (e.name, self.roots.index(e.root)))
         live = {Path(path) / "SKILL.md" for _, _, path, _, _ in found}

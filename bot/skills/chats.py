@@ -32,7 +32,8 @@ WINDOW_SHARE = 16  # the section gets at most 1/16 of the model's window (TUSK_S
 MIN_CAP = 200  # a window whose share is smaller (under 3,200 tokens: a small local model) gets no skills
 
 SkillName = Annotated[str, Field(description='A skill\'s name; "*" lists them all.')]
-SkillFile = Annotated[str, Field(description="Empty for the skill itself, else a file in its folder (references/x.md).")]
+SkillFile = Annotated[str, Field(
+    description="Empty for the skill itself, else a file in its folder (references/x.md).")]
 MAX_ARG = 300  # characters of a name or path: anything longer is refused (checked here, not in the schema)
 
 

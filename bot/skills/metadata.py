@@ -35,7 +35,7 @@ def _object(raw: object) -> dict[str, Any]:
     return {str(k): v for k, v in raw.items()} if isinstance(raw, Mapping) else {}
 
 
-def extensions(front: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+def extensions(front: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
     """(agent, its block) for each agent's block found in `metadata`."""
     meta = _object(front.get("metadata"))
     return [(agent, block) for agent in AGENTS if isinstance(block := meta.get(agent), Mapping)]

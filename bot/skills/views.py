@@ -40,7 +40,8 @@ def listing(settings: SkillSettings, catalog: Catalog) -> str:
     tokens, past = _prompt_tokens(snap, settings)
     out = [f"{len(offered)} skill(s) offered, {len(snap.entries) - len(offered)} not. Looked in: {roots}.",
            f"A chat that has them all: ~{tokens:,} tokens of system prompt (TUSK_SKILLS_MAX_TOKENS="
-           f"{settings.max_tokens:,}" + (f"; {past} past it, listed by the model with read_skill \"*\")" if past else ")"),
+           f"{settings.max_tokens:,}"
+           + (f"; {past} past it, listed by the model with read_skill \"*\")" if past else ")"),
            ""]
     for e in snap.entries:
         state = (f"offered to {settings.chats.describe(e.name)}" + ("" if settings.groups else " (not groups)")

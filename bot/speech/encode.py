@@ -6,8 +6,9 @@ PyAV (FFmpeg, carried in its wheels) probes and decodes the input, resamples it 
 20 ms frames, and encodes Opus at a voice bitrate (`BITRATE`, about 4 KB a second) into an OGG
 container: what Telegram's sendVoice and Discord's voice messages take, and what browsers play.
 `duration` is what players show: the stream's last granule position less the encoder's pre-skip;
-`waveform` is up to 256 loudness bytes (0-255), one per 100 ms at most, as Discord draws a voice message. Audio nobody could hear (none, or silence only)
-raises `SpeechError`, as does input FFmpeg cannot read. CPU-bound: run it in a thread.
+`waveform` is up to 256 loudness bytes (0-255), one per 100 ms at most, as Discord draws a voice message.
+Audio nobody could hear (none, or silence only) raises `SpeechError`, as does input FFmpeg cannot read.
+CPU-bound: run it in a thread.
 """
 
 from __future__ import annotations

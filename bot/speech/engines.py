@@ -10,7 +10,8 @@ argument, so nothing in a reply can reach a shell. In each argument `{out}` beco
 private temporary folder, `{lang}` the reply's language (ISO 639-1: `de`), `{voice}` TUSK_TTS_VOICE. It
 runs in its own process group, in that temporary folder, with a minimal environment (`PASSED`: the path,
 home, locale and library paths; never Tusk's keys and tokens), and is killed, group and all, when it
-overruns the time limit or the turn gives up on it. Every failure is a `SpeechError` saying what went wrong (never the key, never the text).
+overruns the time limit or the turn gives up on it. Every failure is a `SpeechError` saying what went
+wrong (never the key, never the text).
 """
 
 from __future__ import annotations
@@ -44,7 +45,10 @@ def engine_env() -> dict[str, str]:
 
 
 class Engine(Protocol):
-    name: str  # what the usage ledger records as the model: the litellm model, or `command:<program>`
+    @property
+    def name(self) -> str:
+        """What the usage ledger records as the model: the litellm model, or `command:<program>`."""
+        ...
 
     async def synthesize(self, text: str, language: str) -> bytes:
         """Audio bytes for `text` (spoken in `language` where the engine can be told); SpeechError on failure."""

@@ -23,11 +23,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
 from bot.commands import parse as parse_command
+from bot.delivery import Send
 from bot.errors import DeliveryError, SpeechError
 from bot.events import ChatKey, InboundMessage, OutboundMessage, OutboundVoice, SpokenAudio
 from bot.speech import language
@@ -37,13 +38,12 @@ from bot.speech.encode import encode
 from bot.speech.engines import CommandSpeech, Engine, ProviderSpeech
 from bot.speech.spoken import spoken
 from bot.usage import meter as usage
-from bot.usage.ledger import Ledger
+from bot.usage.ledger_sql import SqlLedger
 from bot.usage.limits import Limits
 from memory.chat_settings import ChatSettings
 
 logger = logging.getLogger(__name__)
 
-Send = Callable[[OutboundMessage], Awaitable[None]]
 PAUSED = "(Replies are not read out for now. {limit} Until then I answer in text only.)"
 
 
@@ -168,7 +168,7 @@ class VoiceReplies:
                                           verbatim=True, ref=reply.ref))  # Tusk's own words: shown as written
 
 
-def voice_replies(settings: SpeechSettings, ledger: Ledger, limits: Limits | None, home: Path, outlets: Outlets,
+def voice_replies(settings: SpeechSettings, ledger: SqlLedger, limits: Limits | None, home: Path, outlets: Outlets,
                   send: Send) -> VoiceReplies | None:
     """The voice replies the settings ask for, or None without a speech engine (ConfigError for bad settings)."""
     engine = settings.engine()

@@ -27,7 +27,7 @@ from pydantic import Field
 from bot import logs
 from bot.commands.base import Owned, counted
 from bot.errors import BusClosed, LLMError
-from bot.events import ChatKey, InboundMessage, Injected
+from bot.events import ChatKey, InboundMessage, Injected, TurnResult
 from bot.llm import LLMReply
 from bot.tools.box import ToolBox, ToolContext
 from bot.usage import meter as usage
@@ -37,7 +37,7 @@ logger = logging.getLogger(__name__)
 
 SENDER = "tusk"
 Complete = Callable[[list[dict[str, Any]], list[dict[str, Any]]], Awaitable[LLMReply]]
-Publish = Callable[[InboundMessage], asyncio.Future[None]]
+Publish = Callable[[InboundMessage], asyncio.Future[TurnResult | None]]  # the bus's publish
 Instructions = Annotated[str, Field(min_length=1, max_length=4000, description=(
     "What to find out or work through, self-contained: the helper does not see this conversation."))]
 

@@ -8,14 +8,14 @@ from collections.abc import Sequence
 
 from bot.commands.base import CommandContext, Owned
 from bot.events import ChatKey
-from bot.usage.ledger import Ledger
+from bot.usage.ledger_sql import SqlLedger
 from memory.session import Message
 
 
 class UsageRecords:
     """A `Holder` (/forget) and a `MemberHolder` (/forget me, /forget @name) over the usage ledger."""
 
-    def __init__(self, ledger: Ledger) -> None:
+    def __init__(self, ledger: SqlLedger) -> None:
         self.ledger = ledger
 
     def owned(self, key: ChatKey) -> list[Owned]:

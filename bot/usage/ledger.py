@@ -110,10 +110,11 @@ class Ledger(SqlLedger):
         db.execute("PRAGMA synchronous = NORMAL")
         return db
 
-    def _open(self) -> None:
+    def _open(self) -> tuple[sqlite3.Connection, sqlite3.Connection]:
+        """The reader and the writer, opened on first use (the file made and migrated then)."""
         with self._open_lock:
-            if self._writer is not None:
-                return
+            if self._reader is not None and self._writer is not None:
+                return self._reader, self._writer
             private_dir(self.home, follow=True)
             for name in (FILE, f"{FILE}-wal", f"{FILE}-shm"):  # 0600 before SQLite sees them; no symlink
                 fd = open_private(self.home / name, os.O_RDWR | os.O_CREAT)
@@ -126,7 +127,9 @@ class Ledger(SqlLedger):
             salt = self._salt
             writer.create_function("limit_key", 3, lambda kind, channel, ident: limit_key(salt, kind, channel, ident),
                                    deterministic=True)
-            self._reader, self._writer = self._connect(), writer
+            reader = self._connect()
+            self._reader, self._writer = reader, writer
+            return reader, writer
 
     def _migrate(self, db: sqlite3.Connection) -> None:
         db.execute("BEGIN IMMEDIATE")  # one process migrates; another waits and then finds it done
@@ -154,31 +157,33 @@ class Ledger(SqlLedger):
 
     def _insert(self, row: tuple) -> int:
         """Committed without an fsync (WAL with synchronous=NORMAL)."""
-        self._open()
+        _, writer = self._open()
         with self._write_lock:
-            return self._writer.execute(self.insert_sql(), row).lastrowid
+            rowid = writer.execute(self.insert_sql(), row).lastrowid
+        assert rowid is not None  # an INSERT's cursor has it
+        return rowid
 
     def _update(self, sql: str, args: list) -> int:
-        self._open()
+        _, writer = self._open()
         with self._write_lock:
-            return self._writer.execute(sql, args).rowcount
+            return writer.execute(sql, args).rowcount
 
     def _rows(self, sql: str, args: list) -> list[tuple]:
         """A chat or person filter reads its own index (`hints`): without statistics SQLite would rather scan
         another one in its GROUP BY order, all of it."""
-        self._open()
+        reader, _ = self._open()
         with self._read_lock:
-            return self._reader.execute(sql, args).fetchall()
+            return reader.execute(sql, args).fetchall()
 
     def _spent(self, sql: str, args: list) -> Spent:
-        self._open()
+        reader, _ = self._open()
         with self._read_lock:  # one snapshot: the sums and the id they reach (ids are committed in order)
-            self._reader.execute("BEGIN")
+            reader.execute("BEGIN")
             try:
-                usd, tokens = self._reader.execute(sql, args).fetchone()
-                upto = self._reader.execute("SELECT coalesce(max(id), 0) FROM calls").fetchone()[0]
+                usd, tokens = reader.execute(sql, args).fetchone()
+                upto = reader.execute("SELECT coalesce(max(id), 0) FROM calls").fetchone()[0]
             finally:
-                self._reader.execute("COMMIT")
+                reader.execute("COMMIT")
         return Spent(usd, tokens, upto)
 
 

@@ -65,6 +65,7 @@ class PgLedger(SqlLedger):
                 conn.execute("INSERT INTO usage_meta (key, value) VALUES ('salt', %s) ON CONFLICT (key) DO NOTHING",
                              (os.urandom(32),))
                 row = conn.execute("SELECT value FROM usage_meta WHERE key = 'salt'").fetchone()
+            assert row is not None  # inserted above, or there before
             self._salt = bytes(row[0])
         return self._salt
 
@@ -84,7 +85,9 @@ class PgLedger(SqlLedger):
     def _insert(self, row: tuple) -> int:
         with self._lock:
             with self.db.transaction() as conn:
-                (rowid,) = conn.execute(_pg(self.insert_sql() + " RETURNING id"), row).fetchone()
+                inserted = conn.execute(_pg(self.insert_sql() + " RETURNING id"), row).fetchone()
+                assert inserted is not None  # RETURNING gives the row inserted
+                (rowid,) = inserted
             self._last = rowid  # committed (the transaction's block ended), and still under the lock
         return rowid
 

@@ -24,8 +24,8 @@ from typing import Literal
 
 KEEP_KEYS_DAYS = 40
 # What a call was for (an open set: these are the ones Tusk writes). Every step of a reply's tool loop is "reply".
-PURPOSES = ("reply", "consolidation", "task", "reminder", "schedule", "checkin", "transcription", "vision", "probe", "import",
-            "speech")
+PURPOSES = ("reply", "consolidation", "task", "reminder", "schedule", "checkin", "transcription", "vision", "probe",
+            "import", "speech")
 COST_SOURCES = ("provider", "litellm", "configured", "local")
 BUCKET_S = 900  # report(by="day") sums quarter hours in SQL, then folds them into days of any zone
 COLUMNS = ("ts, channel, chat, person, purpose, model, input_tokens, output_tokens, cached_tokens, estimated, "
@@ -156,6 +156,13 @@ class SqlLedger:
         raise NotImplementedError
 
     def _key(self, kind: str, channel: str | None, ident: str | None) -> bytes | None:
+        raise NotImplementedError
+
+    def exists(self) -> bool:
+        """Whether there is a ledger to read: a check that makes nothing."""
+        raise NotImplementedError
+
+    def close(self) -> None:
         raise NotImplementedError
 
     # -- writing -------------------------------------------------------------------------------

@@ -30,11 +30,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone, tzinfo
+from typing import Protocol
 
 from bot.events import ChatKey
 from bot.usage import budgets
 from bot.usage.budgets import ChatBudget
-from bot.usage.ledger import Call, Ledger
+from bot.usage.ledger import Call, Ledger, Spent
 from store.files.shared import FileDoc
 from store.shared import SharedDoc, write
 
@@ -44,6 +45,15 @@ BUDGETS = budgets.FILE
 REFRESH_S = 300.0
 SLACK = 1e-9  # float sums of cents: 20 x $0.05 must fit a $1 limit
 Scope = tuple[str, ...]  # ("owner",), ("chat", channel, chat), ("person", channel, person)
+
+
+class Spending(Protocol):
+    """What the limits read of a ledger (either backend's `SqlLedger`, or `tusk budget`'s empty one)."""
+
+    def subscribe(self, listener: Callable[[int, Call], None]) -> None: ...
+
+    def spent(self, since: float, channel: str | None = None, chat: str | None = None,
+              person: str | None = None) -> Spent: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +68,7 @@ class LimitSettings:
     consolidation_share: float = 0.05  # consolidation may go this share past each limit
 
 
-def _zone_name(zone: tzinfo) -> str:
+def _zone_name(zone: tzinfo | None) -> str:
     return getattr(zone, "key", None) or str(zone)
 
 
@@ -149,10 +159,13 @@ def _bounds(now: float, zone: tzinfo, monthly: bool) -> tuple[datetime, datetime
 class Limits:
     """The spend limits of one Tusk process. Thread-safe; `check` is cheap enough for the event loop."""
 
-    def __init__(self, ledger: Ledger, settings: LimitSettings, clock: Callable[[], float] = time.time,
+    def __init__(self, ledger: Spending, settings: LimitSettings, clock: Callable[[], float] = time.time,
                  doc: SharedDoc | None = None) -> None:
         self.ledger, self.settings, self.clock = ledger, settings, clock
-        self.doc = doc or FileDoc(ledger.home, BUDGETS)  # budgets.json, where the ledger is kept
+        if doc is None:  # budgets.json, where the ledger is kept
+            assert isinstance(ledger, Ledger), "only usage.sqlite's ledger has a place of its own for budgets.json"
+            doc = FileDoc(ledger.home, BUDGETS)
+        self.doc = doc
         self._lock = threading.Lock()
         self._windows: dict[tuple[Scope, float], _Window] = {}
         self._reserved: dict[Scope, list[float]] = {}  # scope -> [usd, tokens] of outstanding reservations
@@ -239,11 +252,12 @@ class Limits:
 
     def _recorded(self, rowid: int, call: Call) -> None:
         """The ledger's hook: a call this process recorded adds to every cached window it falls in."""
-        scopes = {("owner",)}
-        if call.chat is not None:
-            scopes.add(("chat", call.channel, call.chat))
-        if call.person is not None:
-            scopes.add(("person", call.channel, call.person))
+        scopes: set[Scope] = {("owner",)}
+        if call.channel is not None:  # a chat's and a person's scopes always name their channel (`check`)
+            if call.chat is not None:
+                scopes.add(("chat", call.channel, call.chat))
+            if call.person is not None:
+                scopes.add(("person", call.channel, call.person))
         with self._lock:
             for (scope, _), w in self._windows.items():
                 if scope in scopes and w.start <= call.ts < w.end and rowid > w.upto_id:
@@ -263,7 +277,7 @@ class Limits:
         person_scope = ("person", channel, person) if person is not None else None
         allow = 1 + (s.consolidation_share if purpose == "consolidation" else 0.0)
         priced = estimate_usd is not None
-        amount = estimate_usd if priced else float(estimate_tokens)
+        amount = estimate_usd if estimate_usd is not None else float(estimate_tokens)
         with self._lock:
             chat_usd, chat_tokens = self.chat_limits(ChatKey(channel, chat)) if chat is not None else (None, None)
             if priced:

@@ -19,7 +19,7 @@ import contextlib
 import contextvars
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import timezone
 from typing import Any
@@ -29,7 +29,7 @@ from bot import metrics
 from bot.errors import LLMError
 from bot.events import ChatKey
 from bot.usage.estimate import RequestEstimate
-from bot.usage.ledger import Call, Ledger
+from bot.usage.ledger_sql import Call, SqlLedger
 from bot.usage.limits import Limits, Refusal, Reservation
 from bot.usage.prices import ModelPrice, price
 
@@ -101,8 +101,8 @@ REPLY_BOUND = 1024  # the reply's tokens reserved when the request sets no max_t
 
 
 class Meter:
-    def __init__(self, ledger: Ledger, limits: Limits | None = None,
-                 prices: dict[str, ModelPrice] | None = None) -> None:
+    def __init__(self, ledger: SqlLedger, limits: Limits | None = None,
+                 prices: Mapping[str, ModelPrice] | None = None) -> None:
         self.ledger, self.limits, self.prices = ledger, limits, dict(prices or {})
         self.estimate = RequestEstimate()
 

@@ -95,7 +95,7 @@ def table_cost(model: str, input_tokens: int, output_tokens: int, cached_tokens:
 
 
 def price(model: str, input_tokens: int, output_tokens: int, cached_tokens: int, provider_cost: float | None,
-          configured: dict[str, ModelPrice]) -> tuple[float | None, str | None]:
+          configured: Mapping[str, ModelPrice]) -> tuple[float | None, str | None]:
     """(cost in USD, its source: "provider" | "litellm" | "configured"), or (None, None) when unknown.
     `input_tokens` includes `cached_tokens`."""
     if provider_cost is not None:

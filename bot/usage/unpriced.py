@@ -17,13 +17,13 @@ enforced instead: a price in TUSK_MODELS, or a token limit (which counts exactly
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from bot.errors import ConfigError
 from bot.events import ChatKey
-from bot.usage.ledger import Ledger
+from bot.usage.ledger_sql import SqlLedger
 from bot.usage.limits import Limits
 from bot.usage.prices import ModelPrice, configured_prices, table_cost
 from memory.chat_settings import ChatSettings
@@ -62,14 +62,14 @@ class ModelsInUse:
 class PriceCheck:
     """Which models have no known price. `table`: ask litellm's price table (it imports litellm)."""
 
-    def __init__(self, configured: dict[str, ModelPrice], ledger: Ledger | None = None, table: bool = True,
+    def __init__(self, configured: Mapping[str, ModelPrice], ledger: SqlLedger | None = None, table: bool = True,
                  now: float | None = None) -> None:
         self.configured, self.table, self.ledger = configured, table, ledger
         self.since = (time.time() if now is None else now) - EVIDENCE_DAYS * 86400
         self._known: dict[str, bool | None] = {}
 
     @classmethod
-    def of(cls, settings: Any, ledger: Ledger | None = None, table: bool = True) -> PriceCheck:
+    def of(cls, settings: Any, ledger: SqlLedger | None = None, table: bool = True) -> PriceCheck:
         try:
             configured = configured_prices(settings.model_choices())
         except ConfigError:  # reported where the settings are checked
@@ -145,13 +145,13 @@ Prefs = Callable[[ChatKey], ChatSettings | None]  # a chat's settings as the sto
 class Unpriced:
     """What one Tusk's USD limits cannot count. `table`: litellm's price table may be asked (it imports it)."""
 
-    def __init__(self, prefs: Prefs, models: ModelsInUse, configured: dict[str, ModelPrice], ledger: Ledger | None,
-                 limits: Limits, table: bool = True) -> None:
+    def __init__(self, prefs: Prefs, models: ModelsInUse, configured: Mapping[str, ModelPrice],
+                 ledger: SqlLedger | None, limits: Limits, table: bool = True) -> None:
         self.prefs, self.models, self.configured = prefs, models, configured  # prefs: a chat's settings, as known
         self.ledger, self.limits, self.table = ledger, limits, table
 
     @classmethod
-    def of(cls, settings: Any, ledger: Ledger | None, limits: Limits, table: bool = True,
+    def of(cls, settings: Any, ledger: SqlLedger | None, limits: Limits, table: bool = True,
            prefs: Prefs | None = None) -> Unpriced:
         check = PriceCheck.of(settings, None, table)
         return cls(prefs or (lambda chat: None), ModelsInUse.of(settings), check.configured, ledger, limits, table)

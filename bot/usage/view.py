@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, tzinfo
 from typing import Any
 from zoneinfo import ZoneInfo
 
 from bot.commands.base import Command, CommandContext
-from bot.usage.ledger import Ledger, Row, Totals
+from bot.usage.ledger_sql import Row, SqlLedger, Totals
 from bot.usage.limits import Limits
 from bot.usage.unpriced import Unpriced
 from memory import chat_settings
@@ -26,13 +26,13 @@ from memory import chat_settings
 PERIODS = (("today", 0), ("7 days", 7), ("30 days", 30))
 
 
-def day_start(zone: ZoneInfo, days_back: int = 0, now: float | None = None) -> float:
+def day_start(zone: tzinfo, days_back: int = 0, now: float | None = None) -> float:
     """Midnight in `zone`, `days_back` days before today, as epoch seconds."""
     today = datetime.fromtimestamp(time.time() if now is None else now, zone).date() - timedelta(days=days_back)
     return datetime(today.year, today.month, today.day, tzinfo=zone).timestamp()
 
 
-def month_start(zone: ZoneInfo) -> float:
+def month_start(zone: tzinfo) -> float:
     now = datetime.now(zone)
     return datetime(now.year, now.month, 1, tzinfo=zone).timestamp()
 
@@ -50,7 +50,7 @@ def _line(label: str, t: Totals | Row) -> str:
             f"tokens{spoken}, {money(t.cost_usd, t.unknown_calls)}")
 
 
-def chat_usage(ledger: Ledger, ctx: CommandContext, zone: ZoneInfo, per_member: bool) -> str:
+def chat_usage(ledger: SqlLedger, ctx: CommandContext, zone: ZoneInfo, per_member: bool) -> str:
     """/usage: this chat's calls, tokens and cost for today, 7 and 30 days, by purpose (and per member)."""
     key = ctx.key
     lines = [f"Usage in this chat ({zone.key} days):"]
@@ -69,15 +69,16 @@ def chat_usage(ledger: Ledger, ctx: CommandContext, zone: ZoneInfo, per_member: 
     return "\n".join(lines)
 
 
-def status_lines(ledger: Ledger, limits: Limits, ctx: CommandContext, zone: ZoneInfo,
+def status_lines(ledger: SqlLedger, limits: Limits, ctx: CommandContext, zone: ZoneInfo,
                  unpriced: Unpriced | None = None) -> list[str]:
     """Today's spend against each limit that applies to this chat and its sender (none when no limit is set),
     the calls of unknown price a dollar limit could not count, and why (a model without a known price)."""
     s, key, person = limits.settings, ctx.key, ctx.sender_id or None
     chat_usd, chat_tokens = limits.chat_limits(key)
-    owner_zone: Any = s.zone
+    owner_zone = s.zone
     today, mine = day_start(zone), {"channel": key.channel, "chat": key.chat_id}
-    checks = [("this chat today", chat_usd, lambda: ledger.spent(today, **mine), lambda: ledger.totals(today, **mine)),
+    checks = [("this chat today", chat_usd, lambda: ledger.spent(today, key.channel, chat=key.chat_id),
+               lambda: ledger.totals(today, channel=key.channel, chat=key.chat_id)),
               ("you today", s.person_daily_usd if person else None,
                lambda: ledger.spent(today, key.channel, person=person),
                lambda: ledger.totals(today, channel=key.channel, person=person)),
@@ -102,7 +103,7 @@ def _uncounted(calls: int) -> str:
     return f" + {calls} call{'s' if calls != 1 else ''} of unknown price it cannot count" if calls else ""
 
 
-def usage_command(ledger: Ledger, default_zone: str) -> Command:
+def usage_command(ledger: SqlLedger, default_zone: str) -> Command:
     async def run(ctx: CommandContext, args: str) -> str:
         zone = chat_settings.zone_of(ctx.prefs, ZoneInfo(default_zone))
         return chat_usage(ledger, ctx, zone, per_member=ctx.is_group and ctx.may_erase)

@@ -24,11 +24,14 @@ import sys
 import threading
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from bot.events import ChatKey, InboundMessage, OutboundMessage
 from channels.base import Publish
 from channels.terminal.stream import RedrawDraft, WriterDraft
+
+if TYPE_CHECKING:
+    from bot.speech.replies import VoiceOutlet
 
 QUIT = frozenset({"/quit", "/exit"})
 CANCELLED = "(cancelled: that message was not answered and not saved)"
@@ -51,7 +54,7 @@ def interactive(stdin: TextIO | None = None, stdout: TextIO | None = None) -> bo
 
 class TerminalChannel:
     name = "terminal"
-    voice = None  # replies are text only
+    voice: VoiceOutlet | None = None  # replies are text only (the Outlet's attribute, so typed as it)
 
     def __init__(self, chat: str, publish: Publish, stdin: TextIO | None = None, stdout: TextIO | None = None,
                  bot_name: str = "Tusk", cancel: Callable[[ChatKey], bool] | None = None,

@@ -26,6 +26,7 @@ import aiohttp
 
 from bot.errors import RemoteTuskError
 from bot.events import ChatKey, InboundMessage
+from channels.base import Done
 
 if TYPE_CHECKING:
     from channels.terminal import TerminalChannel
@@ -98,9 +99,10 @@ class RemoteTusk:
                 events.release()
                 self._client = None
 
-    def publish(self, msg: InboundMessage) -> asyncio.Future[None]:
-        """Send one message; the future ends with the turn (cancelled if the turn was)."""
-        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    def publish(self, msg: InboundMessage) -> Done:
+        """Send one message; the future ends with the turn (cancelled if the turn was), with None: how the
+        turn ended stays with the running Tusk."""
+        done: Done = asyncio.get_running_loop().create_future()
         self._turn = self._spawn(self._post(msg, done))
         return done
 
@@ -120,7 +122,7 @@ class RemoteTusk:
         except (aiohttp.ClientError, OSError, ValueError) as exc:
             self._terminal.note(f"(could not reach the running Tusk to cancel: {exc})")
 
-    async def _post(self, msg: InboundMessage, done: asyncio.Future[None]) -> None:
+    async def _post(self, msg: InboundMessage, done: Done) -> None:
         assert self._client is not None and self._terminal is not None
         terminal = self._terminal
         body = {"text": msg.text, "user": msg.sender_id, "name": msg.sender_name}
@@ -137,7 +139,7 @@ class RemoteTusk:
             if not done.done():
                 done.set_result(None)
 
-    async def _draw(self, events: AsyncIterator[tuple[str, Any]], draft: Any, done: asyncio.Future[None]) -> None:
+    async def _draw(self, events: AsyncIterator[tuple[str, Any]], draft: Any, done: Done) -> None:
         """A turn's events onto the terminal, as its draft and `show` draw them in a chat alone."""
         assert self._terminal is not None
         text = ""

@@ -41,7 +41,8 @@ def detect(source: Path) -> str:
         if _module(name).detect(source):
             return name
     raise ImportRefused(f"{source}: not a format Tusk imports (a Telegram Desktop result.json, a Slack export "
-                        "zip, a DiscordChatExporter JSON file, nanobot's workspace, a `tusk export` archive); name it with --format")
+                        "zip, a DiscordChatExporter JSON file, nanobot's workspace, a `tusk export` archive); "
+                        "name it with --format")
 
 
 def _target(msg: Imported, to) -> tuple[str, str]:

@@ -26,7 +26,7 @@ def detect(path: Path) -> bool:
     return b'"guild"' in head and b'"channel"' in head
 
 
-def to_imported(channel_id: str | None, m: dict) -> Imported | None:
+def to_imported(channel_id: str | None, m: object) -> Imported | None:
     if not isinstance(m, dict) or m.get("type", "Default") not in KEPT or "id" not in m:
         return None
     notes = []
@@ -41,7 +41,8 @@ def to_imported(channel_id: str | None, m: dict) -> Imported | None:
         ts = datetime.fromisoformat(str(m["timestamp"])).timestamp()
     except (KeyError, ValueError) as exc:
         raise ImportRefused(f"message {m.get('id')}: no readable timestamp ({exc}): nothing written") from exc
-    author = m.get("author") if isinstance(m.get("author"), dict) else {}
+    given = m.get("author")
+    author = given if isinstance(given, dict) else {}
     chat = ("discord", channel_id) if channel_id else None
     return Imported(chat, f"discord:{channel_id}:{m['id']}", ts, text,
                     str(author["id"]) if author.get("id") else None,

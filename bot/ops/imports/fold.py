@@ -11,7 +11,8 @@ Ctrl-C, `kill -9` or a spend limit goes on from there when run again.
 
 The estimate is what a user needs to say yes: rounds, input and output tokens (each message's transcript
 line counted with the tokenizer, its date and speaker included, and per round the instructions, the memory
-and its rewrite, as memory/round_request.py sizes a round) and their price (bot/usage/prices.py: litellm's table, else the owner's TUSK_MODELS price, else unknown).
+and its rewrite, as memory/round_request.py sizes a round) and their price (bot/usage/prices.py:
+litellm's table, else the owner's TUSK_MODELS price, else unknown).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from bot.config import Settings
 from bot.events import ChatKey
@@ -28,6 +30,10 @@ from bot.usage import meter as usage
 from memory.consolidate import ConsolidationFailed
 from memory.round_request import line_costs
 from memory.session import Session
+from store.files.chats import FileChats
+
+if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
 
 FOLD_AT = 4  # chunks of unconsolidated messages a chat may hold while its import is written
 ENTRY_TOKENS = 300  # a round's history entry, beside the memory it rewrites
@@ -55,11 +61,13 @@ class Folder:
         from bot.app import TuskApp  # every part of Tusk: only once an import is really going to run
 
         self.app = TuskApp(settings)
-        self.sessions = self.app.chats.sessions  # the files backend's: imports write session.jsonl (writer.py)
+        chats = self.app.chats
+        assert isinstance(chats, FileChats)  # the files backend's: imports write session.jsonl (writer.py)
+        self.sessions = chats.sessions
         self.settings = settings
         self.model = settings.consolidation_model or settings.model or ""
         self.folded = 0
-        self._progress = None
+        self._progress: tuple[Progress, TaskID] | None = None  # the bar and its "folded" task, while shown
 
     async def ready(self) -> None:
         """litellm loaded and the model's window settled, as at a Tusk's start."""

@@ -64,7 +64,8 @@ def _records(file: Path) -> Iterator[tuple[int, dict]]:
     with open(file, "rb") as fh:
         for number, line in enumerate(iter(lambda: fh.readline(MAX_LINE + 1), b""), 1):
             if len(line) > MAX_LINE:
-                raise ImportRefused(f"{file}:{number}: a line of more than {MAX_LINE:,} bytes: refused, nothing written")
+                raise ImportRefused(f"{file}:{number}: a line of more than {MAX_LINE:,} bytes: "
+                                    "refused, nothing written")
             if not line.strip():
                 continue
             try:
@@ -76,7 +77,8 @@ def _records(file: Path) -> Iterator[tuple[int, dict]]:
             if not isinstance(rec, dict):
                 raise ImportRefused(f"{file}:{number}: a record that is not a JSON object: nothing written")
             if _depth(rec) > MAX_DEPTH:
-                raise ImportRefused(f"{file}:{number}: JSON nested deeper than {MAX_DEPTH} levels: refused, nothing written")
+                raise ImportRefused(f"{file}:{number}: JSON nested deeper than {MAX_DEPTH} levels: "
+                                    "refused, nothing written")
             yield number, rec
 
 

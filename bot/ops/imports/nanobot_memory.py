@@ -83,7 +83,8 @@ def _entries(file: Path, only: str | None) -> Iterator[str]:
         if not isinstance(entry, dict) or not isinstance(entry.get("content"), str):
             raise ImportRefused(f"{file}:{number}: not a history entry (no content): nothing written")
         key = entry.get("session_key")
-        if only is not None and key not in (None, only) or only is None and isinstance(key, str) and layout.internal(key):
+        if (only is not None and key not in (None, only)
+                or only is None and isinstance(key, str) and layout.internal(key)):
             continue
         if entry["content"].strip():
             yield _heading(file, entry.get("timestamp")) + entry["content"].strip() + "\n\n"
@@ -101,4 +102,5 @@ def _legacy(text: str) -> Iterator[str]:
     for a, b in zip(starts, [*starts[1:], len(text)]):
         chunk = text[a:b]
         m = LEGACY_ENTRY.match(chunk)
+        assert m is not None  # the chunk starts where finditer found an entry
         yield _heading(Path("HISTORY.md"), m.group(1)) + chunk[m.end():].strip() + "\n\n"

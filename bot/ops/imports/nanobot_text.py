@@ -30,7 +30,8 @@ def text_of(rec: dict) -> str | None:
         content = ""
     if role == "assistant":
         content = TIME_PREFIX.sub("", content, count=1)
-    media = rec.get("media") if isinstance(rec.get("media"), list) else []
+    given = rec.get("media")
+    media = given if isinstance(given, list) else []
     notes = [_note(m) for m in media if isinstance(m, str) and m]
     text = " ".join([*notes, content.strip()]).strip()
     return text or None

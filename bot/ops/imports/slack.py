@@ -87,7 +87,8 @@ def _day(z: zipfile.ZipFile, name: str, channel_id: str, users: dict) -> Iterato
                 if not text or "ts" not in m:
                     continue
                 user = m.get("user")
-                profile = m.get("user_profile") if isinstance(m.get("user_profile"), dict) else {}
+                given = m.get("user_profile")
+                profile = given if isinstance(given, dict) else {}
                 yield Imported(("slack", channel_id), f"slack:{channel_id}:{m['ts']}", float(m["ts"]), text,
                                user, users.get(user) or profile.get("display_name") or profile.get("real_name"))
     except ijson.JSONError as exc:

@@ -51,7 +51,7 @@ def text_of(value: object) -> str:
     return ""
 
 
-def to_imported(chat: tuple[str, str] | None, m: dict) -> Imported | None:
+def to_imported(chat: tuple[str, str] | None, m: object) -> Imported | None:
     """One export message as Tusk keeps it; None for service messages and empty ones."""
     if not isinstance(m, dict) or m.get("type") != "message" or "id" not in m:
         return None

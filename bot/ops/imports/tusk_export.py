@@ -3,16 +3,17 @@
 To move or rename a chat: the session's messages are imported as they were stored (roles, senders,
 dates), into the chat its metadata record names unless `--to`; MEMORY.md and HISTORY.md are taken
 when the target chat has none (`memory_files`), and then the messages they already hold (before the
-archive's pointer) count as consolidated in the target too, so they are not summarised twice. Members that are links, absolute or hold `..` refuse
-the whole archive.
+archive's pointer) count as consolidated in the target too, so they are not summarised twice. Members
+that are links, absolute or hold `..` refuse the whole archive.
 """
 
 from __future__ import annotations
 
 import json
 import tarfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import IO
 
 from bot.ops.imports.model import MAX_TEXT, Imported, ImportRefused
 
@@ -43,7 +44,14 @@ def _members(path: Path) -> Iterator[tuple[str, tarfile.TarInfo, tarfile.TarFile
         raise ImportRefused(f"{path}: damaged or truncated archive ({exc}): nothing written") from exc
 
 
-def _pointer(lines) -> int:
+def _file(tar: tarfile.TarFile, member: tarfile.TarInfo) -> IO[bytes]:
+    """A member `_members` gave (a file, always) opened for reading."""
+    fh = tar.extractfile(member)
+    assert fh is not None  # only links and special files have no contents, and _members refused those
+    return fh
+
+
+def _pointer(lines: Iterable[bytes]) -> int:
     """The session's consolidation pointer: its last pointer record's count of messages."""
     pointer = 0
     for line in lines:
@@ -64,8 +72,8 @@ def read(path: Path) -> Iterator[Imported]:
         if name != "session.jsonl":
             continue
         found, chat, folder, seen = True, None, member.name.split("/")[0], 0
-        pointer = _pointer(tar.extractfile(member))
-        for number, line in enumerate(tar.extractfile(member), 1):
+        pointer = _pointer(_file(tar, member))
+        for number, line in enumerate(_file(tar, member), 1):
             if len(line) > 4 * MAX_TEXT:
                 raise ImportRefused(f"{path}: a session line of {len(line):,} bytes: refused, nothing written")
             try:
@@ -83,7 +91,8 @@ def read(path: Path) -> Iterator[Imported]:
             if rec.get("role") not in ("user", "assistant") or not isinstance(rec.get("content"), str) \
                     or not rec["content"] or rec.get("tool_calls"):
                 continue
-            sender = rec.get("sender") if isinstance(rec.get("sender"), dict) else {}
+            given = rec.get("sender")
+            sender = given if isinstance(given, dict) else {}
             yield Imported(chat, f"tusk:{folder}:{number}", float(rec.get("ts") or 0), rec["content"],
                            str(sender["id"]) if sender.get("id") is not None else None, sender.get("name"),
                            rec["role"], settled=seen <= pointer)
@@ -96,5 +105,5 @@ def memory_files(path: Path) -> dict[str, str]:
     out = {}
     for name, member, tar in _members(path):
         if name != "session.jsonl" and member.size <= 16 << 20:
-            out[name] = tar.extractfile(member).read().decode("utf-8", "replace")
+            out[name] = _file(tar, member).read().decode("utf-8", "replace")
     return out

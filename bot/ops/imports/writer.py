@@ -84,7 +84,8 @@ class _Chat:
         if not self.pending:
             return
         settle = self.pending_settled and self.session.last_consolidated == self.session.total
-        self.store.append(self.session, [m for _, m in self.pending], marks=[{"import": sid} for sid, _ in self.pending])
+        self.store.append(self.session, [m for _, m in self.pending],
+                          marks=[{"import": sid} for sid, _ in self.pending])
         self.db.executemany("INSERT OR IGNORE INTO ids VALUES (?)", [(sid,) for sid, _ in self.pending])
         if settle:
             self.store.set_pointer(self.session, self.session.total)

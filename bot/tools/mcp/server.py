@@ -259,7 +259,8 @@ class McpServer:
         self._signal.set()
 
     async def _on_message(self, message: Any) -> None:
-        if isinstance(message, types.ServerNotification) and isinstance(message.root, types.ToolListChangedNotification):
+        if (isinstance(message, types.ServerNotification)
+                and isinstance(message.root, types.ToolListChangedNotification)):
             self._refresh = True
             self._signal.set()
 

@@ -30,5 +30,6 @@ async def web_checks(settings: Settings) -> list[Check]:
         from bot.tools.web.search import WebSearch
 
         verdict, detail = await WebSearch(web).probe()
-        checks.append(Check(f"web search ({web.search})", verdict, detail, FIXES[web.search] if verdict != "ok" else ""))
+        fix = FIXES[web.search] if verdict != "ok" else ""
+        checks.append(Check(f"web search ({web.search})", verdict, detail, fix))
     return checks

@@ -76,7 +76,8 @@ def extract(body: str | bytes, content_type: str, url: str) -> Page:
     if content_type == "application/pdf" or (isinstance(body, bytes) and body.startswith(b"%PDF-")):
         return extract_pdf(body if isinstance(body, bytes) else body.encode(), url)
     text = body.decode("utf-8", errors="replace") if isinstance(body, bytes) else body
-    if content_type in HTML_TYPES or (not content_type and text.lstrip()[:15].lower().startswith(("<!doctype", "<html"))):
+    if content_type in HTML_TYPES or (
+            not content_type and text.lstrip()[:15].lower().startswith(("<!doctype", "<html"))):
         return extract_html(text, url)
     if content_type in TEXT_TYPES or content_type.startswith("text/"):
         return Page(url, text.strip(), kind="text")

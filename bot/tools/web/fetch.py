@@ -88,10 +88,11 @@ class Robots:
         except WebError:  # unreachable: the page's own request will say so
             parser.parse([])
             return parser
+        # typeshed leaves out these two attributes, which RobotFileParser.__init__ sets and its read() uses
         if resp.status >= 500:
-            parser.disallow_all = True
+            parser.disallow_all = True  # type: ignore[attr-defined]  # set in RobotFileParser.__init__
         elif resp.status >= 400:
-            parser.allow_all = True
+            parser.allow_all = True  # type: ignore[attr-defined]  # set in RobotFileParser.__init__
         else:
             parser.parse(resp.text().splitlines())
         return parser

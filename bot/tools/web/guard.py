@@ -113,7 +113,8 @@ class Guard:
 
     async def _check(self, url: URL) -> Target:
         if url.scheme not in DEFAULT_PORTS:
-            raise WebRefused(f"{str(url)[:200]!r}: only http and https URLs can be read, not {url.scheme or 'a relative URL'!r}")
+            raise WebRefused(f"{str(url)[:200]!r}: only http and https URLs can be read, "
+                             f"not {url.scheme or 'a relative URL'!r}")
         if url.user is not None or url.password is not None:
             raise WebRefused("URLs with a user name or password in them are not fetched")
         host = (url.host or "").lower().rstrip(".")
@@ -140,7 +141,8 @@ async def resolve(host: str, port: int) -> tuple[str, ...]:
         infos = await asyncio.to_thread(socket.getaddrinfo, host, port, type=socket.SOCK_STREAM)
     except (OSError, UnicodeError) as exc:
         raise WebError(f"cannot resolve {host}: {exc}") from exc
-    addresses = tuple(dict.fromkeys(str(ipaddress.ip_address(info[4][0].split("%")[0])) for info in infos))
+    found = [info[4][0] for info in infos]  # an IPv4 or IPv6 socket address: the address first, as a string
+    addresses = tuple(dict.fromkeys(str(ipaddress.ip_address(a.split("%")[0])) for a in found if isinstance(a, str)))
     if not addresses:
         raise WebError(f"{host} has no address")
     return addresses
