@@ -132,7 +132,8 @@ class TuskApp:
         self.voice = voice_replies(speech, self.ledger, self.limits, settings.home, self.bus.voice, self.bus.send)
         context = ContextBuilder(settings.home, settings.bot_name, self.tools.schemas, settings.timezone,
                                  chat_tools=self.skills, takes_tools=lambda: self.profile.tools)
-        media = MediaReader(settings.media_settings(), self.media, llm_settings.model, self.llm.complete, self.llm.meter)
+        media = MediaReader(settings.media_settings(), self.media, llm_settings.model, self.llm.complete,
+                            self.llm.meter)
         self.warmup = ModelWarmup(llm_settings, settings.context_window, self.profile, self.llm.slots)
         self.agent = ChatAgent(settings.agent_settings(), self.chats, self.llm, self.tools, context, self.bus.send,
                                self._commands(speech), consolidator=self.consolidator, media=media,
@@ -151,6 +152,7 @@ class TuskApp:
         """The daily backup (TUSK_BACKUP_DIR), in a thread: a failure is logged and kept for `tusk doctor`."""
         from bot.ops import backup
 
+        assert self.settings.backup_dir is not None  # scheduled only when it is set
         await asyncio.to_thread(backup.scheduled, self.settings.home, self.settings.backup_dir,
                                 self.settings.backup_keep, installed_version(), self.settings.store_url())
 
@@ -161,7 +163,8 @@ class TuskApp:
                                 [ReminderMembers(self.schedules), stores.inbox_members(self.inbox), MediaMembers(),
                                  DocumentMembers(), SearchMembers(self.store.search), usage_records])
         return Commands(s.timezone, holders=[self.schedules, self.tasks, self.inbox, usage_records],
-                        extra=[*reminder_commands(self.schedules, self.checkins), usage_command(self.ledger, s.timezone),
+                        extra=[*reminder_commands(self.schedules, self.checkins),
+                               usage_command(self.ledger, s.timezone),
                                model_command(self.choices), skills_command(self.skills), stop_command(),
                                voice_command(speech, lambda key: self.bus.voice(key) is not None)],
                         status_extra=[self._spend_lines], erasure=erasure, persona_max_tokens=s.persona_max_tokens)
@@ -215,7 +218,8 @@ class TuskApp:
         from channels.http.openai_api import OpenAIApi
 
         http.add_routes(OpenAIApi(http, self.choices.default, self.choices.choices, self._said).routes())
-        http.api_keys = ApiKeys(self.store.doc("api-keys.json"))  # `tusk apikey create`: keys for the OpenAI routes, each for a chat prefix
+        # `tusk apikey create`: keys for the OpenAI routes, each for a chat prefix
+        http.api_keys = ApiKeys(self.store.doc("api-keys.json"))
         from channels.http.terminal import TerminalRelay
 
         relay = TerminalRelay(self.bus.publish, self.bus.cancel)  # `tusk chat` beside this Tusk talks through it

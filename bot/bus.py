@@ -41,7 +41,10 @@ class Outlet(Protocol):
     `voice`, replies as the platform's voice messages (bot/speech/replies.py)."""
 
     name: str
-    voice: VoiceOutlet | None
+
+    @property
+    def voice(self) -> VoiceOutlet | None:  # read-only: a platform's is itself, a local channel's None
+        ...
 
     @property
     def draft(self) -> Drafts | None:  # read-only: a platform's is its `draft` method, a local channel's None

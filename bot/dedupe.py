@@ -60,6 +60,10 @@ class Seen(Protocol):
         """Record `message_id` of `platform` as taken; True if it had been taken before (a repeat)."""
         ...
 
+    def close(self) -> None:
+        """Let go of what it holds (a file, a pool's connections)."""
+        ...
+
 
 class MemorySeen:
     """`Seen` for one process only (no home: tests, tools): the last `size` ids."""
@@ -76,6 +80,9 @@ class MemorySeen:
         while len(self._ids) > self._size:
             del self._ids[next(iter(self._ids))]
         return False
+
+    def close(self) -> None:
+        self._ids.clear()  # what it held goes with it, as a file's or a pool's connections do
 
 
 def _connect(path: Path) -> sqlite3.Connection:

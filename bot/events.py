@@ -59,7 +59,8 @@ class Attachment:
 class ClientTurn:
     """What an API client (the OpenAI-compatible endpoint, channels/http/openai_api.py) asks of one turn
     only. `system` goes under the owner's instructions and is never saved; `model` is a litellm model
-    string the owner allows (TUSK_MODELS); `max_tokens` bounds the reply within the reply reserve; `temperature` is sent as given;
+    string the owner allows (TUSK_MODELS); `max_tokens` bounds the reply within the reply reserve;
+    `temperature` is sent as given;
     `regenerate` answers the session's last user message again, without that exchange in the prompt,
     and saves nothing. How the turn went comes back as its `TurnResult`."""
 

@@ -6,10 +6,11 @@ would lose them.
 The bus appends each such message to `$TUSK_HOME/inbox.jsonl` (fsynced) before queueing it, and a
 `done` line once its turn has ended (answered or failed). At start, `take_pending()` (only for the
 one Tusk holding the home, bot/running.py) returns the messages without a `done`, in their order, and
-keeps only those in the file; the app publishes them again as soon as its channels are up. The file is emptied whenever no journaled turn is open
-and it has grown past 1 MiB. A turn cut short by a crash is therefore run again; one that
-finished is never repeated. The HTTP API and the terminal are not journaled: their user sees the
-error and can send again.
+keeps only those in the file; the app publishes them again as soon as its channels are up. The file is
+emptied whenever no journaled turn is open and it has grown past 1 MiB. A turn cut short by a crash is
+therefore run again; one that finished is never repeated. The HTTP API and the terminal are not
+journaled: their user sees the error and can send again. (On PostgreSQL the job queue keeps them
+instead: bot/cluster/.)
 
     {"id": "1f2a.18c0...:7", "key": ["telegram", "42"], "text": "hi", "sender_id": "7", ..., "injected": null}
     {"done": "1f2a.18c0...:7"}

@@ -44,6 +44,12 @@ logger = logging.getLogger(__name__)
 INBOX_LOCK = 0x7475736B  # the advisory lock's first key ("tusk"); the second is the run
 
 
+def _one(row: tuple[Any, ...] | None) -> Any:
+    """The one value of a query that always returns one row (a count, a lock's answer)."""
+    assert row is not None
+    return row[0]
+
+
 class PgInbox:
     """The journal of every process on one database; each instance is one run (one process's turns)."""
 
@@ -78,7 +84,7 @@ class PgInbox:
         """This run's lock taken on `conn`: a new random run, or the one this instance had (its rows carry it)."""
         while True:
             run = self.run or secrets.randbelow(2**31 - 1) + 1
-            if conn.execute("SELECT pg_try_advisory_lock(%s::int, %s::int)", (INBOX_LOCK, run)).fetchone()[0]:
+            if _one(conn.execute("SELECT pg_try_advisory_lock(%s::int, %s::int)", (INBOX_LOCK, run)).fetchone()):
                 return run
             if self.run:  # ours went with a lost connection, and another Tusk is taking our rows as leftovers
                 conn.close()
@@ -118,7 +124,8 @@ class PgInbox:
             raise PermissionError(f"{self.where}: open turns are taken only by a Tusk holding its home's lock")
         lock = self._hold_run()
         runs = [r for (r,) in lock.execute("SELECT DISTINCT run FROM inbox WHERE run <> %s", (self.run,))]
-        dead = [r for r in runs if lock.execute("SELECT pg_try_advisory_lock(%s::int, %s::int)", (INBOX_LOCK, r)).fetchone()[0]]
+        dead = [r for r in runs
+                if _one(lock.execute("SELECT pg_try_advisory_lock(%s::int, %s::int)", (INBOX_LOCK, r)).fetchone())]
         try:
             messages, later = self._take(dead, channels)
         finally:
@@ -201,7 +208,7 @@ class PgInboxMembers:
         where = "channel = %s AND chat_id = %s AND sender_id = %s"
         args: tuple[Any, ...] = (key.channel, key.chat_id, member_id)
         with db.connection() as conn:
-            count = conn.execute(f"SELECT count(*) FROM inbox WHERE {where}", args).fetchone()[0]
+            count = _one(conn.execute(f"SELECT count(*) FROM inbox WHERE {where}", args).fetchone())
         if not count:
             return []
 

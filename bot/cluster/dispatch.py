@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,7 +54,7 @@ class _Repeated(Exception):
 
 
 class Dispatch:
-    def __init__(self, db: Database, sync_db: SyncDatabase, local: Mapping[str, Any], run: int) -> None:
+    def __init__(self, db: Database, sync_db: SyncDatabase, local: dict[str, Any], run: int) -> None:
         """`local`: the channels of this process whose requests wait for their turn here (http, terminal),
         by name; `run`: this process's id in `inbox` rows (bot/inbox_pg.py's /forget reads them)."""
         self.db, self.sync_db, self.local, self.run = db, sync_db, local, run
@@ -91,10 +90,12 @@ class Dispatch:
                                      (key.channel, key.chat_id, msg.idempotency_key)).fetchone()
                 if first is not None:
                     return int(first[0])  # the first request's turn: nothing stored, nothing run again
-            (inbox_id,) = conn.execute(
+            row = conn.execute(
                 "INSERT INTO inbox (run, seq, channel, chat_id, sender_id, record) VALUES (%s, %s, %s, %s, %s, %s) "
                 "RETURNING id", (self.run, msg.id, key.channel, key.chat_id, msg.sender_id,
                                  Json(wire.record_of(msg, watched)))).fetchone()
+            assert row is not None  # RETURNING gives the row
+            inbox_id = row[0]
             if msg.idempotency_key is not None and conn.execute(
                     "INSERT INTO idempotency (channel, chat_id, key, inbox) VALUES (%s, %s, %s, %s) "
                     "ON CONFLICT DO NOTHING RETURNING inbox",

@@ -57,7 +57,8 @@ def _command(sub, name: str, handler: str, help: str, *, quiet: bool = True, sta
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="tusk", description="Tusk: a chat bot in which every chat keeps its own memory.")
+    parser = argparse.ArgumentParser(prog="tusk",
+                                     description="Tusk: a chat bot in which every chat keeps its own memory.")
     parser.add_argument("--version", action="version", version=f"tusk {installed()}")
     command = functools.partial(_command, parser.add_subparsers(dest="command", metavar="COMMAND"))
     run = command("run", "bot.ops.serve:run", "start every configured channel plus the local HTTP API", quiet=False,
@@ -66,7 +67,8 @@ def _parser() -> argparse.ArgumentParser:
                      help="with TUSK_DATABASE_URL, several processes share the work: ingress takes messages, "
                           "worker runs turns, all does both (docs: Scaling out)")
     chat = command("chat", "bot.ops.terminal_chat:command", "chat with Tusk in this terminal", starts=True)
-    chat.add_argument("--chat", default="local", type=_chat_name, help="which local chat to talk in (each keeps its own memory)")
+    chat.add_argument("--chat", default="local", type=_chat_name,
+                      help="which local chat to talk in (each keeps its own memory)")
     doctor = command("doctor", "bot.ops.doctor:command", "check the configuration, data dir, LLM and platform tokens",
                      quiet=False)
     doctor.add_argument("--no-model", action="store_true",
@@ -75,13 +77,15 @@ def _parser() -> argparse.ArgumentParser:
 
     init_arguments(command("init", "bot.ops.init:run", "set Tusk up: the model, its key, the platforms (checked "
                            "live), written to the settings file", settings=False))
-    command("console-url", "bot.ops.access:console_url_command", "print the web console's address with its access token")
+    command("console-url", "bot.ops.access:console_url_command",
+            "print the web console's address with its access token")
     command("chats", "bot.ops.admin:chats_command", "list every chat: messages, memory size, last activity")
     memory = command("memory", "bot.ops.admin:memory_command", "show a chat's MEMORY.md or HISTORY.md")
     memory.add_argument("what", choices=["show", "history"])
     memory.add_argument("chat", type=_chat_key, help="CHANNEL:ID as `tusk chats` lists it")
     memory.add_argument("-n", type=int, default=10, help="history entries to show (default 10)")
-    forget = command("forget", "bot.ops.beside:forget_command", "delete everything Tusk keeps about a chat (like /forget)")
+    forget = command("forget", "bot.ops.beside:forget_command",
+                     "delete everything Tusk keeps about a chat (like /forget)")
     forget.add_argument("chat", type=_chat_key, help="CHANNEL:ID as `tusk chats` lists it")
     forget.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     export = command("export", "bot.ops.admin:export_command", "write a chat's files into a .tar.gz")

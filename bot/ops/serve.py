@@ -8,7 +8,12 @@ import logging
 import os
 import signal
 
+from typing import TYPE_CHECKING, cast
+
 from bot.config import Settings
+
+if TYPE_CHECKING:
+    from bot.cluster.roles import Role
 
 logger = logging.getLogger("tusk")
 
@@ -27,7 +32,7 @@ async def _serve(settings: Settings, role: str = "all") -> None:
         raise HomeBusy(there.refusal(), there)
     from bot.app import TuskApp
 
-    app = TuskApp(settings, role=role)  # type: ignore[arg-type]  (argparse's choices are the roles)
+    app = TuskApp(settings, role=cast("Role", role))  # argparse's choices are the roles
     http = app.add_http()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
