@@ -100,7 +100,7 @@ class TuskApp:
                                lambda msg: resend_saved(self.chats, self.bus.send, msg), settings.worker_turns,
                                settings.shutdown_grace) if self.store.kind == "postgres" else None
         self.bus = MessageBus(self._handle, None if self.cluster else self.inbox, durable=_durable,
-                              at_once=self.stops.answer, remote=self.cluster.dispatch.submit if self.cluster else None)
+                              at_once=self.stops.answer, remote=self.cluster.submit if self.cluster else None)
         self.ledger = stores.ledger(self.store)  # every model call, its tokens and cost (bot/usage/)
         self.limits = Limits(self.ledger, settings.limit_settings(), doc=stores.budgets(self.store))
         self.models = settings.model_choices()
@@ -263,8 +263,15 @@ class TuskApp:
     def _telegram(self, receive: bool) -> Channel:
         with parts.needs("telegram", "TELEGRAM_BOT_TOKEN"):
             from channels.telegram import TelegramChannel
-        return TelegramChannel(self.settings.telegram_settings(), self.flood.publish, self.menu(), access=self.access,
-                               media=self.media, move=self.moves if receive else None, seen=self.seen, receive=receive)
+
+        def made(receive: bool) -> TelegramChannel:
+            return TelegramChannel(self.settings.telegram_settings(), self.flood.publish, self.menu(),
+                                   access=self.access, media=self.media, move=self.moves if receive else None,
+                                   seen=self.seen, receive=receive)
+        if receive and self.cluster is not None and self.settings.telegram_webhook_url is None:
+            self.cluster.poll(lambda: made(True))  # long polling on one process of the cluster at a time
+            return made(False)
+        return made(receive)
 
     def _discord(self, receive: bool) -> Channel:
         with parts.needs("discord", "DISCORD_BOT_TOKEN"):
@@ -311,7 +318,8 @@ class TuskApp:
                                               shared=cluster is not None)
         # a crash's open turns: from the journal (files); in the database's queue a dead worker's turn runs again
         replay = self.inbox.take_pending(self._running, self.bus.channels) if cluster is None else []
-        self.schedules.settle(replay)  # runs a crash cut short, and not run again below, are recorded as failed
+        # runs a crash cut short, and not run again below (nor queued in the database), are recorded as failed
+        self.schedules.settle(replay, cluster.dispatch.queued_runs() if cluster is not None else ())
         if replay:
             logger.warning("running again %d turn(s) a crash or forced stop cut short", len(replay))
             for msg in replay:

@@ -31,7 +31,8 @@ logger = logging.getLogger(__name__)
 
 Handler = Callable[[InboundMessage], Awaitable[TurnResult | None]]  # a turn, and how it ended
 Job = Callable[[], Awaitable[Any]]  # work that must take its place in a chat's order (the console's Forget)
-Remote = Callable[[InboundMessage], "asyncio.Future[TurnResult | None]"]  # several processes: bot/cluster/dispatch.py
+# several processes: a message queued in the database (bot/cluster/dispatch.py); None: run here (not started)
+Remote = Callable[[InboundMessage], "asyncio.Future[TurnResult | None] | None"]
 AtOnce = Callable[[InboundMessage], str | None]  # the answer to a message that takes no turn (/stop), else None
 
 
@@ -109,8 +110,8 @@ class MessageBus:
             return self._answer_now(msg, answer)  # also while shutting down: it takes no turn (/stop ends one)
         if not self._accepting:
             raise BusClosed("Tusk is shutting down and takes no new messages")
-        if self._remote is not None:
-            return self._remote(msg)
+        if self._remote is not None and (queued := self._remote(msg)) is not None:
+            return queued
         if self._journal is not None and self._durable(msg):
             try:
                 self._journal.record(msg)

@@ -106,6 +106,12 @@ class Dispatch:
                          (wire.TURN_QUEUE, wire.TURN_TASK, wire.lock_of(msg), Json({"inbox": inbox_id})))
         return int(inbox_id)
 
+    def queued_runs(self) -> set[str]:
+        """The schedule runs whose turn has a row: queued, running, or to run again after a dead worker."""
+        with self.sync_db.connection() as conn:
+            rows = conn.execute("SELECT record->'injected'->>'run' FROM inbox WHERE record->'injected'->>'run' <> ''")
+            return {run for (run,) in rows}
+
     # -- out -----------------------------------------------------------------------------------------
 
     async def start(self) -> None:

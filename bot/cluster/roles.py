@@ -13,12 +13,13 @@ Files: no cluster, one process (roles other than `all` are refused).
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
 from bot.cluster.dispatch import Dispatch
-from bot.cluster.leader import Leader
+from bot.cluster.leader import POLLING, Leader
 from bot.cluster.processes import Processes
 from bot.cluster.results import ResultsOutlet
 from bot.cluster.worker import TurnWorker
@@ -49,8 +50,15 @@ class Cluster:
         self.leader = Leader(store.db.url)
         self.db = store.db
         self.processes: Processes | None = None
+        self.polling: Leader | None = None  # Telegram's long polling, on one ingress at a time
+        self.started = False
         self.worker = TurnWorker(store.db, run_turn, resend, self.results.values(), turns, grace) \
             if role != "ingress" else None
+
+    def submit(self, msg: InboundMessage) -> asyncio.Future[TurnResult | None] | None:
+        """`msg` stored and its turn queued for the cluster's workers; None before `start` (an app that was
+        not started, as a tool or a test makes one, runs its turns in its own process)."""
+        return self.dispatch.submit(msg) if self.started else None
 
     @property
     def works(self) -> bool:
@@ -73,10 +81,30 @@ class Cluster:
         return self.worker.in_flight if self.worker is not None else 0
 
     async def start(self) -> None:
+        self.started = True
         await self.dispatch.start()
         await self.leader.start()
+        if self.polling is not None:
+            await self.polling.start()
         if self.worker is not None:
             await self.worker.start()
+
+    def poll(self, make: Callable[[], Any]) -> None:
+        """Telegram's long polling on whichever process of the cluster holds its lock (Telegram answers one
+        getUpdates at a time): `make()` builds a receiving channel, started when this process gains the lock
+        and stopped when it loses it; replies go through the send-only channel every process has."""
+        polled: list[Any] = []
+
+        async def gained() -> None:
+            channel = make()
+            await channel.start()
+            polled.append(channel)
+
+        async def lost() -> None:
+            while polled:
+                await polled.pop().stop()
+
+        self.polling = Leader(self.db.url, POLLING, gained, lost)
 
     async def register(self, url: str | None) -> None:
         """This process's row in `processes` (`tusk status`), its heartbeat carrying the turns in flight."""
@@ -85,9 +113,12 @@ class Cluster:
 
     async def stop(self) -> None:
         """The worker first (no new turn; running ones finish), then the rest."""
+        self.started = False
         if self.worker is not None:
             await self.worker.stop()
         if self.processes is not None:
             await self.processes.stop()
+        if self.polling is not None:
+            await self.polling.stop()
         await self.leader.stop()
         await self.dispatch.close()

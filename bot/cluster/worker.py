@@ -28,7 +28,7 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import asdict
-from typing import Any
+from typing import Any, cast
 
 import psycopg
 from psycopg.types.json import Json
@@ -70,8 +70,10 @@ class TurnWorker:
         app = procrastinate.App(connector=procrastinate.PsycopgConnector(
             conninfo=self.db.url, min_size=1, max_size=max(2, self.concurrency // 2),
             kwargs={"application_name": "tusk-worker"}))
-        retry = procrastinate.RetryStrategy(max_attempts=None, wait=RETRY_WAIT,
-                                            retry_exceptions={StorageUnavailable, psycopg.OperationalError})
+        # a turn the database failed, or a stop cut short (procrastinate cancels what outlasts its grace), is
+        # run again: a BaseException type, which procrastinate's isinstance check takes though its hint says not
+        again = cast(set[type[Exception]], {StorageUnavailable, psycopg.OperationalError, asyncio.CancelledError})
+        retry = procrastinate.RetryStrategy(max_attempts=None, wait=RETRY_WAIT, retry_exceptions=again)
         app.task(name=wire.TURN_TASK, queue=wire.TURN_QUEUE, pass_context=True, retry=retry)(self._job)
         await app.open_async()
         self._app = app

@@ -17,7 +17,7 @@ import dataclasses
 import heapq
 import logging
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -116,11 +116,14 @@ class Schedules:
             self._flush = None
         self.store.flush()
 
-    def settle(self, replayed: list[InboundMessage]) -> None:
+    def settle(self, replayed: list[InboundMessage], queued: Collection[str] = ()) -> None:
         """After a start: runs left `fired` by the previous process whose turn is not being run again from the
-        inbox journal are recorded as failed (it stopped before their turn was saved)."""
+        inbox journal are recorded as failed (it stopped before their turn was saved). Several processes: the
+        runs whose turn is `queued` in the database (waiting, running, or to run again after a dead worker)
+        are left alone."""
         again = {m.injected.run for m in replayed if m.injected is not None and m.injected.run}
         again |= self._claimed or set()
+        again |= set(queued)
         self._claimed = None  # only the start needs them
         for s in list(self._all.values()):
             for run in s.runs:
