@@ -21,3 +21,23 @@ async def test_doctor_shows_the_window_the_database_learned(fake_llm, pg_url, tm
     code, out, err = await tusk_cli("doctor", env=env)
     window = next(line for line in out.splitlines() if line.split()[1:2] == ["window:"])
     assert ("3,000 tokens (learned)" in window) == (kept_in == "database"), (window, err)
+
+
+@pytest.mark.parametrize("store_backend", ["postgres"], indirect=True)
+def test_doctor_reads_the_schedules_from_the_database_and_names_a_row_it_cannot_read(make_settings, pg_url):
+    """No schedule row: no schedules check; a schedule and a row that is none: the one counted, the other named
+    by its id, and no reminders.json is looked for or made."""
+    from bot.schedules import health
+    from bot.schedules.store_pg import PgScheduleStore
+    from tests.test_schedule_store import daily
+
+    settings = make_settings()
+    assert health.check(settings) is None
+    with prepared(settings.home, pg_url) as store:
+        PgScheduleStore(store.sync_db).add(daily("s1"))
+        with store.sync_db.transaction() as conn:
+            conn.execute("INSERT INTO schedules (id, channel, chat_id, due, record) "
+                         "VALUES ('broken', 'telegram', '42', NULL, '{\"kind\": \"nonsense\"}')")
+    verdict, detail, fix = health.check(settings)
+    assert verdict == "warn" and detail.startswith("1 reminder(s) and schedule(s)") and "(broken)" in detail, detail
+    assert "schedules" in fix and not (settings.home / "reminders.json").exists()

@@ -203,7 +203,7 @@ async def run_checks(settings: Settings, env_file: SettingsFile | None = None,
         checks.append(Check("backup", *backup))
     from bot.schedules.health import check as schedules_check
 
-    if (schedules := schedules_check(settings.home)) is not None:
+    if (schedules := schedules_check(settings)) is not None:
         checks.append(Check("schedules", *schedules))
     from bot.tools.web.doctor import web_checks
 

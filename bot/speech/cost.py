@@ -23,7 +23,8 @@ from typing import Any
 
 from bot import metrics
 from bot.usage import meter as usage
-from bot.usage.ledger import Call, Ledger
+from bot.usage.ledger import Call
+from bot.usage.ledger_sql import SqlLedger
 from bot.usage.limits import Limits, Refusal
 
 logger = logging.getLogger(__name__)
@@ -62,7 +63,7 @@ def table_price(model: str) -> Price | None:
 
 
 class SpeechMeter:
-    def __init__(self, ledger: Ledger, limits: Limits | None, model: str, price: Price | None,
+    def __init__(self, ledger: SqlLedger, limits: Limits | None, model: str, price: Price | None,
                  priced_by_table: bool) -> None:
         self.ledger, self.limits, self.model = ledger, limits, model
         self._own = price  # the owner's price, or $0 for a local engine

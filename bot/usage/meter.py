@@ -29,7 +29,8 @@ from bot import metrics
 from bot.errors import LLMError
 from bot.events import ChatKey
 from bot.usage.estimate import RequestEstimate
-from bot.usage.ledger import Call, Ledger
+from bot.usage.ledger import Call
+from bot.usage.ledger_sql import SqlLedger
 from bot.usage.limits import Limits, Refusal, Reservation
 from bot.usage.prices import ModelPrice, price
 
@@ -101,7 +102,7 @@ REPLY_BOUND = 1024  # the reply's tokens reserved when the request sets no max_t
 
 
 class Meter:
-    def __init__(self, ledger: Ledger, limits: Limits | None = None,
+    def __init__(self, ledger: SqlLedger, limits: Limits | None = None,
                  prices: dict[str, ModelPrice] | None = None) -> None:
         self.ledger, self.limits, self.prices = ledger, limits, dict(prices or {})
         self.estimate = RequestEstimate()
