@@ -57,7 +57,8 @@ def progress(home, where, channel, chat) -> int:
 
     with psycopg.connect(where["TUSK_DATABASE_URL"]) as conn:
         try:
-            row = conn.execute("SELECT total FROM chats WHERE channel = %s AND chat_id = %s", (channel, chat)).fetchone()
+            row = conn.execute("SELECT total FROM chats WHERE channel = %s AND chat_id = %s",
+                               (channel, chat)).fetchone()
         except psycopg.errors.UndefinedTable:  # the import has not brought the schema up yet
             return 0
     return row[0] * 170 if row else 0
