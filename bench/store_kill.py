@@ -171,7 +171,7 @@ async def kill_nine(database_url: str, talkers: int = 20, kill_after: float = 6.
     print(f"  cut off by the kill: {figures['cut off']} (kept whole: {figures['cut off, kept whole']}, "
           f"half: {figures['cut off, kept half']}, not at all: "
           f"{figures['cut off'] - figures['cut off, kept whole'] - figures['cut off, kept half']})")
-    print(f"  the restarted Tusk answered /healthz after {down:.1f} s")
+    print(f"  the restarted Tusk answered /healthz {down:.1f} s after it was started again")
     procs.cleanup()
     return figures
 
