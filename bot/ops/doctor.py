@@ -225,13 +225,12 @@ def _spend_limits(settings: Settings, exact: bool) -> list[Check]:
     check imported litellm already); else what TUSK_MODELS and the ledger say."""
     from bot.ops.usage import book
     from bot.usage.unpriced import Unpriced
-    from store import open_files
     from store.errors import StoreError
 
     try:
         with book(settings) as kept:  # usage.sqlite read only if it is there (the doctor creates nothing), or the database's
             found = Unpriced.of(settings, kept.ledger, kept.limits(settings.limit_settings()), table=exact,
-                                prefs=open_files(settings.home).chats.prefs_now).overall()
+                                prefs=kept.prefs).overall()
     except ValueError as exc:  # a damaged budgets.json
         return [Check("spend limits", "fail", str(exc), "fix budgets.json or remove it (`tusk budget` writes it)")]
     except StoreError as exc:  # the database: its own check says more
