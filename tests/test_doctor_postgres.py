@@ -1,5 +1,5 @@
-"""`tusk doctor` (and the commands beside it) on PostgreSQL read what they report on from the database: the model's learned
-window, the schedules, a chat's pick of model."""
+"""`tusk doctor` (and the commands beside it) on PostgreSQL read what they report on from the database: the
+model's learned window, the schedules, a chat's pick of model."""
 
 import json
 
