@@ -7,8 +7,16 @@ tests/pg_server.py; both on the same disk):
 2. one consolidation round: `/new` after 20 new messages, the model answering save_memory at once.
 3. `tusk restore` of a backup of --chats chats into PostgreSQL (bot/ops/restore.py, database_url=), then
    `tusk backup` out of it (bot/ops/backup.py create_from).
+4. a turn's crossings of the store seam alone, in chats of --small, --large and --huge messages (all but the
+   last 50 behind the pointer): `open` (warm: the chat cached, as in a running Tusk), `append` of the turn's
+   two messages, and `commit_round` (a consolidation round's write: the pointer moved two on, a MEMORY.md
+   version, a HISTORY.md entry); and a cold `open` (a new store: a restarted process). Must not grow with the
+   chat.
+5. kill -9 (bench/store_kill.py): a `tusk run` on PostgreSQL with --talkers chats talking over the HTTP API,
+   killed with SIGKILL mid-traffic and started again: messages acknowledged, answered, lost, duplicated.
 
-    python bench/store.py [--turns 100] [--small 100] [--large 10000] [--rounds 20] [--chats 200]
+    python bench/store.py [--turns 100] [--small 100] [--large 10000] [--huge 100000] [--rounds 20]
+                          [--chats 200] [--talkers 20] [--only app,transfer,seam,kill]
 """
 
 from __future__ import annotations
@@ -126,6 +134,89 @@ def transfer(server, chats: int) -> tuple[float, float, int]:
     return restored, made, len(entries)
 
 
+async def seam(kind: str, database_url: str | None, sizes: list[int], count: int) -> dict[str, float]:
+    """Per size: the median ms of a warm `open`, an `append` of two messages and a `commit_round` over `count`
+    turns (after 5 to warm up), and of a cold `open` by a new store (median of 5). The sizes take turns, one
+    turn each in a row, so that a machine busier for a while slows them all alike."""
+    from memory.keys import ChatKey
+    from store import open_store, opened
+
+    out: dict[str, float] = {}
+    with tempfile.TemporaryDirectory() as home:
+        async with opened(Path(home), database_url) as store:
+            chats = store.chats
+            keys = {n: ChatKey("http", f"seam{n}") for n in sizes}
+            for n in sizes:
+                started = time.perf_counter()
+                await seed_chat(chats, keys[n], n)
+                out[f"seed {n}"] = time.perf_counter() - started
+            os.sync()  # the seeding's writes on disk: not written back during the turns' own fsyncs
+            times: dict[str, list[float]] = {f"{name} {n}": [] for n in sizes for name in ("open", "append", "commit")}
+            for i in range(count + 5):
+                for n in sizes:
+                    for name, took in zip(("open", "append", "commit"), await seam_turn(chats, keys[n], i)):
+                        times[f"{name} {n}"].append(took)
+            for name, values in times.items():
+                out[name] = statistics.median(values[5:]) * 1000
+            for n in sizes:
+                parts = [times[f"{name} {n}"][5:] for name in ("open", "append", "commit")]
+                out[f"turn {n}"] = statistics.median(map(sum, zip(*parts))) * 1000
+            colds: dict[int, list[float]] = {n: [] for n in sizes}
+            for _ in range(5):
+                for n in sizes:
+                    fresh = open_store(Path(home), database_url)
+                    await fresh.start()
+                    t0 = time.perf_counter()
+                    await fresh.chats.open(keys[n])
+                    colds[n].append(time.perf_counter() - t0)
+                    await fresh.close()
+            out |= {f"cold {n}": statistics.median(colds[n]) * 1000 for n in sizes}
+    print(f"  seam, {kind}: done", file=sys.stderr)
+    return out
+
+
+async def seed_chat(chats, key, n: int) -> None:
+    """`n` messages through the store, appended 1,000 at a time; the pointer 50 back."""
+    from memory.session import Message
+
+    for start in range(0, n, 1000):
+        chat = await chats.open(key)
+        await chats.append(chat, [Message("user" if i % 2 == 0 else "assistant", f"{i}: {TEXT}")
+                                  for i in range(start, min(n, start + 1000))])
+    await chats.set_pointer(await chats.open(key), max(0, n - 50))
+
+
+async def seam_turn(chats, key, i: int) -> tuple[float, float, float]:
+    """One turn's crossings of the seam, each timed: open, append (the turn's two messages), commit_round
+    (the pointer kept 50 back, a new MEMORY.md, a HISTORY.md entry)."""
+    from memory.session import Message
+    from store.base import Entry, RoundCommit
+
+    t0 = time.perf_counter()
+    chat = await chats.open(key)
+    t1 = time.perf_counter()
+    await chats.append(chat, [Message("user", f"turn {i}: {TEXT}"), Message("assistant", "fine")])
+    t2 = time.perf_counter()
+    await chats.commit_round(chat, RoundCommit(start=chat.session.last_consolidated, pointer=chat.session.total - 50,
+                                               memory_version=chat.memory.version, memory=f"- a fact, round {i}\n",
+                                               entry=Entry(time.time(), f"They talked ({i}).")))
+    return t1 - t0, t2 - t1, time.perf_counter() - t2
+
+
+def seam_table(files: dict[str, float], pg: dict[str, float], sizes: list[int]) -> None:
+    print(f"\nthe store seam alone, per turn (median ms){'':<9} {'files':>10} {'postgres':>10}")
+    for n in sizes:
+        for name, what in (("open", "open (warm)"), ("append", "append (2 messages)"),
+                           ("commit", "commit_round"), ("turn", "the three together"), ("cold", "open (cold)")):
+            print(f"  {f'{n:,} messages: {what}':<49} {files[f'{name} {n}']:>7.2f} ms {pg[f'{name} {n}']:>7.2f} ms")
+    small, huge = sizes[0], sizes[-1]
+    ratio = f"the three together, {huge:,} / {small:,}"
+    print(f"  {ratio:<49} {files[f'turn {huge}'] / files[f'turn {small}']:>8.2f}x "
+          f"{pg[f'turn {huge}'] / pg[f'turn {small}']:>8.2f}x")
+    print(f"  {f'seeding {huge:,} messages (appends of 1,000)':<49} {files[f'seed {huge}']:>8.1f} s "
+          f"{pg[f'seed {huge}']:>8.1f} s")
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--turns", type=int, default=100)
@@ -133,13 +224,32 @@ async def main() -> None:
     parser.add_argument("--large", type=int, default=10_000)
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--chats", type=int, default=200)
+    parser.add_argument("--huge", type=int, default=100_000)
+    parser.add_argument("--talkers", type=int, default=20)
+    parser.add_argument("--only", default="app,transfer,seam,kill", help="the parts to run, comma-separated")
     args = parser.parse_args()
+    parts = set(args.only.split(","))
     from tests.pg_server import PgServer
 
     with PgServer() as server:
-        files = await backend("files", None, args)
-        pg = await backend("postgres", server.new_database(), args)
-        restored, made, entries = await asyncio.to_thread(transfer, server, args.chats)
+        if "app" in parts:
+            app_figures(await backend("files", None, args), await backend("postgres", server.new_database(), args),
+                        args)
+        if "transfer" in parts:
+            restored, made, entries = await asyncio.to_thread(transfer, server, args.chats)
+            print(f"restore of {args.chats} chats (50 messages each, one of 1,000) into PostgreSQL: {restored:.1f} s; "
+                  f"backup out of it: {made:.1f} s ({entries} files)")
+        if "seam" in parts:
+            sizes = [args.small, args.large, args.huge]
+            seam_table(await seam("files", None, sizes, args.turns),
+                       await seam("postgres", server.new_database(), sizes, args.turns), sizes)
+        if "kill" in parts:
+            from bench.store_kill import kill_nine
+
+            await kill_nine(server.new_database(), args.talkers)
+
+
+def app_figures(files: dict[str, float], pg: dict[str, float], args: argparse.Namespace) -> None:
     print(f"{'':<34} {'files':>10} {'postgres':>10}")
     for n in (args.small, args.large):
         print(f"{f'turn, chat of {n:,} messages (median)':<34} {files[f'turn {n}']:>7.1f} ms {pg[f'turn {n}']:>7.1f} ms")
@@ -147,8 +257,6 @@ async def main() -> None:
           f"{pg[f'turn {args.large}'] / pg[f'turn {args.small}']:>9.2f}x")
     print(f"{'consolidation round (/new, median)':<34} {files['round']:>7.1f} ms {pg['round']:>7.1f} ms")
     print(f"{f'seeding {args.large:,} messages':<34} {files[f'seed {args.large}']:>8.2f} s {pg[f'seed {args.large}']:>8.2f} s")
-    print(f"restore of {args.chats} chats (50 messages each, one of 1,000) into PostgreSQL: {restored:.1f} s; "
-          f"backup out of it: {made:.1f} s ({entries} files)")
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 `media_path`, `media_folder`), and through the store seam (store/base.py) for tests that run on either
 backend (`session`, `chat`, `append`)."""
 
+import contextlib
 from pathlib import Path
 
 from bot.events import ChatKey
@@ -54,3 +55,17 @@ async def put_settings(chats, key: ChatKey, settings) -> None:
 def cached(app, channel: str, chat_id: str) -> bool:
     """Does the running app still hold the chat's session in its cache (the files backend's loaded sessions)?"""
     return app.chats.sessions.cached(files(app, channel, chat_id)) is not None
+
+
+@contextlib.contextmanager
+def ledger(settings):
+    """The usage ledger of the store `settings` name (usage.sqlite, or the database's), closed after."""
+    from bot import stores
+    from store import prepared
+
+    with prepared(settings.home, settings.store_url()) as store:
+        book = stores.ledger(store)
+        try:
+            yield book
+        finally:
+            book.close()

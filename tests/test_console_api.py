@@ -44,6 +44,14 @@ async def chat_with_memory(tusk, chat="ann", memory="- Ann likes tea\n"):
     return files
 
 
+async def chat_with_memory_kept(tusk, chat="ann", memory="- Ann likes tea\n"):
+    """A chat with a turn and MEMORY.md, written through the store (files, or the database); its handle."""
+    await tusk.say(chat, "hello")
+    handle = tusk.chats.handle(ChatKey("http", chat))
+    await handle.write_memory(memory)
+    return handle
+
+
 def snapshot(root):
     return {str(p): p.stat().st_mtime_ns if p.is_file() else "dir" for p in sorted(root.rglob("*"))}
 
@@ -105,25 +113,28 @@ async def test_chat_detail_reports_tokens_against_the_window(tusk):
     assert t["memory"] > 0 and t["memory_max"] == tusk.consolidator.max_memory_tokens
 
 
+@pytest.mark.both_stores
 async def test_memory_put_writes_a_new_version(tusk):
     """PUT .../memory replaces MEMORY.md through write_memory: the old text becomes a version."""
-    files = await chat_with_memory(tusk)
+    handle = await chat_with_memory_kept(tusk)
     status, memory = await call(tusk, "GET", "/api/chats/http/ann/memory")
     assert status == 200 and memory["text"] == "- Ann likes tea\n" and memory["tokens"] > 0
     status, saved = await call(tusk, "PUT", "/api/chats/http/ann/memory",
                                json={"text": "- Ann likes coffee\n", "etag": memory["etag"]})
-    assert status == 200 and saved["versions"] == 1 and saved["text"] == files.memory.read_text() == "- Ann likes coffee\n"
-    assert [p.read_text() for p in files.versions.iterdir()] == ["- Ann likes tea\n"]
+    assert status == 200 and saved["versions"] == 1 and saved["text"] == "- Ann likes coffee\n"
+    assert (await handle.memory()).text == "- Ann likes coffee\n"
+    assert [v.text for v in await handle.versions()] == ["- Ann likes tea\n"]
 
 
+@pytest.mark.both_stores
 async def test_memory_put_after_a_change_is_a_conflict(tusk):
     """A save whose etag is stale (consolidation wrote meanwhile) is refused with 409 and changes nothing."""
-    files = await chat_with_memory(tusk)
+    handle = await chat_with_memory_kept(tusk)
     _, memory = await call(tusk, "GET", "/api/chats/http/ann/memory")
-    files.memory.write_text("- consolidation wrote this\n")
+    await handle.write_memory("- consolidation wrote this\n")
     status, data = await call(tusk, "PUT", "/api/chats/http/ann/memory", json={"text": "mine", "etag": memory["etag"]})
     assert status == 409 and "changed since you opened it" in data["error"]
-    assert files.memory.read_text() == "- consolidation wrote this\n"
+    assert (await handle.memory()).text == "- consolidation wrote this\n"
 
 
 async def test_memory_put_waits_for_the_chat_memory_lock(tusk):
@@ -163,9 +174,10 @@ async def test_oversize_body_is_413(tusk):
     assert status == 413 and "error" in data and files.memory.read_text() == "- Ann likes tea\n"
 
 
+@pytest.mark.both_stores
 async def test_versions_show_each_change_and_restore_one(tusk):
     """Versions list newest first with the change each replacement made; restoring one keeps the current text as a version."""
-    files = await chat_with_memory(tusk, memory="- one\n")
+    handle = await chat_with_memory_kept(tusk, memory="- one\n")
     for text in ("- one\n- two\n", "- three\n"):
         await call(tusk, "PUT", "/api/chats/http/ann/memory", json={"text": text})
     status, data = await call(tusk, "GET", "/api/chats/http/ann/versions")
@@ -176,7 +188,7 @@ async def test_versions_show_each_change_and_restore_one(tusk):
     _, newest = await call(tusk, "GET", f"/api/chats/http/ann/versions/{names[0]}")
     assert newest["diff"] == [["-", "- one"], ["-", "- two"], ["+", "- three"]]
     status, restored = await call(tusk, "POST", f"/api/chats/http/ann/versions/{names[1]}/restore")
-    assert status == 200 and restored["text"] == files.memory.read_text() == "- one\n" and restored["versions"] == 3
+    assert status == 200 and restored["text"] == (await handle.memory()).text == "- one\n" and restored["versions"] == 3
 
 
 @pytest.mark.parametrize("name", ["..%2FMEMORY.md", "MEMORY.md", "x", "..", "MEMORY.20260101T000000000000.md"])
@@ -189,11 +201,17 @@ async def test_unknown_versions_are_404(tusk, name):
     assert files.memory.read_text() == "- new\n"
 
 
+@pytest.mark.both_stores
 async def test_history_entries_newest_first_with_search(tusk):
     """HISTORY.md entries come newest first; ?q= keeps those holding every word, case-insensitively."""
-    files = await chat_with_memory(tusk)
-    files.history.write_text("## 2026-11-01 10:00 UTC\n\nPlanned the trip to Oslo.\n\n"
-                             "## 2026-11-02 10:00 UTC\n\nBooked the TRAIN to Bergen.\n\n")
+    from datetime import datetime, timezone
+
+    from store.base import Entry
+
+    handle = await chat_with_memory_kept(tusk)
+    day = [datetime(2026, 11, d, 10, 0, tzinfo=timezone.utc).timestamp() for d in (1, 2)]
+    await handle.replace_history([Entry(day[0], "Planned the trip to Oslo."),
+                                  Entry(day[1], "Booked the TRAIN to Bergen.")])
     status, data = await call(tusk, "GET", "/api/chats/http/ann/history")
     assert status == 200 and data["total"] == 2
     assert data["entries"][0] == {"heading": "2026-11-02 10:00 UTC", "text": "Booked the TRAIN to Bergen."}
@@ -201,6 +219,7 @@ async def test_history_entries_newest_first_with_search(tusk):
     assert [e["heading"] for e in found["entries"]] == ["2026-11-02 10:00 UTC"] and found["total"] == 2
 
 
+@pytest.mark.both_stores
 async def test_session_marks_the_pointer_and_pages(tusk):
     """GET .../session gives messages with their index and the consolidation pointer; ?limit and ?before page back."""
     for text in ("one", "two", "three"):
@@ -222,9 +241,10 @@ async def test_session_bad_paging_is_400(tusk, query):
     assert status == 400 and "whole number" in data["error"]
 
 
-async def test_forget_is_the_chat_command(tusk, fake_llm):
+@pytest.mark.both_stores
+async def test_forget_is_the_chat_command(tusk, fake_llm, store_backend):
     """Forget lists what /forget lists, deletes the same, drops the chat from the running cache, and the bot forgets."""
-    files = await chat_with_memory(tusk, "ann", "- Ann's secret is 4711\n")
+    handle = await chat_with_memory_kept(tusk, "ann", "- Ann's secret is 4711\n")
     status, preview = await call(tusk, "GET", "/api/chats/http/ann/forget")
     assert status == 200 and preview["report"] == (await tusk.say("ann", "/forget"))[0]
     assert preview["items"][0].startswith("MEMORY.md") and preview["items"][1] == "2 session messages (session.jsonl)"
@@ -232,11 +252,13 @@ async def test_forget_is_the_chat_command(tusk, fake_llm):
                                     "toward today's limits)"]
     for bad in ({}, {"confirm": False}, {"confirm": "yes"}, {"confirm": 1}):
         assert (await call(tusk, "POST", "/api/chats/http/ann/forget", json=bad))[0] == 400
-    assert files.memory.exists()
+    assert (await handle.memory()).text
     status, done = await call(tusk, "POST", "/api/chats/http/ann/forget", json={"confirm": True})
     assert status == 200 and done["gone"] and done["report"].startswith("Forgotten:")
     assert "- deleted 2 session messages (session.jsonl)" in done["report"]
-    assert not files.dir.exists() and not kept.cached(tusk, "http", "ann")
+    assert not await handle.exists() and await tusk.chats.chats() == []
+    if store_backend == "files":
+        assert not kept.files(tusk, "http", "ann").dir.exists() and not kept.cached(tusk, "http", "ann")
     assert (await call(tusk, "GET", "/api/chats/http/ann"))[0] == 404
     await tusk.say("ann", "what is my secret?")
     assert "4711" not in json.dumps(fake_llm.requests[-1]["messages"])
@@ -260,13 +282,14 @@ ENDPOINTS = [("GET", "", None), ("GET", "/memory", None), ("PUT", "/memory", {"t
              ("POST", "/forget", {"confirm": True})]
 
 
+@pytest.mark.both_stores
 async def test_a_chat_tusk_does_not_keep_is_404_everywhere(tusk, tmp_path):
-    """Every endpoint answers 404 for a chat with no files, and none creates it."""
+    """Every endpoint answers 404 for a chat the store does not keep, and none creates it (no file, no row)."""
     before = snapshot(tmp_path)
     for method, suffix, body in ENDPOINTS:
         status, data = await call(tusk, method, f"/api/chats/http/nobody{suffix}", json=body)
         assert status == 404 and "no chat http:nobody" in data["error"], (method, suffix)
-    assert snapshot(tmp_path) == before
+    assert snapshot(tmp_path) == before and await tusk.chats.chats() == []
 
 
 @pytest.mark.parametrize("channel,chat_id", [

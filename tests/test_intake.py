@@ -6,6 +6,9 @@ import asyncio
 import dataclasses
 import json
 
+import pytest
+
+from bot import stores
 from bot.access.pairing import PairingStore
 from bot.events import ChatKey, InboundMessage, OutboundMessage, ReplyRef, TurnResult
 from channels.base import Access, Done
@@ -48,10 +51,23 @@ class Bus:
         return self.done[msg.id]
 
 
-def chain(policy="allowlist", allow=frozenset(), pairing=None):
+def chain(policy="allowlist", allow=frozenset(), pairing=None, seen=None):
     channel, bus = Recorder(), Bus()
     access = Access(policy, pairing)
-    return Intake("Test", channel, access.allow_list(allow, "TEST_ALLOW_FROM", "test"), bus.publish), channel, bus
+    allowed = access.allow_list(allow, "TEST_ALLOW_FROM", "test")
+    return Intake("Test", channel, allowed, bus.publish, seen=seen), channel, bus
+
+
+@pytest.fixture
+def kept_in(store_backend, tmp_path, request):
+    """The store the chain's shared parts are kept in (the seen ids, pairing.json): a files home, or a fresh
+    database (tests marked both_stores run on each)."""
+    from store import prepared
+
+    url = request.getfixturevalue("pg_url") if store_backend == "postgres" else None
+    (tmp_path / "home").mkdir(mode=0o700)  # as a running Tusk has made it
+    with prepared(tmp_path / "home", url) as store:
+        yield store
 
 
 def message(text="hello", sender="7", addressed=True, **fields) -> InboundMessage:
@@ -72,14 +88,21 @@ async def test_a_refused_sender_costs_no_file_lookup_or_publish():
     assert (asked, bus.published) == ([], [])
 
 
-async def test_a_message_delivered_twice_is_published_once():
-    """The same platform id taken twice (a retry, a replay) is published once."""
-    intake, _, bus = chain(allow=frozenset({"7"}))
+@pytest.mark.both_stores
+async def test_a_message_delivered_twice_is_published_once(kept_in):
+    """The same platform id taken twice (a retry, a replay) is published once, also when it comes again to a
+    process started after the one that took it (the ids are kept in the store)."""
+    intake, _, bus = chain(allow=frozenset({"7"}), seen=stores.seen(kept_in))
     await intake.take(Arrival(message("one"), "m1"))
     await intake.take(Arrival(message("one again"), "m1"))
     await intake.take(Arrival(message("two"), "m2"))
     await intake.drain()
     assert [m.text for m in bus.published] == ["one", "two"]
+    restarted, _, bus = chain(allow=frozenset({"7"}), seen=stores.seen(kept_in))
+    await restarted.take(Arrival(message("two, redelivered"), "m2"))
+    await restarted.take(Arrival(message("three"), "m3"))
+    await restarted.drain()
+    assert [m.text for m in bus.published] == ["three"]
 
 
 async def test_typing_is_shown_until_the_turn_is_done_and_never_for_chatter():
@@ -96,10 +119,11 @@ async def test_typing_is_shown_until_the_turn_is_done_and_never_for_chatter():
     assert channel.typing_ended == [asked.id]
 
 
-async def test_the_gate_waits_for_the_chats_earlier_work(tmp_path):
+@pytest.mark.both_stores
+async def test_the_gate_waits_for_the_chats_earlier_work(kept_in):
     """While a chat's earlier work runs (a group's approval moving with it), its next message's allow-list
-    check waits for it, and so sees the approval."""
-    pairing = PairingStore(tmp_path)
+    check waits for it, and so sees the approval (kept in the store's pairing.json)."""
+    pairing = PairingStore(kept_in.doc("pairing.json"))
     intake, channel, bus = chain("pairing", pairing=pairing)
     request, _ = pairing.request("test", "group", "-100", "Hikers")
     release = asyncio.Event()
@@ -115,9 +139,11 @@ async def test_the_gate_waits_for_the_chats_earlier_work(tmp_path):
     assert [m.text for m in bus.published] == ["hello"] and channel.sent == []
 
 
-async def test_a_stranger_is_told_a_code_once_and_nothing_is_published(tmp_path):
-    """With pairing, an unknown sender's message is not published; the code is told in the chat, once."""
-    intake, channel, bus = chain("pairing", pairing=PairingStore(tmp_path))
+@pytest.mark.both_stores
+async def test_a_stranger_is_told_a_code_once_and_nothing_is_published(kept_in):
+    """With pairing, an unknown sender's message is not published; the code is told in the chat, once (the
+    pending code kept in the store's pairing.json)."""
+    intake, channel, bus = chain("pairing", pairing=PairingStore(kept_in.doc("pairing.json")))
     await intake.take(Arrival(message(sender="9"), "m1"))
     await intake.take(Arrival(message(sender="9"), "m2"))
     await intake.drain()

@@ -18,6 +18,16 @@ from tests import kept
 KEY = ChatKey("telegram", "42")
 
 
+@pytest.fixture
+async def chats(store_backend, tmp_path, request):
+    """The chats of a store (tests marked both_stores run on each): a files home, or a fresh database."""
+    from store import opened
+
+    url = request.getfixturevalue("pg_url") if store_backend == "postgres" else None
+    async with opened(tmp_path / "home", url) as store:
+        yield store.chats
+
+
 async def test_kept_file_is_private_and_described(tmp_path):
     """A download lands under the chat's media/ folder, 0600, with its size and kind."""
     store = MediaStore(FileChats(tmp_path))
@@ -28,19 +38,28 @@ async def test_kept_file_is_private_and_described(tmp_path):
     assert "/" not in att.path.removeprefix("media/") and stat.S_IMODE(os.stat(path).st_mode) == 0o600
 
 
-async def test_over_the_cap_is_refused_and_leaves_nothing(tmp_path):
-    """A download past the per-file cap is refused with the limit named; no partial file stays."""
-    store = MediaStore(FileChats(tmp_path), MediaLimits(file_bytes=1000))
+@pytest.mark.both_stores
+async def test_over_the_cap_is_refused_and_leaves_nothing(chats, store_backend):
+    """A download past the per-file cap is refused with the limit named; no partial file stays (nor row)."""
+    store = MediaStore(chats, MediaLimits(file_bytes=1000))
     with pytest.raises(MediaRefused, match="over 1 KB, the most I take"):
         await store.keep(KEY, chunks_of(b"y" * 5000, size=100), name="big.bin", mime="application/octet-stream")
     with pytest.raises(MediaRefused):
         await store.keep(KEY, chunks_of(b""), name="big.bin", mime="text/plain", size=5000)
-    assert os.listdir(kept.media_folder(store, KEY)) == []
+    assert await store.files(KEY) == [] and await store.usage(KEY) == (0, 0)
+    if store_backend == "files":
+        assert os.listdir(kept.media_folder(store, KEY)) == []
+    else:  # neither a row nor a chunk of the refused file
+        async with chats.db.connection() as conn:
+            counts = await (await conn.execute("SELECT (SELECT count(*) FROM media), "
+                                               "(SELECT count(*) FROM media_chunks)")).fetchone()
+        assert counts == (0, 0)
 
 
-async def test_same_source_is_not_downloaded_twice(tmp_path):
+@pytest.mark.both_stores
+async def test_same_source_is_not_downloaded_twice(chats):
     """A file id seen before returns the kept copy without reading the download."""
-    store = MediaStore(FileChats(tmp_path))
+    store = MediaStore(chats)
     first = await store.keep(KEY, chunks_of(b"abc"), name="a.txt", mime="text/plain", source_id="F1")
 
     async def never():

@@ -152,9 +152,10 @@ async def test_a_telegram_webhook_retry_is_answered_once(make_settings, fake_llm
     assert len(fake_llm.requests) == 2
 
 
+@pytest.mark.both_stores
 async def test_a_telegram_update_delivered_again_after_a_restart_is_not_answered_again(make_settings, fake_llm):
     """Answered, Tusk restarts, Telegram hands the same update over again (its offset was not confirmed):
-    no second answer; the session holds the message once."""
+    no second answer; the session holds the message once (on either store)."""
     async with FakeTelegram() as tg:
         settings = make_settings(TELEGRAM_BOT_TOKEN=tg.token, TELEGRAM_API_BASE=tg.base_url)
         update = tg.push_message(42, "answer me once")
@@ -164,7 +165,7 @@ async def test_a_telegram_update_delivered_again_after_a_restart_is_not_answered
         tg.push_message(42, "the sentinel")
         async with tusk_on(settings) as app:
             await tg.wait_for(lambda: len(tg.sent) == 2, timeout=10)
-            users = [m.content for m in kept.on_disk(app, "telegram", "42").unconsolidated if m.role == "user"]
+            users = [m.content for m in (await kept.session(app, "telegram", "42")).unconsolidated if m.role == "user"]
     assert [m["plain"] for m in tg.sent] == ["echo: answer me once", "echo: the sentinel"]
     assert users == ["answer me once", "the sentinel"] and len(fake_llm.requests) == 2
 

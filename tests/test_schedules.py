@@ -164,10 +164,11 @@ async def test_a_daily_0230_schedule_runs_once_a_day_across_a_dst_change(make_se
     assert [(d.astimezone(UTC).isoformat(), d.strftime("%d %H:%M")) for d in fired] == DST_NIGHTS[month]
 
 
+@pytest.mark.both_stores
 async def test_a_failing_model_is_said_once_and_the_next_run_tries_again(make_settings, fake_llm):
     """An instruction run whose model call fails: the chat is told once (why, and when it runs again), a second
     failing run says nothing, the third succeeds and is delivered; every run is recorded with its outcome, and
-    `tusk doctor` names the schedule while its last run failed."""
+    `tusk doctor` names the schedule while its last run failed (from the store the settings name)."""
     clock = Clock(berlin(2026, 6, 1, 7, 0))
     fake_llm.script(scheduling("summarise the news", repeat="every day at 09:00", kind="instruction"),
                     Reply(text="ok"), Reply(status=500), Reply(status=500), Reply(text="The news: calm."))

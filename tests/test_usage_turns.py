@@ -4,6 +4,8 @@ chat while others go on, /usage and /status, and a restart after kill -9."""
 import asyncio
 import re
 
+import pytest
+
 from bot.events import ChatKey
 from bot.usage.ledger import Ledger
 from memory import files as memfiles
@@ -117,15 +119,19 @@ async def test_forget_removes_the_chat_from_the_ledger_but_not_from_the_limits(m
         assert "daily spending limit" in (await tusk.say("gone", "and again", user="carol"))[0]
 
 
+@pytest.mark.both_stores
 async def test_the_doctors_probes_are_recorded_as_probes(make_settings, fake_llm):
-    """`tusk doctor`'s requests land in the ledger as purpose "probe", of no chat; its price check speaks."""
+    """`tusk doctor`'s requests land in the ledger of the store the settings name as purpose "probe", of no
+    chat; its price check speaks."""
     from bot.ops.probe import probe
 
     settings = make_settings(TUSK_MODELS=PRICED)
     settings.home.mkdir(parents=True)
     checks = await probe(settings)
-    got = rows(type("T", (), {"settings": settings})())
-    assert got and {r[0] for r in got} == {"probe"} and all(r[1] is None and r[2] is None for r in got)
+    with kept.ledger(settings) as book:
+        by_purpose, by_chat = book.report("purpose"), book.report("chat")
+    assert [r.key for r in by_purpose] == ["probe"] and by_purpose[0].calls == len(fake_llm.requests) > 0
+    assert [(r.channel, r.key) for r in by_chat] == [(None, None)]
     assert any(c.name == "price" and "TUSK_MODELS" in c.detail for c in checks)
 
 

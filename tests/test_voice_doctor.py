@@ -2,7 +2,10 @@
 
 import sys
 
+import pytest
+
 from bot.ops import doctor
+from tests import kept
 from tests.fakes.fake_speech import FakeSpeech
 from tests.test_cli import env_for
 from tests.test_cli import tusk as tusk_cli
@@ -23,9 +26,10 @@ async def test_doctor_speaks_a_phrase_with_espeak_ng(fake_llm, tmp_path):
     assert "KB as OGG/Opus" in line
 
 
+@pytest.mark.both_stores
 async def test_doctor_checks_the_speech_server_and_says_what_failed(make_settings):
-    """A speech server that answers: OK (and the phrase is in the ledger); one that refuses the key: FAIL with
-    the settings to check; --no-model sends it nothing."""
+    """A speech server that answers: OK (and the phrase is in the ledger of the store the settings name); one
+    that refuses the key: FAIL with the settings to check; --no-model sends it nothing."""
     async with FakeSpeech(api_key="sk-speech") as tts:
         good = make_settings(TUSK_TTS_MODEL="openai/tts-1", TUSK_TTS_API_BASE=tts.base_url,
                              TUSK_TTS_API_KEY="sk-speech")
@@ -35,11 +39,8 @@ async def test_doctor_checks_the_speech_server_and_says_what_failed(make_setting
         check = speech(await doctor.run_checks(good))
         assert check.verdict == "ok" and "openai/tts-1 spoke a test phrase" in check.detail
         assert [r["input"] for r in tts.requests] == ["Hello, this is Tusk, checking my voice."]
-        from bot.usage.ledger import Ledger
-
-        ledger = Ledger(good.home)
-        (row,) = [r for r in ledger.report("purpose") if r.key == "speech"]
-        ledger.close()
+        with kept.ledger(good) as ledger:
+            (row,) = [r for r in ledger.report("purpose") if r.key == "speech"]
         assert (row.calls, row.characters) == (1, 39)
         refused = make_settings(TUSK_TTS_MODEL="openai/tts-1", TUSK_TTS_API_BASE=tts.base_url,
                                 TUSK_TTS_API_KEY="sk-wrong")

@@ -205,7 +205,7 @@ async def run_checks(settings: Settings, env_file: SettingsFile | None = None,
         checks.append(Check("backup", *backup))
     from bot.schedules.health import check as schedules_check
 
-    if (schedules := schedules_check(settings.home)) is not None:
+    if (schedules := schedules_check(settings)) is not None:
         checks.append(Check("schedules", *schedules))
     from bot.tools.web.doctor import web_checks
 
@@ -227,14 +227,13 @@ def _spend_limits(settings: Settings, exact: bool) -> list[Check]:
     check imported litellm already); else what TUSK_MODELS and the ledger say."""
     from bot.ops.usage import book
     from bot.usage.unpriced import Unpriced
-    from store import open_files
     from store.errors import StoreError
 
     try:
         # usage.sqlite read only if it is there (the doctor creates nothing), or the database's
         with book(settings) as kept:
             found = Unpriced.of(settings, kept.ledger, kept.limits(settings.limit_settings()), table=exact,
-                                prefs=open_files(settings.home).chats.prefs_now).overall()
+                                prefs=kept.prefs).overall()
     except ValueError as exc:  # a damaged budgets.json
         return [Check("spend limits", "fail", str(exc), "fix budgets.json or remove it (`tusk budget` writes it)")]
     except StoreError as exc:  # the database: its own check says more

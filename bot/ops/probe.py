@@ -11,8 +11,9 @@
                   counts tokens against the token limits instead of dollars (bot/ops/doctor.py's spend
                   limits check says which dollar limits cannot count it)
 
-Each probe request is recorded in the usage ledger as purpose "probe" when the data dir exists (the
-doctor never creates it).
+Each probe request is recorded as purpose "probe" in the usage ledger of the configured store
+(bot/ops/own_calls.py): usage.sqlite when the data dir exists (the doctor never creates it), or the
+database's.
 """
 
 from __future__ import annotations
@@ -35,8 +36,8 @@ from bot.llm.server import served_models, server_root
 from bot.llm.wire import model_name
 from bot.llm.window import ask_server, resolve
 from bot.ops.check import Check
+from bot.ops import own_calls
 from bot.usage import meter as usage
-from bot.usage.ledger import Ledger
 from bot.usage.meter import Meter
 from bot.usage.prices import configured_prices, table_cost
 from memory.tokens import count_text
@@ -103,17 +104,14 @@ async def _checks(settings: Settings, s: LLMSettings, llm: LLM, loaded: float) -
     return out
 @contextlib.contextmanager
 def _metered(settings: Settings, llm: LLM) -> Iterator[None]:
-    """The probe's requests recorded as purpose "probe", where the data dir already exists."""
-    if not settings.home.is_dir():
-        yield
-        return
-    ledger = Ledger(settings.home)
-    llm.meter = Meter(ledger, None, _prices(settings))
-    try:
+    """The probe's requests recorded as purpose "probe", in the configured store's ledger (if there is one)."""
+    with own_calls.ledger(settings) as ledger:
+        if ledger is None:
+            yield
+            return
+        llm.meter = Meter(ledger, None, _prices(settings))
         with usage.scope(purpose="probe"):
             yield
-    finally:
-        ledger.close()
 
 
 def _prices(settings: Settings) -> dict:

@@ -78,7 +78,7 @@ def restore(archive: Path, home: Path, version: str, force: bool = False,
             saved = _set_aside(home, there, version, database_url)
         files = _extract(archive, home)
         if database_url:
-            _into_database(home, database_url)
+            _into_database(home, database_url, lock)
         return Restored(files, saved, None if with_secrets else SECRETS_LEFT_OUT)
     finally:
         running.release(lock)
@@ -106,14 +106,17 @@ async def _emptied(store) -> None:
 
 
 def _database_holds(home: Path, database_url: str) -> bool:
-    return asyncio.run(_on_store(home, database_url, transfer.holds_anything))
+    async def holds(store) -> bool:
+        return await transfer.holds_anything(store) or await asyncio.to_thread(carried.holds, store.sync_db)
+
+    return asyncio.run(_on_store(home, database_url, holds))
 
 
-def _into_database(home: Path, database_url: str) -> None:
+def _into_database(home: Path, database_url: str, held: running.Claim) -> None:
     """The stored files just extracted go into the database, and out of the home (they live there now)."""
     async def into(store) -> None:
         await transfer.load(store, home)
-        await asyncio.to_thread(carried.load, store.sync_db, home)
+        await asyncio.to_thread(carried.load, store.sync_db, home, held)
 
     asyncio.run(_on_store(home, database_url, into))
     shutil.rmtree(home / "chats", ignore_errors=True)

@@ -96,10 +96,12 @@ def _ledger(home: Path) -> Ledger | None:
 @dataclass
 class Book:
     """Where `tusk usage` and `tusk budget` read and write: the ledger (None: no call recorded yet) and
-    budgets.json, in the data dir's files or the database (bot/stores.py)."""
+    budgets.json, in the data dir's files or the database (bot/stores.py); and each chat's settings as that
+    store holds them (`prefs`: which model a chat picked)."""
 
     ledger: SqlLedger | None
     budgets: SharedDoc
+    prefs: Prefs
 
     def limits(self, settings: LimitSettings) -> Limits:
         """The limits over this ledger (an empty one for the doc alone when none was recorded yet)."""
@@ -122,9 +124,11 @@ def book(settings: Any) -> Iterator[Book]:
     """The settings' ledger and budgets.json for one command, closed after."""
     url = settings.store_url()
     if url is None:
+        from store import open_files
+
         ledger = _ledger(settings.home)
         try:
-            yield Book(ledger, FileDoc(settings.home, budgets_file))
+            yield Book(ledger, FileDoc(settings.home, budgets_file), open_files(settings.home).chats.prefs_now)
         finally:
             if ledger is not None:
                 ledger.close()
@@ -133,7 +137,7 @@ def book(settings: Any) -> Iterator[Book]:
     from store import prepared
 
     with prepared(settings.home, url) as store:
-        yield Book(stores.ledger(store), stores.budgets(store))
+        yield Book(stores.ledger(store), stores.budgets(store), _database_prefs(store.sync_db))
 
 
 def _name(row: Row) -> str:
@@ -236,7 +240,7 @@ def usage(settings: Any, by: Group, since: int | date, as_json: bool) -> str:
         if shown:
             lines += ["", f"Spend limits ({getattr(zone, 'key', zone)} days):"] + [f"  {s.text()}" for s in shown]
         lines += [f"Note: {u['note']}" for u in Unpriced.of(settings, ledger, limits, table=False,
-                                                              prefs=_prefs(settings)).overall()]
+                                                              prefs=kept.prefs).overall()]
         return "\n".join(lines)
 
 
@@ -292,7 +296,7 @@ def _budget_said(settings: Any, kept: Book, limits: Limits, chat: ChatKey, usd: 
     if usd is None:
         return said
     # litellm's price table is read for a model TUSK_MODELS does not price (it takes a few seconds)
-    note = Unpriced.of(settings, kept.ledger, limits, prefs=_prefs(settings)).for_chat(chat)
+    note = Unpriced.of(settings, kept.ledger, limits, prefs=kept.prefs).for_chat(chat)
     return said + (f"\nNote: {note}" if note else "")
 
 
@@ -326,11 +330,17 @@ def _answer(args: argparse.Namespace, settings: Any) -> str:
     return budget_clear(settings, limits_settings, args.chat)
 
 
-def _prefs(settings: Any) -> Prefs:
-    """Each chat's settings as the home's store holds them (which model a chat picked)."""
-    from store import open_files
+def _database_prefs(sync_db: Any) -> Prefs:
+    """Each chat's settings as the database holds them (read when asked: a command's few chats)."""
+    from memory import chat_settings
+    from store.base import SETTINGS
+    from store.postgres.chat_docs import read_doc
 
-    return open_files(settings.home).chats.prefs_now
+    def prefs(chat: ChatKey) -> chat_settings.ChatSettings | None:
+        text = read_doc(sync_db, chat, SETTINGS)
+        return chat_settings.parse(text) if text is not None else None
+
+    return prefs
 
 
 # -- the console's Usage page --------------------------------------------------------------------------

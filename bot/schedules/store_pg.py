@@ -76,6 +76,11 @@ class PgScheduleStore:
             finally:
                 self._tx = None
 
+    def records(self) -> list[tuple[str, Any]]:
+        """Every row's id and record as kept, readable or not (`tusk doctor` counts those that are not)."""
+        with self.db.connection() as conn:
+            return conn.execute("SELECT id, record FROM schedules ORDER BY n").fetchall()
+
     def load(self) -> list[Schedule]:
         with self.db.connection() as conn:
             rows = conn.execute("SELECT id, record FROM schedules ORDER BY n").fetchall()

@@ -26,10 +26,11 @@ hints, `limit_key` as an SQL function.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from bot.usage.ledger_sql import (BUCKET_S, COLUMNS, COST_SOURCES, KEEP_KEYS_DAYS, PURPOSES, SUMS, UNPRICED_TOKENS,
@@ -101,6 +102,22 @@ class Ledger(SqlLedger):
                 if db is not None:
                     db.close()
             self._writer = self._reader = None
+
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[sqlite3.Connection]:
+        """The file's connection (made and migrated), in one transaction of its own: committed when the block
+        ends, rolled back if it raises. For the ledger moved whole between the stores (bot/usage/carry.py)."""
+        self._open()
+        with self._write_lock:
+            db = self._writer
+            assert db is not None  # _open made it
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                yield db
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
 
     # -- opening -------------------------------------------------------------------------------
 

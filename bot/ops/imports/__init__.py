@@ -17,6 +17,7 @@ from pathlib import Path
 
 from bot import running
 from bot.ops.imports.model import Imported, ImportRefused
+from bot.ops.imports.record import Records
 
 
 class ImportStopped(RuntimeError):
@@ -55,8 +56,28 @@ def _target(msg: Imported, to) -> tuple[str, str]:
     raise ImportRefused(f"{where}: choose the chat with --to CHANNEL:ID")
 
 
-def _memory(home: Path, key: tuple[str, str], texts: dict[str, str]) -> Iterator[str]:
-    """A moved chat's MEMORY.md and HISTORY.md, where the target has none of its own."""
+async def _memory(chats, key: tuple[str, str], texts: dict[str, str]) -> list[str]:
+    """A moved chat's MEMORY.md and HISTORY.md, where the target has none of its own; what was taken."""
+    from memory.files import history_blocks
+    from memory.keys import ChatKey
+    from store.files.chats import FileChats
+
+    if isinstance(chats, FileChats):  # the files as the archive holds them, byte for byte
+        return list(_memory_files(chats.home, key, texts))
+    handle, took = chats.handle(ChatKey(*key)), []
+    if texts.get("MEMORY.md") and not (await handle.memory()).text:
+        await handle.write_memory(texts["MEMORY.md"])
+        took.append("MEMORY.md taken from the archive")
+    if texts.get("HISTORY.md") and not await handle.history():
+        from store.postgres.rows import block_entry  # a dated block as its entry (None: text before the first)
+
+        entries = [e for e in map(block_entry, history_blocks(texts["HISTORY.md"])) if e is not None]
+        await handle.replace_history(entries)
+        took.append("HISTORY.md taken from the archive")
+    return took
+
+
+def _memory_files(home: Path, key: tuple[str, str], texts: dict[str, str]) -> Iterator[str]:
     from memory.files import write_atomic
     from memory.paths import ChatFiles
 
@@ -74,25 +95,16 @@ async def run_import(settings, source: Path, fmt: str | None, to, yes: bool, say
     skills/) has them brought into $TUSK_HOME/skills (bot/skills/importer.py); `ask` asks before one is
     replaced (None: never replaced)."""
     from bot.ops.imports.fold import Folder, stopped
-    from bot.ops.imports.writer import Seen, message
     from memory.consolidate import ConsolidationFailed
-    from memory.round_request import line_costs
+    from store import opened
 
     if not source.exists():
         raise ImportRefused(f"{source} does not exist")
     home = settings.home
     fmt = fmt or detect(source)
     module = _module(fmt)
-    counts: Counter[tuple[str, str]] = Counter()
-    new: dict[tuple[str, str], list[int]] = {}  # chat -> [new messages, their transcript lines' tokens]
-    with Seen(home) as seen:
-        for msg in module.read(source):  # pass 1: everything parsed, nothing written
-            key = _target(msg, to)
-            counts[key] += 1
-            tally = new.setdefault(key, [0, 0])
-            if not seen(key, msg.source_id):
-                tally[0], tally[1] = tally[0] + 1, tally[1] + line_costs([message(msg)], math.inf)[0]
-        done = all(new[key][0] == 0 and seen.folded(key) for key in counts)
+    async with opened(home, settings.store_url()) as store:  # pass 1: everything parsed, nothing written
+        counts, new, done = await _survey(Records.of(store), module.read(source), to)
     if hasattr(module, "skills_folder") and (skills := module.skills_folder(source)) is not None:
         from bot.skills.importer import bring
 
@@ -109,7 +121,7 @@ async def run_import(settings, source: Path, fmt: str | None, to, yes: bool, say
     folder = Folder(settings)
     try:
         await folder.ready()
-        say(folder.estimate({k: (v[0], v[1]) for k, v in new.items()}).line())
+        say((await folder.estimate({k: (v[0], v[1]) for k, v in new.items()})).line())
         if not yes:
             say("Nothing written: add --yes to import them and fold them into memory "
                 "(messages already imported are skipped)")
@@ -128,6 +140,45 @@ async def run_import(settings, source: Path, fmt: str | None, to, yes: bool, say
         await folder.aclose()
 
 
+async def _survey(records: Records, messages: Iterator[Imported], to
+                  ) -> tuple[Counter[tuple[str, str]], dict[tuple[str, str], list[int]], bool]:
+    """Every message of the source read: (messages per chat, per chat [those not there yet, their transcript
+    lines' tokens], whether there is nothing to do: every message there and folded)."""
+    from bot.ops.imports.writer import message
+    from memory.round_request import line_costs
+
+    counts: Counter[tuple[str, str]] = Counter()
+    new: dict[tuple[str, str], list[int]] = {}
+    try:
+        for batch in _batched(messages, 500):
+            by_chat: dict[tuple[str, str], list[Imported]] = {}
+            for msg in batch:
+                by_chat.setdefault(_target(msg, to), []).append(msg)
+            for key, msgs in by_chat.items():
+                counts[key] += len(msgs)
+                tally = new.setdefault(key, [0, 0])
+                there = await records.known(key, [m.source_id for m in msgs])
+                for msg in (m for m in msgs if m.source_id not in there):
+                    tally[0], tally[1] = tally[0] + 1, tally[1] + line_costs([message(msg)], math.inf)[0]
+        done = True
+        for key in counts:
+            done = done and new[key][0] == 0 and await records.folded(key)
+    finally:
+        records.close()
+    return counts, new, done
+
+
+def _batched(items: Iterator[Imported], n: int) -> Iterator[list[Imported]]:
+    batch: list[Imported] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) == n:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
 async def _write(folder, module, source: Path, to, counts: Counter[tuple[str, str]], say) -> None:
     """Pass 2: the messages written in batches, each chat folded as it grows and once it is complete. A moved
     chat's memory is taken first, so the messages it already holds are not summarised twice."""
@@ -136,23 +187,28 @@ async def _write(folder, module, source: Path, to, counts: Counter[tuple[str, st
     took: set[tuple[str, str]] = set()
     if hasattr(module, "memory_files") and len(counts) == 1:
         key = next(iter(counts))
-        for line in _memory(folder.settings.home, key, module.memory_files(source)):
+        for line in await _memory(folder.chats, key, module.memory_files(source)):
             if line.startswith("MEMORY.md"):
                 took.add(key)
             say(line)
-    with Writer(folder.sessions) as writer, folder.progress(sum(counts.values())) as advance:
-        left = Counter(counts)
-        for msg in module.read(source):
-            key = _target(msg, to)
-            flushed = writer.add(key, msg, settle=key in took)
-            advance()
-            left[key] -= 1
-            if left[key] == 0:  # the chat is complete (an all-chats export goes chat by chat): all of it
-                writer.flush(key)
-                await folder.fold(key, writer.session(key), last=True)
-                writer.close(key, folded=True)
-            elif flushed:
-                await folder.fold(key, writer.session(key))
-        added, skipped = writer.added, writer.skipped
+    writer = Writer(folder.chats, Records.of(folder.app.store))
+    try:
+        with folder.progress(sum(counts.values())) as advance:
+            left = Counter(counts)
+            for msg in module.read(source):
+                key = _target(msg, to)
+                flushed = await writer.add(key, msg, settle=key in took)
+                advance()
+                left[key] -= 1
+                if left[key] == 0:  # the chat is complete (an all-chats export goes chat by chat): all of it
+                    await writer.flush(key)
+                    await folder.fold(key, last=True)
+                    await writer.close(key, folded=True)
+                elif flushed:
+                    await folder.fold(key)
+            await writer.finish()
+    finally:
+        writer.abandon()
+    added, skipped = writer.added, writer.skipped
     say(f"Imported {sum(added.values()):,} messages ({skipped:,} already there) into {len(counts)} chat(s); "
         f"{folder.folded:,} messages folded into HISTORY.md and MEMORY.md")

@@ -29,8 +29,6 @@ from bot.events import ChatKey
 from bot.usage import meter as usage
 from memory.consolidate import ConsolidationFailed
 from memory.round_request import line_costs
-from memory.session import Session
-from store.files.chats import FileChats
 
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
@@ -61,20 +59,22 @@ class Folder:
         from bot.app import TuskApp  # every part of Tusk: only once an import is really going to run
 
         self.app = TuskApp(settings)
-        chats = self.app.chats
-        assert isinstance(chats, FileChats)  # the files backend's: imports write session.jsonl (writer.py)
-        self.sessions = chats.sessions
+        self.chats = self.app.chats  # the messages go through the store's seam (writer.py), as a turn's do
         self.settings = settings
         self.model = settings.consolidation_model or settings.model or ""
         self.folded = 0
         self._progress: tuple[Progress, TaskID] | None = None  # the bar and its "folded" task, while shown
 
     async def ready(self) -> None:
-        """litellm loaded and the model's window settled, as at a Tusk's start."""
+        """The store started (the database's pool open), litellm loaded and the model's window settled, as at
+        a Tusk's start."""
+        from bot import parts
+
+        await parts.started(self.app.store)
         self.app.warmup.start()
         await self.app.warmup.ready()
 
-    def estimate(self, chats: dict[tuple[str, str], tuple[int, int]]) -> Estimate:
+    async def estimate(self, chats: dict[tuple[str, str], tuple[int, int]]) -> Estimate:
         """For {chat: (new messages, their transcript lines' tokens)}, and what the chats hold unconsolidated
         already (an import stopped before its folding was done)."""
         from bot.usage.prices import configured_prices, price
@@ -86,7 +86,7 @@ class Folder:
         room = max(1, room - memory)
         rounds = input_tokens = 0
         for key, (messages, tokens) in chats.items():
-            waiting = self.sessions.get(*key).unconsolidated
+            waiting = (await self.chats.open(ChatKey(*key))).session.unconsolidated
             tokens += sum(line_costs(waiting, math.inf)) if waiting else 0
             n = max(1, math.ceil(tokens / room)) if messages or waiting else 0
             rounds += n
@@ -95,14 +95,15 @@ class Folder:
         cost, _ = price(self.model, input_tokens, output_tokens, 0, None, configured_prices(self.app.models))
         return Estimate(rounds, input_tokens, output_tokens, cost, self.model)
 
-    async def fold(self, key: tuple[str, str], session: Session, last: bool = False) -> None:
-        """Fold `session` if it holds too much (or, `last`, all of it); raises ConsolidationFailed to stop."""
+    async def fold(self, key: tuple[str, str], last: bool = False) -> None:
+        """Fold the chat if it holds too much unconsolidated (or, `last`, all of it); raises ConsolidationFailed
+        to stop."""
         consolidator = self.app.consolidator
         cap = consolidator.transcript_room("")  # a round's chunk, in the session's own counts at most
-        if not last and session.tokens <= FOLD_AT * cap:
+        chat = await self.chats.open(ChatKey(*key))
+        if not last and chat.session.tokens <= FOLD_AT * cap:
             return
         with usage.scope(ChatKey(*key), None, "import", self.settings.timezone):
-            chat = await self.app.chats.open(ChatKey(*key))  # the same session object the writer appends to
             folded = await consolidator.fold(chat, keep=0 if last else cap)
         self.folded += folded
         if self._progress is not None:
@@ -128,6 +129,7 @@ class Folder:
         await self.app.warmup.aclose()
         await self.app.llm.aclose()
         self.app.ledger.close()
+        await self.app.store.close()
 
 
 def stopped(exc: ConsolidationFailed) -> str:

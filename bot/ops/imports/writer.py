@@ -1,28 +1,25 @@
-"""Imported messages into chat sessions, once each, surviving a kill at any point.
+"""Imported messages into chat sessions, once each, surviving a kill at any point, in the store Tusk keeps
+(the ChatStore seam: session.jsonl, or the database's rows).
 
-Each imported session line carries `"import": "<source id>"`. A chat's import record,
-`imports.sqlite` in its folder, holds the ids imported and how far into session.jsonl it has
-read. A batch is appended (fsynced) before the record is committed; a kill between the two leaves
-lines the record does not know yet, so the next import first reads the session past the recorded
-offset and adds the ids it finds there. Importing the same source twice therefore adds nothing.
+Each imported message carries its id in the source (`"import": "<source id>"` on its session line; the
+database's row keeps it beside). Messages are queued per chat and written in batches of BATCH; before a batch
+is appended, the ids the chat holds already (bot/ops/imports/record.py: a resumed or repeated import) are
+left out, so importing the same source twice adds nothing.
 
-The written messages stay in the session's unconsolidated part, in memory, until consolidation folds
-them (bot/ops/imports/fold.py runs after each batch), so what is held stays bounded.
+The written messages stay in the session's unconsolidated part until consolidation folds them
+(bot/ops/imports/fold.py runs after each batch), so what is held stays bounded.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import sqlite3
 from collections import Counter
-from pathlib import Path
 
-from memory.paths import ChatFiles
-from memory.session import Message, Session, SessionStore
+from bot.ops.imports.record import Record, Records
+from memory.keys import ChatKey
+from memory.session import Message
+from store.base import ChatStore
 
 BATCH = 500
-RECORD = "imports.sqlite"
 
 
 def message(msg) -> Message:
@@ -33,153 +30,91 @@ def message(msg) -> Message:
 
 
 class _Chat:
-    def __init__(self, store: SessionStore, channel: str, chat_id: str) -> None:
-        self.store = store
-        self.session = store.get(channel, chat_id)
-        self.files: ChatFiles = self.session.on_disk
-        self.files.ensure()
-        self.db = sqlite3.connect(self.files.dir / RECORD)
-        os.chmod(self.files.dir / RECORD, 0o600)
-        self.db.executescript("CREATE TABLE IF NOT EXISTS ids (id TEXT PRIMARY KEY);"
-                              "CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v INTEGER)")
+    def __init__(self, chats: ChatStore, key: ChatKey, record: Record) -> None:
+        self.chats, self.key, self.record = chats, key, record
         self.pending: list[tuple[str, Message]] = []
         self.pending_ids: set[str] = set()
         self.pending_settled = False  # the pending batch is already in the chat's (taken) memory
-        self._catch_up()
 
-    def _offset(self) -> int:
-        row = self.db.execute("SELECT v FROM meta WHERE k='offset'").fetchone()
-        return row[0] if row else 0
-
-    def _catch_up(self) -> None:
-        """Ids of lines a killed import appended after its last commit."""
-        path = self.files.session
-        if not path.exists():
-            return
-        with open(path, "rb") as fh:
-            fh.seek(self._offset())
-            for line in fh:
-                if b'"import"' in line:
-                    try:
-                        self.db.execute("INSERT OR IGNORE INTO ids VALUES (?)", (json.loads(line)["import"],))
-                    except (ValueError, KeyError, TypeError):
-                        continue
-            end = fh.tell()
-        self._commit(end)
-
-    def _commit(self, offset: int, folded: bool = False) -> None:
-        self.db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", [("offset", offset), ("folded", folded)])
-        self.db.commit()
-
-    def folded(self) -> None:
-        """Every imported message is in memory now (bot/ops/imports/fold.py folded the chat to the end)."""
-        self._commit(self._offset(), folded=True)
-
-    def known(self, source_id: str) -> bool:
-        return source_id in self.pending_ids or \
-            self.db.execute("SELECT 1 FROM ids WHERE id=?", (source_id,)).fetchone() is not None
-
-    def flush(self) -> None:
-        """Write the pending batch; a settled one onto a chat with nothing unconsolidated moves its pointer too."""
+    async def flush(self) -> tuple[int, int]:
+        """Write the pending batch, less what the chat holds already; a settled one onto a chat with nothing
+        unconsolidated moves its pointer too. (written, skipped)."""
         if not self.pending:
-            return
-        settle = self.pending_settled and self.session.last_consolidated == self.session.total
-        self.store.append(self.session, [m for _, m in self.pending],
-                          marks=[{"import": sid} for sid, _ in self.pending])
-        self.db.executemany("INSERT OR IGNORE INTO ids VALUES (?)", [(sid,) for sid, _ in self.pending])
-        if settle:
-            self.store.set_pointer(self.session, self.session.total)
-        self._commit(self.files.session.stat().st_size)
+            return 0, 0
+        known = await self.record.known([sid for sid, _ in self.pending])
+        fresh = [(sid, m) for sid, m in self.pending if sid not in known]
+        skipped = len(self.pending) - len(fresh)
         self.pending.clear()
         self.pending_ids.clear()
-
-
-class Seen:
-    """Which source ids the chats already hold (the check before anything is written). Opened read-write but never
-    created: a run killed mid-write leaves a hot WAL that only a writable connection may recover."""
-
-    def __init__(self, home: Path) -> None:
-        self.home = home
-        self.dbs: dict[tuple[str, str], sqlite3.Connection | None] = {}
-
-    def __enter__(self) -> Seen:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        for db in self.dbs.values():
-            if db is not None:
-                db.close()
-
-    def _db(self, key: tuple[str, str]) -> sqlite3.Connection | None:
-        if key not in self.dbs:
-            path = ChatFiles.locate(self.home, *key).dir / RECORD
-            self.dbs[key] = sqlite3.connect(f"{path.as_uri()}?mode=rw", uri=True) if path.exists() else None
-        return self.dbs[key]
-
-    def __call__(self, key: tuple[str, str], source_id: str) -> bool:
-        db = self._db(key)
-        return db is not None and db.execute("SELECT 1 FROM ids WHERE id=?", (source_id,)).fetchone() is not None
-
-    def folded(self, key: tuple[str, str]) -> bool:
-        """The chat's last import was folded to the end: a run that adds nothing has nothing to do."""
-        db = self._db(key)
-        row = db and db.execute("SELECT v FROM meta WHERE k='folded'").fetchone()
-        return bool(row and row[0])
+        if not fresh:
+            return 0, skipped
+        chat = await self.chats.open(self.key)
+        settle = self.pending_settled and chat.session.last_consolidated == chat.session.total
+        await self.chats.append(chat, [m for _, m in fresh], marks=[{"import": sid} for sid, _ in fresh])
+        if settle:
+            await self.chats.set_pointer(chat, chat.session.total)
+        await self.record.wrote([sid for sid, _ in fresh])
+        return len(fresh), skipped
 
 
 class Writer:
-    def __init__(self, store: SessionStore) -> None:
-        self.store = store
+    """The messages of one import run, queued per chat and written in batches."""
+
+    def __init__(self, chats: ChatStore, records: Records) -> None:
+        self.store, self.records = chats, records
         self.chats: dict[tuple[str, str], _Chat] = {}
         self.added: Counter[tuple[str, str]] = Counter()
         self.skipped = 0
 
-    def __enter__(self) -> Writer:
-        return self
+    async def _flush(self, key: tuple[str, str]) -> bool:
+        written, skipped = await self.chats[key].flush()
+        self.added[key] += written
+        self.skipped += skipped
+        return written > 0
 
-    def __exit__(self, *exc: object) -> None:
+    async def finish(self) -> None:
+        """Every chat's last batch written and its record closed (the run went to its end)."""
+        for key in list(self.chats):
+            await self.close(key)
+
+    def abandon(self) -> None:
+        """The records closed, the batches not written (the run failed or was stopped)."""
         for chat in self.chats.values():
-            if exc[0] is None:
-                chat.flush()
-            chat.db.close()
+            chat.record.close()
+        self.chats.clear()
 
-    def flush_all(self) -> None:
-        for chat in self.chats.values():
-            chat.flush()
-
-    def close(self, key: tuple[str, str], folded: bool = False) -> None:
+    async def close(self, key: tuple[str, str], folded: bool = False) -> None:
         """A chat whose messages are all written: its batch flushed, its record (`folded`: noted as in
         memory to the end) closed."""
-        chat = self.chats.pop(key, None)
-        if chat is not None:
-            chat.flush()
-            if folded:
-                chat.folded()
-            chat.db.close()
-
-    def flush(self, key: tuple[str, str]) -> None:
-        self.chats[key].flush()
-
-    def session(self, key: tuple[str, str]) -> Session:
-        return self.chats[key].session
-
-    def add(self, key: tuple[str, str], msg, settle: bool = False) -> bool:
-        """Queue `msg` for `key`'s chat unless it is there already; True when a batch was just written.
-        `settle`: the chat took the source's memory, so a message marked `settled` is consolidated already."""
         chat = self.chats.get(key)
         if chat is None:
-            chat = self.chats[key] = _Chat(self.store, *key)
-        if chat.known(msg.source_id):
+            return
+        await self._flush(key)
+        if folded:
+            await chat.record.folded()
+        chat.record.close()
+        del self.chats[key]
+
+    async def flush(self, key: tuple[str, str]) -> None:
+        await self._flush(key)
+
+    async def add(self, key: tuple[str, str], msg, settle: bool = False) -> bool:
+        """Queue `msg` for `key`'s chat (a message given twice by the source is queued once); True when a batch
+        was just written. `settle`: the chat took the source's memory, so a message marked `settled` is
+        consolidated already."""
+        chat = self.chats.get(key)
+        if chat is None:
+            chat = self.chats[key] = _Chat(self.store, ChatKey(*key), await self.records.open(key))
+        if msg.source_id in chat.pending_ids:
             self.skipped += 1
             return False
         settled = settle and msg.settled
+        flushed = False
         if chat.pending and chat.pending_settled != settled:
-            chat.flush()
+            flushed = await self._flush(key)
         chat.pending_settled = settled
         chat.pending_ids.add(msg.source_id)
         chat.pending.append((msg.source_id, message(msg)))
-        self.added[key] += 1
         if len(chat.pending) < BATCH:
-            return False
-        chat.flush()
-        return True
+            return flushed
+        return await self._flush(key) or flushed
