@@ -63,6 +63,7 @@ from memory.paths import private_dir
 
 if TYPE_CHECKING:
     from channels.http import HttpChannel
+    from channels.http.health import Readiness
 
 logger = logging.getLogger(__name__)
 
@@ -98,9 +99,10 @@ class TuskApp:
         # on the database, several processes may serve the bot: messages are queued there (bot/cluster/)
         self.cluster = Cluster(self.store, role, lambda msg: self.bus.run_here(msg),
                                lambda msg: resend_saved(self.chats, self.bus.send, msg), settings.worker_turns,
-                               settings.shutdown_grace) if self.store.kind == "postgres" else None
+                               settings.shutdown_grace, self.stops) if self.store.kind == "postgres" else None
         self.bus = MessageBus(self._handle, None if self.cluster else self.inbox, durable=_durable,
-                              at_once=self.stops.answer, remote=self.cluster.submit if self.cluster else None)
+                              at_once=self.cluster.at_once if self.cluster else self.stops.answer,
+                              remote=self.cluster.submit if self.cluster else None)
         self.ledger = stores.ledger(self.store)  # every model call, its tokens and cost (bot/usage/)
         self.limits = Limits(self.ledger, settings.limit_settings(), doc=stores.budgets(self.store))
         self.models = settings.model_choices()
@@ -193,7 +195,9 @@ class TuskApp:
         self.channels.append(channel)
         return channel
 
-    def add_http(self) -> HttpChannel:
+    def add_http(self, readiness: Readiness | None = None) -> HttpChannel:
+        """The HTTP channel with the console, the OpenAI endpoint, /metrics and /readyz (`readiness`: its checks,
+        made here unless given: the database answers, and the process is not stopping)."""
         from bot.ops.console import Console  # aiohttp's server: imported only by what serves HTTP
         from bot.ops.mcp_status import mcp_routes
         from bot.skills.console import skill_routes
@@ -234,7 +238,7 @@ class TuskApp:
             http.loopback_open.add("/metrics")
         from channels.http.health import Readiness
 
-        self.readiness = Readiness()  # /readyz: the database answers, and the process is not stopping
+        self.readiness = readiness or Readiness()  # /readyz
         if self.store.kind == "postgres":
             self.readiness.require(self.store.db.ready, "the database does not answer")
         http.add_routes(self.readiness.routes())

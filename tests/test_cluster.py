@@ -101,11 +101,7 @@ async def test_chats_through_two_ingress_survive_a_killed_and_a_paused_worker(fa
 
     async with aiohttp.ClientSession() as session:
         await asyncio.gather(trouble(), *(chat(c, session) for c in range(CHATS)))
-    for proc, _ in [*ingress, *workers]:
-        proc.send_signal(signal.SIGCONT)
-        proc.send_signal(signal.SIGTERM)
-    for proc, _ in [*ingress, *workers]:
-        await asyncio.wait_for(proc.wait(), 60)
+    await stopped([*ingress, *workers])
     for c in range(CHATS):
         texts = stored(pg_url, f"c{c}")
         users = [t for role, t in texts if role == "user"]
@@ -118,8 +114,67 @@ async def test_chats_through_two_ingress_survive_a_killed_and_a_paused_worker(fa
                             ).fetchone()[0] == 0
 
 
+async def stopped(started):
+    """Each process stopped as an operator stops it (SIGTERM, a paused one woken first), and reaped."""
+    for proc, _ in started:
+        proc.send_signal(signal.SIGCONT)
+        proc.send_signal(signal.SIGTERM)
+    for proc, _ in started:
+        await asyncio.wait_for(proc.wait(), 60)
+
+
 async def procs_wait(predicate, timeout=DEADLINE):
     deadline = asyncio.get_running_loop().time() + timeout
     while not predicate():
         assert asyncio.get_running_loop().time() < deadline, "the traffic stalled"
         await asyncio.sleep(0.05)
+
+
+async def post(session, base, path, body, key=None):
+    """(status, JSON body or None) of one POST to an ingress (None for a connection that failed)."""
+    headers = {"Authorization": "Bearer cluster-token", "Origin": base, **({"Idempotency-Key": key} if key else {})}
+    try:
+        async with session.post(f"{base}{path}", json=body, headers=headers,
+                                timeout=aiohttp.ClientTimeout(total=60)) as resp:
+            return resp.status, await resp.json()
+    except (aiohttp.ClientError, TimeoutError):
+        return None, None
+
+
+async def test_a_stop_reaches_the_worker_and_a_restarted_database_loses_nothing(fake_llm, pg_server, pg_url,
+                                                                               tmp_path):
+    """/stop sent to the ingress stops the turn a worker runs (its reply ends in the stop's note); while the
+    database restarts the ingress answers 503, and the same request (same Idempotency-Key) is answered once
+    it is back."""
+    migrated(pg_url)
+    started = await asyncio.gather(start_role(fake_llm, tmp_path, pg_url, "ingress", 0),
+                                   start_role(fake_llm, tmp_path, pg_url, "worker", 0))
+    base = started[0][1]
+    async with aiohttp.ClientSession() as session:
+        fake_llm.script(Reply(text="a long answer", delay=60))
+        asked = asyncio.create_task(post(session, base, "/v1/chats/s/messages", {"text": "tell me everything"}))
+        await fake_llm.wait_for_requests(1, timeout=60)
+        status, body = await post(session, base, "/v1/chats/s/stop", {})
+        assert status == 200 and body["replies"] == [], body  # the stopped reply is the answer, to its request
+        status, body = await asyncio.wait_for(asked, 30)
+        assert status == 200 and body["replies"] == ["_(stopped)_"], body
+        answering(fake_llm)
+        pg_server.stop()
+        key = str(uuid.uuid4())
+        status, body = await post(session, base, "/v1/chats/d/messages", {"text": "while down c9m9"}, key)
+        assert status == 503 and "database" in body["error"], body
+        pg_server.start()
+        replies = await ask_again(session, base, "d", "while down c9m9", key)
+        assert replies == ["ok c9m9"]
+    await stopped(started)
+    assert [t for role, t in stored(pg_url, "d") if role == "assistant"] == ["ok c9m9"]
+
+
+async def ask_again(session, base, chat, text, key):
+    """The same request, same key, until it is answered (the database coming back)."""
+    for _ in range(120):
+        status, body = await post(session, base, f"/v1/chats/{chat}/messages", {"text": text}, key)
+        if status == 200:
+            return body["replies"]
+        await asyncio.sleep(0.5)
+    raise AssertionError(f"{text!r} not answered after the database came back")

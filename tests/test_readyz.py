@@ -20,9 +20,7 @@ async def get(client, url):
 
 def serving(make_settings, readiness):
     app = TuskApp(make_settings(TUSK_HTTP_TOKEN=TOKEN))
-    http = app.add_http()
-    http.add_routes(readiness.routes())
-    return app, http
+    return app, app.add_http(readiness)
 
 
 async def test_without_checks_it_is_ready_and_public(make_settings):

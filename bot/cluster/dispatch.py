@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,7 +31,7 @@ import psycopg
 from psycopg.types.json import Json
 
 from bot.cluster import wire
-from bot.events import InboundMessage, OutboundMessage, TurnResult
+from bot.events import ChatKey, InboundMessage, OutboundMessage, TurnResult
 from store.errors import StorageUnavailable
 from store.postgres.pool import CONNECT_TIMEOUT, Database, SyncDatabase
 
@@ -54,10 +56,12 @@ class _Repeated(Exception):
 
 
 class Dispatch:
-    def __init__(self, db: Database, sync_db: SyncDatabase, local: dict[str, Any], run: int) -> None:
+    def __init__(self, db: Database, sync_db: SyncDatabase, local: dict[str, Any], run: int,
+                 on_stop: Callable[[InboundMessage], object] | None = None) -> None:
         """`local`: the channels of this process whose requests wait for their turn here (http, terminal),
-        by name; `run`: this process's id in `inbox` rows (bot/inbox_pg.py's /forget reads them)."""
-        self.db, self.sync_db, self.local, self.run = db, sync_db, local, run
+        by name; `run`: this process's id in `inbox` rows (bot/inbox_pg.py's /forget reads them); `on_stop`:
+        a /stop another process took, for the turns running here (bot/stop.py)."""
+        self.db, self.sync_db, self.local, self.run, self.on_stop = db, sync_db, local, run, on_stop
         self.waiting: dict[int, Waiting] = {}  # inbox id -> what waits for it
         self._task: asyncio.Task[None] | None = None
 
@@ -112,6 +116,29 @@ class Dispatch:
             rows = conn.execute("SELECT record->'injected'->>'run' FROM inbox WHERE record->'injected'->>'run' <> ''")
             return {run for (run,) in rows}
 
+    def stop(self, msg: InboundMessage) -> bool:
+        """A /stop told to every process (its chat's turn may run on any worker); whether a turn of the chat
+        is running somewhere now."""
+        fields = {"channel": msg.key.channel, "chat_id": msg.key.chat_id, "sender_id": msg.sender_id,
+                  "sender_name": msg.sender_name, "is_group": msg.is_group}
+        with self.sync_db.transaction() as conn:
+            conn.execute("SELECT pg_notify(%s, %s)", (wire.STOP, json.dumps(fields)))
+            row = conn.execute("SELECT count(*) FROM procrastinate_jobs WHERE lock = %s AND status = 'doing'",
+                               (wire.lock_of(msg),)).fetchone()
+        return bool(row and row[0])
+
+    def _stopped(self, payload: str) -> None:
+        if self.on_stop is None:
+            return
+        try:
+            f = json.loads(payload)
+            msg = InboundMessage(ChatKey(f["channel"], f["chat_id"]), "/stop", sender_id=f["sender_id"],
+                                 sender_name=f.get("sender_name", ""), is_group=bool(f.get("is_group")))
+        except (ValueError, KeyError, TypeError):
+            logger.warning("a /stop notification that is not one: %.80r", payload)
+            return
+        self.on_stop(msg)
+
     # -- out -----------------------------------------------------------------------------------------
 
     async def start(self) -> None:
@@ -140,10 +167,12 @@ class Dispatch:
             try:
                 async with conn:
                     await conn.execute(f"LISTEN {wire.CHANNEL}")
+                    await conn.execute(f"LISTEN {wire.STOP}")
                     await self._read()  # what came while not listening
                     while True:
-                        async for _ in conn.notifies(timeout=POLL, stop_after=1):
-                            break
+                        async for note in conn.notifies(timeout=POLL, stop_after=1):
+                            if note.channel == wire.STOP:
+                                self._stopped(note.payload)
                         await self._read()
             except (psycopg.Error, StorageUnavailable):
                 logger.warning("turn results: the database connection was lost; listening again")

@@ -25,6 +25,7 @@ from bot.cluster.results import ResultsOutlet
 from bot.cluster.worker import TurnWorker
 from bot.errors import ConfigError
 from bot.events import InboundMessage, TurnResult
+from bot.stop import NOTHING_TO_STOP, Stops
 from store import Store
 
 Role = Literal["all", "ingress", "worker"]
@@ -42,10 +43,12 @@ def refuse_role(store: Store, role: str) -> None:
 
 class Cluster:
     def __init__(self, store: Store, role: Role, run_turn: Callable[[InboundMessage], Awaitable[TurnResult | None]],
-                 resend: Callable[[InboundMessage], Awaitable[bool]], turns: int, grace: float) -> None:
+                 resend: Callable[[InboundMessage], Awaitable[bool]], turns: int, grace: float,
+                 stops: Stops) -> None:
         self.role = role
         self.run = secrets.randbelow(2**31 - 1) + 1  # this process in `inbox` rows
-        self.dispatch = Dispatch(store.db, store.sync_db, local={}, run=self.run)
+        self.stops = stops
+        self.dispatch = Dispatch(store.db, store.sync_db, local={}, run=self.run, on_stop=stops.answer)
         self.results = {name: ResultsOutlet(name, store.db) for name in LOCAL}
         self.leader = Leader(store.db.url)
         self.db = store.db
@@ -54,6 +57,15 @@ class Cluster:
         self.started = False
         self.worker = TurnWorker(store.db, run_turn, resend, self.results.values(), turns, grace) \
             if role != "ingress" else None
+
+    def at_once(self, msg: InboundMessage) -> str | None:
+        """/stop, answered as it arrives: the turns running here stopped, and every other process told (the
+        chat's turn may run on any worker); "" when one runs somewhere (its reply, ending in its note, is the
+        answer), NOTHING_TO_STOP when none does."""
+        answer = self.stops.answer(msg)
+        if answer != NOTHING_TO_STOP or not self.started:
+            return answer
+        return "" if self.dispatch.stop(msg) else answer
 
     def submit(self, msg: InboundMessage) -> asyncio.Future[TurnResult | None] | None:
         """`msg` stored and its turn queued for the cluster's workers; None before `start` (an app that was

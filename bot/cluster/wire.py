@@ -17,6 +17,7 @@ from bot.events import ClientTurn, InboundMessage, ReplyRef, TurnResult
 TURN_TASK = "tusk.turn"  # procrastinate's task name for a chat's turn
 TURN_QUEUE = "turns"
 CHANNEL = "tusk_turn"  # NOTIFY channel: the payload is the inbox id whose results grew
+STOP = "tusk_stop"  # NOTIFY channel: a /stop for a chat whose turn may run on another process (its message, JSON)
 KINDS = frozenset({"reply", "show", "status", "finish", "done"})
 # the inbox row whose turn runs in this context (a worker's job): /forget does not list its own command
 ANSWERING: contextvars.ContextVar[int | None] = contextvars.ContextVar("tusk_answering", default=None)

@@ -129,6 +129,9 @@ class TurnWorker:
             wire.ANSWERING.set(inbox)  # this job's own context: its turn's /forget leaves this row out
             async with fence.fenced(msg.key, epoch) as held:
                 again = context.job.attempts > 0  # run before: by a worker that died, or failed on the database
+                if again:
+                    logger.warning("%s: a turn run again (try %d, epoch %d)", msg.key, context.job.attempts + 1,
+                                   epoch)
                 result = TurnResult() if again and await self.resend(msg) else await self.run_turn(msg)
                 await self._finish(inbox, msg, held, result)
         except StaleWrite as exc:
