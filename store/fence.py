@@ -1,13 +1,16 @@
 """Fencing a chat's writes across processes: a worker that lost a chat to another writes nothing more into it.
 
 A worker taking a chat's turn bumps the chat's `epoch` (store/postgres/schema/0001_chats.sql) and runs the
-turn inside `fenced(key, epoch)`. Every write to that chat made in the turn's context (its tasks inherit it)
-checks, in the write's own transaction with the chat's row locked, that the epoch is still the one it took:
-a worker paused past its heartbeat, whose turn another worker took over (and bumped the epoch), gets
-`StaleWrite` and writes nothing. Housekeeping the turn left running after it ended (a consolidation round,
-itself compare-and-set on the pointer and memory version) is not fenced: `fenced` ends with the turn.
+turn inside `fenced(key, epoch, inbox)`. Every write to that chat made in the turn's context (its tasks
+inherit it) checks, in the write's own transaction with the chat's row locked, that the epoch is still the
+one it took: a worker paused past its heartbeat, whose turn another worker took over (and bumped the
+epoch), gets `StaleWrite` and writes nothing. The turn's first write also claims its queued message
+(`turn_claims`): whatever runs the same message again (a worker that only seemed dead) writes nothing, and
+`claimed` tells the worker running it again that its turn is saved. Housekeeping the turn left running
+after it ended (a consolidation round, itself compare-and-set on the pointer and memory version) is not
+fenced: `fenced` ends with the turn.
 
-    async with fenced(key, epoch):     # the turn's writes to `key` are checked
+    async with fenced(key, epoch, inbox):   # the turn's writes to `key` are checked
         ...
     chats = PgChats(db, guard=check)   # store/postgres/chats.py calls `check` in every write
 """
@@ -16,8 +19,9 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import secrets
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import psycopg
 
@@ -29,6 +33,8 @@ from store.errors import StaleWrite
 class Fence:
     key: ChatKey
     epoch: int
+    inbox: int | None = None  # the queued message whose turn this is: its writes claim it (turn_claims)
+    run: str = field(default_factory=lambda: secrets.token_hex(8))  # this run of it
     live: bool = True  # False once the turn ended: what it left running writes unfenced
 
 
@@ -36,8 +42,8 @@ _FENCE: contextvars.ContextVar[Fence | None] = contextvars.ContextVar("tusk_fenc
 
 
 @contextlib.asynccontextmanager
-async def fenced(key: ChatKey, epoch: int) -> AsyncIterator[Fence]:
-    fence = Fence(key, epoch)
+async def fenced(key: ChatKey, epoch: int, inbox: int | None = None) -> AsyncIterator[Fence]:
+    fence = Fence(key, epoch, inbox)
     token = _FENCE.set(fence)
     try:
         yield fence
@@ -64,6 +70,19 @@ async def check(conn: psycopg.AsyncConnection, chat: int) -> None:
     if row[2] > fence.epoch:  # equal: still ours; lower: the chat was erased and made again in this turn
         raise StaleWrite(f"{fence.key}: another worker took this chat over (epoch {row[2]}, this turn's "
                          f"{fence.epoch}): this worker writes nothing more into it")
+    if fence.inbox is not None:
+        await conn.execute("INSERT INTO turn_claims (inbox, run) VALUES (%s, %s) ON CONFLICT (inbox) DO NOTHING",
+                           (fence.inbox, fence.run))
+        claim = await (await conn.execute("SELECT run FROM turn_claims WHERE inbox = %s", (fence.inbox,))).fetchone()
+        if claim is not None and claim[0] != fence.run:
+            raise StaleWrite(f"{fence.key}: this message's turn was saved by another run of it: "
+                             "this one writes nothing")
+
+
+async def claimed(conn: psycopg.AsyncConnection, inbox: int) -> bool:
+    """Whether a run of the queued message `inbox` has written its turn already."""
+    row = await (await conn.execute("SELECT 1 FROM turn_claims WHERE inbox = %s", (inbox,))).fetchone()
+    return row is not None
 
 
 async def take(conn: psycopg.AsyncConnection, key: ChatKey) -> int:

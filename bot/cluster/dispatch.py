@@ -237,4 +237,5 @@ async def prune(db: Database) -> int:
     async with db.transaction() as conn:
         gone = (await conn.execute(f"DELETE FROM turn_results WHERE at < now() - interval '{KEEP}'")).rowcount
         await conn.execute(f"DELETE FROM idempotency WHERE at < now() - interval '{KEEP}'")
+        await conn.execute(f"DELETE FROM turn_claims WHERE at < now() - interval '{KEEP}'")
     return gone

@@ -10,9 +10,10 @@ A job carries only its inbox row's id (no text). Running it:
 1. read the row (gone: the turn ended already, or /forget erased it: nothing to do);
 2. take the chat: bump its epoch (store/fence.py), so a worker that held it before and was paused past its
    heartbeat writes nothing more into it nor sends anything for it;
-3. a job run again after its worker died checks the chat's session first: when the turn was saved already
-   (the user message, by its time and sender), the saved replies are sent again (`resend`) instead of
-   running the turn twice; otherwise the turn runs (`run_turn`: the local bus, bot/bus.py);
+3. a job run again after its worker died: when a run of it saved the turn already (its message claimed:
+   store/fence.py), the saved replies are sent again (`resend`) instead of running the turn twice; otherwise
+   the turn runs (`run_turn`: the local bus, bot/bus.py), its first write claiming the message, so a second
+   run of it (a worker that only seemed dead) writes nothing;
 4. one transaction: the `done` row for whoever waits (bot/cluster/dispatch.py) and the inbox row deleted.
 
 Dead workers: procrastinate's heartbeat (every HEARTBEAT s); every worker looks every HEARTBEAT s for turns
@@ -48,7 +49,7 @@ RETRY_WAIT = 2  # seconds between tries of a job that failed on the database
 POLL = 1.0  # seconds between looks for turns no notification announced (a chat's next, its lock let go elsewhere)
 
 RunTurn = Callable[[InboundMessage], Awaitable[TurnResult | None]]
-Resend = Callable[[InboundMessage], Awaitable[bool]]  # the saved replies sent again; False: the turn was not saved
+Resend = Callable[[InboundMessage], Awaitable[bool]]  # the saved replies sent again; False: nothing was left
 
 
 class TurnWorker:
@@ -121,18 +122,18 @@ class TurnWorker:
         msg, watched = wire.message_of(row[0])
         async with self.db.transaction() as conn:
             epoch = await fence.take(conn, msg.key)
+            saved = await fence.claimed(conn, inbox)  # a run of it died after saving its turn
         outlet = self.results.get(msg.key.channel)
         if outlet is not None:
             outlet.watch(inbox, msg, watched)
         self.in_flight += 1
         try:
             wire.ANSWERING.set(inbox)  # this job's own context: its turn's /forget leaves this row out
-            async with fence.fenced(msg.key, epoch) as held:
-                again = context.job.attempts > 0  # run before: by a worker that died, or failed on the database
-                if again:
-                    logger.warning("%s: a turn run again (try %d, epoch %d)", msg.key, context.job.attempts + 1,
-                                   epoch)
-                result = TurnResult() if again and await self.resend(msg) else await self.run_turn(msg)
+            async with fence.fenced(msg.key, epoch, inbox) as held:
+                if context.job.attempts:
+                    logger.warning("%s: a turn run again (try %d)", msg.key, context.job.attempts + 1)
+                result = TurnResult() if saved and await self.resend(msg) else await self.run_turn(msg)
+                # (a claimed turn whose chat was erased since runs again: its writes are refused, nothing shows)
                 await self._finish(inbox, msg, held, result)
         except StaleWrite as exc:
             self.taken_over += 1

@@ -18,6 +18,16 @@ CREATE INDEX turn_results_inbox ON turn_results (inbox, n);
 CREATE INDEX turn_results_chat ON turn_results (channel, chat_id);
 CREATE INDEX turn_results_at ON turn_results (at);
 
+-- A message's turn saved once, whatever runs it: the first run of a queued turn (its inbox id) to write into
+-- the chat claims it (store/fence.py); a second run of the same message (a worker thought dead that was only
+-- slow) writes nothing, and the worker that runs a message again sends the claimed run's saved replies.
+CREATE TABLE turn_claims (
+    inbox  bigint PRIMARY KEY,
+    run    text NOT NULL,
+    at     timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX turn_claims_at ON turn_claims (at);
+
 -- An HTTP request's Idempotency-Key: the first request's inbox id, so a repeat (to any ingress, during or
 -- after the first) waits for and returns the first one's answer and runs nothing again. Kept as long as the
 -- results are.
