@@ -42,7 +42,7 @@ import dataclasses
 import logging
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Optional
 
 import aiohttp
@@ -93,6 +93,9 @@ class DiscordSettings:
     gateway_url: str | None = None  # e.g. ws://127.0.0.1:9000/gateway; None: wss://gateway.discord.gg
     allow_from: frozenset[str] = frozenset()  # user ids (and guild ids); see channels/base.py AllowList
     guild_id: int | None = None  # sync the slash commands to this guild only (instant, for development)
+    shard_ids: tuple[int, ...] | None = None  # this process's shards (TUSK_DISCORD_SHARDS); None: one connection
+    shard_count: int | None = None  # the bot's total number of shards, with shard_ids
+    database_url: str | None = field(default=None, repr=False)  # paces IDENTIFY across processes (identify.py)
 
 
 def _group(guild: Any, guild_id: int | None) -> tuple[str | None, str]:
