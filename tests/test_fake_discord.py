@@ -7,8 +7,8 @@ import aiohttp
 import pytest
 
 from bot.speech.encode import encode
-from tests.fakes.discord_payloads import IS_VOICE_MESSAGE
-from tests.fakes.fake_discord import FakeDiscord, shown
+from tests.fakes.discord_payloads import IS_VOICE_MESSAGE, MESSAGE_CONTENT
+from tests.fakes.fake_discord import FakeDiscord, guild_on, shown
 from tests.fakes.fake_speech import audio_file
 
 
@@ -141,3 +141,73 @@ def test_shown_renders_discords_markdown_as_a_reader_sees_it():
     assert shown("# T\n-# small\n> q\n- x **y** *z* _w_ ~~s~~ ||p|| `c` a_b_c") == \
         "T\nsmall\nq\n• x y z w s p c a_b_c"
     assert shown("3\\. a\n5\\. b \\*c\\* \\# d") == "3. a\n5. b *c* # d"
+
+
+async def identified(dc, shard=None, token="tok"):
+    """A raw gateway connection that sent IDENTIFY (with `shard` if given); the socket, HELLO read."""
+    ws = await dc.client.ws_connect(dc.gateway_url)
+    assert (await ws.receive_json())["op"] == 10
+    await ws.send_str(json.dumps({"op": 2, "d": {"token": token, "intents": 1 | MESSAGE_CONTENT,
+                                                 **({"shard": shard} if shard is not None else {})}}))
+    return ws
+
+
+async def test_a_shard_gets_only_its_servers_and_dms_only_shard_zero(dc):
+    """With `shard: [id, 2]`, READY and GUILD_CREATE list only the servers `(guild_id >> 22) % 2 == id`; a
+    server's message reaches its shard's session alone, a DM shard 0's alone (per-session sequence numbers)."""
+    dc.starts.max_concurrency = 2  # the two shards in two buckets: no wait between them
+    first, second = dc.add_guild(id=guild_on(0, 2)), dc.add_guild(id=guild_on(1, 2))
+    zero, one = await identified(dc, [0, 2]), await identified(dc, [1, 2])
+    for ws, guild in ((zero, first), (one, second)):
+        ready, created = await ws.receive_json(), await ws.receive_json()
+        assert ready["t"] == "READY" and ready["d"]["guilds"] == [{"id": guild.id, "unavailable": True}]
+        assert created["t"] == "GUILD_CREATE" and created["d"]["id"] == guild.id
+    await dc.wait_sessions(0, 1)
+    alice = dc.add_user("alice")
+    await dc.message(first.add_channel(), alice, "to shard 0", guild=first)
+    await dc.message(second.add_channel(), alice, "to shard 1", guild=second)
+    await dc.message("7", alice, "a DM")
+    got_zero = [await zero.receive_json() for _ in range(2)]
+    assert [(e["d"]["content"], e["s"]) for e in got_zero] == [("to shard 0", 3), ("a DM", 4)]
+    await dc.message(second.channels[0]["id"], alice, "sentinel", guild=second)
+    got_one = [await one.receive_json() for _ in range(2)]
+    assert [e["d"]["content"] for e in got_one] == ["to shard 1", "sentinel"]  # neither the DM nor shard 0's
+    await zero.close()
+    await one.close()
+
+
+async def test_a_shard_id_not_below_the_count_is_closed_with_4010(dc):
+    """IDENTIFY with `shard: [2, 2]`, or a malformed `shard`, is closed with 4010 Invalid shard and starts nothing."""
+    for shard in ([2, 2], [0, 0], [-1, 2], ["0", 2], [0]):
+        ws = await identified(dc, shard)
+        await ws.receive()
+        assert ws.close_code == 4010, shard
+    assert dc.identifies == [] and dc.starts.started == 0
+
+
+async def test_a_second_identify_in_a_bucket_within_5_s_is_an_invalid_session(dc):
+    """Within 5 s of a session start, another IDENTIFY in the same bucket (`id % max_concurrency`) is answered
+    op 9 (d: false); one in another bucket starts; GET /gateway/bot reports the limit and counts the starts."""
+    dc.shards, dc.starts.max_concurrency = 4, 2
+    first = await identified(dc, [0, 4])
+    assert (await first.receive_json())["t"] == "READY"
+    same_bucket, other_bucket = await identified(dc, [2, 4]), await identified(dc, [1, 4])
+    assert await same_bucket.receive_json() == {"op": 9, "d": False}
+    assert (await other_bucket.receive_json())["t"] == "READY"
+    assert [i["shard"] for i in dc.identifies] == [[0, 4], [1, 4]] and dc.invalid_sessions[0]["shard"] == [2, 4]
+    async with dc.client.get(f"{dc.api_base}/gateway/bot", headers={"Authorization": "Bot tok"}) as resp:
+        info = await resp.json()
+    assert info["shards"] == 4 and info["session_start_limit"] == {
+        "total": 1000, "remaining": 998, "reset_after": 86_400_000, "max_concurrency": 2}
+    for ws in (first, same_bucket, other_bucket):
+        await ws.close()
+
+
+async def test_too_many_servers_on_one_session_is_closed_with_4011(dc):
+    """A session that would hold more servers than one shard may is closed with 4011 Sharding required."""
+    dc.guilds_per_shard = 1
+    dc.add_guild(id=guild_on(0, 2))
+    dc.add_guild(id=guild_on(1, 2))
+    ws = await identified(dc)
+    await ws.receive()
+    assert ws.close_code == 4011 and dc.identifies == []

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel, SecretStr
 
 from bot.access.flood import FloodLimits
-from bot.config.fields import CommaList, IdList, OrUnset, env
+from bot.config.fields import CommaList, IdList, OrUnset, Shards, env, shard_set
+from bot.config.store import StoreConfig
 from bot.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -84,14 +85,19 @@ class DiscordConfig(BaseModel):
     discord_gateway_url: OrUnset[str] = env("DISCORD_GATEWAY_URL", None)
     discord_allow_from: IdList = env("DISCORD_ALLOW_FROM", ())
     discord_guild_id: OrUnset[int] = env("DISCORD_GUILD_ID", None)
+    discord_shards: OrUnset[Shards] = env("TUSK_DISCORD_SHARDS", None)  # "0-3/8"; unset: one connection
 
     def discord_settings(self) -> DiscordSettings:
+        """The Discord channel's settings; with shards, the database (if any) paces IDENTIFY across processes."""
         from channels.discord_bot import DiscordSettings
 
         assert self.discord_bot_token is not None
+        ids, count = shard_set(self.discord_shards) if self.discord_shards else (None, None)
+        database = self.store_url() if isinstance(self, StoreConfig) and ids is not None else None
         return DiscordSettings(token=self.discord_bot_token.get_secret_value(), api_base=self.discord_api_base,
                                gateway_url=self.discord_gateway_url, allow_from=frozenset(self.discord_allow_from),
-                               guild_id=self.discord_guild_id)
+                               guild_id=self.discord_guild_id, shard_ids=ids, shard_count=count,
+                               database_url=database)
 
 
 class SlackConfig(BaseModel):

@@ -31,6 +31,10 @@ message content (without it if the application's flags show it off: refusals.py)
 members intent. Discord's refusals (a channel the bot may not post in, 4014) are told once with the fix
 (refusals.py); 429s are waited out by discord.py up to MAX_RATE_WAIT seconds, then the reply fails.
 
+TUSK_DISCORD_SHARDS (0-3/8): this process receives only those shards' servers (and DMs if it has shard 0),
+through discord.py's AutoShardedClient, each IDENTIFY paced by Discord's rule across processes (shards.py,
+identify.py); a channel that only sends opens no gateway and ignores it.
+
 DISCORD_API_BASE and DISCORD_GATEWAY_URL (REST proxies such as nirn-proxy, and the tests)
 point discord.py elsewhere through the two class attributes it reads them from (gateway.py).
 """
@@ -42,7 +46,7 @@ import dataclasses
 import logging
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Optional
 
 import aiohttp
@@ -56,7 +60,7 @@ from bot.dedupe import Seen
 from bot.errors import ConfigError, DeliveryError
 from bot.events import ChatKey, InboundMessage, OutboundMessage, OutboundVoice, ReplyRef
 from channels.discord_bot import media as discord_media
-from channels.discord_bot import nonces, refusals
+from channels.discord_bot import identify, nonces, refusals, shards
 from channels.discord_bot import voice as discord_voice
 from channels.base import Access, Done, Publish
 from channels.discord_bot.gateway import aim, api_root, connect_error  # noqa: F401 (api_root: API)
@@ -93,6 +97,9 @@ class DiscordSettings:
     gateway_url: str | None = None  # e.g. ws://127.0.0.1:9000/gateway; None: wss://gateway.discord.gg
     allow_from: frozenset[str] = frozenset()  # user ids (and guild ids); see channels/base.py AllowList
     guild_id: int | None = None  # sync the slash commands to this guild only (instant, for development)
+    shard_ids: tuple[int, ...] | None = None  # this process's shards (TUSK_DISCORD_SHARDS); None: one connection
+    shard_count: int | None = None  # the bot's total number of shards, with shard_ids
+    database_url: str | None = field(default=None, repr=False)  # paces IDENTIFY across processes (identify.py)
 
 
 def _group(guild: Any, guild_id: int | None) -> tuple[str | None, str]:
@@ -134,13 +141,16 @@ class DiscordChannel:
         self.client: discord.Client | None = None
         self._refusals = refusals.Refusals()
         self._presses = Presses(allow, self._take, lambda: self._accepting)  # the Stop buttons
+        sharded = receive and settings.shard_ids is not None
+        self._gate = identify.IdentifyGate(settings.database_url) if sharded else None  # paces their IDENTIFYs
         self.voice = self  # replies read out go as voice messages (send_voice)
 
     def _build(self, intents: discord.Intents) -> tuple[discord.Client, app_commands.CommandTree]:
         discord.VoiceClient.warn_nacl = discord.VoiceClient.warn_dave = False  # no voice: no warnings about it
-        client = discord.Client(intents=intents, allowed_mentions=MENTIONS, max_messages=None,
-                                guild_ready_timeout=GUILD_READY_WAIT, chunk_guilds_at_startup=False,
-                                max_ratelimit_timeout=MAX_RATE_WAIT)
+        client = shards.client(self.settings.shard_ids if self.receive else None, self.settings.shard_count,
+                               self._gate, intents=intents, allowed_mentions=MENTIONS, max_messages=None,
+                               guild_ready_timeout=GUILD_READY_WAIT, chunk_guilds_at_startup=False,
+                               max_ratelimit_timeout=MAX_RATE_WAIT)
         client.event(self.on_message)
         client.add_dynamic_items(self._presses.item)  # the Stop button under drafts, on any message
         tree = app_commands.CommandTree(client)
@@ -196,15 +206,18 @@ class DiscordChannel:
             raise
         client = self.client
         assert client.user is not None
-        logger.info("Discord channel running as %s (id %d) in %d guilds", client.user.name, client.user.id,
-                    len(client.guilds))
+        ids, count = self.settings.shard_ids, self.settings.shard_count
+        logger.info("Discord channel running as %s (id %d) in %d guilds%s", client.user.name, client.user.id,
+                    len(client.guilds), f" ({shards.described(ids, count)})" if ids and count else "")
 
     async def _connect(self, client: discord.Client) -> None:
         """Open the gateway (discord.py reconnects and resumes from then on); returns once it is ready."""
         self._connection = connection = asyncio.create_task(client.connect(), name="discord gateway")
         ready = asyncio.create_task(client.wait_until_ready())
+        # shards IDENTIFY one per bucket every 5 s across the bot's processes (identify.py): allow for a queue
+        timeout = START_TIMEOUT + identify.HOLD * (self.settings.shard_count or 0)
         try:
-            await asyncio.wait({connection, ready}, timeout=START_TIMEOUT, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait({connection, ready}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
         finally:
             ready.cancel()
         if not client.is_ready():
@@ -282,6 +295,8 @@ class DiscordChannel:
         if self._connection is not None:
             await asyncio.gather(self._connection, return_exceptions=True)
             self._connection = None
+        if self._gate is not None:
+            await self._gate.close()
         if self._undo_aim is not None:
             self._undo_aim()
             self._undo_aim = None

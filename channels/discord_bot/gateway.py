@@ -1,5 +1,6 @@
 """Where discord.py connects: DISCORD_API_BASE and DISCORD_GATEWAY_URL (REST proxies such as nirn-proxy, and
-the tests), and why a gateway connection failed, with the fix where there is one."""
+the tests), and why a gateway connection failed, with the fix where there is one (the Message Content intent,
+sharding)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,14 @@ with warnings.catch_warnings():  # discord.py imports audioop (deprecated since 
 
 from bot.errors import ConfigError, DeliveryError
 from channels.discord_bot import refusals
+
+
+SHARDING = {  # gateway close codes about shards, with the fix
+    4010: "Discord refused the shard (gateway close 4010, invalid shard): TUSK_DISCORD_SHARDS must name shard ids "
+          "below its total, such as 0-3/8",
+    4011: "Discord requires this bot to be sharded (gateway close 4011, sharding required: one connection holds at "
+          "most 2,500 servers): set TUSK_DISCORD_SHARDS, e.g. 0-1/2 on one process (docs: Scaling out)",
+}
 
 
 def api_root(api_base: str) -> str:
@@ -53,5 +62,7 @@ def connect_error(connection: asyncio.Task[None]) -> Exception:
     if isinstance(exc, discord.PrivilegedIntentsRequired):
         return ConfigError(f"Discord refused the Message Content intent (gateway close 4014): switch on "
                            f"{refusals.PORTAL}, then restart Tusk")
+    if isinstance(exc, discord.ConnectionClosed) and exc.code in SHARDING:
+        return ConfigError(SHARDING[exc.code])
     where = discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY
     return DeliveryError(f"could not connect to the Discord gateway at {where}: {exc or 'timed out'}")

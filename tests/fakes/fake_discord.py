@@ -3,6 +3,7 @@
     async with FakeDiscord(token="fake-token") as dc:   # point DISCORD_API_BASE, DISCORD_GATEWAY_URL here:
         dc.api_base, dc.gateway_url                     # http://127.0.0.1:<port>/api/v10, ws://127.0.0.1:<port>/gateway
         guild = dc.add_guild()                          # sent in GUILD_CREATE when the bot connects
+        dc.add_guild(id=guild_on(1, 2))                 # a server whose events go to shard 1 of 2
         channel, thread = guild.add_channel(), guild.add_thread(parent)
         mods = guild.add_role("mods", MANAGE_MESSAGES)
         alice = dc.add_user("alice")                    # user payloads; dc.bot is the bot's own
@@ -13,6 +14,9 @@
         await dc.message(channel, alice, "and?", guild=guild, reply_to=dc.created[-1])  # a reply to the bot
         dc.typing, dc.callbacks, dc.followups, dc.commands, dc.identify, dc.requests
         dc.connections                                  # gateway websockets opened so far
+        dc.shards, dc.starts.max_concurrency = 4, 2     # GET /gateway/bot's recommended shards and session limit
+        await dc.wait_sessions(0, 1)                    # sessions of those shards identified (READY sent)
+        dc.identifies, dc.invalid_sessions              # IDENTIFYs that started a session, and those refused (op 9)
         dc.repeats                                      # creates an enforced nonce answered with the message made
         dc.fail_next("POST", "/channels/", status=403)  # the next matching request is refused
         dc.message_content_enabled = False              # as if the intent were off in the Developer Portal
@@ -38,6 +42,12 @@ Discord's links: a wrong signature is a 404); it needs no token, as the real CDN
 Without the Message Content intent in IDENTIFY, guild messages that do not mention the bot arrive with
 empty `content`, `embeds`, `attachments` and `components`, as Discord sends them; the application's
 `flags` (GET /applications/@me) say whether the intent is enabled (GATEWAY_MESSAGE_CONTENT_LIMITED).
+
+Sharding as Discord does it (tests/fakes/discord_shards.py): `shard: [id, count]` in IDENTIFY (4010 Invalid shard
+for an id not below the count), a server's events only on its shard `(guild_id >> 22) % count`, DMs only on shard
+0, 4011 Sharding required past 2,500 servers on one session, and one IDENTIFY per bucket
+(`id % max_concurrency`) every 5 s, another answered with op 9 Invalid Session; without `shard` a session is shard
+0 of 1, under the same rules.
 
 Replies are JSON with `Content-Type` exactly `application/json` (discord.py parses nothing else).
 Gateway frames are plain JSON text, whatever `compress=` the client asks for; discord.py accepts them.
@@ -68,6 +78,8 @@ from typing import Any
 
 from aiohttp import WSMsgType, web
 
+from tests.fakes.discord_shards import (  # noqa: F401 (guild_on, shard_of: re-exported)
+    MAX_GUILDS, Session, SessionStarts, guild_of, guild_on, shard_field, shard_of)
 from tests.fakes.discord_payloads import (  # noqa: F401 (re-exported: tests import them from here)
     CONTENT_FIELDS, EVERYONE, GATEWAY_MESSAGE_CONTENT, GATEWAY_MESSAGE_CONTENT_LIMITED, IS_VOICE_MESSAGE,
     MANAGE_MESSAGES, MESSAGE_CONTENT, Guild, member, now, snowflake, user)
@@ -124,7 +136,12 @@ class FakeDiscord:
         self.bot = user(bot_name, bot=True)
         self.application_id = snowflake()
         self.guilds: list[Guild] = []
-        self.identify: dict[str, Any] | None = None
+        self.identify: dict[str, Any] | None = None  # the last IDENTIFY that started a session
+        self.identifies: list[dict[str, Any]] = []  # each IDENTIFY that started one, plus "at" (monotonic)
+        self.invalid_sessions: list[dict[str, Any]] = []  # IDENTIFYs refused by the session start limit (op 9), "at"
+        self.shards = 1  # the number of shards GET /gateway/bot recommends
+        self.starts = SessionStarts()  # max_concurrency, the 5 s window per bucket, the day's allowance
+        self.guilds_per_shard = MAX_GUILDS  # a session that would hold more is closed with 4011
         self.requests: list[tuple[str, str]] = []  # (method, path) of every REST request, refused ones included
         self.sent: list[dict[str, Any]] = []  # bodies of POST /channels/{id}/messages, plus "channel_id", "id", "at"
         self.edits: list[dict[str, Any]] = []  # bodies of PATCH .../messages/{id}, plus "channel_id", "id", "at"
@@ -148,9 +165,8 @@ class FakeDiscord:
         self._interactions: dict[str, dict[str, Any]] = {}  # id -> {"type": 2|3, "answered": bool}
         self._tokens: set[str] = set()  # interaction tokens issued: the application's webhook takes these
         self._components: dict[str, list[dict[str, Any]]] = {}  # message id -> its components now
-        self._sockets: list[web.WebSocketResponse] = []
+        self._sessions: dict[web.WebSocketResponse, Session] = {}  # identified connections, in order
         self.connections = 0  # gateway websockets opened
-        self._seq = 0
         self._runner: web.AppRunner | None = None
         self.api_base = self.gateway_url = ""
 
@@ -220,7 +236,11 @@ class FakeDiscord:
         return await wait_until(predicate, timeout)
 
     async def wait_connected(self, timeout: float = 5.0) -> None:
-        await self.wait_for(lambda: self.identify is not None and self._sockets, timeout)
+        await self.wait_for(lambda: self.identify is not None and self._sessions, timeout)
+
+    async def wait_sessions(self, *shards: int, timeout: float = 5.0) -> None:
+        """Until a session of each of these shard ids is identified (its READY and GUILD_CREATEs sent)."""
+        await self.wait_for(lambda: set(shards) <= {s.shard for s in self._sessions.values()}, timeout)
 
     # --- what users do -------------------------------------------------------------------------
 
@@ -266,7 +286,7 @@ class FakeDiscord:
     async def ask_reconnect(self) -> None:
         """Op 7 RECONNECT, as Discord sends before moving a session: the bot resumes (refused: op 9), then
         identifies again, meeting `message_content_enabled` as it is now."""
-        for ws in list(self._sockets):
+        for ws in list(self._sessions):
             await ws.send_str(json.dumps({"op": 7, "d": None}))
 
     async def remove_guild(self, guild: Guild) -> None:
@@ -320,25 +340,27 @@ class FakeDiscord:
         a RESUME: the same id, a new sequence number."""
         await self.dispatch("MESSAGE_CREATE", dict(message))
 
-    def _as_received(self, event: str, data: dict[str, Any]) -> dict[str, Any]:
-        """What the bot is sent: without the Message Content intent, a guild message that does not mention it
-        (and is not its own) has its content fields emptied, as Discord does."""
-        if event not in ("MESSAGE_CREATE", "MESSAGE_UPDATE") or self.identify is None or "guild_id" not in data:
+    def _as_received(self, event: str, data: dict[str, Any], identify: dict[str, Any]) -> dict[str, Any]:
+        """What a session is sent: without the Message Content intent, a guild message that does not mention the
+        bot (and is not its own) has its content fields emptied, as Discord does."""
+        if event not in ("MESSAGE_CREATE", "MESSAGE_UPDATE") or "guild_id" not in data:
             return data
         mentioned = any(u.get("id") == self.bot["id"] for u in data.get("mentions", []))
-        if self.identify.get("intents", 0) & MESSAGE_CONTENT or mentioned or data.get("author") == self.bot:
+        if identify.get("intents", 0) & MESSAGE_CONTENT or mentioned or data.get("author") == self.bot:
             return data
         return data | CONTENT_FIELDS
 
     async def dispatch(self, event: str, data: dict[str, Any]) -> None:
-        """Send any gateway event (`t`, `d`) to the connected bot, as a real gateway would."""
-        data = self._as_received(event, data)
+        """Send any gateway event (`t`, `d`) to the connected bot, as a real gateway would: to the one session
+        whose shard holds its server (DMs: shard 0's)."""
         if event == "INTERACTION_CREATE":
             self._interactions[data["id"]] = {"type": data["type"], "answered": False}
             self._tokens.add(data["token"])
-        for ws in list(self._sockets):
-            self._seq += 1
-            await ws.send_str(json.dumps({"op": 0, "t": event, "s": self._seq, "d": data}))
+        guild = guild_of(event, data)
+        for session in list(self._sessions.values()):
+            if session.holds(guild):
+                await session.ws.send_str(json.dumps({"op": 0, "t": event, "s": session.next_seq(),
+                                                      "d": self._as_received(event, data, session.identify)}))
 
     # --- server ----------------------------------------------------------------------------
 
@@ -367,7 +389,7 @@ class FakeDiscord:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        for ws in list(self._sockets):
+        for ws in list(self._sessions):
             await ws.close()
         assert self._runner is not None
         await self._runner.cleanup()
@@ -429,9 +451,8 @@ class FakeDiscord:
         return GATEWAY_MESSAGE_CONTENT_LIMITED if self.message_content_enabled else 0
 
     async def _gateway_info(self, request: web.Request) -> web.Response:
-        return self._json({"url": self.gateway_url, "shards": 1,
-                           "session_start_limit": {"total": 1000, "remaining": 999, "reset_after": 0,
-                                                   "max_concurrency": 1}})
+        return self._json({"url": self.gateway_url, "shards": self.shards,
+                           "session_start_limit": self.starts.payload()})
 
     async def _sync(self, request: web.Request) -> web.Response:
         commands = [{**c, "id": snowflake(), "application_id": self.application_id, "version": snowflake(),
@@ -598,26 +619,37 @@ class FakeDiscord:
                 elif payload["op"] == 2:
                     await self._identified(ws, payload["d"])
         finally:
-            if ws in self._sockets:
-                self._sockets.remove(ws)
+            self._sessions.pop(ws, None)
         return ws
 
     async def _identified(self, ws: web.WebSocketResponse, identify: dict[str, Any]) -> None:
         if identify.get("token") != self.token:
             await ws.close(code=4004, message=b"Authentication failed.")
             return
+        if (shard := shard_field(identify)) is None:
+            await ws.close(code=4010, message=b"Invalid shard.")
+            return
         if identify.get("intents", 0) & MESSAGE_CONTENT and not self.message_content_enabled:
             await ws.close(code=4014, message=b"Disallowed intent(s).")
             return
+        session = Session(ws, identify, *shard)
+        guilds = [g for g in self.guilds if session.holds(g.id)]
+        if len(guilds) > self.guilds_per_shard:
+            await ws.close(code=4011, message=b"Sharding required.")
+            return
+        if not self.starts.take(session.shard):  # its bucket started a session less than 5 s ago
+            self.invalid_sessions.append({**identify, "at": time.monotonic()})
+            await ws.send_str(json.dumps({"op": 9, "d": False}))
+            return
         self.identify = identify
-        self._seq += 1
+        self.identifies.append({**identify, "at": time.monotonic()})
         ready = {"v": 10, "user": self.bot, "session_id": f"session-{snowflake()}",
                  "resume_gateway_url": self.gateway_url,
-                 "guilds": [{"id": g.id, "unavailable": True} for g in self.guilds],
+                 "guilds": [{"id": g.id, "unavailable": True} for g in guilds],
                  "application": {"id": self.application_id, "flags": self._flags()}, "private_channels": [],
-                 "relationships": []}
-        await ws.send_str(json.dumps({"op": 0, "t": "READY", "s": self._seq, "d": ready}))
-        for guild in self.guilds:
-            self._seq += 1
-            await ws.send_str(json.dumps({"op": 0, "t": "GUILD_CREATE", "s": self._seq, "d": guild.payload(self.bot)}))
-        self._sockets.append(ws)
+                 "relationships": [], **({"shard": list(shard)} if "shard" in identify else {})}
+        await ws.send_str(json.dumps({"op": 0, "t": "READY", "s": session.next_seq(), "d": ready}))
+        for guild in guilds:
+            await ws.send_str(json.dumps({"op": 0, "t": "GUILD_CREATE", "s": session.next_seq(),
+                                          "d": guild.payload(self.bot)}))
+        self._sessions[ws] = session
