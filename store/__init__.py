@@ -115,10 +115,10 @@ def open_store(home: Path, database_url: str | None = None) -> Store:
     from store.postgres.chats import PgChats
     from store.postgres.pool import Database, SyncDatabase
 
-    from store.fence import check
+    from store.fence import check, claim
 
     db, sync_db = Database(database_url), SyncDatabase(database_url)
-    return Store("postgres", PgChats(db, guard=check), _pg_search(db), Path(home), (db, sync_db))
+    return Store("postgres", PgChats(db, guard=check, claim=claim), _pg_search(db), Path(home), (db, sync_db))
 
 
 @contextlib.asynccontextmanager

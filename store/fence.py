@@ -4,15 +4,16 @@ A worker taking a chat's turn bumps the chat's `epoch` (store/postgres/schema/00
 turn inside `fenced(key, epoch, inbox)`. Every write to that chat made in the turn's context (its tasks
 inherit it) checks, in the write's own transaction with the chat's row locked, that the epoch is still the
 one it took: a worker paused past its heartbeat, whose turn another worker took over (and bumped the
-epoch), gets `StaleWrite` and writes nothing. The turn's first write also claims its queued message
-(`turn_claims`): whatever runs the same message again (a worker that only seemed dead) writes nothing, and
-`claimed` tells the worker running it again that its turn is saved. Housekeeping the turn left running
+epoch), gets `StaleWrite` and writes nothing. The turn's first append of messages also claims its queued
+message (`turn_claims`): whatever runs the same message again (a worker that only seemed dead) writes
+nothing, and `claimed` tells the worker running it again that its turn is saved. Housekeeping the turn left running
 after it ended (a consolidation round, itself compare-and-set on the pointer and memory version) is not
 fenced: `fenced` ends with the turn.
 
     async with fenced(key, epoch, inbox):   # the turn's writes to `key` are checked
         ...
-    chats = PgChats(db, guard=check)   # store/postgres/chats.py calls `check` in every write
+    chats = PgChats(db, guard=check, claim=claim)   # store/postgres/chats.py: `check` in every write,
+                                                    # `claim` in every append
 """
 
 from __future__ import annotations
@@ -70,13 +71,22 @@ async def check(conn: psycopg.AsyncConnection, chat: int) -> None:
     if row[2] > fence.epoch:  # equal: still ours; lower: the chat was erased and made again in this turn
         raise StaleWrite(f"{fence.key}: another worker took this chat over (epoch {row[2]}, this turn's "
                          f"{fence.epoch}): this worker writes nothing more into it")
-    if fence.inbox is not None:
-        await conn.execute("INSERT INTO turn_claims (inbox, run) VALUES (%s, %s) ON CONFLICT (inbox) DO NOTHING",
-                           (fence.inbox, fence.run))
-        claim = await (await conn.execute("SELECT run FROM turn_claims WHERE inbox = %s", (fence.inbox,))).fetchone()
-        if claim is not None and claim[0] != fence.run:
-            raise StaleWrite(f"{fence.key}: this message's turn was saved by another run of it: "
-                             "this one writes nothing")
+
+
+async def claim(conn: psycopg.AsyncConnection, chat: int) -> None:
+    """Messages appended to the chat of row `chat` by this context's turn claim its queued message (the first
+    run of it to save claims it); StaleWrite when another run of the same message claimed it first."""
+    fence = _FENCE.get()
+    if fence is None or not fence.live or fence.inbox is None:
+        return
+    row = await (await conn.execute("SELECT channel, chat_id FROM chats WHERE id = %s", (chat,))).fetchone()
+    if row is None or ChatKey(row[0], row[1]) != fence.key:
+        return
+    await conn.execute("INSERT INTO turn_claims (inbox, run) VALUES (%s, %s) ON CONFLICT (inbox) DO NOTHING",
+                       (fence.inbox, fence.run))
+    held = await (await conn.execute("SELECT run FROM turn_claims WHERE inbox = %s", (fence.inbox,))).fetchone()
+    if held is not None and held[0] != fence.run:
+        raise StaleWrite(f"{fence.key}: this message's turn was saved by another run of it: this one writes nothing")
 
 
 async def claimed(conn: psycopg.AsyncConnection, inbox: int) -> bool:

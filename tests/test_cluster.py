@@ -29,9 +29,9 @@ def answering(fake_llm):
     fake_llm.responder = respond
 
 
-async def start_role(fake_llm, tmp_path, url, role, n):
+async def start_role(fake_llm, tmp_path, url, role, n, **extra):
     env = env_for(fake_llm, tmp_path / f"{role}{n}", TUSK_HTTP_PORT="0", TUSK_DATABASE_URL=url,
-                  TUSK_HTTP_TOKEN="cluster-token", TUSK_LOG_LEVEL="warning")
+                  TUSK_HTTP_TOKEN="cluster-token", **{"TUSK_LOG_LEVEL": "warning", **extra})
     out, err = tmp_path / f"{role}{n}.out", tmp_path / f"{role}{n}.log"
     with open(out, "wb") as stdout, open(err, "wb") as stderr:  # the child keeps its own copies
         proc = await procs.start_tusk("run", "--role", role, env=env, stdout=stdout, stderr=stderr)
@@ -61,11 +61,11 @@ async def ask(session, bases, chat, text, start):
     raise AssertionError(f"{chat}: {text!r} not answered in {DEADLINE} s")
 
 
-def stored(url, chat):
+def stored(url, chat, channel="http"):
     """The chat's session messages in the database, in order: (role, content)."""
     with psycopg.connect(url) as conn:
         rows = conn.execute("SELECT s.line FROM session_lines s JOIN chats c ON c.id = s.chat WHERE c.channel = "
-                            "'http' AND c.chat_id = %s AND s.seq IS NOT NULL ORDER BY s.seq", (chat,)).fetchall()
+                            "%s AND c.chat_id = %s AND s.seq IS NOT NULL ORDER BY s.seq", (channel, chat)).fetchall()
     return [(m["role"], m.get("content")) for m in (json.loads(line) for (line,) in rows)]
 
 
@@ -99,9 +99,11 @@ async def test_chats_through_two_ingress_survive_a_killed_and_a_paused_worker(fa
         paused.send_signal(signal.SIGCONT)  # it wakes into chats it no longer holds
         workers[0] = await start_role(fake_llm, tmp_path, pg_url, "worker", 3)
 
-    async with aiohttp.ClientSession() as session:
-        await asyncio.gather(trouble(), *(chat(c, session) for c in range(CHATS)))
-    await stopped([*ingress, *workers])
+    try:
+        async with aiohttp.ClientSession() as session:
+            await asyncio.gather(trouble(), *(chat(c, session) for c in range(CHATS)))
+    finally:
+        await stopped([*ingress, *workers])
     for c in range(CHATS):
         texts = stored(pg_url, f"c{c}")
         users = [t for role, t in texts if role == "user"]
@@ -150,24 +152,32 @@ async def test_a_stop_reaches_the_worker_and_a_restarted_database_loses_nothing(
     started = await asyncio.gather(start_role(fake_llm, tmp_path, pg_url, "ingress", 0),
                                    start_role(fake_llm, tmp_path, pg_url, "worker", 0))
     base = started[0][1]
-    async with aiohttp.ClientSession() as session:
-        fake_llm.script(Reply(text="a long answer", delay=60))
-        asked = asyncio.create_task(post(session, base, "/v1/chats/s/messages", {"text": "tell me everything"}))
-        await fake_llm.wait_for_requests(1, timeout=60)
-        status, body = await post(session, base, "/v1/chats/s/stop", {})
-        assert status == 200 and body["replies"] == [], body  # the stopped reply is the answer, to its request
-        status, body = await asyncio.wait_for(asked, 30)
-        assert status == 200 and body["replies"] == ["_(stopped)_"], body
-        answering(fake_llm)
-        pg_server.stop()
-        key = str(uuid.uuid4())
-        status, body = await post(session, base, "/v1/chats/d/messages", {"text": "while down c9m9"}, key)
-        assert status == 503 and "database" in body["error"], body
-        pg_server.start()
-        replies = await ask_again(session, base, "d", "while down c9m9", key)
-        assert replies == ["ok c9m9"]
-    await stopped(started)
+    session = aiohttp.ClientSession()
+    try:
+        await stop_and_restart(session, base, fake_llm, pg_server)
+    finally:
+        await session.close()
+        await stopped(started)
     assert [t for role, t in stored(pg_url, "d") if role == "assistant"] == ["ok c9m9"]
+
+
+async def stop_and_restart(session, base, fake_llm, pg_server):
+    """/stop through the ingress; then the database down (503) and back (answered once)."""
+    fake_llm.script(Reply(text="a long answer", delay=60))
+    asked = asyncio.create_task(post(session, base, "/v1/chats/s/messages", {"text": "tell me everything"}))
+    await fake_llm.wait_for_requests(1, timeout=60)
+    status, body = await post(session, base, "/v1/chats/s/stop", {})
+    assert status == 200 and body["replies"] == [], body  # the stopped reply is the answer, to its request
+    status, body = await asyncio.wait_for(asked, 30)
+    assert status == 200 and body["replies"] == ["_(stopped)_"], body
+    answering(fake_llm)
+    pg_server.stop()
+    key = str(uuid.uuid4())
+    status, body = await post(session, base, "/v1/chats/d/messages", {"text": "while down c9m9"}, key)
+    assert status == 503 and "database" in body["error"], body
+    pg_server.start()
+    replies = await ask_again(session, base, "d", "while down c9m9", key)
+    assert replies == ["ok c9m9"]
 
 
 async def ask_again(session, base, chat, text, key):
@@ -178,3 +188,36 @@ async def ask_again(session, base, chat, text, key):
             return body["replies"]
         await asyncio.sleep(0.5)
     raise AssertionError(f"{text!r} not answered after the database came back")
+
+
+async def test_telegram_is_polled_by_one_ingress_and_another_takes_over_when_it_dies(fake_llm, pg_url, tmp_path):
+    """Two ingress with Telegram's long polling and a worker: one ingress polls at a time (no 409 Conflict),
+    the worker sends the replies; when the polling ingress is killed the other polls within 30 s, and every
+    message is answered once."""
+    from tests.fakes.fake_telegram import FakeTelegram
+
+    answering(fake_llm)
+    migrated(pg_url)
+    async with FakeTelegram() as tg:
+        platform = {"TELEGRAM_BOT_TOKEN": tg.token, "TELEGRAM_API_BASE": tg.base_url, "TELEGRAM_ALLOW_FROM": "7",
+                    "TUSK_LOG_LEVEL": "info"}
+        started = await asyncio.gather(*(start_role(fake_llm, tmp_path, pg_url, role, n, **platform)
+                                         for role, n in (("ingress", 0), ("ingress", 1), ("worker", 0))))
+
+        def replies(token):
+            return [m for m in tg.sent if m["method"] == "sendMessage" and m["plain"] == f"ok {token}"]
+
+        try:
+            tg.push_message(42, "first c1m0")
+            await procs_wait(lambda: replies("c1m0"), 90)
+            polling = [n for n in (0, 1)
+                       if "holds Telegram's long polling" in (tmp_path / f"ingress{n}.log").read_text()]
+            assert len(polling) == 1, polling
+            started[polling[0]][0].send_signal(signal.SIGKILL)
+            await started[polling[0]][0].wait()
+            tg.push_message(42, "second c1m1")
+            await procs_wait(lambda: replies("c1m1"), 60)
+        finally:
+            await stopped([(proc, base) for proc, base in started if proc.returncode is None])
+    assert len(replies("c1m0")) == 1 and len(replies("c1m1")) == 1 and tg.conflicts == 0
+    assert [TOKEN.findall(t)[-1] for role, t in stored(pg_url, "42", "telegram") if role == "user"] == ["c1m0", "c1m1"]

@@ -274,7 +274,7 @@ async def test_intent_switched_off_while_running(tusk_dc, dc, fake_llm, caplog, 
     assert dc.identify["intents"] & MESSAGE_CONTENT
     dc.message_content_enabled = False
     await dc.ask_reconnect()
-    await dc.wait_for(lambda: not dc.identify["intents"] & MESSAGE_CONTENT and dc._sockets)
+    await dc.wait_for(lambda: not dc.identify["intents"] & MESSAGE_CONTENT and dc._sessions)
     await dc.message(dc.dm, dc.alice, "are you back?")
     await dc.wait_for(lambda: dc.sent)
     errors = [r for r in caplog.records if r.levelno >= logging.ERROR]

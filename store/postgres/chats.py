@@ -47,9 +47,13 @@ def parsed(rows: Sequence[tuple[str]]) -> list[Message]:
 class PgChats:
     """The ChatStore of one database."""
 
-    def __init__(self, db: Database, guard: Guard = _no_guard, cache_size: int = CACHE) -> None:
+    def __init__(self, db: Database, guard: Guard = _no_guard, cache_size: int = CACHE,
+                 claim: Guard = _no_guard) -> None:
+        """`guard`: called in every write's transaction with the chat's row locked (fencing); `claim`: in an
+        append's, before the messages go in (a queued message's turn saved once: store/fence.py)."""
         self.db = db
         self.guard = guard
+        self.claim = claim
         self._cache: OrderedDict[ChatKey, tuple[int, int, Session]] = OrderedDict()  # key -> (row id, version, session)
         self._cache_size = cache_size
         self._prefs: dict[ChatKey, ChatSettings] = {}  # each chat's settings as last opened (no I/O wait to read)
@@ -130,6 +134,7 @@ class PgChats:
             if total_row[0] != session.total:
                 raise StaleWrite(f"{chat.key}: the session has {total_row[0]} messages, not {session.total}: "
                                  "another process wrote to this chat")
+            await self.claim(conn, chat_id)
             _, created = await chat_rows.add_messages(conn, chat_id, (chat.key.channel, chat.key.chat_id), messages,
                                                       marks)
             version, *_ = await self._bump(conn, chat_id)

@@ -36,13 +36,15 @@ JSON-encoded, so `chat_id` is "42" and `reply_parameters` a JSON string; JSON bo
 HTML text is checked the way Telegram checks it (allowed tags, nesting, entities, 4096 UTF-16 units);
 text without a parse mode is shown as sent ("plain" is the text itself: nothing in it is markup); an
 unknown parse mode is refused as Telegram refuses it; Markdown and MarkdownV2 are passed through unchecked
-(Tusk sends neither).
+(Tusk sends neither). One bot instance polls: a getUpdates that comes while another waits ends the waiting
+one with Telegram's 409 "Conflict: terminated by other getUpdates request" (`conflicts` counts them).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import html
 import itertools
 import json
@@ -59,6 +61,7 @@ from tests.fakes.loopback import serve, wait_until
 from tests.fakes.voice_check import ogg_opus
 
 MAX_TEXT = 4096
+_ASKER: contextvars.ContextVar[web.Request] = contextvars.ContextVar("fake_telegram_asker")  # the request handled
 _STRING_PARAMS = {"text", "caption", "parse_mode", "url", "secret_token", "action", "language_code",
                   "inline_message_id", "callback_query_id", "business_connection_id", "message_effect_id"}
 _DEFAULT_EXCLUDED = {"chat_member", "message_reaction", "message_reaction_count"}  # unless asked for by name
@@ -207,6 +210,8 @@ class FakeTelegram:
         self._queue: list[dict[str, Any]] = []
         self._allowed: set[str] = set()
         self._wake = asyncio.Event()
+        self._polls = 0  # getUpdates requests so far: only the latest may wait
+        self.conflicts = 0  # getUpdates ended by a newer one (two pollers: Telegram's 409)
         self._closing = False
         self._failures: defaultdict[str, deque[ApiError]] = defaultdict(deque)
         self._lost: defaultdict[str, int] = defaultdict(int)  # method -> calls to carry out, then drop unanswered
@@ -476,6 +481,7 @@ class FakeTelegram:
                 raise ApiError(404, "Not Found: method not found")
             if self._failures[name.lower()]:
                 raise self._failures[name.lower()].popleft()
+            _ASKER.set(request)  # who asked (getUpdates: whether they still listen)
             result = await handler(params)
         except ApiError as err:
             return web.json_response(err.body(), status=err.status)
@@ -507,9 +513,20 @@ class FakeTelegram:
         limit = min(max(int(params.get("limit") or 100), 1), 100)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + float(params.get("timeout") or 0)
+        self._polls += 1  # a newer getUpdates ends the one waiting, as Telegram does (one bot instance polls)
+        mine = self._polls
+        self._wake.set()
+        self._wake = asyncio.Event()
         while not (ready := self._deliverable()[:limit]) and not self._closing and (left := deadline - loop.time()) > 0:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), left)
+            if self._polls != mine:
+                gone = (transport := _ASKER.get().transport) is None or transport.is_closing()
+                if gone:  # a poller that died: nobody hears the answer, and it is no conflict
+                    return []
+                self.conflicts += 1
+                raise ApiError(409, "Conflict: terminated by other getUpdates request; make sure that only one "
+                                    "bot instance is running")
         return ready
 
     async def _send_message(self, params: dict[str, Any]) -> dict[str, Any]:
