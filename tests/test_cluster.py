@@ -172,10 +172,12 @@ async def stop_and_restart(session, base, fake_llm, pg_server):
     assert status == 200 and body["replies"] == ["_(stopped)_"], body
     answering(fake_llm)
     pg_server.stop()
-    key = str(uuid.uuid4())
-    status, body = await post(session, base, "/v1/chats/d/messages", {"text": "while down c9m9"}, key)
-    assert status == 503 and "database" in body["error"], body
-    pg_server.start()
+    try:
+        key = str(uuid.uuid4())
+        status, body = await post(session, base, "/v1/chats/d/messages", {"text": "while down c9m9"}, key)
+        assert status == 503 and "database" in body["error"], body
+    finally:
+        pg_server.start()  # the next tests of this process share the server
     replies = await ask_again(session, base, "d", "while down c9m9", key)
     assert replies == ["ok c9m9"]
 
