@@ -1,6 +1,8 @@
 """Several Tusk processes on one real PostgreSQL (bot/cluster/): 2 ingress and 3 workers behind the HTTP API,
 chats talking at once through both ingress, a worker killed and started again, another paused past its
-heartbeat and resumed: every message answered once and stored once, in order."""
+heartbeat and resumed: every message answered once and stored once, in order. /stop across processes, the
+database restarted, Telegram's long polling moving to another ingress, a reminder firing once across two
+workers."""
 
 import asyncio
 import json
@@ -223,3 +225,31 @@ async def test_telegram_is_polled_by_one_ingress_and_another_takes_over_when_it_
             await stopped([(proc, base) for proc, base in started if proc.returncode is None])
     assert len(replies("c1m0")) == 1 and len(replies("c1m1")) == 1 and tg.conflicts == 0
     assert [TOKEN.findall(t)[-1] for role, t in stored(pg_url, "42", "telegram") if role == "user"] == ["c1m0", "c1m1"]
+
+
+async def test_a_reminder_set_on_one_worker_fires_once_across_two(fake_llm, pg_url, tmp_path):
+    """A reminder set through one worker's turn is seen by both workers (each reads the schedules again), and
+    its run is claimed once: one reminder turn in the chat, not two."""
+    from tests.schedule_clock import scheduling
+
+    migrated(pg_url)
+    started = await asyncio.gather(start_role(fake_llm, tmp_path, pg_url, "ingress", 0),
+                                   *(start_role(fake_llm, tmp_path, pg_url, "worker", n) for n in range(2)))
+    base = started[0][1]
+    session = aiohttp.ClientSession()
+    try:
+        fake_llm.script(scheduling("drink water r5m5", when="in 25 seconds"), Reply(text="Set."))
+        status, body = await post(session, base, "/v1/chats/rem/messages", {"text": "remind me soon"})
+        assert status == 200 and body["replies"] == ["Set."], body
+        answering(fake_llm)
+
+        def reminded():
+            return [t for role, t in stored(pg_url, "rem") if role == "user" and "r5m5" in str(t)]
+        await procs_wait(lambda: reminded(), 90)
+        status, body = await post(session, base, "/v1/chats/rem/messages", {"text": "after it c5m6"})
+        # a sentinel: a second run of the reminder, fired at the same due time, would be queued before this turn
+        assert status == 200 and body["replies"] == ["ok c5m6"], body
+    finally:
+        await session.close()
+        await stopped(started)
+    assert len(reminded()) == 1, stored(pg_url, "rem")
