@@ -253,3 +253,29 @@ async def test_a_reminder_set_on_one_worker_fires_once_across_two(fake_llm, pg_u
         await session.close()
         await stopped(started)
     assert len(reminded()) == 1, stored(pg_url, "rem")
+
+
+async def test_results_keys_and_claims_older_than_an_hour_are_pruned(pg_url):
+    """`prune` deletes turn results, Idempotency-Keys and turn claims older than an hour, and keeps newer ones
+    (a repeat within the hour still gets its first answer)."""
+    from bot.cluster.dispatch import prune
+    from store.postgres.pool import Database
+
+    migrated(pg_url)
+    with psycopg.connect(pg_url) as conn:
+        for age, inbox in (("2 hours", 1), ("5 minutes", 2)):
+            conn.execute("INSERT INTO turn_results (inbox, channel, chat_id, kind, body, at) VALUES "
+                         f"(%s, 'http', 'p', 'done', '{{}}', now() - interval '{age}')", (inbox,))
+            conn.execute("INSERT INTO idempotency (channel, chat_id, key, inbox, at) VALUES "
+                         f"('http', 'p', %s, %s, now() - interval '{age}')", (f"k{inbox}", inbox))
+            conn.execute(f"INSERT INTO turn_claims (inbox, run, at) VALUES (%s, 'r', now() - interval '{age}')",
+                         (inbox,))
+    db = Database(pg_url)
+    await db.open()
+    try:
+        assert await prune(db) == 1
+    finally:
+        await db.close()
+    with psycopg.connect(pg_url) as conn:
+        for table in ("turn_results", "idempotency", "turn_claims"):
+            assert conn.execute(f"SELECT inbox FROM {table}").fetchall() == [(2,)], table

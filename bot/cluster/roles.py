@@ -14,11 +14,12 @@ Files: no cluster, one process (roles other than `all` are refused).
 from __future__ import annotations
 
 import asyncio
+import logging
 import secrets
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
-from bot.cluster.dispatch import Dispatch
+from bot.cluster.dispatch import Dispatch, prune
 from bot.cluster.leader import POLLING, Leader
 from bot.cluster.processes import Processes
 from bot.cluster.results import ResultsOutlet
@@ -27,10 +28,13 @@ from bot.errors import ConfigError
 from bot.events import InboundMessage, TurnResult
 from bot.stop import NOTHING_TO_STOP, Stops
 from store import Store
+from store.errors import StorageUnavailable
 
 Role = Literal["all", "ingress", "worker"]
 ROLES: tuple[Role, ...] = ("all", "ingress", "worker")
 LOCAL = ("http", "terminal")  # channels whose requests wait on the process that took them
+PRUNE_EVERY = 600  # seconds between prunings of old turn results
+logger = logging.getLogger(__name__)
 
 
 def refuse_role(store: Store, role: str) -> None:
@@ -54,6 +58,7 @@ class Cluster:
         self.db = store.db
         self.processes: Processes | None = None
         self.polling: Leader | None = None  # Telegram's long polling, on one ingress at a time
+        self._pruning: asyncio.Task[None] | None = None
         self.started = False
         self.worker = TurnWorker(store.db, run_turn, resend, self.results.values(), turns, grace) \
             if role != "ingress" else None
@@ -89,6 +94,18 @@ class Cluster:
             return self.results[channel.name]
         return channel
 
+    async def _prune(self) -> None:
+        """Every PRUNE_EVERY seconds, on the process that leads: turn results, Idempotency-Keys and turn claims
+        older than an hour deleted (bot/cluster/dispatch.py `prune`)."""
+        while True:
+            await asyncio.sleep(PRUNE_EVERY)
+            if self.leader.held:
+                try:
+                    gone = await prune(self.db)
+                except StorageUnavailable:
+                    continue
+                logger.info("pruned %d turn result(s) older than an hour", gone)
+
     def in_flight(self) -> int:
         return self.worker.in_flight if self.worker is not None else 0
 
@@ -96,6 +113,7 @@ class Cluster:
         self.started = True
         await self.dispatch.start()
         await self.leader.start()
+        self._pruning = asyncio.create_task(self._prune(), name="old turn results")
         if self.polling is not None:
             await self.polling.start()
         if self.worker is not None:
@@ -126,6 +144,8 @@ class Cluster:
     async def stop(self) -> None:
         """The worker first (no new turn; running ones finish), then the rest."""
         self.started = False
+        if self._pruning is not None:
+            self._pruning.cancel()
         if self.worker is not None:
             await self.worker.stop()
         if self.processes is not None:
