@@ -24,9 +24,28 @@ async def _nothing() -> None:
 
 
 async def drained(app, *keys: ChatKey) -> None:
-    """Every turn queued so far in the chats `keys` has ended: a step queued behind them has run."""
+    """Every turn queued so far in the chats `keys` has ended: a step queued behind them has run (on the
+    database's queue, bot/cluster/: no job of the chat waits or runs, so each turn's end is recorded)."""
     for key in keys:
+        if app.cluster is not None and app.cluster.started:
+            await _queue_empty(app, key)
         await app.bus.in_order(key, _nothing)
+
+
+async def _queue_empty(app, key: ChatKey) -> None:
+    from bot.cluster.wire import lock_of
+    from bot.events import InboundMessage
+
+    lock = lock_of(InboundMessage(key, "", sender_id=""))
+    deadline = asyncio.get_running_loop().time() + 30
+    while True:
+        async with app.store.db.connection() as conn:
+            row = await (await conn.execute("SELECT count(*) FROM procrastinate_jobs WHERE lock = %s AND status "
+                                            "IN ('todo', 'doing')", (lock,))).fetchone()
+        if not row[0]:
+            return
+        assert asyncio.get_running_loop().time() < deadline, f"{key}: turns still queued after 30 s"
+        await asyncio.sleep(0.02)
 
 
 async def idle(app) -> None:
