@@ -134,6 +134,7 @@ def main() -> None:
 
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
+    sock.listen(128)  # connections wait in the backlog from now on, not refused while uvicorn starts
     print(f"PORT {sock.getsockname()[1]}", flush=True)
     config = uvicorn.Config(mcp.streamable_http_app(), log_level="warning")
     asyncio.run(uvicorn.Server(config).serve(sockets=[sock]))
