@@ -37,9 +37,13 @@ def started(env, *args):
     return child
 
 
+EXIT_DEADLINE = 120  # seconds a chat that was told to end may take to exit
+
+
 def ended(child) -> tuple[int, str]:
-    """Wait for the chat to end: (exit code, what it printed last)."""
-    child.expect(pexpect.EOF)
+    """Wait for the chat to end: (exit code, what it printed last). Its exit may take long on a loaded machine
+    (litellm's objects torn down): a hang, not a speed limit, is what the deadline catches."""
+    child.expect(pexpect.EOF, timeout=EXIT_DEADLINE)
     rest = child.before
     child.close()
     return child.exitstatus, rest
