@@ -20,7 +20,6 @@ every POLL seconds (a lost connection or notification delays nothing for long).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 from collections.abc import Callable
@@ -31,6 +30,7 @@ import psycopg
 from psycopg.types.json import Json
 
 from bot.cluster import wire
+from bot.threads import Spawned
 from bot.events import ChatKey, InboundMessage, OutboundMessage, TurnResult
 from store.errors import StorageUnavailable
 from store.postgres.pool import CONNECT_TIMEOUT, Database, SyncDatabase
@@ -63,7 +63,7 @@ class Dispatch:
         a /stop another process took, for the turns running here (bot/stop.py)."""
         self.db, self.sync_db, self.local, self.run, self.on_stop = db, sync_db, local, run, on_stop
         self.waiting: dict[int, Waiting] = {}  # inbox id -> what waits for it
-        self._task: asyncio.Task[None] | None = None
+        self._listening = Spawned()
 
     # -- in ------------------------------------------------------------------------------------------
 
@@ -142,14 +142,10 @@ class Dispatch:
     # -- out -----------------------------------------------------------------------------------------
 
     async def start(self) -> None:
-        self._task = asyncio.create_task(self._listen(), name="turn results")
+        self._listening.start(self._listen(), "turn results")
 
     async def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await self._listening.cancel()
         for waiting in list(self.waiting.values()):
             waiting.future.cancel()
 

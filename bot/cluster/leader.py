@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable
 
 import psycopg
 
+from bot.threads import Spawned
 from store.postgres.pool import CONNECT_TIMEOUT
 
 logger = logging.getLogger(__name__)
@@ -37,17 +38,13 @@ class Leader:
         self.url, self.duty, self.gained, self.lost = url, duty, gained, lost
         self.held = False
         self._conn: psycopg.AsyncConnection | None = None
-        self._task: asyncio.Task[None] | None = None
+        self._holding = Spawned()
 
     async def start(self) -> None:
-        self._task = asyncio.create_task(self._hold(), name="leader")
+        self._holding.start(self._hold(), NAMES[self.duty])
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await self._holding.cancel()
         await self._drop()
 
     async def _drop(self) -> None:
