@@ -20,6 +20,10 @@ Dead workers: procrastinate's heartbeat (every HEARTBEAT s); every worker looks 
 whose worker has not beaten for STALLED s and puts them back in the queue, so a killed worker's turn runs
 again elsewhere within about STALLED + HEARTBEAT seconds. A job that fails on the database (a restart) is
 tried again (RETRY), so an acknowledged message is answered once the database is back.
+
+The database gone (a restart): procrastinate's worker stops itself when its heartbeat or listener fails (it
+leaves restarting to whatever runs it). This process runs it again, every RESTART s until the database
+answers: a new worker row, its unfinished turns put back in the queue by the dead-workers watch.
 """
 
 from __future__ import annotations
@@ -47,6 +51,9 @@ HEARTBEAT = 3.0  # seconds between a worker's heartbeats, and between its looks 
 STALLED = 12.0  # seconds without a heartbeat after which a worker's turns are run again elsewhere
 RETRY_WAIT = 2  # seconds between tries of a job that failed on the database
 POLL = 1.0  # seconds between looks for turns no notification announced (a chat's next, its lock let go elsewhere)
+RESTART = 2.0  # seconds between starts of procrastinate's worker after it stopped on a database error
+FORGOTTEN = 300.0  # seconds without a heartbeat after which a starting worker deletes a worker's row (not
+# STALLED: after the database was away every row is old, and a row deleted orphans its live worker's turns)
 
 RunTurn = Callable[[InboundMessage], Awaitable[TurnResult | None]]
 Resend = Callable[[InboundMessage], Awaitable[bool]]  # the saved replies sent again; False: nothing was left
@@ -63,6 +70,8 @@ class TurnWorker:
         self.rerun = 0  # turns this worker put back in the queue after their worker died
         self._app: Any = None
         self._worker: Any = None
+        self._stopping = asyncio.Event()
+        self._running: dict[int, asyncio.Event] = {}  # inbox ids whose turn runs here, set when it ends
         self._tasks: list[asyncio.Task[Any]] = []
 
     async def start(self) -> None:
@@ -78,15 +87,34 @@ class TurnWorker:
         app.task(name=wire.TURN_TASK, queue=wire.TURN_QUEUE, pass_context=True, retry=retry)(self._job)
         await app.open_async()
         self._app = app
-        self._worker = _worker_class()(app, queues=[wire.TURN_QUEUE], concurrency=self.concurrency,
-                               install_signal_handlers=False, update_heartbeat_interval=HEARTBEAT,
-                               stalled_worker_timeout=STALLED, delete_jobs="successful",
-                               shutdown_graceful_timeout=self.grace, fetch_job_polling_interval=POLL)
-        self._tasks = [asyncio.create_task(self._worker.run(), name="procrastinate worker"),
+        self._stopping.clear()
+        self._tasks = [asyncio.create_task(self._work(), name="procrastinate worker"),
                        asyncio.create_task(self._watch(), name="dead workers' turns")]
+
+    async def _work(self) -> None:
+        """procrastinate's worker, run again whenever it stops on its own (a database error) until `stop`."""
+        from procrastinate.exceptions import ConnectorException
+
+        while not self._stopping.is_set():
+            self._worker = _worker_class()(self._app, queues=[wire.TURN_QUEUE], concurrency=self.concurrency,
+                                           install_signal_handlers=False, update_heartbeat_interval=HEARTBEAT,
+                                           stalled_worker_timeout=FORGOTTEN, delete_jobs="successful",
+                                           shutdown_graceful_timeout=self.grace, fetch_job_polling_interval=POLL)
+            try:
+                await self._worker.run()
+            except (ConnectorException, psycopg.Error, OSError) as exc:  # the database down as it starts
+                logger.warning("the job queue's worker could not run (%s); trying again in %.0f s",
+                               str(exc).strip() or type(exc).__name__, RESTART)
+            else:
+                if self._stopping.is_set():
+                    return
+                logger.warning("the job queue's worker stopped (the database went away?); starting it again")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopping.wait(), RESTART)
 
     async def stop(self) -> None:
         """No new turn; the running ones finish (up to `grace` seconds), then procrastinate closes."""
+        self._stopping.set()
         if self._worker is not None:
             self._worker.stop()
         for task in self._tasks[1:]:
@@ -99,22 +127,38 @@ class TurnWorker:
             self._app = None
 
     async def _watch(self) -> None:
-        """Put back in the queue the turns of workers that stopped beating (killed, or paused)."""
+        """Put back in the queue the turns of workers that stopped beating (killed, or paused). After the
+        database was away no worker could beat: they are given STALLED seconds to beat again first."""
+        from procrastinate.exceptions import ConnectorException
+
         manager = self._app.job_manager
+        quiet_until = 0.0
         while True:
             await asyncio.sleep(HEARTBEAT)
             try:
                 stalled = list(await manager.get_stalled_jobs(task_name=wire.TURN_TASK,
                                                               seconds_since_heartbeat=STALLED))
+                if asyncio.get_running_loop().time() < quiet_until:
+                    continue
                 for job in stalled:
                     with contextlib.suppress(Exception):  # another worker put it back first
                         await manager.retry_job(job)
                         self.rerun += 1
                         logger.warning("a worker stopped beating: its turn (job %s) goes to another", job.id)
-            except (psycopg.Error, StorageUnavailable, OSError) as exc:
-                logger.warning("could not look for dead workers' turns: %s", exc)
+            except (psycopg.Error, StorageUnavailable, OSError, ConnectorException) as exc:
+                logger.warning("could not look for dead workers' turns: %s", str(exc).strip() or type(exc).__name__)
+                quiet_until = asyncio.get_running_loop().time() + STALLED + HEARTBEAT
 
     async def _job(self, context: Any, inbox: int) -> None:
+        while (earlier := self._running.get(inbox)) is not None:  # the queue took this process for dead while
+            await earlier.wait()  # it ran the turn (a late heartbeat): that run ends first, this one finds it done
+        self._running[inbox] = asyncio.Event()
+        try:
+            await self._run(context, inbox)
+        finally:
+            self._running.pop(inbox).set()
+
+    async def _run(self, context: Any, inbox: int) -> None:
         async with self.db.connection() as conn:
             row = await (await conn.execute("SELECT record FROM inbox WHERE id = %s", (inbox,))).fetchone()
         if row is None:
@@ -157,16 +201,31 @@ class TurnWorker:
 
 
 def _worker_class() -> type:
+    from procrastinate.exceptions import ConnectorException
     from procrastinate.worker import Worker
 
     class Fetching(Worker):
-        """procrastinate's worker, looking for the next job as soon as one ends: a chat's next turn waits on the
-        lock of the one that ended, and no notification says it is free."""
+        """procrastinate's worker, looking for the next job as soon as one ends (a chat's next turn waits on the
+        lock of the one that ended, and no notification says it is free), and recording a job's end until the
+        database takes it: a job left `doing` by a live worker would hold its chat's lock for ever."""
 
         async def _process_job(self, context: Any) -> None:
             try:
                 await super()._process_job(context)
             finally:
                 self._new_job_event.set()
+
+        async def _persist_job_status(self, *args: Any, **kwargs: Any) -> None:
+            while True:
+                try:
+                    return await super()._persist_job_status(*args, **kwargs)
+                except ConnectorException as exc:
+                    if not isinstance(exc.__cause__, psycopg.OperationalError):  # the database answered: the job
+                        # was moved on (a paused worker's, put back in the queue; or this end, recorded already)
+                        logger.warning("the queue has moved this turn's job on: %s", exc.__cause__)
+                        return
+                    logger.warning("could not record a turn's end in the queue (the database went?); "
+                                   "trying again in %d s", RETRY_WAIT)
+                await asyncio.sleep(RETRY_WAIT)
 
     return Fetching
