@@ -44,7 +44,7 @@ from bot.usage import meter as usage
 from memory import chat_settings
 from memory.session import Message
 from store.base import Chat, ChatStore
-from store.errors import StorageUnavailable
+from store.errors import RETRIED, StaleWrite, StorageUnavailable
 
 if TYPE_CHECKING:
     from bot.consolidation import Consolidator
@@ -127,6 +127,8 @@ class ChatAgent:
         try:
             chat = await self.chats.open(msg.key)
         except StorageUnavailable as exc:  # nothing was taken from the chat: the person can send it again
+            if RETRIED.get():
+                raise  # the queue runs the turn again once the database is back
             logger.error("turn refused: %s", exc)
             stats.outcome = "storage_unavailable"
             await self.delivery.deliver(OutboundMessage(msg.key, STORAGE_REPLY, reply_to=msg.id, verbatim=True), None)
@@ -139,17 +141,7 @@ class ChatAgent:
             runs_before = self._consolidation_runs(msg.key)
             speaking = self.voice is not None and self.voice.wants_voice(msg, chat.prefs)
             live = None if speaking else self.delivery.live(msg)  # a reply read out is not shown as written
-            try:
-                answer = await self._answer(msg, chat, live)
-            except MessageTooLong as exc:
-                answer, stats.outcome = own(str(exc)), "too_long"
-            except LLMError as exc:
-                logger.warning("turn abandoned, session unchanged: %s", exc)
-                answer = own(exc.owner_message if msg.key.channel in OWNER_CHANNELS else exc.user_message)
-                stats.outcome = outcome_of(exc)
-            except Exception:  # turn boundary: the user hears of it, the log gets the traceback
-                logger.exception("turn crashed")
-                answer, stats.outcome = own(CRASH_REPLY), "crash"
+            answer = await self._attempt(msg, chat, live, stats)
             run = msg.injected.run if msg.injected is not None else ""
             reply = OutboundMessage.answer(msg, answer.text, answer.verbatim)
             if run and not answer.text:  # a run's repeated failure says nothing
@@ -167,6 +159,32 @@ class ChatAgent:
             metrics.turn_done(msg.key.channel, stats)
             self._spawn(self._finish(msg.key, figures, runs_before), f"hooks {msg.key}")
             return TurnResult(stats.outcome, stats.tokens_in, stats.tokens_out)
+
+    async def _attempt(self, msg: InboundMessage, chat: Chat, live: Live | None, stats: logs.TurnStats) -> Answer:
+        """The turn's answer, or what the person is told of its failure. A cluster worker's turn (RETRIED) lets
+        the database's failures through: its queue runs it again once the database is back, or the worker
+        that took the chat over does."""
+        try:
+            return await self._answer(msg, chat, live)
+        except MessageTooLong as exc:
+            stats.outcome = "too_long"
+            return own(str(exc))
+        except LLMError as exc:
+            logger.warning("turn abandoned, session unchanged: %s", exc)
+            stats.outcome = outcome_of(exc)
+            return own(exc.owner_message if msg.key.channel in OWNER_CHANNELS else exc.user_message)
+        except StorageUnavailable as exc:  # the database went during the turn: nothing of it was saved
+            if RETRIED.get():
+                raise
+            logger.error("turn abandoned, session unchanged: %s", exc)
+            stats.outcome = "storage_unavailable"
+            return own(STORAGE_REPLY)
+        except Exception as exc:  # turn boundary: the user hears of it, the log gets the traceback
+            if isinstance(exc, StaleWrite) and RETRIED.get():
+                raise
+            logger.exception("turn crashed")
+            stats.outcome = "crash"
+            return own(CRASH_REPLY)
 
     async def _overheard(self, msg: InboundMessage) -> None:
         """A group message not addressed to the bot: with /listen on, saved with its sender (no reply, no LLM

@@ -22,7 +22,7 @@ from bot.errors import BusClosed, DeliveryError
 from bot.events import ChatKey, InboundMessage, OutboundMessage, TurnResult
 from bot.stream import Draft, Drafts
 from bot.threads import Spawned
-from store.errors import StorageUnavailable
+from store.errors import RETRIED, StaleWrite, StorageUnavailable
 
 if TYPE_CHECKING:
     from bot.speech.replies import VoiceOutlet
@@ -76,7 +76,7 @@ class MessageBus:
         self._journal = journal
         self._durable = durable
         self._outlets: dict[str, Outlet] = {}
-        self._queues: dict[ChatKey, deque[tuple[InboundMessage | Job, asyncio.Future[Any]]]] = {}
+        self._queues: dict[ChatKey, deque[tuple[InboundMessage | Job, asyncio.Future[Any], bool]]] = {}  # bool: retried
         self._workers: dict[ChatKey, asyncio.Task[None]] = {}
         self._accepting = True
 
@@ -98,7 +98,7 @@ class MessageBus:
         now = time.time()
         out: dict[str, tuple[int, float]] = {}
         for key, queue in self._queues.items():
-            ages = [now - item.ts for item, _ in queue if isinstance(item, InboundMessage)]
+            ages = [now - item.ts for item, _, _ in queue if isinstance(item, InboundMessage)]
             n, oldest = out.get(key.channel, (0, 0.0))
             out[key.channel] = (n + len(queue), max([oldest, *ages]))
         return out
@@ -121,10 +121,12 @@ class MessageBus:
         return self._enqueue(msg.key, msg)
 
     def run_here(self, msg: InboundMessage) -> asyncio.Future[TurnResult | None]:
-        """Run `msg`'s turn in this process, in its chat's order here (a worker's job: bot/cluster/worker.py)."""
+        """Run `msg`'s turn in this process, in its chat's order here (a worker's job: bot/cluster/worker.py).
+        The queue runs it again when the database is back: a turn the database failed raises StorageUnavailable
+        into the future, saying nothing to the chat."""
         if not self._accepting:
             raise BusClosed("Tusk is shutting down and takes no new messages")
-        return self._enqueue(msg.key, msg)
+        return self._enqueue(msg.key, msg, retried=True)
 
     def _answer_now(self, msg: InboundMessage, answer: str) -> asyncio.Future[TurnResult | None]:
         """A message that takes no turn: its answer (if any) sent now; the future resolves once it is out."""
@@ -156,9 +158,9 @@ class MessageBus:
             raise BusClosed("Tusk is shutting down and takes no new messages")
         return await self._enqueue(key, job)
 
-    def _enqueue(self, key: ChatKey, item: InboundMessage | Job) -> asyncio.Future[Any]:
+    def _enqueue(self, key: ChatKey, item: InboundMessage | Job, retried: bool = False) -> asyncio.Future[Any]:
         done: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._queues.setdefault(key, deque()).append((item, done))
+        self._queues.setdefault(key, deque()).append((item, done, retried))
         if key not in self._workers:
             self._workers[key] = asyncio.create_task(self._work(key), name=f"chat {key}")
         return done
@@ -167,23 +169,29 @@ class MessageBus:
         queue = self._queues[key]
         try:
             while queue:
-                msg, done = queue.popleft()
+                msg, done, retried = queue.popleft()
                 if not isinstance(msg, InboundMessage):
                     await self._run_job(msg, done)
                     continue
                 result = None
+                RETRIED.set(retried)  # (this task's own context: the chat's turns, one after another)
                 try:
                     result = await self._handler(msg)
                 except asyncio.CancelledError:
                     done.cancel()
                     raise
+                except (StorageUnavailable, StaleWrite) as exc:
+                    if retried:  # its queue runs it again once the database is back, or another worker took it
+                        done.set_exception(exc)
+                        continue
+                    logger.exception("turn failed in %s", key)
                 except Exception:  # loop boundary: one broken turn must not stall the chat's queue
                     logger.exception("turn failed in %s", key)
                 self._settled(msg)
                 if not done.done():
                     done.set_result(result)
         finally:  # no await between the emptiness check and here: nothing can slip in
-            for _, done in queue:
+            for _, done, _ in queue:
                 done.cancel()
             del self._queues[key]
             del self._workers[key]
@@ -220,7 +228,9 @@ class MessageBus:
         except DeliveryError as exc:  # the platform refused it: its message says why and what to do
             logger.error("could not deliver a reply to %s: %s", msg.key, exc, exc_info=exc)
             return False
-        except Exception:  # a channel's delivery failure must not end the turn; the session keeps the reply
+        except Exception as exc:  # a channel's delivery failure must not end the turn; the session keeps the reply
+            if isinstance(exc, StorageUnavailable) and RETRIED.get():
+                raise  # a worker's reply to a request, its row not written: the turn's saved replies are sent again
             logger.exception("could not deliver a reply to %s", msg.key)
             return False
         return True

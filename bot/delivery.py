@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable
 from bot.errors import DeliveryError
 from bot.events import InboundMessage, OutboundMessage
 from bot.stream import Drafts, Live, StreamSettings
+from store.errors import RETRIED, StorageUnavailable
 
 logger = logging.getLogger(__name__)
 
@@ -47,7 +48,9 @@ class Delivery:
         except DeliveryError as exc:  # the platform refused it: its message says why and what to do
             logger.error("could not deliver a streamed reply to %s: %s", reply.key, exc, exc_info=exc)
             return False
-        except Exception:  # delivery boundary, as in the bus: the session keeps the reply
+        except Exception as exc:  # delivery boundary, as in the bus: the session keeps the reply
+            if isinstance(exc, StorageUnavailable) and RETRIED.get():
+                raise  # as in the bus
             logger.exception("could not deliver a streamed reply to %s", reply.key)
             return False
         return await self.send(reply) is not False

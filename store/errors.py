@@ -6,9 +6,16 @@
     └── StoreSetupError      the store cannot be used as configured (bad URL, refused login, missing
         │                    database, no permission); the message names TUSK_DATABASE_URL, never its password
         └── SchemaTooNew     the database was upgraded by a newer Tusk: it is refused, never altered
+
+`RETRIED` is set while whoever asked for the work runs it again when the storage is back (a cluster worker's
+turn, bot/cluster/worker.py): the work then lets StorageUnavailable through instead of answering it.
 """
 
 from __future__ import annotations
+
+import contextvars
+
+RETRIED: contextvars.ContextVar[bool] = contextvars.ContextVar("tusk_retried_when_storage_is_back", default=False)
 
 
 class StoreError(Exception):

@@ -27,6 +27,7 @@ logger = logging.getLogger(__name__)
 
 CONNECT_TIMEOUT = 5  # seconds a new connection may take before the database counts as unreachable
 WAIT = 10.0  # seconds a caller waits for a pooled connection before StorageUnavailable
+WAIT_WHILE_DOWN = 1.0  # the same for a synchronous caller (it holds the event loop) once a connection failed
 
 
 def setup_error(url: str, exc: BaseException) -> StoreSetupError | StorageUnavailable:
@@ -107,18 +108,28 @@ class Database:
 
 class SyncDatabase:
     """The same database for the small shared stores whose callers are synchronous (the usage ledger, the
-    pairing and API-key documents, what was learned about models, the schedules): each call is one short
-    statement on a pooled connection, bounded by CONNECT_TIMEOUT; errors as `Database`'s."""
+    pairing and API-key documents, what was learned about models, the schedules, the ingress's queueing):
+    each call is one short statement on a pooled connection, bounded by CONNECT_TIMEOUT; errors as
+    `Database`'s. Its callers hold the event loop, so once a new connection failed (the database is down)
+    a caller waits WAIT_WHILE_DOWN for one, not WAIT, until a connection is made again."""
 
     def __init__(self, url: str, max_size: int = 4, name: str = "tusk-shared") -> None:
         from psycopg_pool import ConnectionPool
 
         self.url = check(url)
         self.where = redact(url)
+        self.down = False  # the last new connection failed
         self.pool = ConnectionPool(url, min_size=0, max_size=max_size, open=False, name=name, timeout=WAIT,
                                    kwargs={"connect_timeout": CONNECT_TIMEOUT, "application_name": name},
-                                   check=ConnectionPool.check_connection, reconnect_timeout=0)
+                                   check=ConnectionPool.check_connection, reconnect_timeout=0,
+                                   configure=self._connected, reconnect_failed=self._failed)
         self._opened = False
+
+    def _connected(self, conn: psycopg.Connection) -> None:
+        self.down = False
+
+    def _failed(self, pool: object) -> None:
+        self.down = True
 
     def _open(self) -> None:
         if not self._opened:
@@ -134,7 +145,7 @@ class SyncDatabase:
     def connection(self) -> Iterator[psycopg.Connection]:
         self._open()
         try:
-            with self.pool.connection() as conn:
+            with self.pool.connection(timeout=WAIT_WHILE_DOWN if self.down else None) as conn:
                 yield conn
         except PoolTimeout as exc:
             raise StorageUnavailable(f"the database does not answer ({self.where})") from exc
