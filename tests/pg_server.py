@@ -93,7 +93,9 @@ class PgServer:
         self.sql(f"CREATE ROLE {ROLE} LOGIN PASSWORD '{self.password}' NOSUPERUSER NOCREATEDB NOCREATEROLE")
 
     def start(self) -> None:
-        """Start the server (again) on its port; returns once it takes connections."""
+        """Start the server (again) on its port; returns once it takes connections (at once if it runs)."""
+        if self._proc is not None and self._proc.poll() is None:
+            return
         argv = [str(self.bin / "postgres"), "-D", str(self.data), "-p", str(self.port), "-h", "127.0.0.1",
                 "-k", str(self.root), "-c", "fsync=off", "-c", "full_page_writes=off", "-c", "max_connections=200",
                 "-c", "shared_buffers=32MB", "-c", "log_min_messages=warning"]

@@ -1,12 +1,14 @@
 """Several Tusk processes on one real PostgreSQL (bot/cluster/): 2 ingress and 3 workers behind the HTTP API,
-chats talking at once through both ingress, a worker killed and started again, another paused past its
-heartbeat and resumed: every message answered once and stored once, in order. /stop across processes,
-Telegram's long polling moving to another ingress, a reminder firing once across two workers."""
+30 chats talking at once through both ingress, workers killed and started again, another paused past its
+heartbeat and resumed, the database restarted: every message answered once and stored once, in order.
+/stop across processes, 503 while the database is down, Telegram's long polling moving to another ingress,
+a reminder firing once across two workers."""
 
 import asyncio
 import json
 import re
 import signal
+import time
 import uuid
 
 import aiohttp
@@ -17,7 +19,8 @@ from tests.conftest import migrated
 from tests.fakes.fake_llm import Reply, last_user_text
 from tests.test_cli import env_for
 
-CHATS, MESSAGES = 10, 3
+CHATS, MESSAGES = 30, 2  # chats talking at once; messages each sends at least (more while the trouble lasts)
+PACE = 3.0  # seconds between a chat's answer and its next message
 TOKEN = re.compile(r"\b(c\d+m\d+)\b")
 DEADLINE = 150  # seconds a message may take, retries included (a dead worker's turn waits ~15 s to run again)
 
@@ -70,51 +73,75 @@ def stored(url, chat, channel="http"):
     return [(m["role"], m.get("content")) for m in (json.loads(line) for (line,) in rows)]
 
 
-async def test_chats_through_two_ingress_survive_a_killed_and_a_paused_worker(fake_llm, pg_url, tmp_path):
-    """30 messages in 10 chats through 2 ingress and 3 workers; one worker killed (-9) and started again, one
-    paused past its heartbeat and resumed: each message answered once with its own reply, stored once, in
+async def test_chats_through_two_ingress_survive_dead_workers_and_a_database_restart(fake_llm, pg_server, pg_url,
+                                                                                     tmp_path):
+    """30 chats talking at once through 2 ingress and 3 workers, until the trouble is over: a worker killed (-9)
+    and started again, one paused past its heartbeat and resumed, the database stopped as if it crashed and
+    started again, another worker killed: each message answered once with its own reply, stored once, in
     order, and nothing is left queued."""
     answering(fake_llm)
     migrated(pg_url)
     ingress = await asyncio.gather(*(start_role(fake_llm, tmp_path, pg_url, "ingress", n) for n in range(2)))
     workers = list(await asyncio.gather(*(start_role(fake_llm, tmp_path, pg_url, "worker", n) for n in range(3))))
     bases = [base for _, base in ingress]
-    answered = 0
+    sent = [0] * CHATS
+    calm = asyncio.Event()
 
     async def chat(c, session):
-        nonlocal answered
-        for m in range(MESSAGES):
+        while sent[c] < MESSAGES or not calm.is_set():
+            m = sent[c]
             replies = await ask(session, bases, f"c{c}", f"message c{c}m{m} for the cluster", c + m)
             assert replies == [f"ok c{c}m{m}"], (c, m, replies)
-            answered += 1
+            sent[c] += 1
+            await asyncio.sleep(PACE)
 
-    async def trouble():
-        await procs_wait(lambda: answered >= 3)
-        victim, _ = workers[0]
+    async def killed(n, again):
+        victim, _ = workers[n]
         victim.send_signal(signal.SIGKILL)  # mid-traffic: its turns run again elsewhere
         await victim.wait()
-        await procs_wait(lambda: answered >= 10)
+        workers[n] = await start_role(fake_llm, tmp_path, pg_url, "worker", again)
+
+    async def trouble():
+        await procs_wait(lambda: sum(sent) >= CHATS)
+        said(f"{sum(sent)} answered; worker 0 killed")
+        await killed(0, 3)
         paused, _ = workers[1]
+        said(f"{sum(sent)} answered; worker 1 paused")
         paused.send_signal(signal.SIGSTOP)  # past its heartbeat: its turns are taken over
         await asyncio.sleep(18)
         paused.send_signal(signal.SIGCONT)  # it wakes into chats it no longer holds
-        workers[0] = await start_role(fake_llm, tmp_path, pg_url, "worker", 3)
+        said(f"{sum(sent)} answered; worker 1 resumed, the database stopped")
+        await asyncio.to_thread(pg_server.stop, "immediate")  # as if it crashed: every connection cut
+        await asyncio.sleep(3)
+        await asyncio.to_thread(pg_server.start)
+        said(f"{sum(sent)} answered; the database started again")
+        await asyncio.sleep(5)
+        said(f"{sum(sent)} answered; worker 2 killed")
+        await killed(2, 4)
+        said(f"{sum(sent)} answered; the trouble is over")
+        calm.set()
 
     try:
         async with aiohttp.ClientSession() as session:
             await asyncio.gather(trouble(), *(chat(c, session) for c in range(CHATS)))
     finally:
+        pg_server.start()  # (running already unless the trouble failed while it was down)
         await stopped([*ingress, *workers])
     for c in range(CHATS):
         texts = stored(pg_url, f"c{c}")
         users = [t for role, t in texts if role == "user"]
         replies = [t for role, t in texts if role == "assistant"]
-        assert [TOKEN.findall(u)[-1] for u in users] == [f"c{c}m{m}" for m in range(MESSAGES)], (c, texts)
-        assert replies == [f"ok c{c}m{m}" for m in range(MESSAGES)], (c, texts)
+        assert [TOKEN.findall(u)[-1] for u in users] == [f"c{c}m{m}" for m in range(sent[c])], (c, texts)
+        assert replies == [f"ok c{c}m{m}" for m in range(sent[c])], (c, texts)
     with psycopg.connect(pg_url) as conn:
         assert conn.execute("SELECT count(*) FROM inbox").fetchone()[0] == 0
         assert conn.execute("SELECT count(*) FROM procrastinate_jobs WHERE status IN ('todo', 'doing')"
                             ).fetchone()[0] == 0
+
+
+def said(what):
+    """A step of the trouble, timed (a failure's output lines them up with the processes' logs)."""
+    print(time.strftime("%H:%M:%S"), what, flush=True)
 
 
 async def stopped(started):
@@ -144,8 +171,11 @@ async def post(session, base, path, body, key=None):
         return None, None
 
 
-async def test_a_stop_sent_to_the_ingress_stops_the_turn_a_worker_runs(fake_llm, pg_url, tmp_path):
-    """/stop sent to the ingress stops the turn a worker runs: its reply ends in the stop's note."""
+async def test_a_stop_reaches_the_worker_and_a_request_while_the_database_is_down_gets_503(fake_llm, pg_server,
+                                                                                          pg_url, tmp_path):
+    """/stop sent to the ingress stops the turn a worker runs (its reply ends in the stop's note); while the
+    database is down the ingress answers 503, and the same request (same Idempotency-Key) is answered once
+    it is back."""
     migrated(pg_url)
     started = await asyncio.gather(start_role(fake_llm, tmp_path, pg_url, "ingress", 0),
                                    start_role(fake_llm, tmp_path, pg_url, "worker", 0))
@@ -159,9 +189,31 @@ async def test_a_stop_sent_to_the_ingress_stops_the_turn_a_worker_runs(fake_llm,
         assert status == 200 and body["replies"] == [], body  # the stopped reply is the answer, to its request
         status, body = await asyncio.wait_for(asked, 30)
         assert status == 200 and body["replies"] == ["_(stopped)_"], body
+        answering(fake_llm)
+        key = str(uuid.uuid4())
+        await asyncio.to_thread(pg_server.stop)
+        try:
+            status, body = await post(session, base, "/v1/chats/d/messages", {"text": "while down c9m9"}, key)
+            assert status == 503 and "database" in body["error"], body
+        finally:
+            await asyncio.to_thread(pg_server.start)  # the next tests of this process share the server
+        assert await ask_again(session, base, "d", "while down c9m9", key) == ["ok c9m9"]
+        assert await ask_again(session, base, "d", "while down c9m9", key) == ["ok c9m9"]  # the first answer
     finally:
         await session.close()
         await stopped(started)
+    assert [t for role, t in stored(pg_url, "d") if role == "assistant"] == ["ok c9m9"]
+
+
+async def ask_again(session, base, chat, text, key):
+    """The same request, same key, until it is answered (the database back within the minute)."""
+    deadline = asyncio.get_running_loop().time() + 60
+    while asyncio.get_running_loop().time() < deadline:
+        status, body = await post(session, base, f"/v1/chats/{chat}/messages", {"text": text}, key)
+        if status == 200:
+            return body["replies"]
+        await asyncio.sleep(0.5)
+    raise AssertionError(f"{text!r} not answered within a minute of the database coming back")
 
 
 async def test_telegram_is_polled_by_one_ingress_and_another_takes_over_when_it_dies(fake_llm, pg_url, tmp_path):
