@@ -236,9 +236,9 @@ async def test_a_real_llama_cpp_server_reads_alike():
     """The real llama.cpp server: a reply, and a prompt over its 2,048 window (a 400 whole; streamed, a stream
     closed with no chunk, then asked again whole), come out of both paths alike. One test, its requests one
     after the other: this server cuts a stream short when another request waits."""
-    from tests.test_local_llm_real import PLAIN, server
+    from tests.test_local_llm_real import DIRECT, server
 
-    base = server(PLAIN)
+    base = server(DIRECT)  # its own: a request of another test would cut this one's streams short
     long = [{"role": "user", "content": "word " * 3000}]
     load_litellm().result()
     for stream in (False, True):

@@ -5,8 +5,9 @@
 under `CI=true` a server that does not answer fails the test instead, so CI cannot go green while the
 behaviour these tests guard is broken.
 
-The servers (ports in `.ci/local-llm`): three plain ones at a 2,048-token window, one per long chat so
-the chats do not queue behind each other on one-slot servers, and one model that never stops talking.
+The servers (ports in `.ci/local-llm`): four plain ones at a 2,048-token window, one per long chat and
+one for tests/test_direct.py's comparison, so no test's stream is cut short by another test's request on a
+one-slot server, and one model that never stops talking.
 
 The tests assert what must hold on any machine, however busy: every turn answered, the window learned,
 MEMORY.md written. How fast replies come is measured by bench/local_llm.py (reply p50 / p95), never here.
@@ -23,7 +24,7 @@ from tests.conftest import running
 from tests.fakes.fake_telegram import FakeTelegram
 from tests import kept
 
-PLAIN, SSE, TELEGRAM, RAMBLE = (f"http://127.0.0.1:{port}/v1" for port in (18790, 18793, 18794, 18792))
+PLAIN, SSE, TELEGRAM, DIRECT, RAMBLE = (f"http://127.0.0.1:{port}/v1" for port in (18790, 18793, 18794, 18795, 18792))
 TURNS = 40
 REPLY_DEADLINE = 600  # seconds: how long a turn may wait before the test gives up (a hang, not a speed limit)
 TOPICS = ["my vegetable garden and the tomatoes that split after the rain", "the trip to Lisbon we plan for May",
