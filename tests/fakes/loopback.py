@@ -11,8 +11,9 @@ from aiohttp import web
 
 
 async def serve(app: web.Application) -> tuple[web.AppRunner, str]:
-    """Start `app` on a free loopback port; returns its runner (clean it up) and "http://127.0.0.1:PORT"."""
-    runner = web.AppRunner(app, access_log=None)
+    """Start `app` on a free loopback port; returns its runner (clean it up) and "http://127.0.0.1:PORT".
+    Cleaning up waits a second for requests still being answered (a fake told to be slow), not aiohttp's 60."""
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
     await runner.setup()
     await web.TCPSite(runner, "127.0.0.1", 0).start()
     return runner, f"http://127.0.0.1:{runner.addresses[0][1]}"
