@@ -13,8 +13,10 @@ names TUSK_DATABASE_URL and never its password.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import AsyncIterator, Iterator
 
 import psycopg
@@ -28,6 +30,7 @@ logger = logging.getLogger(__name__)
 CONNECT_TIMEOUT = 5  # seconds a new connection may take before the database counts as unreachable
 WAIT = 10.0  # seconds a caller waits for a pooled connection before StorageUnavailable
 WAIT_WHILE_DOWN = 1.0  # the same for a synchronous caller (it holds the event loop) once a connection failed
+REVIVE = 0.5  # seconds between new connections tried while the database is down
 
 
 def setup_error(url: str, exc: BaseException) -> StoreSetupError | StorageUnavailable:
@@ -56,13 +59,37 @@ def _connection_lost(exc: psycopg.OperationalError) -> bool:
 
 
 class Database:
+    """The pool gives up a new connection that failed at once (so a caller hears StorageUnavailable within
+    WAIT); while the database is down a new one is tried every REVIVE s, so the callers waiting for one get
+    it as soon as the database is back, not when their WAIT ends."""
+
     def __init__(self, url: str, min_size: int = 1, max_size: int = 10, name: str = "tusk") -> None:
         self.url = check(url)
         self.where = redact(url)
+        self.down = False  # the last new connection failed
+        self._reviving: asyncio.Task[None] | None = None
         self.pool = AsyncConnectionPool(url, min_size=min_size, max_size=max_size, open=False, name=name,
                                         timeout=WAIT, kwargs={"connect_timeout": CONNECT_TIMEOUT,
                                                               "application_name": name},
-                                        check=AsyncConnectionPool.check_connection, reconnect_timeout=0)
+                                        check=AsyncConnectionPool.check_connection, reconnect_timeout=0,
+                                        configure=self._connected, reconnect_failed=self._failed)
+
+    async def _connected(self, conn: psycopg.AsyncConnection) -> None:
+        self.down = False
+
+    def _failed(self, pool: object) -> None:
+        self.down = True
+        if self._reviving is None or self._reviving.done():
+            self._reviving = asyncio.get_running_loop().create_task(self._revive(), name=f"{self.pool.name} revive")
+
+    async def _revive(self) -> None:
+        while self.down:
+            await asyncio.sleep(REVIVE)
+            try:
+                await self.pool.check()  # (a pool without an idle connection grows: one new connection tried)
+            except Exception as exc:  # a pool closing under it; the next failure starts this again
+                logger.debug("could not try a new connection: %s", exc)
+                return
 
     async def open(self) -> None:
         """Connect once directly (so a wrong setting is told precisely), then open the pool."""
@@ -74,6 +101,8 @@ class Database:
         await self.pool.open(wait=False)
 
     async def close(self) -> None:
+        if self._reviving is not None:
+            self._reviving.cancel()
         await self.pool.close()
 
     @contextlib.asynccontextmanager
@@ -111,7 +140,7 @@ class SyncDatabase:
     pairing and API-key documents, what was learned about models, the schedules, the ingress's queueing):
     each call is one short statement on a pooled connection, bounded by CONNECT_TIMEOUT; errors as
     `Database`'s. Its callers hold the event loop, so once a new connection failed (the database is down)
-    a caller waits WAIT_WHILE_DOWN for one, not WAIT, until a connection is made again."""
+    a caller waits at most WAIT_WHILE_DOWN for one, not WAIT, until a connection is made again."""
 
     def __init__(self, url: str, max_size: int = 4, name: str = "tusk-shared") -> None:
         from psycopg_pool import ConnectionPool
@@ -144,15 +173,27 @@ class SyncDatabase:
     @contextlib.contextmanager
     def connection(self) -> Iterator[psycopg.Connection]:
         self._open()
+        conn = self._get()
         try:
-            with self.pool.connection(timeout=WAIT_WHILE_DOWN if self.down else None) as conn:
+            with conn:  # (a pooled connection's block commits or rolls back; it stays open)
                 yield conn
-        except PoolTimeout as exc:
-            raise StorageUnavailable(f"the database does not answer ({self.where})") from exc
         except psycopg.OperationalError as exc:
             if not _connection_lost(exc):
                 raise
             raise StorageUnavailable(f"the database connection was lost ({self.where}): {exc}".strip()) from exc
+        finally:
+            self.pool.putconn(conn)
+
+    def _get(self) -> psycopg.Connection:
+        """A pooled connection, waited for up to WAIT, in steps of WAIT_WHILE_DOWN: once a new connection failed
+        (the database is down) the caller hears so at the end of the step, not of WAIT."""
+        deadline = time.monotonic() + WAIT
+        while True:
+            try:
+                return self.pool.getconn(timeout=WAIT_WHILE_DOWN)
+            except PoolTimeout as exc:
+                if self.down or time.monotonic() >= deadline:
+                    raise StorageUnavailable(f"the database does not answer ({self.where})") from exc
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[psycopg.Connection]:
