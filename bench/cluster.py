@@ -5,8 +5,11 @@ Idempotency-Key and sent again (same key) until answered.
 
 1. turns/s and reply p50/p95 with 1, 2 and 3 workers;
 2. with 3 workers, one killed (SIGKILL) after a third of the messages: turns run again (model calls beyond
-   one per message), duplicates (a message stored twice), lost (never answered: the goal is 0), and the time
-   from the kill to the answer of the last turn it held.
+   one per message), duplicates (a message stored twice), lost (not answered within LOST seconds: the goal
+   is 0), and the time from the kill to the answer of the last turn it held;
+3. with 3 workers, the database stopped as if it crashed after a third of the messages and started again
+   DOWN seconds later: the same counts, the 503s while it was down, and the time from its start to the
+   answer of the last message asked before it stopped.
 
     python bench/cluster.py [--chats 20] [--messages 5] [--delay 0.3]
 """
@@ -31,6 +34,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.tusk_process import clean_env  # noqa: E402
 
 TOKEN = re.compile(r"\b(c\d+m\d+)\b")
+LOST = 180.0  # seconds after which a message not answered counts as lost
+DOWN = 3.0  # seconds the database is down
 
 
 async def start(role: str, home: Path, url: str, llm: str) -> tuple[asyncio.subprocess.Process, str]:
@@ -50,23 +55,26 @@ async def start(role: str, home: Path, url: str, llm: str) -> tuple[asyncio.subp
     return proc, re.search(r"http://[^\s/#]+", out.read_text())[0]
 
 
-async def ask(session, base: str, chat: str, text: str) -> tuple[float, float]:
-    """(seconds to the answer, when it came): sent again with the same Idempotency-Key until answered."""
+async def ask(session, base: str, chat: str, text: str, refused: list[int]) -> tuple[float, float] | None:
+    """(seconds to the answer, when it came), or None if not answered within LOST seconds: sent again with the
+    same Idempotency-Key until answered (each 503 counted in `refused`)."""
     import aiohttp
 
     key, began = str(uuid.uuid4()), time.monotonic()
-    while True:
+    while time.monotonic() - began < LOST:
         try:
             async with session.post(f"{base}/v1/chats/{chat}/messages", json={"text": text},
                                     headers={"Authorization": "Bearer bench-token", "Origin": base,
                                              "Idempotency-Key": key},
-                                    timeout=aiohttp.ClientTimeout(total=300)) as resp:
+                                    timeout=aiohttp.ClientTimeout(total=LOST)) as resp:
                 if resp.status == 200:
                     await resp.json()
                     return time.monotonic() - began, time.monotonic()
+                refused[0] += resp.status == 503
         except (aiohttp.ClientError, TimeoutError):
             pass
         await asyncio.sleep(0.5)
+    return None
 
 
 def stored_twice(url: str) -> int:
@@ -79,7 +87,8 @@ def stored_twice(url: str) -> int:
     return len(seen) - len(set(seen))
 
 
-async def run(server, fake, args, workers: int, kill: bool) -> dict:
+async def run(server, fake, args, workers: int, trouble: str = "") -> dict:
+    """One round; `trouble`: "" (none), "kill" (a worker) or "restart" (the database), a third of the way."""
     import aiohttp
 
     from tests.conftest import migrated
@@ -92,32 +101,44 @@ async def run(server, fake, args, workers: int, kill: bool) -> dict:
     procs += await asyncio.gather(*(start("worker", root / f"worker{n}", url, fake.base_url) for n in range(workers)))
     calls_before = len(fake.requests)
     latencies: list[tuple[float, float]] = []
-    killed_at: list[float] = []
+    struck: list[float] = []  # when the trouble struck, and (restart) when the database was back
+    refused, lost = [0], [0]
     total = args.chats * args.messages
     try:
         async with aiohttp.ClientSession() as session:
             async def chat(c: int) -> None:
                 for m in range(args.messages):
-                    latencies.append(await ask(session, base, f"c{c}", f"message c{c}m{m}"))
+                    answered = await ask(session, base, f"c{c}", f"message c{c}m{m}", refused)
+                    if answered is None:
+                        lost[0] += 1
+                    else:
+                        latencies.append(answered)
 
-            async def killer() -> None:
+            async def strike() -> None:
                 while len(latencies) < total // 3:
                     await asyncio.sleep(0.01)
-                procs[1][0].send_signal(signal.SIGKILL)
-                killed_at.append(time.monotonic())
+                struck.append(time.monotonic())
+                if trouble == "kill":
+                    procs[1][0].send_signal(signal.SIGKILL)
+                    return
+                await asyncio.to_thread(server.stop, "immediate")
+                await asyncio.sleep(DOWN)
+                await asyncio.to_thread(server.start)
+                struck.append(time.monotonic())
 
             began = time.monotonic()
-            await asyncio.gather(*(chat(c) for c in range(args.chats)), *([killer()] if kill else []))
+            await asyncio.gather(*(chat(c) for c in range(args.chats)), *([strike()] if trouble else []))
             wall = time.monotonic() - began
         took = sorted(t for t, _ in latencies)
         figures = {"turns/s": total / wall, "p50": statistics.median(took), "p95": took[int(len(took) * 0.95) - 1],
-                   "model calls beyond one per message": len(fake.requests) - calls_before - total,
-                   "stored twice": stored_twice(url), "lost": total - len(latencies)}
-        if killed_at:  # the turns the dead worker held were answered last among those asked before the kill
-            held = [at for t, at in latencies if at - t < killed_at[0] < at]
-            figures["kill -> its last turn answered (s)"] = max(held) - killed_at[0] if held else 0.0
+                   "model calls beyond one per message": len(fake.requests) - calls_before - len(latencies),
+                   "stored twice": stored_twice(url), "lost": lost[0], "503": refused[0]}
+        if struck:  # the turns under way when it struck were answered last among those asked before it
+            held = [at for t, at in latencies if at - t < struck[0] < at]
+            figures["to the last turn held"] = max(held) - struck[-1] if held else 0.0
         return figures
     finally:
+        server.start()  # (running unless the round failed while it was down)
         for proc, _ in procs:
             if proc.returncode is None:
                 proc.send_signal(signal.SIGKILL)
@@ -135,13 +156,16 @@ async def main(args) -> None:
                                                 delay=args.delay)
             print(f"{args.chats} chats x {args.messages} messages, the model answering in {args.delay} s")
             for workers in (1, 2, 3):
-                f = await run(server, fake, args, workers, kill=False)
+                f = await run(server, fake, args, workers)
                 print(f"{workers} worker(s): {f['turns/s']:.1f} turns/s, reply p50 {f['p50']:.2f} s, "
                       f"p95 {f['p95']:.2f} s, lost {f['lost']}, stored twice {f['stored twice']}")
-            f = await run(server, fake, args, 3, kill=True)
-            print(f"3 workers, one killed (-9) a third of the way: {f['turns/s']:.1f} turns/s, p95 {f['p95']:.2f} s, "
-                  f"turns run again {f['model calls beyond one per message']}, stored twice {f['stored twice']}, "
-                  f"lost {f['lost']}, kill -> its last turn answered {f['kill -> its last turn answered (s)']:.1f} s")
+            for trouble, what, since in (("kill", "one worker killed (-9)", "the kill"),
+                                         ("restart", f"the database down {DOWN:.0f} s", "it was back")):
+                f = await run(server, fake, args, 3, trouble)
+                print(f"3 workers, {what} a third of the way: {f['turns/s']:.1f} turns/s, p95 {f['p95']:.2f} s, "
+                      f"turns run again {f['model calls beyond one per message']}, stored twice "
+                      f"{f['stored twice']}, lost {f['lost']}, 503s {f['503']}, from {since} to the last turn "
+                      f"under way answered {f['to the last turn held']:.1f} s")
 
 
 if __name__ == "__main__":
