@@ -3,6 +3,7 @@
 long once it knows the database is down (store/postgres/pool.py)."""
 
 import asyncio
+import logging
 
 import psycopg
 import pytest
@@ -11,14 +12,16 @@ from store.errors import StorageUnavailable
 from store.postgres import pool
 from tests.conftest import running
 from tests.fakes.fake_llm import Reply
+from tests.fakes.loopback import wait_until
 
 
 async def test_a_turn_the_database_failed_is_run_again_once_it_is_back(make_settings, pg_url, pg_server, fake_llm,
-                                                                       monkeypatch):
+                                                                       monkeypatch, caplog):
     """One Tusk on PostgreSQL (its turns go through the queue): the database stops while the model answers, so
     the turn cannot be saved; once the database is back the turn runs again and the request that waited gets
     that answer, stored once, not "my storage is unavailable"."""
-    monkeypatch.setattr(pool, "WAIT", 1.0)  # the save gives up before the database is back (it waits 10 s)
+    monkeypatch.setattr(pool, "WAIT", 1.0)  # the save gives up while the database is down (it waits 10 s)
+    caplog.set_level(logging.INFO, logger="procrastinate")
     async with running(make_settings(TUSK_DATABASE_URL=pg_url)) as tusk:
         (first,) = await tusk.say("o", "hello")
         assert first.endswith("hello"), first
@@ -26,8 +29,8 @@ async def test_a_turn_the_database_failed_is_run_again_once_it_is_back(make_sett
         asked = asyncio.create_task(tusk.say("o", "what now?"))
         await fake_llm.wait_for_requests(2, timeout=30)  # (the first turn's, then this one's)
         await asyncio.to_thread(pg_server.stop)  # the model's answer comes while it is down
-        try:
-            await asyncio.sleep(3)
+        try:  # until the queue's worker has seen the turn fail, to be run again
+            await wait_until(lambda: any(getattr(r, "action", "") == "job_error_retry" for r in caplog.records), 60)
         finally:
             await asyncio.to_thread(pg_server.start)
         assert await asyncio.wait_for(asked, 120) == ["the second try"]
