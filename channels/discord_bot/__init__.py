@@ -7,7 +7,7 @@
                       before? (bot/dedupe.py: a MESSAGE_CREATE replayed after a RESUME is dropped) -> publish
                       -> typing until done; its ReplyRef names the message (its id: the replies' nonces),
                       quoted by the reply in guilds only
-    INTERACTION    -> a chat command (/memory, /forget, ...: the app's menu as application commands,
+    INTERACTION    -> a chat command (/memory, /forget, ...: the app's menu as application commands, commands.py,
                       synced at start) -> command_to_inbound() -> allow-list
                    -> defer (ephemeral where it fits) -> publish "/memory undo" as if typed, answered through
                       the interaction: its followup webhook, rebuilt from the token in the ReplyRef alone
@@ -47,7 +47,7 @@ import logging
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 import aiohttp
 
@@ -61,6 +61,7 @@ from bot.errors import ConfigError, DeliveryError
 from bot.events import ChatKey, InboundMessage, OutboundMessage, OutboundVoice, ReplyRef
 from channels.discord_bot import media as discord_media
 from channels.discord_bot import identify, nonces, refusals, shards
+from channels.discord_bot.commands import PRIVATE, slash
 from channels.discord_bot import voice as discord_voice
 from channels.base import Access, Done, Publish
 from channels.discord_bot.gateway import aim, api_root, connect_error  # noqa: F401 (api_root: API)
@@ -80,13 +81,6 @@ INTENTS = discord.Intents(guilds=True, guild_messages=True, dm_messages=True, me
 NO_CONTENT_INTENTS = discord.Intents(guilds=True, guild_messages=True, dm_messages=True)
 MAX_RATE_WAIT = 30.0  # a 429 asking for a longer wait (a global or Cloudflare limit) fails the reply instead
 MENTIONS = discord.AllowedMentions(everyone=False, users=False, roles=False, replied_user=True)
-NO_ARGUMENTS = frozenset({"help", "status", "new", "stop"})  # every other command has one optional free-text option,
-ARGUMENTS = {  # named and described here if known; its text follows the command ("/memory undo")
-    "memory": ("what", "'history 3' for the last 3 history entries, or 'undo'"),
-    "forget": ("confirm", "type 'confirm' to erase everything I keep about this chat"),
-    "voice": ("mode", "on, off, auto (a voice note gets voice) or reset"),
-}
-PRIVATE = frozenset({"help", "status", "memory", "stop"})  # in guilds only the asker sees these answers
 SEND_ERRORS = (discord.HTTPException, discord.RateLimited, aiohttp.ClientError, OSError)
 
 
@@ -155,22 +149,8 @@ class DiscordChannel:
         client.add_dynamic_items(self._presses.item)  # the Stop button under drafts, on any message
         tree = app_commands.CommandTree(client)
         for name, summary in self._menu:
-            tree.add_command(self._slash(name, summary))
+            tree.add_command(slash(name, summary, self.on_command))
         return client, tree
-
-    def _slash(self, name: str, summary: str) -> app_commands.Command:
-        """An application command whose invocation is published as the typed command would be."""
-        async def plain(interaction: discord.Interaction) -> None:
-            await self.on_command(interaction, name, "")
-
-        async def with_text(interaction: discord.Interaction, text: Optional[str] = None) -> None:
-            await self.on_command(interaction, name, text or "")
-
-        callback: Any = plain
-        if name not in NO_ARGUMENTS:
-            option, description = ARGUMENTS.get(name, ("text", f"what follows /{name} (see /help)"))
-            callback = app_commands.rename(text=option)(app_commands.describe(text=description)(with_text))
-        return app_commands.Command(name=name, description=summary[:100] or name, callback=callback)
 
     async def start(self) -> None:
         # discord.py logs request bodies and gateway payloads (message text) at DEBUG; Tusk logs no message text
