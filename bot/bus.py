@@ -170,11 +170,11 @@ class MessageBus:
         try:
             while queue:
                 msg, done, retried = queue.popleft()
+                RETRIED.set(retried)  # (this task's own context: the chat's turns and jobs, one after another)
                 if not isinstance(msg, InboundMessage):
                     await self._run_job(msg, done)
                     continue
                 result = None
-                RETRIED.set(retried)  # (this task's own context: the chat's turns, one after another)
                 try:
                     result = await self._handler(msg)
                 except asyncio.CancelledError:
