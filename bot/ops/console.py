@@ -46,7 +46,7 @@ from bot import remembering
 from bot.commands import Commands
 from bot.commands.base import CommandContext
 from bot.commands.memory_why import sources_json
-from bot.ops import usage as usage_view
+from bot.ops import usage_page as usage_view
 from bot.events import ChatKey
 from bot.usage.ledger_sql import SqlLedger
 from bot.usage.limits import Limits
