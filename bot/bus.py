@@ -180,12 +180,10 @@ class MessageBus:
                 except asyncio.CancelledError:
                     done.cancel()
                     raise
-                except (StorageUnavailable, StaleWrite) as exc:
-                    if retried:  # its queue runs it again once the database is back, or another worker took it
-                        done.set_exception(exc)
-                        continue
-                    logger.exception("turn failed in %s", key)
-                except Exception:  # loop boundary: one broken turn must not stall the chat's queue
+                except Exception as exc:  # loop boundary: one broken turn must not stall the chat's queue
+                    if retried and isinstance(exc, (StorageUnavailable, StaleWrite)):
+                        done.set_exception(exc)  # its queue runs it again once the database is back, or the
+                        continue  # worker that took the chat over does
                     logger.exception("turn failed in %s", key)
                 self._settled(msg)
                 if not done.done():
