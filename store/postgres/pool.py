@@ -58,6 +58,19 @@ def _connection_lost(exc: psycopg.OperationalError) -> bool:
     return not state or state.startswith(("08", "57P", "53"))
 
 
+@contextlib.contextmanager
+def outage(where: str) -> Iterator[None]:
+    """A lost connection or a database that does not answer, inside the block, as StorageUnavailable."""
+    try:
+        yield
+    except PoolTimeout as exc:
+        raise StorageUnavailable(f"the database does not answer ({where})") from exc
+    except psycopg.OperationalError as exc:
+        if not _connection_lost(exc):  # a statement the server refused (a limit): a bug to see, not an outage
+            raise
+        raise StorageUnavailable(f"the database connection was lost ({where}): {exc}".strip()) from exc
+
+
 class Database:
     """The pool gives up a new connection that failed at once (so a caller hears StorageUnavailable within
     WAIT); while the database is down a new one is tried every REVIVE s, so the callers waiting for one get
@@ -108,15 +121,9 @@ class Database:
     @contextlib.asynccontextmanager
     async def connection(self) -> AsyncIterator[psycopg.AsyncConnection]:
         """A pooled connection (autocommit off: use `transaction` to write)."""
-        try:
+        with outage(self.where):
             async with self.pool.connection() as conn:
                 yield conn
-        except PoolTimeout as exc:
-            raise StorageUnavailable(f"the database does not answer ({self.where})") from exc
-        except psycopg.OperationalError as exc:
-            if not _connection_lost(exc):  # a statement the server refused (a limit): a bug to see, not an outage
-                raise
-            raise StorageUnavailable(f"the database connection was lost ({self.where}): {exc}".strip()) from exc
 
     @contextlib.asynccontextmanager
     async def transaction(self) -> AsyncIterator[psycopg.AsyncConnection]:
@@ -175,12 +182,8 @@ class SyncDatabase:
         self._open()
         conn = self._get()
         try:
-            with conn:  # (a pooled connection's block commits or rolls back; it stays open)
+            with outage(self.where), conn:  # (a pooled connection's block commits or rolls back; it stays open)
                 yield conn
-        except psycopg.OperationalError as exc:
-            if not _connection_lost(exc):
-                raise
-            raise StorageUnavailable(f"the database connection was lost ({self.where}): {exc}".strip()) from exc
         finally:
             self.pool.putconn(conn)
 
